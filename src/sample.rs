@@ -1,0 +1,159 @@
+//! The raw sample: one JSON object per probe process, appended to `samples.jsonl` the moment it is
+//! measured. This struct *is* the file format; every field says its unit.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// One probe process, measured once. Memory is in bytes, times in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sample {
+    /// Run identifier (the run directory's name).
+    pub run_id: String,
+    /// Study identifier (`id` in study.yaml).
+    pub study: String,
+    /// Probe identifier (`probes[].id` in study.yaml).
+    pub probe: String,
+    /// Image tag the container ran.
+    pub image_tag: String,
+    /// Image ID (`sha256:…`) the container ran.
+    pub image_id: String,
+    /// Number of tasks the probe was asked to create.
+    pub tasks: u64,
+    /// Repeat number, 1-based.
+    pub repeat: u32,
+    /// Position of this process in the run order, 0-based.
+    pub position: u32,
+    /// CPU list the study asked for (e.g. `0-3`).
+    pub cpus_requested: String,
+    /// CPU list this process was pinned to (the `--cpus` choice, e.g. `0-1` with `--cpus auto`).
+    pub cpus_pinned: String,
+    /// CPU list in force, read back from `/proc/<pid>/status` (`Cpus_allowed_list`) inside the container.
+    pub cpus_in_force: Option<String>,
+    /// Worker threads given to the runtime (GOMAXPROCS, Tokio workers).
+    pub workers: u32,
+    /// Environment variables set for the probe.
+    pub env: BTreeMap<String, String>,
+    /// Command line of the probe inside the container.
+    pub args: Vec<String>,
+    /// RSS (VmRSS) before any task was created, bytes.
+    pub baseline_rss_bytes: Option<u64>,
+    /// RSS readings after all tasks were ready and the settle time passed, bytes, in order.
+    pub rss_bytes: Vec<u64>,
+    /// Median of `rss_bytes`, bytes.
+    pub rss_median_bytes: Option<u64>,
+    /// (rss_median_bytes − baseline_rss_bytes) / tasks, bytes per task.
+    pub per_task_bytes: Option<f64>,
+    /// Peak RSS (VmHWM) at the last reading, bytes.
+    pub vm_hwm_bytes: Option<u64>,
+    /// Anonymous RSS (RssAnon) at the last reading, bytes.
+    pub rss_anon_bytes: Option<u64>,
+    /// File-backed RSS (RssFile) at the last reading, bytes.
+    pub rss_file_bytes: Option<u64>,
+    /// OS threads of the probe at the last reading.
+    pub threads: Option<u64>,
+    /// Tasks the probe reported completed after the release.
+    pub completed: Option<u64>,
+    /// Tasks expected to complete (= `tasks`).
+    pub expected: u64,
+    /// True when the protocol ran to the end, exit code 0, not OOM-killed and completed = expected.
+    pub valid: bool,
+    /// Why the sample is invalid; `None` when valid.
+    pub error: Option<String>,
+    /// Last lines of the probe's and sampler's stderr (at most a few KiB).
+    pub stderr_tail: String,
+    /// The probe's own metrics from its `ready` and `done` lines (e.g. `goroutines`, `stack_inuse_bytes`).
+    pub metrics: BTreeMap<String, f64>,
+    /// Phase durations.
+    pub timings: Timings,
+    /// When the container was started, RFC 3339 UTC.
+    pub started_at: String,
+    /// Container exit code, if it exited.
+    pub exit_code: Option<i64>,
+    /// True when the Engine reports the container was OOM-killed.
+    pub oom_killed: bool,
+}
+
+/// Phase durations of one process, milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timings {
+    /// From the baseline acknowledgement to the probe's `ready` line (creating all tasks), ms.
+    pub spawn_ms: Option<f64>,
+    /// From `ready` to the end of the last RSS reading (settle + sampling), ms.
+    pub measure_ms: Option<f64>,
+    /// From the release line to the probe's `done` line, ms.
+    pub release_ms: Option<f64>,
+    /// Lifetime of the probe process, from exec to exit, ms.
+    pub probe_ms: Option<f64>,
+    /// Lifetime of the container as seen by the driver, from create to removal, ms.
+    pub container_ms: Option<f64>,
+}
+
+impl Sample {
+    /// The cell of the study matrix this sample fills.
+    pub fn cell(&self) -> (String, u64, u32) {
+        (self.probe.clone(), self.tasks, self.repeat)
+    }
+}
+
+/// Appends samples to a run's `samples.jsonl`, flushing and syncing each line as it is written.
+pub struct SampleLog {
+    path: PathBuf,
+    file: File,
+}
+
+impl SampleLog {
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening sample log {}", path.display()))?;
+        Ok(Self { path: path.to_owned(), file })
+    }
+
+    pub fn append(&mut self, sample: &Sample) -> Result<()> {
+        let mut line = serde_json::to_vec(sample).context("encoding sample")?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .and_then(|()| self.file.sync_data())
+            .with_context(|| format!("appending to {}", self.path.display()))
+    }
+}
+
+/// A line of samples.jsonl that could not be read, with its 1-based line number.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BadLine {
+    pub line: usize,
+    pub error: String,
+}
+
+/// Reads every sample of a samples.jsonl; malformed lines are returned beside the good ones, never dropped silently.
+pub fn read_all(path: &Path) -> Result<(Vec<Sample>, Vec<BadLine>)> {
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    parse_lines(BufReader::new(file)).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Parses samples.jsonl text (see [`read_all`]).
+pub fn parse_lines(reader: impl BufRead) -> Result<(Vec<Sample>, Vec<BadLine>)> {
+    let mut good = Vec::new();
+    let mut bad = Vec::new();
+    for (i, line) in reader.lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Sample>(&line) {
+            Ok(s) => good.push(s),
+            Err(e) => bad.push(BadLine { line: i + 1, error: e.to_string() }),
+        }
+    }
+    Ok((good, bad))
+}
