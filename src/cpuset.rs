@@ -24,7 +24,9 @@ pub fn parse(list: &str) -> Result<Vec<usize>> {
 }
 
 fn num(s: &str, list: &str) -> Result<usize> {
-    s.trim().parse().with_context(|| format!("{s:?} in CPU list {list:?} is not a CPU number"))
+    s.trim()
+        .parse()
+        .with_context(|| format!("{s:?} in CPU list {list:?} is not a CPU number"))
 }
 
 /// Formats CPU numbers as a compact list (`0-3,6`).
@@ -36,7 +38,11 @@ pub fn format(cpus: &[usize]) -> String {
         while i + 1 < cpus.len() && cpus[i + 1] == cpus[i] + 1 {
             i += 1;
         }
-        out.push(if cpus[i] == start { start.to_string() } else { format!("{start}-{}", cpus[i]) });
+        out.push(if cpus[i] == start {
+            start.to_string()
+        } else {
+            format!("{start}-{}", cpus[i])
+        });
         i += 1;
     }
     out.join(",")

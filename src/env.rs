@@ -1,1 +1,228 @@
-//! (stub)
+//! The environment record (`env.json`), written once per run: the host, the Engine, the images and
+//! toolchains used, and the view from inside a probe container.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{ContainerSpec, Engine, EngineFacts};
+use crate::image::Manifest;
+
+/// `env.json`: where a run was measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// When the record was taken, RFC 3339 UTC.
+    pub recorded_at: String,
+    /// parkbench version that took the run.
+    pub parkbench_version: String,
+    /// The host the Engine runs on (read by parkbench on its own host; the Engine is assumed local).
+    pub host: Host,
+    /// The Docker Engine.
+    pub engine: EngineFacts,
+    /// The build manifest of the images used.
+    pub images: Manifest,
+    /// Toolchain versions: `rustc -vV`, `cargo -V`, `go version` (from inside the images), and `tokio`
+    /// (from the probe's Cargo.lock).
+    pub toolchains: BTreeMap<String, String>,
+    /// The view from inside a probe container.
+    pub container: ContainerView,
+}
+
+/// Host facts, from /proc and /sys.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    /// `uname -r`.
+    pub kernel_release: String,
+    /// `uname -v`.
+    pub kernel_version: String,
+    /// /etc/os-release, key → value.
+    pub os_release: BTreeMap<String, String>,
+    /// CPU model name (/proc/cpuinfo).
+    pub cpu_model: String,
+    /// CPU flags (/proc/cpuinfo), space-separated.
+    pub cpu_flags: String,
+    /// Microcode revision, where reported.
+    pub microcode: Option<String>,
+    /// Logical CPUs online.
+    pub logical_cpus: usize,
+    /// Online CPU list (/sys/devices/system/cpu/online).
+    pub cpus_online: String,
+    /// SMT active (/sys/devices/system/cpu/smt/active), where visible.
+    pub smt_active: Option<bool>,
+    /// MemTotal, bytes.
+    pub mem_total_bytes: u64,
+    /// Transparent hugepages `enabled` setting (the bracketed choice).
+    pub thp_enabled: Option<String>,
+    /// Transparent hugepages `defrag` setting.
+    pub thp_defrag: Option<String>,
+    /// vm.overcommit_memory.
+    pub overcommit_memory: Option<String>,
+    /// cpufreq governor of CPU 0, where visible.
+    pub cpufreq_governor: Option<String>,
+    /// Running under WSL (kernel release or version mentions Microsoft/WSL).
+    pub wsl: bool,
+}
+
+/// What a process inside a probe container sees.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContainerView {
+    /// `uname -a` inside the container.
+    pub uname: String,
+    /// Cpus_allowed_list of a container process before any pinning.
+    pub cpus_allowed: String,
+    /// First line of `ldd --version` (the image's glibc).
+    pub glibc: String,
+}
+
+/// Takes the environment record, running one short container from `probe_image` for its view.
+pub async fn record(
+    engine: &Engine,
+    manifest: &Manifest,
+    probe_image: &str,
+    repo: &Path,
+) -> Result<Environment> {
+    let mut toolchains = BTreeMap::new();
+    for img in &manifest.images {
+        toolchains.extend(img.versions.clone());
+    }
+    if let Some(v) = tokio_version(&repo.join("docker/rust-tokio/Cargo.lock")) {
+        toolchains.insert("tokio".into(), v);
+    }
+    Ok(Environment {
+        recorded_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        parkbench_version: env!("CARGO_PKG_VERSION").into(),
+        host: host(),
+        engine: engine.facts().await?,
+        images: manifest.clone(),
+        toolchains,
+        container: container_view(engine, probe_image).await?,
+    })
+}
+
+async fn container_view(engine: &Engine, image: &str) -> Result<ContainerView> {
+    let script = "uname -a; grep Cpus_allowed_list /proc/self/status | cut -f2; ldd --version 2>&1 | head -n1";
+    let spec = ContainerSpec {
+        image: image.into(),
+        cmd: vec!["/bin/sh".into(), "-c".into(), script.into()],
+        env: BTreeMap::new(),
+        labels: BTreeMap::from([("parkbench.role".into(), "env".into())]),
+        timeout: std::time::Duration::from_secs(60),
+    };
+    let out = engine
+        .run(&spec, &tokio_util::sync::CancellationToken::new())
+        .await?;
+    let mut lines = out.stdout.lines().map(str::to_owned);
+    Ok(ContainerView {
+        uname: lines.next().unwrap_or_default(),
+        cpus_allowed: lines.next().unwrap_or_default(),
+        glibc: lines.next().unwrap_or_default(),
+    })
+}
+
+/// The tokio version locked in a Cargo.lock.
+pub fn tokio_version(lock: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(lock).ok()?;
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() == "name = \"tokio\"" {
+            let v = lines
+                .next()?
+                .trim()
+                .strip_prefix("version = \"")?
+                .strip_suffix('"')?;
+            return Some(v.to_string());
+        }
+    }
+    None
+}
+
+/// Host facts; anything unreadable is left empty rather than failing the run.
+pub fn host() -> Host {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .find(|l| l.split(':').next().map(str::trim) == Some(name))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let bracketed = |p: &str| {
+        read(p).and_then(|s| {
+            s.split('[')
+                .nth(1)
+                .and_then(|r| r.split(']').next())
+                .map(str::to_owned)
+        })
+    };
+    let kernel_release = read("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let kernel_version = read("/proc/sys/kernel/version").unwrap_or_default();
+    let cpus_online = read("/sys/devices/system/cpu/online").unwrap_or_default();
+    let wsl = format!("{kernel_release} {kernel_version}").to_lowercase();
+    Host {
+        os_release: os_release(&read("/etc/os-release").unwrap_or_default()),
+        cpu_model: field("model name").unwrap_or_default(),
+        cpu_flags: field("flags").unwrap_or_default(),
+        microcode: field("microcode"),
+        logical_cpus: crate::cpuset::parse(&cpus_online)
+            .map(|c| c.len())
+            .unwrap_or(0),
+        cpus_online,
+        smt_active: read("/sys/devices/system/cpu/smt/active").map(|s| s == "1"),
+        mem_total_bytes: meminfo_total(&read("/proc/meminfo").unwrap_or_default()),
+        thp_enabled: bracketed("/sys/kernel/mm/transparent_hugepage/enabled"),
+        thp_defrag: bracketed("/sys/kernel/mm/transparent_hugepage/defrag"),
+        overcommit_memory: read("/proc/sys/vm/overcommit_memory"),
+        cpufreq_governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        wsl: wsl.contains("microsoft") || wsl.contains("wsl"),
+        kernel_release,
+        kernel_version,
+    }
+}
+
+fn os_release(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+        .collect()
+}
+
+fn meminfo_total(text: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_os_release_and_meminfo() {
+        let os = os_release("NAME=\"Debian GNU/Linux\"\nVERSION_ID=\"12\"\n");
+        assert_eq!(os["VERSION_ID"], "12");
+        assert_eq!(
+            meminfo_total("MemTotal:       16384 kB\nMemFree: 1 kB"),
+            16384 * 1024
+        );
+    }
+
+    #[test]
+    fn finds_tokio_in_a_lockfile() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("Cargo.lock");
+        std::fs::write(
+            &lock,
+            "[[package]]\nname = \"tokio\"\nversion = \"1.53.2\"\n",
+        )
+        .unwrap();
+        assert_eq!(tokio_version(&lock).as_deref(), Some("1.53.2"));
+    }
+}

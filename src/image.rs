@@ -1,1 +1,446 @@
-//! (stub)
+//! Images: the Debian base (imported from a pinned rootfs), the toolchain images, the sampler and the
+//! probe images, built offline through the Engine. Tags are derived from the hash of all inputs, so
+//! unchanged inputs skip the build; the build manifest records what went into every image and the
+//! sha256 of every binary in it, read back from the image.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::artifact::{self, Artifact};
+use crate::cache::Cache;
+use crate::context;
+use crate::engine::{ContainerSpec, Engine};
+use crate::pin::Pins;
+
+/// The build manifest (`manifest.json`): every image parkbench built or reused, and what is in it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Images in build order: base, toolchains, sampler, probes.
+    pub images: Vec<BuiltImage>,
+}
+
+/// One image of the manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BuiltImage {
+    /// Short name (`base`, `toolchain-rust`, `rust-tokio`, …); probes are named after their `docker/` folder.
+    pub name: String,
+    /// Tag, `parkbench/<name>:<first 16 hex digits of the input hash>`.
+    pub tag: String,
+    /// Image ID (`sha256:…`). Not stable across hosts (an image records its creation time); the layer
+    /// diff-IDs and binary hashes are.
+    pub id: String,
+    /// Layer diff-IDs (`sha256:…`), bottom first.
+    pub layers: Vec<String>,
+    /// Every input by name and sha256 (source tree, lockfiles, toolchain artifacts) or tag (parent images).
+    pub inputs: BTreeMap<String, String>,
+    /// sha256 of every binary in the image, by absolute path inside the image.
+    pub binaries: BTreeMap<String, String>,
+    /// Tool versions reported from inside the image (`rustc -vV`, `go version`).
+    pub versions: BTreeMap<String, String>,
+    /// True when this invocation built or imported the image; false when an existing one was reused.
+    pub built: bool,
+}
+
+impl Manifest {
+    /// The image with this short name.
+    pub fn get(&self, name: &str) -> Option<&BuiltImage> {
+        self.images.iter().find(|i| i.name == name)
+    }
+}
+
+/// Build options.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// Rebuild every image without the Engine's build cache.
+    pub no_cache: bool,
+    /// Print every line the builds print.
+    pub verbose: bool,
+}
+
+/// A built image's recipe: its `docker/` folder, what goes into the context, its parents and binaries.
+struct Recipe {
+    name: &'static str,
+    /// A pinned artifact placed in the context under this file name.
+    artifact: Option<(&'static str, fn(&Pins) -> &crate::pin::Pin)>,
+    /// Vendor the folder's crates (`cargo vendor --locked`) into `vendor/`.
+    vendor: bool,
+    /// Build args naming parent images: (ARG, image name).
+    parents: &'static [(&'static str, &'static str)],
+    binaries: &'static [&'static str],
+    versions: &'static [(&'static str, &'static [&'static str])],
+}
+
+const PROBE_BINARIES: &[&str] = &["/usr/local/bin/sampler", "/usr/local/bin/probe"];
+
+const RECIPES: &[Recipe] = &[
+    Recipe {
+        name: "toolchain-rust",
+        artifact: Some(("rust.tar", |p| &p.rust)),
+        vendor: false,
+        parents: &[("BASE", "base")],
+        binaries: &["/opt/rust/bin/rustc", "/opt/rust/bin/cargo"],
+        versions: &[
+            ("rustc -vV", &["rustc", "-vV"]),
+            ("cargo -V", &["cargo", "-V"]),
+        ],
+    },
+    Recipe {
+        name: "toolchain-go",
+        artifact: Some(("go.tar", |p| &p.go)),
+        vendor: false,
+        parents: &[("BASE", "base")],
+        binaries: &["/opt/go/bin/go"],
+        versions: &[("go version", &["go", "version"])],
+    },
+    Recipe {
+        name: "sampler",
+        artifact: None,
+        vendor: true,
+        parents: &[("RUST", "toolchain-rust")],
+        binaries: &["/sampler"],
+        versions: &[],
+    },
+    Recipe {
+        name: "rust-tokio",
+        artifact: None,
+        vendor: true,
+        parents: &[
+            ("BASE", "base"),
+            ("RUST", "toolchain-rust"),
+            ("SAMPLER", "sampler"),
+        ],
+        binaries: PROBE_BINARIES,
+        versions: &[],
+    },
+    Recipe {
+        name: "go",
+        artifact: None,
+        vendor: false,
+        parents: &[
+            ("BASE", "base"),
+            ("GO", "toolchain-go"),
+            ("SAMPLER", "sampler"),
+        ],
+        binaries: PROBE_BINARIES,
+        versions: &[],
+    },
+];
+
+/// Names of the probe images (folders under `docker/` that a study's `probes[].image` may name).
+pub fn probe_names() -> Vec<&'static str> {
+    RECIPES
+        .iter()
+        .filter(|r| r.binaries == PROBE_BINARIES)
+        .map(|r| r.name)
+        .collect()
+}
+
+/// Builds (or reuses) every image, in order, and returns the manifest.
+pub async fn build_all(
+    engine: &Engine,
+    cache: &Cache,
+    pins: &Pins,
+    repo: &Path,
+    options: &BuildOptions,
+) -> Result<Manifest> {
+    let mut manifest = Manifest::default();
+    let base = base_image(engine, cache, pins).await?;
+    manifest.images.push(base);
+    for recipe in RECIPES {
+        let image = build_one(engine, cache, pins, repo, recipe, &manifest, options)
+            .await
+            .with_context(|| format!("image {}", recipe.name))?;
+        manifest.images.push(image);
+    }
+    Ok(manifest)
+}
+
+/// The base image: the pinned rootfs imported as a single layer. Its identity is the layer diff-ID
+/// (= the rootfs sha256); an import is skipped when the tag already carries that layer.
+async fn base_image(engine: &Engine, cache: &Cache, pins: &Pins) -> Result<BuiltImage> {
+    let rootfs = artifact::ensure(cache, &pins.base).context("the Debian base rootfs")?;
+    let diff_id = format!("sha256:{}", rootfs.sha256);
+    let tag_suffix = &rootfs.sha256[..16];
+    let tag = format!("parkbench/base:{tag_suffix}");
+    let existing = engine.image(&tag).await?;
+    let built = !matches!(&existing, Some(img) if img.layers == [diff_id.clone()]);
+    if built {
+        eprintln!("base: importing {} ({})", tag, rootfs.source);
+        engine
+            .import(&rootfs.path, "parkbench/base", tag_suffix)
+            .await?;
+    }
+    let facts = engine
+        .image(&tag)
+        .await?
+        .context("the imported base image is missing")?;
+    if facts.layers != [diff_id.clone()] {
+        bail!(
+            "the imported base image {tag} has layers {:?}, expected exactly {diff_id}: the Engine changed the rootfs",
+            facts.layers
+        );
+    }
+    Ok(BuiltImage {
+        name: "base".into(),
+        tag,
+        id: facts.id,
+        layers: facts.layers,
+        inputs: BTreeMap::from([(format!("rootfs ({})", rootfs.name), rootfs.sha256.clone())]),
+        binaries: BTreeMap::new(),
+        versions: BTreeMap::new(),
+        built,
+    })
+}
+
+async fn build_one(
+    engine: &Engine,
+    cache: &Cache,
+    pins: &Pins,
+    repo: &Path,
+    recipe: &Recipe,
+    done: &Manifest,
+    options: &BuildOptions,
+) -> Result<BuiltImage> {
+    let dir = repo.join("docker").join(recipe.name);
+    let (inputs, artifact) = inputs(cache, pins, &dir, recipe, done)?;
+    let tag = format!(
+        "parkbench/{}:{}",
+        recipe.name,
+        &hash_inputs(recipe.name, &inputs)[..16]
+    );
+    let existing = engine.image(&tag).await?;
+    let built = existing.is_none() || options.no_cache;
+    if built {
+        let context = write_context(cache, &dir, recipe, artifact.as_ref())?;
+        let buildargs = recipe
+            .parents
+            .iter()
+            .map(|(arg, parent)| Ok((arg.to_string(), parent_tag(done, parent)?)))
+            .collect::<Result<BTreeMap<_, _>>>()?;
+        let labels = BTreeMap::from([
+            ("parkbench.image".to_string(), recipe.name.to_string()),
+            (
+                "parkbench.inputs".to_string(),
+                serde_json::to_string(&inputs)?,
+            ),
+        ]);
+        eprintln!("{}: building {tag}", recipe.name);
+        let mut tail = Vec::new();
+        let result = engine
+            .build(
+                &context.path,
+                &tag,
+                &buildargs,
+                &labels,
+                options.no_cache,
+                |line| {
+                    if options.verbose {
+                        eprintln!("  {line}");
+                    }
+                    tail.push(line.to_string());
+                },
+            )
+            .await;
+        let _ = std::fs::remove_file(&context.path);
+        if let Err(e) = result {
+            let tail = tail
+                .iter()
+                .rev()
+                .take(30)
+                .rev()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n");
+            return Err(e).context(format!("build output (last lines):\n{tail}"));
+        }
+    }
+    let facts = engine
+        .image(&tag)
+        .await?
+        .with_context(|| format!("{tag} is missing after its build"))?;
+    let (binaries, versions) = contents(engine, cache, &tag, &facts.id, recipe).await?;
+    Ok(BuiltImage {
+        name: recipe.name.into(),
+        tag,
+        id: facts.id,
+        layers: facts.layers,
+        inputs,
+        binaries,
+        versions,
+        built,
+    })
+}
+
+/// The input hashes of a recipe: its source tree, its lockfile, its artifact and its parents' tags.
+fn inputs(
+    cache: &Cache,
+    pins: &Pins,
+    dir: &Path,
+    recipe: &Recipe,
+    done: &Manifest,
+) -> Result<(BTreeMap<String, String>, Option<Artifact>)> {
+    if !dir.join("Dockerfile").is_file() {
+        bail!(
+            "{} has no Dockerfile; is this the parkbench repository?",
+            dir.display()
+        );
+    }
+    let mut inputs = BTreeMap::new();
+    let tmp = cache.tmp_path("source-tree");
+    let tree = context::write(dir, &[], &tmp)?;
+    let _ = std::fs::remove_file(&tmp);
+    inputs.insert("source tree".to_string(), tree.sha256);
+    for lock in ["Cargo.lock", "go.sum"] {
+        if dir.join(lock).is_file() {
+            inputs.insert(lock.to_string(), sha256_file(&dir.join(lock))?);
+        }
+    }
+    let artifact = match recipe.artifact {
+        Some((_, pin)) => {
+            let a = artifact::ensure(cache, pin(pins))?;
+            inputs.insert(
+                format!("artifact {} {}", a.name, a.version),
+                a.sha256.clone(),
+            );
+            Some(a)
+        }
+        None => None,
+    };
+    for (arg, parent) in recipe.parents {
+        inputs.insert(format!("parent {arg}"), parent_tag(done, parent)?);
+    }
+    Ok((inputs, artifact))
+}
+
+fn write_context(
+    cache: &Cache,
+    dir: &Path,
+    recipe: &Recipe,
+    artifact: Option<&Artifact>,
+) -> Result<context::Context> {
+    let mut extra: Vec<(String, PathBuf)> = Vec::new();
+    if let (Some((file, _)), Some(a)) = (recipe.artifact, artifact) {
+        extra.push((file.to_string(), a.path.clone()));
+    }
+    if recipe.vendor {
+        let lock = sha256_file(&dir.join("Cargo.lock"))?;
+        let vendor = cache.root().join("vendor").join(&lock);
+        if !vendor.is_dir() {
+            artifact::vendor(dir, &vendor)?;
+        }
+        extra.push(("vendor".to_string(), vendor));
+    }
+    context::write(
+        dir,
+        &extra,
+        &cache.tmp_path(&format!("context-{}", recipe.name)),
+    )
+}
+
+fn parent_tag(done: &Manifest, name: &str) -> Result<String> {
+    done.get(name)
+        .map(|i| i.tag.clone())
+        .with_context(|| format!("parent image {name} was not built first"))
+}
+
+fn hash_inputs(name: &str, inputs: &BTreeMap<String, String>) -> String {
+    let mut h = Sha256::new();
+    h.update(name.as_bytes());
+    for (k, v) in inputs {
+        h.update(format!("\n{k}={v}").as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// Binary hashes and tool versions of an image, read through the Engine once per image ID and kept
+/// in the cache (an image's contents never change under the same ID).
+async fn contents(
+    engine: &Engine,
+    cache: &Cache,
+    tag: &str,
+    id: &str,
+    recipe: &Recipe,
+) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>)> {
+    let memo = cache
+        .root()
+        .join("images")
+        .join(format!("{}.json", id.trim_start_matches("sha256:")));
+    if let Ok(text) = std::fs::read_to_string(&memo)
+        && let Ok(found) = serde_json::from_str(&text)
+    {
+        return Ok(found);
+    }
+    let mut binaries = BTreeMap::new();
+    for path in recipe.binaries {
+        let data = engine.read_file(tag, path).await?;
+        binaries.insert(path.to_string(), hex::encode(Sha256::digest(&data)));
+    }
+    let mut versions = BTreeMap::new();
+    for (label, cmd) in recipe.versions {
+        versions.insert(label.to_string(), run_tool(engine, tag, cmd).await?);
+    }
+    let found = (binaries, versions);
+    crate::cache::write_atomic(&memo, serde_json::to_string_pretty(&found)?.as_bytes())?;
+    Ok(found)
+}
+
+async fn run_tool(engine: &Engine, tag: &str, cmd: &[&str]) -> Result<String> {
+    let spec = ContainerSpec {
+        image: tag.to_string(),
+        cmd: cmd.iter().map(|s| s.to_string()).collect(),
+        env: BTreeMap::new(),
+        labels: BTreeMap::from([("parkbench.role".to_string(), "version".to_string())]),
+        timeout: std::time::Duration::from_secs(60),
+    };
+    let out = engine
+        .run(&spec, &tokio_util::sync::CancellationToken::new())
+        .await?;
+    if out.exit_code != Some(0) {
+        bail!(
+            "`{}` in {tag} failed ({:?}): {}",
+            cmd.join(" "),
+            out.exit_code,
+            out.stderr.trim()
+        );
+    }
+    Ok(out.stdout.trim().to_string())
+}
+
+/// sha256 of a file, streamed.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut file, &mut h).with_context(|| format!("reading {}", path.display()))?;
+    Ok(hex::encode(h.finalize()))
+}
+
+/// A human-readable table of the manifest.
+pub fn table(manifest: &Manifest) -> String {
+    let mut out = format!(
+        "{:<16} {:<42} {:<8} {}\n",
+        "IMAGE", "TAG", "STATE", "BINARIES (sha256)"
+    );
+    for img in &manifest.images {
+        let state = if img.built { "built" } else { "reused" };
+        let mut bins = img
+            .binaries
+            .iter()
+            .map(|(p, h)| format!("{p} {}", &h[..16]));
+        out.push_str(&format!(
+            "{:<16} {:<42} {:<8} {}\n",
+            img.name,
+            img.tag,
+            state,
+            bins.next().unwrap_or_default()
+        ));
+        for b in bins {
+            out.push_str(&format!("{:<68} {b}\n", ""));
+        }
+    }
+    out
+}

@@ -6,7 +6,9 @@
 
 mod archive;
 mod artifact;
+mod bench;
 mod cache;
+mod cli;
 mod context;
 mod cpuset;
 mod doctor;
@@ -21,6 +23,24 @@ mod study;
 mod summary;
 mod verdict;
 
-fn main() {
-    println!("parkbench");
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return ExitCode::from(cli::EXIT_KIT);
+        }
+    };
+    match runtime.block_on(cli::dispatch(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(cli::EXIT_KIT)
+        }
+    }
 }

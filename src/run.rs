@@ -1,1 +1,493 @@
-//! (stub)
+//! Runs: every process of a study's matrix in its own fresh container, with the study's protocol;
+//! each sample appended to `samples.jsonl` the moment it exists. Interrupted runs resume.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::cpuset;
+use crate::engine::{ContainerOutcome, ContainerSpec, Engine};
+use crate::image::Manifest;
+use crate::sample::{self, Sample, SampleLog, SamplerOutput};
+use crate::study::{Order, Study};
+
+/// How to choose the CPUs the probes are pinned to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CpuChoice {
+    /// The study's list; refused when the host lacks any of its CPUs.
+    Study,
+    /// The first min(requested, available) CPUs of the host.
+    Auto,
+    /// An explicit list.
+    List(String),
+}
+
+impl std::str::FromStr for CpuChoice {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        if s == "auto" {
+            return Ok(Self::Auto);
+        }
+        cpuset::parse(s).context("--cpus takes `auto` or a CPU list such as 0-3 or 0,2")?;
+        Ok(Self::List(s.to_string()))
+    }
+}
+
+/// `run.json`: the state of a run directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    /// Run identifier (the directory name).
+    pub run_id: String,
+    /// Study identifier.
+    pub study: String,
+    /// `running`, `complete` or `incomplete` (interrupted or stopped by an error; resumable).
+    pub status: String,
+    /// CPU list the study asked for.
+    pub cpus_requested: String,
+    /// CPU list the probes are pinned to.
+    pub cpus_pinned: String,
+    /// Worker threads per runtime (= number of pinned CPUs).
+    pub workers: u32,
+    /// Differences from the published protocol, in words.
+    pub deviations: Vec<String>,
+    /// When the run started, RFC 3339 UTC.
+    pub started_at: String,
+    /// When the run last stopped, RFC 3339 UTC.
+    pub finished_at: Option<String>,
+    /// Wall time spent measuring, summed over sessions of this run, ms.
+    pub wall_ms: f64,
+}
+
+/// One process to run: a cell of the study matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    pub probe: usize,
+    pub tasks: u64,
+    pub repeat: u32,
+    pub position: u32,
+}
+
+/// The result of `execute`.
+pub struct RunResult {
+    pub dir: PathBuf,
+    pub state: RunState,
+    /// Samples measured in this invocation.
+    pub measured: usize,
+    /// Invalid samples in the whole run.
+    pub invalid: usize,
+    pub interrupted: bool,
+}
+
+/// The matrix in run order: per scale, per repeat, the probes — reversed on even repeats when the
+/// order alternates.
+pub fn plan(study: &Study) -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for &tasks in &study.protocol.scales {
+        for repeat in 1..=study.protocol.repeats {
+            let mut order: Vec<usize> = (0..study.probes.len()).collect();
+            if study.protocol.order == Order::Alternate && repeat % 2 == 0 {
+                order.reverse();
+            }
+            for probe in order {
+                let position = cells.len() as u32;
+                cells.push(Cell {
+                    probe,
+                    tasks,
+                    repeat,
+                    position,
+                });
+            }
+        }
+    }
+    cells
+}
+
+/// Chooses the CPU list in force from the study's request, the host's CPUs and the user's choice.
+pub fn choose_cpus(
+    requested: &str,
+    available: &[usize],
+    choice: &CpuChoice,
+) -> Result<(Vec<usize>, Vec<String>)> {
+    let want = cpuset::parse(requested)?;
+    let have = cpuset::format(available);
+    let chosen = match choice {
+        CpuChoice::Study => {
+            if let Some(missing) = want.iter().find(|c| !available.contains(c)) {
+                bail!(
+                    "the study pins to CPUs {requested} but this host has CPUs {have} (CPU {missing} is missing); \
+                     pass --cpus auto to use the first {} of them, or --cpus LIST",
+                    want.len().min(available.len())
+                );
+            }
+            want.clone()
+        }
+        CpuChoice::Auto => available.iter().copied().take(want.len()).collect(),
+        CpuChoice::List(list) => {
+            let cpus = cpuset::parse(list)?;
+            if let Some(missing) = cpus.iter().find(|c| !available.contains(c)) {
+                bail!("--cpus {list}: this host has CPUs {have}, not CPU {missing}");
+            }
+            cpus
+        }
+    };
+    let mut deviations = Vec::new();
+    if chosen != want {
+        deviations.push(format!(
+            "pinned to CPUs {} ({} CPUs, {} workers) instead of the published {requested} ({} CPUs)",
+            cpuset::format(&chosen),
+            chosen.len(),
+            chosen.len(),
+            want.len()
+        ));
+    }
+    Ok((chosen, deviations))
+}
+
+/// A new, uniquely named run directory under `results/<study>/runs/`.
+pub fn create_run_dir(results: &Path, study: &Study) -> Result<(String, PathBuf)> {
+    let runs = results.join(&study.id).join("runs");
+    std::fs::create_dir_all(&runs).with_context(|| format!("creating {}", runs.display()))?;
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+    for n in 0.. {
+        let id = if n == 0 {
+            format!("{stamp}")
+        } else {
+            format!("{stamp}-{n}")
+        };
+        let dir = runs.join(&id);
+        // create_dir fails if another run took the name first, so two runs never share a directory.
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok((id, dir)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+        }
+    }
+    unreachable!()
+}
+
+/// Runs every cell not yet in `samples.jsonl`, appending each sample as soon as it is measured.
+pub async fn execute(
+    engine: &Engine,
+    study: &Study,
+    manifest: &Manifest,
+    dir: &Path,
+    state: &mut RunState,
+    cancel: &CancellationToken,
+) -> Result<RunResult> {
+    let log_path = dir.join("samples.jsonl");
+    let (existing, bad) = if log_path.exists() {
+        sample::read_all(&log_path)?
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    if let Some(b) = bad.first() {
+        bail!(
+            "{} line {} is malformed ({}); fix or remove that line, then resume",
+            log_path.display(),
+            b.line,
+            b.error
+        );
+    }
+    let done: BTreeSet<_> = existing.iter().map(Sample::cell).collect();
+    let todo: Vec<Cell> = plan(study)
+        .into_iter()
+        .filter(|c| !done.contains(&(study.probes[c.probe].id.clone(), c.tasks, c.repeat)))
+        .collect();
+    let mut log = SampleLog::open(&log_path)?;
+    let bar = progress(todo.len(), existing.len());
+    let started = Instant::now();
+    state.status = "running".into();
+    save_state(dir, state)?;
+    let (mut measured, mut interrupted) = (0, false);
+    let mut invalid = existing.iter().filter(|s| !s.valid).count();
+    for cell in &todo {
+        let probe = &study.probes[cell.probe];
+        bar.set_message(format!(
+            "{} × {} tasks, repeat {}",
+            probe.id, cell.tasks, cell.repeat
+        ));
+        let Some(sample) = measure(engine, study, manifest, state, cell, cancel).await? else {
+            interrupted = true;
+            break;
+        };
+        log.append(&sample)?;
+        measured += 1;
+        invalid += usize::from(!sample.valid);
+        report_line(&bar, &sample);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    state.wall_ms += started.elapsed().as_secs_f64() * 1000.0;
+    state.status = if interrupted {
+        "incomplete"
+    } else {
+        "complete"
+    }
+    .into();
+    state.finished_at = Some(now());
+    save_state(dir, state)?;
+    Ok(RunResult {
+        dir: dir.to_owned(),
+        state: state.clone(),
+        measured,
+        invalid,
+        interrupted,
+    })
+}
+
+/// Runs one process in a fresh container; `None` when interrupted (the container is gone, no sample).
+pub async fn measure(
+    engine: &Engine,
+    study: &Study,
+    manifest: &Manifest,
+    state: &RunState,
+    cell: &Cell,
+    cancel: &CancellationToken,
+) -> Result<Option<Sample>> {
+    let probe = &study.probes[cell.probe];
+    let image = manifest.get(&probe.image).with_context(|| {
+        format!(
+            "probe {:?} names image {:?}, which was not built",
+            probe.id, probe.image
+        )
+    })?;
+    let p = &study.protocol;
+    let args = probe.expand_args(cell.tasks, state.workers);
+    let env = probe.expand_env(cell.tasks, state.workers);
+    let mut cmd: Vec<String> = vec!["/usr/local/bin/sampler".into()];
+    for (flag, value) in [
+        ("--cpus", state.cpus_pinned.clone()),
+        ("--settle-ms", p.settle_ms.to_string()),
+        ("--samples", p.samples.to_string()),
+        ("--interval-ms", p.interval_ms.to_string()),
+        ("--timeout-s", p.timeout_s.to_string()),
+    ] {
+        cmd.extend([flag.to_string(), value]);
+    }
+    cmd.push("--".into());
+    cmd.push("/usr/local/bin/probe".into());
+    cmd.extend(args.iter().cloned());
+    let labels = BTreeMap::from([
+        ("parkbench.run".to_string(), state.run_id.clone()),
+        ("parkbench.study".to_string(), study.id.clone()),
+        ("parkbench.probe".to_string(), probe.id.clone()),
+        ("parkbench.tasks".to_string(), cell.tasks.to_string()),
+        ("parkbench.repeat".to_string(), cell.repeat.to_string()),
+    ]);
+    let spec = ContainerSpec {
+        image: image.tag.clone(),
+        cmd,
+        env: env.clone(),
+        labels,
+        // The sampler enforces the study's timeout itself; this margin covers a sampler that cannot.
+        timeout: Duration::from_secs(p.timeout_s + 30),
+    };
+    let started_at = now();
+    let outcome = engine.run(&spec, cancel).await?;
+    if outcome.interrupted {
+        return Ok(None);
+    }
+    let mut s = Sample {
+        run_id: state.run_id.clone(),
+        study: study.id.clone(),
+        probe: probe.id.clone(),
+        image_tag: image.tag.clone(),
+        image_id: image.id.clone(),
+        tasks: cell.tasks,
+        repeat: cell.repeat,
+        position: cell.position,
+        cpus_requested: state.cpus_requested.clone(),
+        cpus_pinned: state.cpus_pinned.clone(),
+        cpus_in_force: None,
+        workers: state.workers,
+        env,
+        args,
+        baseline_rss_bytes: None,
+        rss_bytes: Vec::new(),
+        rss_median_bytes: None,
+        per_task_bytes: None,
+        vm_hwm_bytes: None,
+        rss_anon_bytes: None,
+        rss_file_bytes: None,
+        threads: None,
+        completed: None,
+        expected: cell.tasks,
+        valid: false,
+        error: None,
+        stderr_tail: tail(&outcome.stderr, 4096),
+        metrics: BTreeMap::new(),
+        timings: Default::default(),
+        started_at,
+        exit_code: outcome.exit_code,
+        oom_killed: outcome.oom_killed,
+    };
+    s.timings.container_ms = Some(outcome.elapsed.as_secs_f64() * 1000.0);
+    let error = fill(&mut s, &outcome);
+    sample::judge_validity(&mut s, error.as_deref());
+    Ok(Some(s))
+}
+
+/// Fills the sample from the sampler's JSON; returns why the process failed, if it did.
+fn fill(s: &mut Sample, outcome: &ContainerOutcome) -> Option<String> {
+    let json = outcome
+        .stdout
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'));
+    let parsed = json.map(serde_json::from_str::<SamplerOutput>);
+    let out = match parsed {
+        Some(Ok(out)) => out,
+        Some(Err(e)) => return Some(format!("the sampler's output is not valid JSON: {e}")),
+        None if outcome.timed_out => return Some("timed out; container killed".into()),
+        None if outcome.oom_killed => return Some("OOM-killed".into()),
+        None => {
+            return Some(format!(
+                "the sampler printed no JSON (exit code {:?})",
+                outcome.exit_code
+            ));
+        }
+    };
+    sample::fill_from_sampler(s, &out);
+    if outcome.timed_out {
+        return Some("timed out; container killed".into());
+    }
+    out.error
+}
+
+fn tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
+}
+
+fn progress(todo: usize, already: usize) -> ProgressBar {
+    let bar = ProgressBar::new(todo as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} processes, ETA {eta}  {msg}")
+            .expect("valid template"),
+    );
+    if bar.is_hidden() {
+        eprintln!("{todo} processes to run ({already} already measured)");
+    }
+    bar
+}
+
+fn report_line(bar: &ProgressBar, s: &Sample) {
+    let mib = |b: Option<u64>| {
+        b.map_or("-".to_string(), |b| {
+            format!("{:.2} MiB", b as f64 / 1048576.0)
+        })
+    };
+    let line = format!(
+        "{} tasks={} repeat={} rss={} completed={:?}/{} {}",
+        s.probe,
+        s.tasks,
+        s.repeat,
+        mib(s.rss_median_bytes),
+        s.completed,
+        s.expected,
+        s.error
+            .as_deref()
+            .map_or("valid".to_string(), |e| format!("INVALID: {e}"))
+    );
+    if bar.is_hidden() {
+        eprintln!("{line}")
+    } else {
+        bar.println(line)
+    }
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// A fresh run state.
+pub fn new_state(run_id: &str, study: &Study, cpus: &[usize], deviations: Vec<String>) -> RunState {
+    RunState {
+        run_id: run_id.to_string(),
+        study: study.id.clone(),
+        status: "running".into(),
+        cpus_requested: study.protocol.cpus.clone(),
+        cpus_pinned: cpuset::format(cpus),
+        workers: cpus.len() as u32,
+        deviations,
+        started_at: now(),
+        finished_at: None,
+        wall_ms: 0.0,
+    }
+}
+
+pub fn save_state(dir: &Path, state: &RunState) -> Result<()> {
+    crate::cache::write_atomic(
+        &dir.join("run.json"),
+        serde_json::to_string_pretty(state)?.as_bytes(),
+    )
+}
+
+pub fn load_state(dir: &Path) -> Result<RunState> {
+    let path = dir.join("run.json");
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "reading {}; is {} a run directory?",
+            path.display(),
+            dir.display()
+        )
+    })?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// Points `runs/latest` at this run.
+pub fn link_latest(dir: &Path) -> Result<()> {
+    let runs = dir.parent().context("run directory has no parent")?;
+    let name = dir.file_name().context("run directory has no name")?;
+    let link = runs.join("latest");
+    let tmp = runs.join(format!(".latest-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(name, &tmp)
+        .with_context(|| format!("creating {}", tmp.display()))?;
+    std::fs::rename(&tmp, &link).with_context(|| format!("updating {}", link.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_alternates_probes_between_repeats() {
+        let study = Study::default_study();
+        let cells = plan(&study);
+        assert_eq!(cells.len(), 24);
+        let first: Vec<_> = cells.iter().take(6).map(|c| (c.probe, c.repeat)).collect();
+        assert_eq!(first, vec![(0, 1), (1, 1), (1, 2), (0, 2), (0, 3), (1, 3)]);
+        assert!(
+            cells
+                .iter()
+                .enumerate()
+                .all(|(i, c)| c.position as usize == i)
+        );
+    }
+
+    #[test]
+    fn cpus_are_refused_auto_or_listed() {
+        let err = choose_cpus("0-3", &[0, 1], &CpuChoice::Study)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--cpus auto"), "{err}");
+        let (cpus, dev) = choose_cpus("0-3", &[0, 1], &CpuChoice::Auto).unwrap();
+        assert_eq!(cpus, vec![0, 1]);
+        assert_eq!(dev.len(), 1);
+        let (cpus, dev) = choose_cpus("0-1", &[0, 1, 2], &CpuChoice::Study).unwrap();
+        assert_eq!((cpus, dev.len()), (vec![0, 1], 0));
+        assert!(choose_cpus("0-3", &[0, 1], &CpuChoice::List("5".into())).is_err());
+    }
+}

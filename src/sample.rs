@@ -115,7 +115,10 @@ impl SampleLog {
             .append(true)
             .open(path)
             .with_context(|| format!("opening sample log {}", path.display()))?;
-        Ok(Self { path: path.to_owned(), file })
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+        })
     }
 
     pub fn append(&mut self, sample: &Sample) -> Result<()> {
@@ -152,8 +155,125 @@ pub fn parse_lines(reader: impl BufRead) -> Result<(Vec<Sample>, Vec<BadLine>)> 
         }
         match serde_json::from_str::<Sample>(&line) {
             Ok(s) => good.push(s),
-            Err(e) => bad.push(BadLine { line: i + 1, error: e.to_string() }),
+            Err(e) => bad.push(BadLine {
+                line: i + 1,
+                error: e.to_string(),
+            }),
         }
     }
     Ok((good, bad))
+}
+
+/// The sampler's JSON (see `docker/README.md`): what one probe process did, in KiB and ms.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct SamplerOutput {
+    pub cpus_in_force: Option<String>,
+    pub baseline: Option<Reading>,
+    #[serde(default)]
+    pub samples: Vec<Reading>,
+    #[serde(default)]
+    pub ready: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub done: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub timings_ms: BTreeMap<String, Option<f64>>,
+    pub exit_code: Option<i64>,
+    pub error: Option<String>,
+}
+
+/// One read of /proc/<pid>/status, KiB.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Reading {
+    pub vm_rss_kib: u64,
+    pub vm_hwm_kib: u64,
+    pub rss_anon_kib: u64,
+    pub rss_file_kib: u64,
+    pub threads: u64,
+}
+
+/// Median of unsigned readings (mean of the two middle values for an even count).
+pub fn median_u64(values: &[u64]) -> Option<u64> {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    match v.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(v[n / 2]),
+        n => Some((v[n / 2 - 1] + v[n / 2]) / 2),
+    }
+}
+
+/// The measured part of a sample, filled from the sampler's output.
+pub fn fill_from_sampler(sample: &mut Sample, out: &SamplerOutput) {
+    const KIB: u64 = 1024;
+    sample.cpus_in_force = out.cpus_in_force.clone();
+    sample.baseline_rss_bytes = out.baseline.as_ref().map(|b| b.vm_rss_kib * KIB);
+    sample.rss_bytes = out.samples.iter().map(|r| r.vm_rss_kib * KIB).collect();
+    sample.rss_median_bytes = median_u64(&sample.rss_bytes);
+    sample.per_task_bytes = match (sample.rss_median_bytes, sample.baseline_rss_bytes) {
+        (Some(m), Some(b)) if sample.tasks > 0 => Some((m as f64 - b as f64) / sample.tasks as f64),
+        _ => None,
+    };
+    if let Some(last) = out.samples.last() {
+        sample.vm_hwm_bytes = Some(last.vm_hwm_kib * KIB);
+        sample.rss_anon_bytes = Some(last.rss_anon_kib * KIB);
+        sample.rss_file_bytes = Some(last.rss_file_kib * KIB);
+        sample.threads = Some(last.threads);
+    }
+    sample.completed = out
+        .done
+        .get("completed")
+        .and_then(serde_json::Value::as_u64);
+    for (k, v) in out.ready.iter().chain(out.done.iter()) {
+        if let Some(x) = v.as_f64() {
+            sample.metrics.insert(k.clone(), x);
+        }
+    }
+    let t = |k: &str| out.timings_ms.get(k).copied().flatten();
+    sample.timings.spawn_ms = t("spawn");
+    sample.timings.measure_ms = t("measure");
+    sample.timings.release_ms = t("release");
+    sample.timings.probe_ms = t("probe");
+}
+
+/// Decides validity: the protocol ran to the end, exit 0, not OOM-killed, completed = expected.
+pub fn judge_validity(sample: &mut Sample, sampler_error: Option<&str>) {
+    let reason = if let Some(e) = sampler_error {
+        Some(e.to_string())
+    } else if sample.oom_killed {
+        Some("OOM-killed".to_string())
+    } else if sample.exit_code != Some(0) {
+        Some(format!("sampler exited with {:?}", sample.exit_code))
+    } else if sample.completed != Some(sample.expected) {
+        Some(format!(
+            "completed {:?} of {} tasks",
+            sample.completed, sample.expected
+        ))
+    } else if sample.rss_bytes.is_empty() || sample.baseline_rss_bytes.is_none() {
+        Some("no RSS readings".to_string())
+    } else {
+        None
+    };
+    sample.valid = reason.is_none();
+    sample.error = reason;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even() {
+        assert_eq!(median_u64(&[5, 1, 3]), Some(3));
+        assert_eq!(median_u64(&[4, 1, 3, 2]), Some(2));
+        assert_eq!(median_u64(&[]), None);
+    }
+
+    #[test]
+    fn malformed_lines_are_named_not_dropped() {
+        let text = "{\"not\": \"a sample\"}\n\n";
+        let (good, bad) = parse_lines(text.as_bytes()).unwrap();
+        assert!(good.is_empty());
+        assert_eq!(bad.len(), 1);
+        assert_eq!(bad[0].line, 1);
+    }
 }

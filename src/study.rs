@@ -207,21 +207,39 @@ impl Study {
     fn validate(&self) -> Result<()> {
         let p = &self.protocol;
         ensure!(!self.id.is_empty(), "study id is empty");
-        ensure!(!p.scales.is_empty(), "protocol.scales is empty: list at least one task count");
-        ensure!(p.scales.iter().all(|&n| n > 0), "protocol.scales: task counts must be > 0");
+        ensure!(
+            !p.scales.is_empty(),
+            "protocol.scales is empty: list at least one task count"
+        );
+        ensure!(
+            p.scales.iter().all(|&n| n > 0),
+            "protocol.scales: task counts must be > 0"
+        );
         ensure!(p.repeats > 0, "protocol.repeats must be > 0");
         ensure!(p.samples > 0, "protocol.samples must be > 0");
         ensure!(p.timeout_s > 0, "protocol.timeout_s must be > 0");
         crate::cpuset::parse(&p.cpus).context("protocol.cpus")?;
-        ensure!(!self.probes.is_empty(), "probes is empty: list at least one probe");
+        ensure!(
+            !self.probes.is_empty(),
+            "probes is empty: list at least one probe"
+        );
         let mut ids = std::collections::BTreeSet::new();
         for probe in &self.probes {
-            ensure!(ids.insert(&probe.id), "probe id {:?} appears twice", probe.id);
+            ensure!(
+                ids.insert(&probe.id),
+                "probe id {:?} appears twice",
+                probe.id
+            );
         }
         let mut claim_ids = std::collections::BTreeSet::new();
         for c in &self.claims {
             ensure!(claim_ids.insert(&c.id), "claim id {:?} appears twice", c.id);
-            ensure!(ids.contains(&c.probe), "claim {:?}: unknown probe {:?}", c.id, c.probe);
+            ensure!(
+                ids.contains(&c.probe),
+                "claim {:?}: unknown probe {:?}",
+                c.id,
+                c.probe
+            );
             match c.stat {
                 Stat::LowerByPercent => match &c.than {
                     Some(t) if ids.contains(t) => {}
@@ -229,12 +247,20 @@ impl Study {
                     None => bail!("claim {:?}: stat lower_by_percent needs `than`", c.id),
                 },
                 Stat::MetricMedian => {
-                    ensure!(c.metric.is_some(), "claim {:?}: stat metric_median needs `metric`", c.id)
+                    ensure!(
+                        c.metric.is_some(),
+                        "claim {:?}: stat metric_median needs `metric`",
+                        c.id
+                    )
                 }
                 _ => {}
             }
             if let Some(n) = c.tasks {
-                ensure!(p.scales.contains(&n), "claim {:?}: tasks {n} is not in protocol.scales", c.id);
+                ensure!(
+                    p.scales.contains(&n),
+                    "claim {:?}: tasks {n} is not in protocol.scales",
+                    c.id
+                );
             }
             ensure!(
                 c.tolerance.relative.is_some() || c.tolerance.absolute.is_some(),
@@ -249,15 +275,22 @@ impl Study {
 impl Probe {
     /// Arguments with `{tasks}` and `{workers}` replaced.
     pub fn expand_args(&self, tasks: u64, workers: u32) -> Vec<String> {
-        self.args.iter().map(|a| expand(a, tasks, workers)).collect()
+        self.args
+            .iter()
+            .map(|a| expand(a, tasks, workers))
+            .collect()
     }
 
     /// Environment with `{tasks}` and `{workers}` replaced.
     pub fn expand_env(&self, tasks: u64, workers: u32) -> BTreeMap<String, String> {
-        self.env.iter().map(|(k, v)| (k.clone(), expand(v, tasks, workers))).collect()
+        self.env
+            .iter()
+            .map(|(k, v)| (k.clone(), expand(v, tasks, workers)))
+            .collect()
     }
 }
 
 fn expand(s: &str, tasks: u64, workers: u32) -> String {
-    s.replace("{tasks}", &tasks.to_string()).replace("{workers}", &workers.to_string())
+    s.replace("{tasks}", &tasks.to_string())
+        .replace("{workers}", &workers.to_string())
 }

@@ -1,0 +1,46 @@
+# parkbench — reproducible runtime benchmarks in pinned containers.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+bin := "target/release/parkbench"
+
+# List the recipes.
+default:
+    @just --list
+
+# Build the driver (release).
+driver:
+    cargo build --release --locked --quiet
+
+# Check this machine: Engine, cgroups, CPUs, disk, tools.
+doctor: driver
+    {{bin}} doctor
+
+# Build every pinned image (a no-op when nothing changed) and print the build manifest.
+build *ARGS: driver
+    {{bin}} build --manifest target/manifest.json {{ARGS}}
+
+# Run a study (default: article 000) with ARGS passed to `parkbench run`.
+run *ARGS: driver
+    {{bin}} run {{ARGS}}
+
+# The whole job: doctor → build → run (default study, --cpus auto) → report → verdicts → archive.
+reproduce *ARGS: driver
+    {{bin}} reproduce --cpus auto {{ARGS}}
+
+# Every test: unit, snapshot, README examples, and integration tests against the real Engine.
+test:
+    cargo test --locked -- --test-threads 1
+
+# Formatting and lints, as CI wants them.
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --locked --all-targets -- -D warnings
+
+# Benchmark: cold image build (empty cache, no images) and warm no-op build, in seconds.
+bench-build: driver
+    scripts/bench-build
+
+# Benchmark: the same probe binaries measured in containers and natively, side by side, at 1M tasks.
+bench-fidelity *ARGS: driver
+    {{bin}} bench fidelity {{ARGS}}

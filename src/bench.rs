@@ -1,0 +1,132 @@
+//! Benchmarks of the kit itself. `fidelity`: the same probe binaries measured side by side, in one
+//! run, in containers through the kit and natively on the host by the same sampler.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::Engine;
+use crate::image::Manifest;
+use crate::run::{self, RunState};
+use crate::sample::{self, Sample, SamplerOutput};
+use crate::study::Study;
+
+/// Measures each cell of `study` twice — in its container, then natively — and prints the ratio of
+/// the median RSS per probe.
+pub async fn fidelity(
+    engine: &Engine,
+    study: &Study,
+    manifest: &Manifest,
+    state: &RunState,
+) -> Result<String> {
+    let bins = tempfile::tempdir().context("creating a folder for the probe binaries")?;
+    let cancel = CancellationToken::new();
+    let mut medians: BTreeMap<(String, &str), Vec<u64>> = BTreeMap::new();
+    for cell in run::plan(study) {
+        let probe = &study.probes[cell.probe];
+        let image = manifest
+            .get(&probe.image)
+            .with_context(|| format!("image {}", probe.image))?;
+        let dir = bins.path().join(&probe.image);
+        if !dir.exists() {
+            extract_binaries(engine, &image.tag, &dir).await?;
+        }
+        let kit = run::measure(engine, study, manifest, state, &cell, &cancel)
+            .await?
+            .context("interrupted")?;
+        let native = measure_native(&dir, study, state, &cell, kit.clone())?;
+        for (how, s) in [("container", &kit), ("native", &native)] {
+            if !s.valid {
+                bail!(
+                    "{how} run of {} at {} tasks is invalid: {:?}",
+                    probe.id,
+                    cell.tasks,
+                    s.error
+                );
+            }
+            eprintln!(
+                "{how:<9} {} rss={} B",
+                probe.id,
+                s.rss_median_bytes.unwrap_or(0)
+            );
+            medians
+                .entry((probe.id.clone(), how))
+                .or_default()
+                .push(s.rss_median_bytes.unwrap_or(0));
+        }
+    }
+    let mut out = format!(
+        "{:<12} {:>16} {:>16} {:>8}\n",
+        "probe", "container MiB", "native MiB", "ratio"
+    );
+    for probe in &study.probes {
+        let m = |how| sample::median_u64(&medians[&(probe.id.clone(), how)]).unwrap_or(0) as f64;
+        let (c, n) = (m("container"), m("native"));
+        out.push_str(&format!(
+            "{:<12} {:>16.2} {:>16.2} {:>8.4}\n",
+            probe.id,
+            c / 1048576.0,
+            n / 1048576.0,
+            c / n
+        ));
+    }
+    Ok(out)
+}
+
+async fn extract_binaries(engine: &Engine, tag: &str, dir: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    for name in ["sampler", "probe"] {
+        let data = engine
+            .read_file(tag, &format!("/usr/local/bin/{name}"))
+            .await?;
+        let path = dir.join(name);
+        std::fs::write(&path, data).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(())
+}
+
+/// Runs the sampler natively with the same arguments the container got.
+fn measure_native(
+    dir: &Path,
+    study: &Study,
+    state: &RunState,
+    cell: &run::Cell,
+    mut s: Sample,
+) -> Result<Sample> {
+    let probe = &study.probes[cell.probe];
+    let p = &study.protocol;
+    let output = Command::new(dir.join("sampler"))
+        .args(["--cpus", &state.cpus_pinned])
+        .args([
+            "--settle-ms",
+            &p.settle_ms.to_string(),
+            "--samples",
+            &p.samples.to_string(),
+        ])
+        .args([
+            "--interval-ms",
+            &p.interval_ms.to_string(),
+            "--timeout-s",
+            &p.timeout_s.to_string(),
+            "--",
+        ])
+        .arg(dir.join("probe"))
+        .args(probe.expand_args(cell.tasks, state.workers))
+        .env_clear()
+        .envs(probe.expand_env(cell.tasks, state.workers))
+        .output()
+        .context("running the sampler natively")?;
+    let out: SamplerOutput =
+        serde_json::from_slice(&output.stdout).context("parsing the native sampler's JSON")?;
+    s.exit_code = output.status.code().map(i64::from);
+    s.oom_killed = false;
+    s.metrics.clear();
+    sample::fill_from_sampler(&mut s, &out);
+    sample::judge_validity(&mut s, out.error.as_deref());
+    Ok(s)
+}

@@ -1,0 +1,305 @@
+//! The command line: one struct per subcommand, and the one place that maps outcomes to exit codes.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use tokio_util::sync::CancellationToken;
+
+use crate::cache::Cache;
+use crate::engine::Engine;
+use crate::image::{self, BuildOptions, Manifest};
+use crate::run::{self, CpuChoice};
+use crate::study::Study;
+use crate::{doctor, env, pin};
+
+/// Exit code: everything worked.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: the kit itself failed (bad input, Engine unreachable, build failed…).
+pub const EXIT_KIT: u8 = 1;
+/// Exit code: the run finished but some probe processes failed (invalid samples).
+pub const EXIT_PROBES_FAILED: u8 = 3;
+/// Exit code: with `--strict`, a claim was not reproduced.
+pub const EXIT_CLAIMS_DIFFER: u8 = 4;
+/// Exit code: interrupted; the run is kept and can be resumed.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Rerun published runtime benchmarks in pinned containers, with evidence attached.
+#[derive(Debug, Parser)]
+#[command(name = "parkbench", version)]
+pub struct Cli {
+    /// The parkbench repository (holds docker/, toolchains/ and results/).
+    #[arg(long, global = true, default_value = ".", env = "PARKBENCH_REPO")]
+    pub repo: PathBuf,
+    /// Where studies keep their runs; `<repo>/results` when omitted.
+    #[arg(long, global = true, env = "PARKBENCH_RESULTS")]
+    pub results: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check that this machine can build and run: Engine, cgroups, CPUs, disk, tools.
+    Doctor,
+    /// Build every pinned image (a no-op when nothing changed) and print the build manifest.
+    Build(BuildArgs),
+    /// Run a study: every process of its matrix in its own container, every sample kept.
+    Run(RunArgs),
+    /// Benchmarks of the kit itself.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// The same probe binaries measured in containers and natively, side by side; prints RSS ratios.
+    Fidelity(FidelityArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FidelityArgs {
+    /// Tasks per process.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub tasks: u64,
+    /// Processes per probe and way of running.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: u32,
+    /// CPUs to pin to (as for `run`).
+    #[arg(long, value_name = "LIST|auto", default_value = "auto")]
+    pub cpus: CpuChoice,
+}
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// Rebuild every image without the Engine's build cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Also write the manifest as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// Print every line of the builds.
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The study file; the embedded default study (article 000) when omitted.
+    pub study: Option<PathBuf>,
+    /// CPUs to pin to: `auto` (the first min(requested, available)) or a list such as `0-1`.
+    #[arg(long, value_name = "LIST|auto")]
+    pub cpus: Option<CpuChoice>,
+    /// Resume an interrupted run: run only its missing cells.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with = "study")]
+    pub resume: Option<PathBuf>,
+}
+
+/// Where the repository and the results are.
+pub struct Paths {
+    pub repo: PathBuf,
+    pub results: PathBuf,
+}
+
+pub async fn dispatch(cli: Cli) -> Result<u8> {
+    let paths = Paths {
+        results: cli
+            .results
+            .clone()
+            .unwrap_or_else(|| cli.repo.join("results")),
+        repo: cli.repo,
+    };
+    match cli.command {
+        Command::Doctor => cmd_doctor().await,
+        Command::Build(args) => cmd_build(&paths.repo, &args).await.map(|_| EXIT_OK),
+        Command::Run(args) => cmd_run(&paths, &args).await,
+        Command::Bench(BenchCommand::Fidelity(args)) => cmd_fidelity(&paths.repo, &args).await,
+    }
+}
+
+async fn cmd_doctor() -> Result<u8> {
+    let cache = Cache::open()?;
+    let (table, ok) = doctor::render(&doctor::run(cache.root()).await);
+    print!("{table}");
+    Ok(if ok { EXIT_OK } else { EXIT_KIT })
+}
+
+fn check_repo(repo: &Path) -> Result<()> {
+    for dir in ["docker", "toolchains"] {
+        if !repo.join(dir).is_dir() {
+            bail!(
+                "{} has no {dir}/ folder: run parkbench from the repository root or pass --repo DIR",
+                repo.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn cmd_build(repo: &Path, args: &BuildArgs) -> Result<Manifest> {
+    check_repo(repo)?;
+    let pins = pin::load_all(&repo.join("toolchains"))?;
+    let cache = Cache::open()?;
+    let engine = Engine::connect().await?;
+    let options = BuildOptions {
+        no_cache: args.no_cache,
+        verbose: args.verbose,
+    };
+    let manifest = image::build_all(&engine, &cache, &pins, repo, &options).await?;
+    print!("{}", image::table(&manifest));
+    if let Some(path) = &args.manifest {
+        crate::cache::write_atomic(path, serde_json::to_string_pretty(&manifest)?.as_bytes())?;
+        eprintln!("manifest written to {}", path.display());
+    }
+    Ok(manifest)
+}
+
+/// Cancelled on the first Ctrl-C; the running container is removed and the run kept.
+fn interrupt_token() -> CancellationToken {
+    let token = CancellationToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!(
+                "\ninterrupted: removing the running container and keeping every sample so far"
+            );
+            t.cancel();
+        }
+    });
+    token
+}
+
+async fn cmd_run(paths: &Paths, args: &RunArgs) -> Result<u8> {
+    let result = run_study(paths, args).await?;
+    Ok(run_exit_code(&result))
+}
+
+fn run_exit_code(result: &run::RunResult) -> u8 {
+    if result.interrupted {
+        eprintln!(
+            "run incomplete; resume with: parkbench run --resume {}",
+            result.dir.display()
+        );
+        EXIT_INTERRUPTED
+    } else if result.invalid > 0 {
+        eprintln!("{} invalid sample(s): see samples.jsonl", result.invalid);
+        EXIT_PROBES_FAILED
+    } else {
+        EXIT_OK
+    }
+}
+
+/// Build (no-op when unchanged) and run; returns where the samples are.
+pub async fn run_study(paths: &Paths, args: &RunArgs) -> Result<run::RunResult> {
+    let repo = &paths.repo;
+    let (study, dir) = match &args.resume {
+        Some(dir) => (Study::load(&dir.join("study.yaml"))?, Some(dir.clone())),
+        None => (
+            match &args.study {
+                Some(path) => Study::load(path)?,
+                None => Study::default_study(),
+            },
+            None,
+        ),
+    };
+    let manifest = cmd_build(
+        repo,
+        &BuildArgs {
+            no_cache: false,
+            manifest: None,
+            verbose: false,
+        },
+    )
+    .await?;
+    for probe in &study.probes {
+        if manifest.get(&probe.image).is_none() {
+            bail!(
+                "probe {:?} names image {:?}; known probe images: {}",
+                probe.id,
+                probe.image,
+                image::probe_names().join(", ")
+            );
+        }
+    }
+    let engine = Engine::connect().await?;
+    let (dir, mut state) = match dir {
+        Some(dir) => {
+            let state = run::load_state(&dir)?;
+            (dir, state)
+        }
+        None => new_run(&engine, paths, &study, args, &manifest).await?,
+    };
+    let cancel = interrupt_token();
+    let result = run::execute(&engine, &study, &manifest, &dir, &mut state, &cancel).await?;
+    run::link_latest(&dir)?;
+    eprintln!("samples: {}", dir.join("samples.jsonl").display());
+    Ok(result)
+}
+
+async fn new_run(
+    engine: &Engine,
+    paths: &Paths,
+    study: &Study,
+    args: &RunArgs,
+    manifest: &Manifest,
+) -> Result<(PathBuf, run::RunState)> {
+    let facts = engine.facts().await?;
+    let available: Vec<usize> = (0..facts.ncpu.max(0) as usize).collect();
+    let choice = args.cpus.clone().unwrap_or(CpuChoice::Study);
+    let (cpus, deviations) = run::choose_cpus(&study.protocol.cpus, &available, &choice)?;
+    let (run_id, dir) = run::create_run_dir(&paths.results, study)?;
+    let text = match &args.study {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
+        }
+        None => crate::study::DEFAULT_STUDY.to_string(),
+    };
+    let write = |name: &str, bytes: &[u8]| crate::cache::write_atomic(&dir.join(name), bytes);
+    write("study.yaml", text.as_bytes())?;
+    write(
+        "manifest.json",
+        serde_json::to_string_pretty(manifest)?.as_bytes(),
+    )?;
+    let probe_image = &manifest
+        .get(&study.probes[0].image)
+        .context("probe image")?
+        .tag;
+    let environment = env::record(engine, manifest, probe_image, &paths.repo).await?;
+    write(
+        "env.json",
+        serde_json::to_string_pretty(&environment)?.as_bytes(),
+    )?;
+    let state = run::new_state(&run_id, study, &cpus, deviations);
+    run::save_state(&dir, &state)?;
+    eprintln!(
+        "run {run_id}: CPUs {} ({} workers) in {}",
+        state.cpus_pinned,
+        state.workers,
+        dir.display()
+    );
+    Ok((dir, state))
+}
+
+async fn cmd_fidelity(repo: &Path, args: &FidelityArgs) -> Result<u8> {
+    let manifest = cmd_build(
+        repo,
+        &BuildArgs {
+            no_cache: false,
+            manifest: None,
+            verbose: false,
+        },
+    )
+    .await?;
+    let engine = Engine::connect().await?;
+    let mut study = Study::default_study();
+    study.protocol.scales = vec![args.tasks];
+    study.protocol.repeats = args.repeats;
+    let available: Vec<usize> = (0..engine.facts().await?.ncpu.max(0) as usize).collect();
+    let (cpus, deviations) = run::choose_cpus(&study.protocol.cpus, &available, &args.cpus)?;
+    let state = run::new_state("bench-fidelity", &study, &cpus, deviations);
+    print!(
+        "{}",
+        crate::bench::fidelity(&engine, &study, &manifest, &state).await?
+    );
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,116 @@
+//! Helpers for the integration tests: they drive the real binary against the real Engine.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Once;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The parkbench binary, run from the repository.
+pub fn parkbench() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_parkbench"));
+    cmd.current_dir(repo());
+    cmd
+}
+
+/// Builds every image once per test binary (a no-op when they exist).
+pub fn ensure_built() {
+    static BUILD: Once = Once::new();
+    BUILD.call_once(|| {
+        let out = parkbench()
+            .arg("build")
+            .output()
+            .expect("running parkbench build");
+        assert!(
+            out.status.success(),
+            "parkbench build failed:\n{}",
+            text(&out.stderr)
+        );
+    });
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+pub fn describe(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    )
+}
+
+/// Writes a study file into `dir` and returns its path.
+pub fn write_study(dir: &Path, name: &str, yaml: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+/// A small study of both probes: `scales`, `repeats`, `cpus`, optional extra args for the Go probe.
+pub fn small_study(
+    id: &str,
+    scales: &str,
+    repeats: u32,
+    cpus: &str,
+    settle_ms: u64,
+    go_extra: &str,
+) -> String {
+    format!(
+        r#"id: {id}
+title: test study
+source:
+  article: test
+  environment: test
+  cpus: "{cpus}"
+protocol:
+  scales: [{scales}]
+  repeats: {repeats}
+  order: alternate
+  cpus: "{cpus}"
+  settle_ms: {settle_ms}
+  samples: 5
+  interval_ms: 50
+  timeout_s: 120
+probes:
+  - id: go
+    image: go
+    args: ["--tasks", "{{tasks}}"{go_extra}]
+    env: {{GOMAXPROCS: "{{workers}}", GOGC: "100"}}
+  - id: rust-tokio
+    image: rust-tokio
+    args: ["--tasks", "{{tasks}}", "--workers", "{{workers}}"]
+"#
+    )
+}
+
+/// The only run directory under `results/<study>/runs/` (ignoring the `latest` link).
+pub fn only_run(results: &Path, study: &str) -> PathBuf {
+    let runs = results.join(study).join("runs");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() && !p.is_symlink())
+        .collect();
+    assert_eq!(
+        dirs.len(),
+        1,
+        "expected one run in {}: {dirs:?}",
+        runs.display()
+    );
+    dirs.into_iter().next().unwrap()
+}
+
+/// Every sample of a run, as JSON values.
+pub fn samples(run: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
