@@ -61,11 +61,14 @@ pub struct BuildOptions {
     pub verbose: bool,
 }
 
+/// Picks one pin out of the set.
+type PinOf = fn(&Pins) -> &crate::pin::Pin;
+
 /// A built image's recipe: its `docker/` folder, what goes into the context, its parents and binaries.
 struct Recipe {
     name: &'static str,
     /// A pinned artifact placed in the context under this file name.
-    artifact: Option<(&'static str, fn(&Pins) -> &crate::pin::Pin)>,
+    artifact: Option<(&'static str, PinOf)>,
     /// Vendor the folder's crates (`cargo vendor --locked`) into `vendor/`.
     vendor: bool,
     /// Build args naming parent images: (ARG, image name).

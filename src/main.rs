@@ -1,29 +1,8 @@
-//! parkbench: rerun published runtime benchmarks in pinned containers, with evidence attached.
-//!
-//! The pipeline, one module per stage: pins → base rootfs and images (`pin`, `artifact`, `image`) →
-//! runs and raw samples (`run`, `sample`, `env`) → statistics and report (`summary`, `report`) →
-//! verdicts (`verdict`) → archive (`archive`). Only `engine` talks to the Docker Engine.
-
-mod archive;
-mod artifact;
-mod bench;
-mod cache;
-mod cli;
-mod context;
-mod cpuset;
-mod doctor;
-mod engine;
-mod env;
-mod image;
-mod pin;
-mod report;
-mod run;
-mod sample;
-mod study;
-mod summary;
-mod verdict;
+//! The `parkbench` command: parses the command line and maps outcomes to exit codes (see `cli`).
 
 use std::process::ExitCode;
+
+use parkbench::cli;
 
 use clap::Parser;
 

@@ -91,14 +91,11 @@ fn sigint_removes_the_container_and_resume_fills_the_missing_cells() {
         );
         std::thread::sleep(Duration::from_millis(200));
         let runs = tmp.path().join("interrupted/runs");
-        if let Some(dir) = std::fs::read_dir(&runs)
-            .ok()
-            .and_then(|mut d| d.next())
-            .map(|e| e.unwrap().path())
+        let first = std::fs::read_dir(&runs).ok().and_then(|mut d| d.next());
+        if let Some(dir) = first.map(|e| e.unwrap().path())
+            && log(&dir).lines().count() == 1
         {
-            if log(&dir).lines().count() == 1 {
-                break dir;
-            }
+            break dir;
         }
     };
     std::thread::sleep(Duration::from_secs(2)); // the second container is running now

@@ -1,0 +1,24 @@
+//! parkbench: rerun published runtime benchmarks in pinned containers, with evidence attached.
+//!
+//! The pipeline, one module per stage: pins → base rootfs and images (`pin`, `artifact`, `image`) →
+//! runs and raw samples (`run`, `sample`, `env`) → statistics and report (`summary`, `report`) →
+//! verdicts (`verdict`) → archive (`archive`). Only `engine` talks to the Docker Engine.
+
+pub mod archive;
+pub mod artifact;
+pub mod bench;
+pub mod cache;
+pub mod cli;
+pub mod context;
+pub mod cpuset;
+pub mod doctor;
+pub mod engine;
+pub mod env;
+pub mod image;
+pub mod pin;
+pub mod report;
+pub mod run;
+pub mod sample;
+pub mod study;
+pub mod summary;
+pub mod verdict;
