@@ -46,9 +46,21 @@ pub enum Command {
     Build(BuildArgs),
     /// Run a study: every process of its matrix in its own container, every sample kept.
     Run(RunArgs),
+    /// Remove parkbench's images (`--images`) and its artifact cache (`--cache`). Runs are never touched.
+    Clean(CleanArgs),
     /// Benchmarks of the kit itself.
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Remove every image tagged under the parkbench namespace.
+    #[arg(long)]
+    pub images: bool,
+    /// Remove the artifact cache (pinned artifacts, vendored crates).
+    #[arg(long)]
+    pub cache: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -113,6 +125,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Doctor => cmd_doctor().await,
         Command::Build(args) => cmd_build(&paths.repo, &args).await.map(|_| EXIT_OK),
         Command::Run(args) => cmd_run(&paths, &args).await,
+        Command::Clean(args) => cmd_clean(&args).await,
         Command::Bench(BenchCommand::Fidelity(args)) => cmd_fidelity(&paths.repo, &args).await,
     }
 }
@@ -301,5 +314,26 @@ async fn cmd_fidelity(repo: &Path, args: &FidelityArgs) -> Result<u8> {
         "{}",
         crate::bench::fidelity(&engine, &study, &manifest, &state).await?
     );
+    Ok(EXIT_OK)
+}
+
+async fn cmd_clean(args: &CleanArgs) -> Result<u8> {
+    if !args.images && !args.cache {
+        bail!("say what to remove: --images, --cache, or both");
+    }
+    if args.images {
+        let engine = Engine::connect().await?;
+        let removed = engine.remove_images(&image::namespace()).await?;
+        eprintln!("removed {} image tag(s)", removed.len());
+    }
+    if args.cache {
+        let cache = Cache::open()?;
+        let root = cache.root();
+        if root.exists() {
+            std::fs::remove_dir_all(root)
+                .with_context(|| format!("removing {}", root.display()))?;
+        }
+        eprintln!("removed the artifact cache {}", root.display());
+    }
     Ok(EXIT_OK)
 }

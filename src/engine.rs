@@ -13,8 +13,8 @@ use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     BuildImageOptionsBuilder, BuilderVersion, CreateContainerOptionsBuilder,
     CreateImageOptionsBuilder, DownloadFromContainerOptionsBuilder, KillContainerOptionsBuilder,
-    ListContainersOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
-    WaitContainerOptionsBuilder,
+    ListContainersOptionsBuilder, ListImagesOptionsBuilder, LogsOptionsBuilder,
+    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, WaitContainerOptionsBuilder,
 };
 use futures_util::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
@@ -388,6 +388,29 @@ impl Engine {
             .await
             .context("listing containers")?;
         Ok(list.into_iter().filter_map(|c| c.id).collect())
+    }
+
+    /// Removes every image whose tags start with `repo_prefix/` (e.g. `parkbench/`); returns the tags removed.
+    pub async fn remove_images(&self, repo_prefix: &str) -> Result<Vec<String>> {
+        let filters = HashMap::from([("reference".to_string(), vec![format!("{repo_prefix}/*")])]);
+        let options = ListImagesOptionsBuilder::default()
+            .filters(&filters)
+            .build();
+        let images = self
+            .docker
+            .list_images(Some(options))
+            .await
+            .context("listing images")?;
+        let mut removed = Vec::new();
+        for tag in images.into_iter().flat_map(|i| i.repo_tags) {
+            let options = RemoveImageOptionsBuilder::default().force(true).build();
+            self.docker
+                .remove_image(&tag, Some(options), None)
+                .await
+                .with_context(|| format!("removing image {tag}"))?;
+            removed.push(tag);
+        }
+        Ok(removed)
     }
 
     /// Exports an image (the Engine's save format) to a file, streamed.

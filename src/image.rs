@@ -133,6 +133,12 @@ const RECIPES: &[Recipe] = &[
     },
 ];
 
+/// The repository prefix of every tag: `parkbench`, or `PARKBENCH_NAMESPACE` (tests use their own, so a
+/// cold build from nothing never disturbs the user's images).
+pub fn namespace() -> String {
+    std::env::var("PARKBENCH_NAMESPACE").unwrap_or_else(|_| "parkbench".to_string())
+}
+
 /// Names of the probe images (folders under `docker/` that a study's `probes[].image` may name).
 pub fn probe_names() -> Vec<&'static str> {
     RECIPES
@@ -168,7 +174,8 @@ async fn base_image(engine: &Engine, cache: &Cache, pins: &Pins) -> Result<Built
     let rootfs = artifact::ensure(cache, &pins.base).context("the Debian base rootfs")?;
     let diff_id = format!("sha256:{}", rootfs.sha256);
     let tag_suffix = &rootfs.sha256[..16];
-    let tag = format!("parkbench/base:{tag_suffix}");
+    let repo = format!("{}/base", namespace());
+    let tag = format!("{repo}:{tag_suffix}");
     let existing = engine.image(&tag).await?;
     let built = !matches!(&existing, Some(img) if img.layers == [diff_id.clone()]);
     if built {

@@ -13,7 +13,10 @@ fn readme() -> String {
 
 /// The fenced block after a `<!-- marker -->` line.
 fn block_after(text: &str, marker: &str) -> String {
-    let after = text.split(marker).nth(1).unwrap_or_else(|| panic!("README has no {marker}"));
+    let after = text
+        .split(marker)
+        .nth(1)
+        .unwrap_or_else(|| panic!("README has no {marker}"));
     let body = after.split("```").nth(1).unwrap();
     body.split_once('\n').unwrap().1.to_string()
 }
@@ -23,7 +26,11 @@ fn the_study_example_is_the_default_study_and_parses() {
     let example = block_after(&readme(), "<!-- default-study -->");
     let parsed = Study::parse(&example).expect("the README's study example parses");
     assert_eq!(parsed, Study::parse(DEFAULT_STUDY).unwrap());
-    assert_eq!(example.trim_end(), DEFAULT_STUDY.trim_end(), "README example drifted from results/wait-1m/study.yaml");
+    assert_eq!(
+        example.trim_end(),
+        DEFAULT_STUDY.trim_end(),
+        "README example drifted from results/wait-1m/study.yaml"
+    );
 }
 
 #[test]
@@ -35,9 +42,16 @@ fn every_just_recipe_named_exists() {
         .filter_map(|l| l.split([' ', ':']).next())
         .collect();
     let text = readme();
-    for named in text.split("just ").skip(1).filter_map(|r| r.split([' ', '`', '\n']).next()) {
+    for named in text
+        .split("just ")
+        .skip(1)
+        .filter_map(|r| r.split([' ', '`', '\n']).next())
+    {
         if named.chars().all(|c| c.is_ascii_lowercase() || c == '-') && !named.is_empty() {
-            assert!(recipes.contains(named), "README names `just {named}`, which the Justfile lacks");
+            assert!(
+                recipes.contains(named),
+                "README names `just {named}`, which the Justfile lacks"
+            );
         }
     }
 }
@@ -54,6 +68,10 @@ fn every_parkbench_subcommand_named_answers_help() {
     assert!(named.len() >= 5, "{named:?}");
     for sub in named {
         let out = common::parkbench().args([sub, "--help"]).output().unwrap();
-        assert!(out.status.success(), "`parkbench {sub} --help` fails: {}", common::describe(&out));
+        assert!(
+            out.status.success(),
+            "`parkbench {sub} --help` fails: {}",
+            common::describe(&out)
+        );
     }
 }
