@@ -1,1 +1,4 @@
-//! (stub)
+//! Reports of a run.
+
+#[cfg(test)]
+pub mod fixture;
