@@ -1,1 +1,431 @@
-//! (stub)
+//! Statistics of a run, computed from the raw samples only, so they can be recomputed at any time.
+//!
+//! Only valid samples count. Each process's median RSS is recomputed from its readings (`rss_bytes`);
+//! the stored `rss_median_bytes` is only compared against it. A median of an even count is the mean of
+//! the two middle values.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::sample::Sample;
+use crate::study::Study;
+
+/// Statistics of one run (`summary.json`). Memory is in bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Study identifier.
+    pub study: String,
+    /// Processes the study asks for per probe and scale (`protocol.repeats`).
+    pub repeats: u32,
+    /// Samples read, whatever their state.
+    pub samples: usize,
+    /// Samples counted in the statistics.
+    pub valid: usize,
+    /// Samples not counted because they are invalid; each is listed in `invalid_samples`.
+    pub invalid: usize,
+    /// Samples whose probe or task count is not in the study; not counted, listed in `notes`.
+    pub outside: usize,
+    /// One cell per scale and probe: scales in study order, probes in study order within a scale.
+    pub cells: Vec<Cell>,
+    /// Per probe, over every scale: medians of the probe's metrics (for scale-free metrics).
+    pub probes: Vec<ProbeSummary>,
+    /// (1 − a / b) × 100 for every ordered pair of probes at each scale, from unrounded medians.
+    pub ratios: Vec<Ratio>,
+    /// Every sample not counted because it is invalid, with the reason.
+    pub invalid_samples: Vec<InvalidSample>,
+    /// Anomalies in the samples: duplicates, samples outside the study, stored medians that differ.
+    pub notes: Vec<String>,
+}
+
+/// One probe at one scale.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// Probe identifier.
+    pub probe: String,
+    /// Task count of the scale.
+    pub tasks: u64,
+    /// Valid processes, counted below.
+    pub valid: usize,
+    /// Invalid processes, not counted.
+    pub invalid: usize,
+    /// Each valid process, by repeat.
+    pub processes: Vec<Process>,
+    /// Median of the process medians, bytes; `None` without a valid process.
+    pub rss_median_bytes: Option<f64>,
+    /// Smallest process median, bytes.
+    pub rss_min_bytes: Option<f64>,
+    /// Largest process median, bytes.
+    pub rss_max_bytes: Option<f64>,
+    /// Coefficient of variation of the process medians: population standard deviation ÷ mean,
+    /// a fraction (0.01 = 1 %).
+    pub rss_cv: Option<f64>,
+    /// Median over processes of (process median − baseline), divided by tasks, bytes per task.
+    /// Processes without a baseline are left out.
+    pub per_task_bytes: Option<f64>,
+    /// Medians of the probe's metrics over the valid processes that report them, by name.
+    pub metrics: BTreeMap<String, Metric>,
+}
+
+/// One valid process of a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Process {
+    /// Repeat number, 1-based.
+    pub repeat: u32,
+    /// Position in the run order, 0-based.
+    pub position: u32,
+    /// Median of the process's RSS readings, recomputed from `rss_bytes`, bytes.
+    pub rss_median_bytes: f64,
+    /// RSS before any task was created, bytes.
+    pub baseline_rss_bytes: Option<u64>,
+    /// (rss_median_bytes − baseline_rss_bytes) / tasks, bytes per task.
+    pub per_task_bytes: Option<f64>,
+}
+
+/// The median of one metric and how many processes reported it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// Median of the metric, in the metric's own unit (bytes for `*_bytes` and sizes).
+    pub median: f64,
+    /// Valid processes that reported the metric.
+    pub count: usize,
+}
+
+/// A probe over every scale.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeSummary {
+    /// Probe identifier.
+    pub probe: String,
+    /// Valid processes of the probe, all scales.
+    pub valid: usize,
+    /// Medians of the probe's metrics over every valid process that reports them, by name.
+    pub metrics: BTreeMap<String, Metric>,
+}
+
+/// How much lower one probe's median RSS is than another's at one scale.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ratio {
+    /// Task count of the scale.
+    pub tasks: u64,
+    /// The probe said to be lower.
+    pub probe: String,
+    /// The probe compared against.
+    pub than: String,
+    /// Median RSS of `probe` ÷ median RSS of `than`, a plain ratio.
+    pub ratio: f64,
+    /// (1 − ratio) × 100, percent; negative when `probe` is higher.
+    pub lower_by_percent: f64,
+}
+
+/// A sample left out of the statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvalidSample {
+    /// Probe identifier.
+    pub probe: String,
+    /// Task count.
+    pub tasks: u64,
+    /// Repeat number, 1-based.
+    pub repeat: u32,
+    /// Why it was left out.
+    pub error: String,
+}
+
+/// Computes every statistic of a run from its raw samples.
+#[allow(dead_code)] // used by the run command (wired in main)
+pub fn summarize(study: &Study, samples: &[Sample]) -> Summary {
+    let mut notes = duplicate_notes(samples);
+    let (counted, outside) = split_outside(study, samples, &mut notes);
+    let invalid_samples: Vec<InvalidSample> = counted.iter().filter_map(|s| invalid_reason(s)).collect();
+    let valid: Vec<&Sample> = counted.iter().copied().filter(|s| invalid_reason(s).is_none()).collect();
+    notes.extend(valid.iter().filter_map(|s| stored_median_note(s)));
+    let mut cells = Vec::new();
+    for &tasks in &study.protocol.scales {
+        for probe in &study.probes {
+            let of_cell = |s: &&Sample| s.probe == probe.id && s.tasks == tasks;
+            let cell_valid: Vec<&Sample> = valid.iter().copied().filter(of_cell).collect();
+            let invalid = counted.iter().copied().filter(of_cell).count() - cell_valid.len();
+            cells.push(cell(&probe.id, tasks, &cell_valid, invalid));
+        }
+    }
+    let probes = study.probes.iter().map(|p| probe_summary(&p.id, &valid)).collect();
+    Summary {
+        study: study.id.clone(),
+        repeats: study.protocol.repeats,
+        samples: samples.len(),
+        valid: valid.len(),
+        invalid: invalid_samples.len(),
+        outside,
+        ratios: ratios(&cells),
+        cells,
+        probes,
+        invalid_samples,
+        notes,
+    }
+}
+
+impl Summary {
+    /// The cell of a probe at a scale, if the study has it.
+    pub fn cell(&self, probe: &str, tasks: u64) -> Option<&Cell> {
+        self.cells.iter().find(|c| c.probe == probe && c.tasks == tasks)
+    }
+
+    /// The all-scale summary of a probe, if the study has it.
+    pub fn probe(&self, probe: &str) -> Option<&ProbeSummary> {
+        self.probes.iter().find(|p| p.probe == probe)
+    }
+
+    /// How much lower `probe` is than `than` at a scale, if both have a median there.
+    pub fn ratio(&self, probe: &str, than: &str, tasks: u64) -> Option<&Ratio> {
+        self.ratios.iter().find(|r| r.probe == probe && r.than == than && r.tasks == tasks)
+    }
+}
+
+/// Median of values; the mean of the two middle values for an even count; `None` when empty.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some(f64::midpoint(v[n / 2 - 1], v[n / 2])),
+    }
+}
+
+/// Coefficient of variation: population standard deviation ÷ mean. `None` when empty or the mean is 0.
+pub fn cv(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    if mean == 0.0 {
+        return None;
+    }
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+    Some(var.sqrt() / mean)
+}
+
+/// Median of a process's RSS readings, bytes.
+fn process_median(s: &Sample) -> Option<f64> {
+    median(&s.rss_bytes.iter().map(|&b| b as f64).collect::<Vec<_>>())
+}
+
+/// Why a sample is left out; `None` when it counts.
+fn invalid_reason(s: &Sample) -> Option<InvalidSample> {
+    let error = if !s.valid {
+        s.error.clone().unwrap_or_else(|| "marked invalid, no reason recorded".into())
+    } else if s.rss_bytes.is_empty() {
+        "marked valid but has no RSS readings".into()
+    } else {
+        return None;
+    };
+    Some(InvalidSample { probe: s.probe.clone(), tasks: s.tasks, repeat: s.repeat, error })
+}
+
+/// Samples inside the study, and how many were outside it (each noted).
+fn split_outside<'a>(
+    study: &Study,
+    samples: &'a [Sample],
+    notes: &mut Vec<String>,
+) -> (Vec<&'a Sample>, usize) {
+    let mut inside = Vec::new();
+    for s in samples {
+        let known_probe = study.probes.iter().any(|p| p.id == s.probe);
+        if known_probe && study.protocol.scales.contains(&s.tasks) {
+            inside.push(s);
+        } else {
+            notes.push(format!(
+                "sample of probe {} at {} tasks, repeat {} is not in the study; not counted",
+                s.probe, s.tasks, s.repeat
+            ));
+        }
+    }
+    let outside = samples.len() - inside.len();
+    (inside, outside)
+}
+
+fn duplicate_notes(samples: &[Sample]) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    let mut notes = Vec::new();
+    for s in samples {
+        if !seen.insert(s.cell()) {
+            notes.push(format!(
+                "more than one sample of {} at {} tasks, repeat {}; each is counted",
+                s.probe, s.tasks, s.repeat
+            ));
+        }
+    }
+    notes.dedup();
+    notes
+}
+
+fn stored_median_note(s: &Sample) -> Option<String> {
+    let recomputed = process_median(s)?;
+    let stored = s.rss_median_bytes? as f64;
+    ((stored - recomputed).abs() > 1.0).then(|| {
+        format!(
+            "{} at {} tasks, repeat {}: stored rss_median_bytes {stored} differs from the median of \
+             its readings {recomputed}; the recomputed value is used",
+            s.probe, s.tasks, s.repeat
+        )
+    })
+}
+
+fn process(s: &Sample) -> Process {
+    let rss = process_median(s).expect("valid samples have readings");
+    let per_task = s.baseline_rss_bytes.map(|b| (rss - b as f64) / s.tasks as f64);
+    Process {
+        repeat: s.repeat,
+        position: s.position,
+        rss_median_bytes: rss,
+        baseline_rss_bytes: s.baseline_rss_bytes,
+        per_task_bytes: per_task,
+    }
+}
+
+fn cell(probe: &str, tasks: u64, valid: &[&Sample], invalid: usize) -> Cell {
+    let mut processes: Vec<Process> = valid.iter().map(|s| process(s)).collect();
+    processes.sort_by_key(|p| (p.repeat, p.position));
+    let medians: Vec<f64> = processes.iter().map(|p| p.rss_median_bytes).collect();
+    let above_baseline: Vec<f64> = processes
+        .iter()
+        .filter_map(|p| p.baseline_rss_bytes.map(|b| p.rss_median_bytes - b as f64))
+        .collect();
+    Cell {
+        probe: probe.to_owned(),
+        tasks,
+        valid: processes.len(),
+        invalid,
+        rss_median_bytes: median(&medians),
+        rss_min_bytes: medians.iter().copied().reduce(f64::min),
+        rss_max_bytes: medians.iter().copied().reduce(f64::max),
+        rss_cv: cv(&medians),
+        per_task_bytes: median(&above_baseline).map(|d| d / tasks as f64),
+        metrics: metric_medians(valid),
+        processes,
+    }
+}
+
+fn probe_summary(probe: &str, valid: &[&Sample]) -> ProbeSummary {
+    let of_probe: Vec<&Sample> = valid.iter().copied().filter(|s| s.probe == probe).collect();
+    ProbeSummary { probe: probe.to_owned(), valid: of_probe.len(), metrics: metric_medians(&of_probe) }
+}
+
+fn metric_medians(samples: &[&Sample]) -> BTreeMap<String, Metric> {
+    let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for s in samples {
+        for (name, &v) in &s.metrics {
+            values.entry(name.clone()).or_default().push(v);
+        }
+    }
+    values
+        .into_iter()
+        .filter_map(|(name, v)| Some((name, Metric { median: median(&v)?, count: v.len() })))
+        .collect()
+}
+
+fn ratios(cells: &[Cell]) -> Vec<Ratio> {
+    let mut out = Vec::new();
+    for a in cells {
+        for b in cells.iter().filter(|b| b.tasks == a.tasks && b.probe != a.probe) {
+            let (Some(ma), Some(mb)) = (a.rss_median_bytes, b.rss_median_bytes) else { continue };
+            if mb == 0.0 {
+                continue;
+            }
+            out.push(Ratio {
+                tasks: a.tasks,
+                probe: a.probe.clone(),
+                than: b.probe.clone(),
+                ratio: ma / mb,
+                lower_by_percent: (1.0 - ma / mb) * 100.0,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[7.0]), Some(7.0));
+        assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn cv_is_population() {
+        // mean 4, population variance ((2² + 0 + 2²) / 3) = 8/3.
+        let got = cv(&[2.0, 4.0, 6.0]).unwrap();
+        assert!((got - (8.0f64 / 3.0).sqrt() / 4.0).abs() < 1e-12);
+        assert_eq!(cv(&[5.0]), Some(0.0));
+        assert_eq!(cv(&[]), None);
+        assert_eq!(cv(&[0.0, 0.0]), None);
+    }
+
+    #[test]
+    fn cell_statistics_from_fixtures() {
+        let s = fixture::summary();
+        assert_eq!((s.samples, s.valid, s.invalid, s.outside), (24, 23, 1, 0));
+        let go = s.cell("go", 1_000_000).unwrap();
+        assert_eq!((go.valid, go.invalid), (2, 1));
+        let m: Vec<f64> = go.processes.iter().map(|p| p.rss_median_bytes).collect();
+        // Even count: the mean of both process medians.
+        assert_eq!(go.rss_median_bytes, Some((m[0] + m[1]) / 2.0));
+        assert_eq!(go.rss_min_bytes, Some(m[0].min(m[1])));
+        let per_task: Vec<f64> = go
+            .processes
+            .iter()
+            .map(|p| (p.rss_median_bytes - p.baseline_rss_bytes.unwrap() as f64) / 1e6)
+            .collect();
+        let expected = (per_task[0] + per_task[1]) / 2.0;
+        assert!((go.per_task_bytes.unwrap() - expected).abs() < 1e-9);
+        assert_eq!(go.metrics["goroutines"], Metric { median: 1_000_001.0, count: 2 });
+        assert_eq!(s.invalid_samples[0].repeat, 2);
+        assert!(s.notes.is_empty(), "{:?}", s.notes);
+    }
+
+    #[test]
+    fn recomputes_median_from_readings() {
+        let mut samples = fixture::samples();
+        samples[0].rss_bytes = vec![10, 40, 20, 30];
+        samples[0].baseline_rss_bytes = Some(0);
+        let s = summarize(&fixture::study(), &samples);
+        let p = &s.cell(&samples[0].probe, samples[0].tasks).unwrap().processes[0];
+        assert_eq!(p.rss_median_bytes, 25.0);
+        assert_eq!(s.notes.len(), 1, "the stored median differs: {:?}", s.notes);
+    }
+
+    #[test]
+    fn empty_cells_and_outside_samples() {
+        let mut samples = fixture::samples();
+        samples.retain(|s| s.tasks != 10_000);
+        samples[0].tasks = 42;
+        samples[1].rss_bytes.clear();
+        let s = summarize(&fixture::study(), &samples);
+        let empty = s.cell("rust-tokio", 10_000).unwrap();
+        assert_eq!((empty.valid, empty.rss_median_bytes, empty.rss_cv), (0, None, None));
+        assert!(s.ratio("rust-tokio", "go", 10_000).is_none());
+        assert_eq!(s.outside, 1);
+        assert!(s.invalid_samples.iter().any(|i| i.error.contains("no RSS readings")));
+    }
+
+    #[test]
+    fn ratios_for_every_ordered_pair() {
+        let s = fixture::summary();
+        assert_eq!(s.ratios.len(), 2 * 4);
+        let r = s.ratio("rust-tokio", "go", 1_000_000).unwrap();
+        let (a, b) = (
+            s.cell("rust-tokio", 1_000_000).unwrap().rss_median_bytes.unwrap(),
+            s.cell("go", 1_000_000).unwrap().rss_median_bytes.unwrap(),
+        );
+        assert_eq!(r.lower_by_percent, (1.0 - a / b) * 100.0);
+        assert!(s.ratio("go", "rust-tokio", 1_000_000).unwrap().lower_by_percent < 0.0);
+        assert_eq!(s.probe("rust-tokio").unwrap().metrics["future_size_64b"].count, 12);
+    }
+}

@@ -1,0 +1,327 @@
+//! `report.md`: the human report — verdicts, environment, deviations, protocol, results per scale,
+//! invalid samples, the figure and how to recompute everything.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use crate::report::number::{self, grouped, mib};
+use crate::report::{Format, ReportInput};
+use crate::study::{Order, Study, Unit};
+use crate::summary::{Cell, Summary};
+use crate::verdict::Verdict;
+
+/// `report.md`.
+pub struct Markdown;
+
+impl Format for Markdown {
+    fn name(&self) -> &'static str {
+        "report.md"
+    }
+
+    fn render(&self, input: &ReportInput) -> Result<Vec<u8>> {
+        let sections = [
+            header(input),
+            verdicts(input.verdicts),
+            environment(input),
+            deviations(&input.deviations),
+            protocol(input.study),
+            results(input.study, input.summary),
+            lower_by(input.study, input.summary),
+            invalid(input.summary),
+            notes(input.summary),
+            recompute(),
+        ];
+        let text: Vec<String> = sections.into_iter().filter(|s| !s.is_empty()).collect();
+        Ok(text.join("\n").into_bytes())
+    }
+}
+
+fn header(input: &ReportInput) -> String {
+    let (study, s) = (input.study, input.summary);
+    let mut out = format!("# {}\n\n", study.title);
+    let _ = writeln!(
+        out,
+        "Run `{}` of study `{}`, after the article *{}*.\n",
+        input.run_id, study.id, study.source.article
+    );
+    if let Some(reason) = &input.partial {
+        let _ = writeln!(
+            out,
+            "> **Partial data:** {reason}. Statistics and verdicts cover only the samples read.\n"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{} of {} processes valid; {} invalid; {} outside the study.",
+        s.valid, s.samples, s.invalid, s.outside
+    );
+    out
+}
+
+fn verdicts(verdicts: &[Verdict]) -> String {
+    let mut out = String::from("## Verdicts\n\n");
+    if verdicts.is_empty() {
+        out.push_str("This study states no claims; no verdicts.\n");
+        return out;
+    }
+    out.push_str("| Claim | Expected | Measured | Delta | Ratio | Tolerance | Status |\n");
+    out.push_str("|---|--:|--:|--:|--:|--:|---|\n");
+    for v in verdicts {
+        let delta = v.delta.map_or_else(|| "—".into(), |d| number::signed(d, v.unit));
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {delta} | {} | {} | **{}** |",
+            v.claim,
+            number::expected(&v.expected, v.unit),
+            number::measured(v.measured, v.unit),
+            number::ratio(v.ratio),
+            v.tolerance,
+            v.status.label()
+        );
+    }
+    out.push_str(
+        "\nDelta is measured − published; ratio is measured ÷ published (midpoints for ranges); ",
+    );
+    out.push_str("pp = percentage points.\n\n");
+    for v in verdicts {
+        let note = v.note.as_deref().map(|n| format!(" — {n}")).unwrap_or_default();
+        let _ = writeln!(out, "- `{}` ({}): {}{}", v.claim, v.status.label(), v.text, note);
+    }
+    out
+}
+
+fn environment(input: &ReportInput) -> String {
+    let mut out = String::from("## Environment\n\n");
+    if input.environment.is_empty() {
+        out.push_str("Not recorded.\n");
+    } else {
+        out.push_str("| | This run |\n|---|---|\n");
+        for (label, value) in &input.environment {
+            let _ = writeln!(out, "| {} | {} |", cell_text(label), cell_text(value));
+        }
+    }
+    let src = &input.study.source;
+    let tools: Vec<String> = src.toolchains.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let _ = write!(out, "\nPublished: {}", src.environment);
+    if !tools.is_empty() {
+        let _ = write!(out, "; {}", tools.join(", "));
+    }
+    let _ = writeln!(out, "; CPUs `{}`.", src.cpus);
+    out
+}
+
+fn deviations(list: &[String]) -> String {
+    let mut out = String::from("## Deviations from the published setup\n\n");
+    if list.is_empty() {
+        out.push_str("None found.\n");
+    }
+    for d in list {
+        let _ = writeln!(out, "- {d}");
+    }
+    out
+}
+
+fn protocol(study: &Study) -> String {
+    let p = &study.protocol;
+    let scales: Vec<String> = p.scales.iter().map(|&n| grouped(n as f64, 0)).collect();
+    let order = match p.order {
+        Order::Fixed => "fixed (listed order every repeat)",
+        Order::Alternate => "alternate (listed order on odd repeats, reversed on even ones)",
+    };
+    let mut out = String::from("## Protocol\n\n");
+    let _ = writeln!(out, "- Scales: {} tasks.", scales.join("; "));
+    let _ = writeln!(
+        out,
+        "- Repeats: {} independent processes per probe and scale; order {order}.",
+        p.repeats
+    );
+    let _ = writeln!(out, "- CPUs: every probe pinned to `{}`.", p.cpus);
+    let _ = writeln!(
+        out,
+        "- RSS: {} ms after every task is ready, {} readings {} ms apart; a process's RSS is the median of its readings.",
+        p.settle_ms, p.samples, p.interval_ms
+    );
+    let _ = writeln!(out, "- Timeout: {} s per process.\n", p.timeout_s);
+    out.push_str("| Probe | Image | Arguments | Environment |\n|---|---|---|---|\n");
+    for probe in &study.probes {
+        let env: Vec<String> = probe.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(
+            out,
+            "| {} | {} | `{}` | {} |",
+            probe.id,
+            probe.image,
+            cell_text(&probe.args.join(" ")),
+            if env.is_empty() { "—".into() } else { format!("`{}`", cell_text(&env.join(" "))) }
+        );
+    }
+    out
+}
+
+fn results(study: &Study, summary: &Summary) -> String {
+    let mut out = String::from("## Results\n\n");
+    out.push_str("![Process RSS per scale: a dot per process, a bar at the median](figure.svg)\n\n");
+    out.push_str(
+        "RSS in MiB (1 MiB = 1,048,576 bytes). CV is the population standard deviation of the ",
+    );
+    out.push_str("process medians ÷ their mean. Per task is the median over processes of (RSS − baseline), ÷ tasks.\n");
+    for &tasks in &study.protocol.scales {
+        let _ = writeln!(out, "\n### {} tasks\n", grouped(tasks as f64, 0));
+        out.push_str("| Probe | Valid | Process medians (MiB) | Median | Min | Max | CV | Per task | Metrics (median) |\n");
+        out.push_str("|---|--:|---|--:|--:|--:|--:|--:|---|\n");
+        for cell in summary.cells.iter().filter(|c| c.tasks == tasks) {
+            out.push_str(&cell_row(cell, summary.repeats));
+        }
+    }
+    out
+}
+
+fn cell_row(c: &Cell, repeats: u32) -> String {
+    let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "—".into(), f);
+    let processes: Vec<String> =
+        c.processes.iter().map(|p| format!("r{} {}", p.repeat, mib(p.rss_median_bytes))).collect();
+    let metrics: Vec<String> = c
+        .metrics
+        .iter()
+        .map(|(name, m)| {
+            let share =
+                if m.count < c.valid { format!(" ({} of {})", m.count, c.valid) } else { String::new() };
+            format!("{name} {}{share}", metric_value(name, m.median))
+        })
+        .collect();
+    format!(
+        "| {} | {} of {repeats} | {} | {} | {} | {} | {} | {} | {} |\n",
+        c.probe,
+        c.valid,
+        if processes.is_empty() { "—".into() } else { processes.join("; ") },
+        opt(c.rss_median_bytes, &mib),
+        opt(c.rss_min_bytes, &mib),
+        opt(c.rss_max_bytes, &mib),
+        opt(c.rss_cv, &|v| format!("{} %", grouped(v * 100.0, 2))),
+        opt(c.per_task_bytes, &|v| number::value(v, Unit::B)),
+        if metrics.is_empty() { "—".into() } else { metrics.join("; ") },
+    )
+}
+
+/// Metrics named `*_bytes` in MiB; others as plain numbers.
+fn metric_value(name: &str, v: f64) -> String {
+    if name.ends_with("_bytes") {
+        format!("{} MiB", mib(v))
+    } else {
+        grouped(v, if v.fract() == 0.0 { 0 } else { 2 })
+    }
+}
+
+fn lower_by(study: &Study, summary: &Summary) -> String {
+    let mut lines = Vec::new();
+    for &tasks in &study.protocol.scales {
+        for (i, a) in study.probes.iter().enumerate() {
+            for b in &study.probes[i + 1..] {
+                let pair = [summary.ratio(&a.id, &b.id, tasks), summary.ratio(&b.id, &a.id, tasks)];
+                let Some(r) = pair.into_iter().flatten().find(|r| r.lower_by_percent >= 0.0) else {
+                    continue;
+                };
+                let median =
+                    |p: &str| summary.cell(p, tasks).and_then(|c| c.rss_median_bytes).unwrap_or(0.0);
+                lines.push(format!(
+                    "- {} tasks: {} is {} % lower than {} (median {} MiB vs {} MiB).",
+                    grouped(tasks as f64, 0),
+                    r.probe,
+                    grouped(r.lower_by_percent, 2),
+                    r.than,
+                    mib(median(&r.probe)),
+                    mib(median(&r.than))
+                ));
+            }
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "## Lower by\n\n(1 − lower ÷ higher) × 100, from unrounded medians.\n\n{}\n",
+        lines.join("\n")
+    )
+}
+
+fn invalid(summary: &Summary) -> String {
+    let mut out = String::from("## Invalid samples\n\n");
+    if summary.invalid_samples.is_empty() {
+        out.push_str("None.\n");
+        return out;
+    }
+    out.push_str("| Probe | Tasks | Repeat | Reason |\n|---|--:|--:|---|\n");
+    for s in &summary.invalid_samples {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            s.probe,
+            grouped(s.tasks as f64, 0),
+            s.repeat,
+            cell_text(&s.error)
+        );
+    }
+    out
+}
+
+fn notes(summary: &Summary) -> String {
+    if summary.notes.is_empty() {
+        return String::new();
+    }
+    let items: Vec<String> = summary.notes.iter().map(|n| format!("- {n}")).collect();
+    format!("## Notes on the samples\n\n{}\n", items.join("\n"))
+}
+
+fn recompute() -> String {
+    let mut out = String::from("## Recompute\n\n");
+    out.push_str(
+        "Every number here comes from the raw samples in `samples.jsonl` (also flat in `samples.csv`; ",
+    );
+    out.push_str(
+        "statistics in `summary.json`, verdicts in `verdicts.json`). To recompute them, run:\n\n",
+    );
+    out.push_str("```\nparkbench verify <dir>\n```\n\nwhere `<dir>` is this run's directory.\n");
+    out
+}
+
+/// Text safe inside a table cell: no pipes, no line breaks.
+fn cell_text(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\r', '\n'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    fn render(study: &Study, partial: Option<&str>) -> String {
+        let samples = fixture::samples();
+        let summary = crate::summary::summarize(study, &samples);
+        let verdicts = crate::verdict::judge(&study.claims, &summary);
+        let mut input = fixture::input(study, &samples, &summary, &verdicts);
+        input.partial = partial.map(String::from);
+        String::from_utf8(Markdown.render(&input).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn snapshot() {
+        let text = render(&fixture::study(), None);
+        assert!(text.contains("| `rust-range-1m` |"));
+        insta::assert_snapshot!("report_md", text);
+    }
+
+    #[test]
+    fn no_claims_and_partial() {
+        let mut study = fixture::study();
+        study.claims.clear();
+        let text = render(&study, Some("samples.jsonl line 7 malformed"));
+        assert!(text.contains("This study states no claims; no verdicts."));
+        assert!(text.contains("> **Partial data:** samples.jsonl line 7 malformed."));
+        assert!(!text.contains("| Claim |"));
+    }
+
+    #[test]
+    fn table_cells_are_escaped() {
+        assert_eq!(cell_text("a|b\nc"), "a\\|b c");
+    }
+}
