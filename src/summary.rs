@@ -135,8 +135,13 @@ pub struct InvalidSample {
 pub fn summarize(study: &Study, samples: &[Sample]) -> Summary {
     let mut notes = duplicate_notes(samples);
     let (counted, outside) = split_outside(study, samples, &mut notes);
-    let invalid_samples: Vec<InvalidSample> = counted.iter().filter_map(|s| invalid_reason(s)).collect();
-    let valid: Vec<&Sample> = counted.iter().copied().filter(|s| invalid_reason(s).is_none()).collect();
+    let invalid_samples: Vec<InvalidSample> =
+        counted.iter().filter_map(|s| invalid_reason(s)).collect();
+    let valid: Vec<&Sample> = counted
+        .iter()
+        .copied()
+        .filter(|s| invalid_reason(s).is_none())
+        .collect();
     notes.extend(valid.iter().filter_map(|s| stored_median_note(s)));
     let mut cells = Vec::new();
     for &tasks in &study.protocol.scales {
@@ -147,7 +152,11 @@ pub fn summarize(study: &Study, samples: &[Sample]) -> Summary {
             cells.push(cell(&probe.id, tasks, &cell_valid, invalid));
         }
     }
-    let probes = study.probes.iter().map(|p| probe_summary(&p.id, &valid)).collect();
+    let probes = study
+        .probes
+        .iter()
+        .map(|p| probe_summary(&p.id, &valid))
+        .collect();
     Summary {
         study: study.id.clone(),
         repeats: study.protocol.repeats,
@@ -166,7 +175,9 @@ pub fn summarize(study: &Study, samples: &[Sample]) -> Summary {
 impl Summary {
     /// The cell of a probe at a scale, if the study has it.
     pub fn cell(&self, probe: &str, tasks: u64) -> Option<&Cell> {
-        self.cells.iter().find(|c| c.probe == probe && c.tasks == tasks)
+        self.cells
+            .iter()
+            .find(|c| c.probe == probe && c.tasks == tasks)
     }
 
     /// The all-scale summary of a probe, if the study has it.
@@ -176,7 +187,9 @@ impl Summary {
 
     /// How much lower `probe` is than `than` at a scale, if both have a median there.
     pub fn ratio(&self, probe: &str, than: &str, tasks: u64) -> Option<&Ratio> {
-        self.ratios.iter().find(|r| r.probe == probe && r.than == than && r.tasks == tasks)
+        self.ratios
+            .iter()
+            .find(|r| r.probe == probe && r.than == than && r.tasks == tasks)
     }
 }
 
@@ -214,13 +227,20 @@ fn process_median(s: &Sample) -> Option<f64> {
 /// Why a sample is left out; `None` when it counts.
 fn invalid_reason(s: &Sample) -> Option<InvalidSample> {
     let error = if !s.valid {
-        s.error.clone().unwrap_or_else(|| "marked invalid, no reason recorded".into())
+        s.error
+            .clone()
+            .unwrap_or_else(|| "marked invalid, no reason recorded".into())
     } else if s.rss_bytes.is_empty() {
         "marked valid but has no RSS readings".into()
     } else {
         return None;
     };
-    Some(InvalidSample { probe: s.probe.clone(), tasks: s.tasks, repeat: s.repeat, error })
+    Some(InvalidSample {
+        probe: s.probe.clone(),
+        tasks: s.tasks,
+        repeat: s.repeat,
+        error,
+    })
 }
 
 /// Samples inside the study, and how many were outside it (each noted).
@@ -274,7 +294,9 @@ fn stored_median_note(s: &Sample) -> Option<String> {
 
 fn process(s: &Sample) -> Process {
     let rss = process_median(s).expect("valid samples have readings");
-    let per_task = s.baseline_rss_bytes.map(|b| (rss - b as f64) / s.tasks as f64);
+    let per_task = s
+        .baseline_rss_bytes
+        .map(|b| (rss - b as f64) / s.tasks as f64);
     Process {
         repeat: s.repeat,
         position: s.position,
@@ -309,7 +331,11 @@ fn cell(probe: &str, tasks: u64, valid: &[&Sample], invalid: usize) -> Cell {
 
 fn probe_summary(probe: &str, valid: &[&Sample]) -> ProbeSummary {
     let of_probe: Vec<&Sample> = valid.iter().copied().filter(|s| s.probe == probe).collect();
-    ProbeSummary { probe: probe.to_owned(), valid: of_probe.len(), metrics: metric_medians(&of_probe) }
+    ProbeSummary {
+        probe: probe.to_owned(),
+        valid: of_probe.len(),
+        metrics: metric_medians(&of_probe),
+    }
 }
 
 fn metric_medians(samples: &[&Sample]) -> BTreeMap<String, Metric> {
@@ -321,15 +347,28 @@ fn metric_medians(samples: &[&Sample]) -> BTreeMap<String, Metric> {
     }
     values
         .into_iter()
-        .filter_map(|(name, v)| Some((name, Metric { median: median(&v)?, count: v.len() })))
+        .filter_map(|(name, v)| {
+            Some((
+                name,
+                Metric {
+                    median: median(&v)?,
+                    count: v.len(),
+                },
+            ))
+        })
         .collect()
 }
 
 fn ratios(cells: &[Cell]) -> Vec<Ratio> {
     let mut out = Vec::new();
     for a in cells {
-        for b in cells.iter().filter(|b| b.tasks == a.tasks && b.probe != a.probe) {
-            let (Some(ma), Some(mb)) = (a.rss_median_bytes, b.rss_median_bytes) else { continue };
+        for b in cells
+            .iter()
+            .filter(|b| b.tasks == a.tasks && b.probe != a.probe)
+        {
+            let (Some(ma), Some(mb)) = (a.rss_median_bytes, b.rss_median_bytes) else {
+                continue;
+            };
             if mb == 0.0 {
                 continue;
             }
@@ -385,7 +424,13 @@ mod tests {
             .collect();
         let expected = (per_task[0] + per_task[1]) / 2.0;
         assert!((go.per_task_bytes.unwrap() - expected).abs() < 1e-9);
-        assert_eq!(go.metrics["goroutines"], Metric { median: 1_000_001.0, count: 2 });
+        assert_eq!(
+            go.metrics["goroutines"],
+            Metric {
+                median: 1_000_001.0,
+                count: 2
+            }
+        );
         assert_eq!(s.invalid_samples[0].repeat, 2);
         assert!(s.notes.is_empty(), "{:?}", s.notes);
     }
@@ -396,7 +441,10 @@ mod tests {
         samples[0].rss_bytes = vec![10, 40, 20, 30];
         samples[0].baseline_rss_bytes = Some(0);
         let s = summarize(&fixture::study(), &samples);
-        let p = &s.cell(&samples[0].probe, samples[0].tasks).unwrap().processes[0];
+        let p = &s
+            .cell(&samples[0].probe, samples[0].tasks)
+            .unwrap()
+            .processes[0];
         assert_eq!(p.rss_median_bytes, 25.0);
         assert_eq!(s.notes.len(), 1, "the stored median differs: {:?}", s.notes);
     }
@@ -409,10 +457,17 @@ mod tests {
         samples[1].rss_bytes.clear();
         let s = summarize(&fixture::study(), &samples);
         let empty = s.cell("rust-tokio", 10_000).unwrap();
-        assert_eq!((empty.valid, empty.rss_median_bytes, empty.rss_cv), (0, None, None));
+        assert_eq!(
+            (empty.valid, empty.rss_median_bytes, empty.rss_cv),
+            (0, None, None)
+        );
         assert!(s.ratio("rust-tokio", "go", 10_000).is_none());
         assert_eq!(s.outside, 1);
-        assert!(s.invalid_samples.iter().any(|i| i.error.contains("no RSS readings")));
+        assert!(
+            s.invalid_samples
+                .iter()
+                .any(|i| i.error.contains("no RSS readings"))
+        );
     }
 
     #[test]
@@ -421,11 +476,22 @@ mod tests {
         assert_eq!(s.ratios.len(), 2 * 4);
         let r = s.ratio("rust-tokio", "go", 1_000_000).unwrap();
         let (a, b) = (
-            s.cell("rust-tokio", 1_000_000).unwrap().rss_median_bytes.unwrap(),
+            s.cell("rust-tokio", 1_000_000)
+                .unwrap()
+                .rss_median_bytes
+                .unwrap(),
             s.cell("go", 1_000_000).unwrap().rss_median_bytes.unwrap(),
         );
         assert_eq!(r.lower_by_percent, (1.0 - a / b) * 100.0);
-        assert!(s.ratio("go", "rust-tokio", 1_000_000).unwrap().lower_by_percent < 0.0);
-        assert_eq!(s.probe("rust-tokio").unwrap().metrics["future_size_64b"].count, 12);
+        assert!(
+            s.ratio("go", "rust-tokio", 1_000_000)
+                .unwrap()
+                .lower_by_percent
+                < 0.0
+        );
+        assert_eq!(
+            s.probe("rust-tokio").unwrap().metrics["future_size_64b"].count,
+            12
+        );
     }
 }

@@ -135,7 +135,9 @@ fn judge_one(claim: &Claim, summary: &Summary) -> Verdict {
         measured,
         accepted,
         delta: mid_measured.map(|m| m - mid_expected),
-        ratio: mid_measured.filter(|_| mid_expected != 0.0).map(|m| m / mid_expected),
+        ratio: mid_measured
+            .filter(|_| mid_expected != 0.0)
+            .map(|m| m / mid_expected),
         tolerance: describe(&claim.tolerance, claim.unit),
         status,
         note: (!notes.is_empty()).then(|| notes.join("; ")),
@@ -148,9 +150,13 @@ fn measure(claim: &Claim, summary: &Summary) -> Result<(Measured, Vec<String>), 
     if claim.stat == Stat::MetricMedian && claim.tasks.is_none() {
         return metric_all_scales(claim, summary);
     }
-    let tasks = claim.tasks.ok_or_else(|| format!("claim names no task count for {:?}", claim.stat))?;
+    let tasks = claim
+        .tasks
+        .ok_or_else(|| format!("claim names no task count for {:?}", claim.stat))?;
     let cell = valid_cell(summary, &claim.probe, tasks)?;
-    let mut notes = coverage_note(cell, summary.repeats).into_iter().collect::<Vec<_>>();
+    let mut notes = coverage_note(cell, summary.repeats)
+        .into_iter()
+        .collect::<Vec<_>>();
     let value = match claim.stat {
         Stat::RssMedian => Measured::Value(cell.rss_median_bytes.unwrap_or_default() / scale),
         Stat::RssRange => Measured::Range([
@@ -159,12 +165,18 @@ fn measure(claim: &Claim, summary: &Summary) -> Result<(Measured, Vec<String>), 
         ]),
         Stat::PerTaskBytes => {
             let v = cell.per_task_bytes.ok_or_else(|| {
-                format!("no valid process of {} at {tasks} tasks has a baseline RSS", claim.probe)
+                format!(
+                    "no valid process of {} at {tasks} tasks has a baseline RSS",
+                    claim.probe
+                )
             })?;
             Measured::Value(v / scale)
         }
         Stat::LowerByPercent => {
-            let than = claim.than.as_deref().ok_or("claim names no probe to compare against")?;
+            let than = claim
+                .than
+                .as_deref()
+                .ok_or("claim names no probe to compare against")?;
             let other = valid_cell(summary, than, tasks)?;
             notes.extend(coverage_note(other, summary.repeats));
             let r = summary
@@ -175,10 +187,16 @@ fn measure(claim: &Claim, summary: &Summary) -> Result<(Measured, Vec<String>), 
         Stat::MetricMedian => {
             let name = claim.metric.as_deref().ok_or("claim names no metric")?;
             let m = cell.metrics.get(name).ok_or_else(|| {
-                format!("no valid sample of {} at {tasks} tasks reports metric {name}", claim.probe)
+                format!(
+                    "no valid sample of {} at {tasks} tasks reports metric {name}",
+                    claim.probe
+                )
             })?;
             if m.count < cell.valid {
-                notes.push(format!("{name} reported by {} of {} valid processes", m.count, cell.valid));
+                notes.push(format!(
+                    "{name} reported by {} of {} valid processes",
+                    m.count, cell.valid
+                ));
             }
             Measured::Value(m.median / scale)
         }
@@ -209,7 +227,10 @@ fn valid_cell<'a>(summary: &'a Summary, probe: &str, tasks: u64) -> Result<&'a C
 
 fn coverage_note(cell: &Cell, repeats: u32) -> Option<String> {
     (cell.valid != repeats as usize).then(|| {
-        format!("{}: {} of {repeats} processes valid at {} tasks", cell.probe, cell.valid, cell.tasks)
+        format!(
+            "{}: {} of {repeats} processes valid at {} tasks",
+            cell.probe, cell.valid, cell.tasks
+        )
     })
 }
 
@@ -243,7 +264,11 @@ fn within([lo, hi]: [f64; 2], [a, b]: [f64; 2]) -> bool {
 fn describe(tol: &Tolerance, unit: Unit) -> String {
     let rel = tol.relative.map(|r| {
         let pct = trim(r * 100.0);
-        if unit == Unit::Percent { format!("±{pct} % rel.") } else { format!("±{pct} %") }
+        if unit == Unit::Percent {
+            format!("±{pct} % rel.")
+        } else {
+            format!("±{pct} %")
+        }
     });
     let abs = tol.absolute.map(|a| match unit {
         Unit::Percent => format!("±{} pp", trim(a)),
@@ -289,7 +314,11 @@ mod tests {
 
     #[test]
     fn value_reproduced_and_differs_with_signed_delta() {
-        let median = fixture::summary().cell("go", 10_000).unwrap().rss_median_bytes.unwrap();
+        let median = fixture::summary()
+            .cell("go", 10_000)
+            .unwrap()
+            .rss_median_bytes
+            .unwrap();
         let ok = one(&format!(
             "{BASE} stat: rss_median, expected: {}, tolerance: {{relative: 0.01}}}}",
             median * 1.005
@@ -301,14 +330,21 @@ mod tests {
             median - 5000.0
         ));
         assert_eq!(off.status, Status::Differs);
-        assert!((off.delta.unwrap() - 5000.0).abs() < 1e-6, "measured − expected, signed");
+        assert!(
+            (off.delta.unwrap() - 5000.0).abs() < 1e-6,
+            "measured − expected, signed"
+        );
         assert!(off.ratio.unwrap() > 1.0);
         assert_eq!(off.tolerance, "±1000 B");
     }
 
     #[test]
     fn either_tolerance_suffices() {
-        let median = fixture::summary().cell("go", 10_000).unwrap().rss_median_bytes.unwrap();
+        let median = fixture::summary()
+            .cell("go", 10_000)
+            .unwrap()
+            .rss_median_bytes
+            .unwrap();
         let yaml = format!(
             "{BASE} stat: rss_median, expected: {}, tolerance: {{relative: 0.0001, absolute: 100000}}}}",
             median + 50_000.0
@@ -333,7 +369,10 @@ mod tests {
         assert_eq!(inside.measured, Some(Measured::Range([lo, hi])));
         let outside = one(&yaml(lo + 0.2, hi + 0.3));
         assert_eq!(outside.status, Status::Differs);
-        assert!((outside.delta.unwrap() + 0.25).abs() < 1e-9, "delta on midpoints");
+        assert!(
+            (outside.delta.unwrap() + 0.25).abs() < 1e-9,
+            "delta on midpoints"
+        );
     }
 
     #[test]
@@ -343,8 +382,14 @@ mod tests {
         let summary = crate::summary::summarize(&fixture::study(), &samples);
         let v = judge(&fixture::study().claims, &summary);
         let go = v.iter().find(|v| v.claim == "go-rss-1m").unwrap();
-        assert_eq!((go.status, go.measured, go.delta), (Status::NotMeasured, None, None));
-        assert_eq!(go.note.as_deref(), Some("no valid sample of go at 1000000 tasks"));
+        assert_eq!(
+            (go.status, go.measured, go.delta),
+            (Status::NotMeasured, None, None)
+        );
+        assert_eq!(
+            go.note.as_deref(),
+            Some("no valid sample of go at 1000000 tasks")
+        );
         let lower = v.iter().find(|v| v.claim == "rust-lower-1m").unwrap();
         assert_eq!(lower.status, Status::NotMeasured);
         let missing = one(&format!(
@@ -361,8 +406,14 @@ mod tests {
         let v = one(
             "{id: f, text: t, probe: rust-tokio, stat: metric_median, metric: future_size_64b, expected: 152, unit: B, tolerance: {absolute: 0}}",
         );
-        assert_eq!((v.status, v.measured), (Status::Reproduced, Some(Measured::Value(152.0))));
-        assert_eq!(v.note.as_deref(), Some("median of 12 valid processes, all scales"));
+        assert_eq!(
+            (v.status, v.measured),
+            (Status::Reproduced, Some(Measured::Value(152.0)))
+        );
+        assert_eq!(
+            v.note.as_deref(),
+            Some("median of 12 valid processes, all scales")
+        );
     }
 
     #[test]
@@ -372,7 +423,10 @@ mod tests {
         assert_eq!(status("go-rss-1m"), Status::Reproduced);
         assert_eq!(status("rust-range-1m"), Status::Differs);
         let lower = v.iter().find(|v| v.claim == "rust-lower-1m").unwrap();
-        assert_eq!(lower.note.as_deref(), Some("go: 2 of 3 processes valid at 1000000 tasks"));
+        assert_eq!(
+            lower.note.as_deref(),
+            Some("go: 2 of 3 processes valid at 1000000 tasks")
+        );
         assert_eq!(lower.tolerance, "±2 pp");
     }
 }

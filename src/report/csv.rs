@@ -48,9 +48,17 @@ impl Format for SamplesCsv {
     }
 
     fn render(&self, input: &ReportInput) -> Result<Vec<u8>> {
-        let readings = input.samples.iter().map(|s| s.rss_bytes.len()).max().unwrap_or(0);
-        let metrics: BTreeSet<&str> =
-            input.samples.iter().flat_map(|s| s.metrics.keys().map(String::as_str)).collect();
+        let readings = input
+            .samples
+            .iter()
+            .map(|s| s.rss_bytes.len())
+            .max()
+            .unwrap_or(0);
+        let metrics: BTreeSet<&str> = input
+            .samples
+            .iter()
+            .flat_map(|s| s.metrics.keys().map(String::as_str))
+            .collect();
         let mut header: Vec<String> = LEADING.iter().map(ToString::to_string).collect();
         header.extend((1..=readings).map(|i| format!("rss_{i}")));
         header.extend(TRAILING.iter().map(ToString::to_string));
@@ -94,7 +102,11 @@ fn row(s: &Sample, readings: usize, metrics: &BTreeSet<&str>) -> Vec<String> {
         s.oom_killed.to_string(),
         s.image_id.clone(),
     ]);
-    r.extend(metrics.iter().map(|m| s.metrics.get(*m).map(|v| v.to_string()).unwrap_or_default()));
+    r.extend(
+        metrics
+            .iter()
+            .map(|m| s.metrics.get(*m).map(|v| v.to_string()).unwrap_or_default()),
+    );
     r
 }
 
@@ -133,7 +145,10 @@ mod tests {
         let text = String::from_utf8(SamplesCsv.render(&input).unwrap()).unwrap();
         assert_eq!(text.lines().count(), 25);
         let columns = text.lines().next().unwrap().split(',').count();
-        assert!(text.lines().all(|l| l.split(',').count() == columns), "no field needs quoting here");
+        assert!(
+            text.lines().all(|l| l.split(',').count() == columns),
+            "no field needs quoting here"
+        );
         insta::assert_snapshot!("samples_csv", text);
     }
 }

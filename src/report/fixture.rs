@@ -49,7 +49,10 @@ pub fn input<'a>(
         samples,
         summary,
         verdicts,
-        environment: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        environment: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
         deviations: vec![
             "CPU: AMD EPYC 7B13 instead of Ryzen 9 7950X.".into(),
             "Kernel: native Linux 6.1.0 instead of WSL2 Linux 6.6.87.2.".into(),

@@ -68,7 +68,9 @@ fn verdicts(verdicts: &[Verdict]) -> String {
     out.push_str("| Claim | Expected | Measured | Delta | Ratio | Tolerance | Status |\n");
     out.push_str("|---|--:|--:|--:|--:|--:|---|\n");
     for v in verdicts {
-        let delta = v.delta.map_or_else(|| "—".into(), |d| number::signed(d, v.unit));
+        let delta = v
+            .delta
+            .map_or_else(|| "—".into(), |d| number::signed(d, v.unit));
         let _ = writeln!(
             out,
             "| `{}` | {} | {} | {delta} | {} | {} | **{}** |",
@@ -85,8 +87,19 @@ fn verdicts(verdicts: &[Verdict]) -> String {
     );
     out.push_str("pp = percentage points.\n\n");
     for v in verdicts {
-        let note = v.note.as_deref().map(|n| format!(" — {n}")).unwrap_or_default();
-        let _ = writeln!(out, "- `{}` ({}): {}{}", v.claim, v.status.label(), v.text, note);
+        let note = v
+            .note
+            .as_deref()
+            .map(|n| format!(" — {n}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "- `{}` ({}): {}{}",
+            v.claim,
+            v.status.label(),
+            v.text,
+            note
+        );
     }
     out
 }
@@ -102,7 +115,11 @@ fn environment(input: &ReportInput) -> String {
         }
     }
     let src = &input.study.source;
-    let tools: Vec<String> = src.toolchains.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let tools: Vec<String> = src
+        .toolchains
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
     let _ = write!(out, "\nPublished: {}", src.environment);
     if !tools.is_empty() {
         let _ = write!(out, "; {}", tools.join(", "));
@@ -152,7 +169,11 @@ fn protocol(study: &Study) -> String {
             probe.id,
             probe.image,
             cell_text(&probe.args.join(" ")),
-            if env.is_empty() { "—".into() } else { format!("`{}`", cell_text(&env.join(" "))) }
+            if env.is_empty() {
+                "—".into()
+            } else {
+                format!("`{}`", cell_text(&env.join(" ")))
+            }
         );
     }
     out
@@ -160,7 +181,9 @@ fn protocol(study: &Study) -> String {
 
 fn results(study: &Study, summary: &Summary) -> String {
     let mut out = String::from("## Results\n\n");
-    out.push_str("![Process RSS per scale: a dot per process, a bar at the median](figure.svg)\n\n");
+    out.push_str(
+        "![Process RSS per scale: a dot per process, a bar at the median](figure.svg)\n\n",
+    );
     out.push_str(
         "RSS in MiB (1 MiB = 1,048,576 bytes). CV is the population standard deviation of the ",
     );
@@ -178,14 +201,20 @@ fn results(study: &Study, summary: &Summary) -> String {
 
 fn cell_row(c: &Cell, repeats: u32) -> String {
     let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "—".into(), f);
-    let processes: Vec<String> =
-        c.processes.iter().map(|p| format!("r{} {}", p.repeat, mib(p.rss_median_bytes))).collect();
+    let processes: Vec<String> = c
+        .processes
+        .iter()
+        .map(|p| format!("r{} {}", p.repeat, mib(p.rss_median_bytes)))
+        .collect();
     let metrics: Vec<String> = c
         .metrics
         .iter()
         .map(|(name, m)| {
-            let share =
-                if m.count < c.valid { format!(" ({} of {})", m.count, c.valid) } else { String::new() };
+            let share = if m.count < c.valid {
+                format!(" ({} of {})", m.count, c.valid)
+            } else {
+                String::new()
+            };
             format!("{name} {}{share}", metric_value(name, m.median))
         })
         .collect();
@@ -193,13 +222,21 @@ fn cell_row(c: &Cell, repeats: u32) -> String {
         "| {} | {} of {repeats} | {} | {} | {} | {} | {} | {} | {} |\n",
         c.probe,
         c.valid,
-        if processes.is_empty() { "—".into() } else { processes.join("; ") },
+        if processes.is_empty() {
+            "—".into()
+        } else {
+            processes.join("; ")
+        },
         opt(c.rss_median_bytes, &mib),
         opt(c.rss_min_bytes, &mib),
         opt(c.rss_max_bytes, &mib),
         opt(c.rss_cv, &|v| format!("{} %", grouped(v * 100.0, 2))),
         opt(c.per_task_bytes, &|v| number::value(v, Unit::B)),
-        if metrics.is_empty() { "—".into() } else { metrics.join("; ") },
+        if metrics.is_empty() {
+            "—".into()
+        } else {
+            metrics.join("; ")
+        },
     )
 }
 
@@ -217,12 +254,23 @@ fn lower_by(study: &Study, summary: &Summary) -> String {
     for &tasks in &study.protocol.scales {
         for (i, a) in study.probes.iter().enumerate() {
             for b in &study.probes[i + 1..] {
-                let pair = [summary.ratio(&a.id, &b.id, tasks), summary.ratio(&b.id, &a.id, tasks)];
-                let Some(r) = pair.into_iter().flatten().find(|r| r.lower_by_percent >= 0.0) else {
+                let pair = [
+                    summary.ratio(&a.id, &b.id, tasks),
+                    summary.ratio(&b.id, &a.id, tasks),
+                ];
+                let Some(r) = pair
+                    .into_iter()
+                    .flatten()
+                    .find(|r| r.lower_by_percent >= 0.0)
+                else {
                     continue;
                 };
-                let median =
-                    |p: &str| summary.cell(p, tasks).and_then(|c| c.rss_median_bytes).unwrap_or(0.0);
+                let median = |p: &str| {
+                    summary
+                        .cell(p, tasks)
+                        .and_then(|c| c.rss_median_bytes)
+                        .unwrap_or(0.0)
+                };
                 lines.push(format!(
                     "- {} tasks: {} is {} % lower than {} (median {} MiB vs {} MiB).",
                     grouped(tasks as f64, 0),

@@ -67,7 +67,9 @@ pub fn all() -> Vec<Box<dyn Format>> {
 pub fn write_all(dir: &Path, input: &ReportInput) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for format in all() {
-        let bytes = format.render(input).with_context(|| format!("rendering {}", format.name()))?;
+        let bytes = format
+            .render(input)
+            .with_context(|| format!("rendering {}", format.name()))?;
         let path = dir.join(format.name());
         write_atomic(&path, &bytes)?;
         written.push(path);
@@ -82,7 +84,8 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     tmp.write_all(bytes)
         .and_then(|()| tmp.as_file().sync_all())
         .with_context(|| format!("writing {}", tmp.path().display()))?;
-    tmp.persist(path).with_context(|| format!("renaming into {}", path.display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("renaming into {}", path.display()))?;
     Ok(())
 }
 
@@ -98,8 +101,20 @@ mod tests {
         let samples = fixture::samples();
         let input = fixture::input(&study, &samples, &summary, &verdicts);
         let paths = write_all(dir.path(), &input).unwrap();
-        let names: Vec<_> = paths.iter().map(|p| p.file_name().unwrap().to_str().unwrap()).collect();
-        assert_eq!(names, ["summary.json", "verdicts.json", "samples.csv", "figure.svg", "report.md"]);
+        let names: Vec<_> = paths
+            .iter()
+            .map(|p| p.file_name().unwrap().to_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "summary.json",
+                "verdicts.json",
+                "samples.csv",
+                "figure.svg",
+                "report.md"
+            ]
+        );
         let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(leftovers, 5, "no temporary files are left behind");
         let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();

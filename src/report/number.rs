@@ -13,7 +13,9 @@ pub const GIB: f64 = 1024.0 * MIB;
 pub fn grouped(v: f64, decimals: usize) -> String {
     let text = format!("{:.*}", decimals, v.abs());
     let negative = v < 0.0 && text.chars().any(|c| c.is_ascii_digit() && c != '0');
-    let (int, frac) = text.split_once('.').map_or((text.as_str(), None), |(i, f)| (i, Some(f)));
+    let (int, frac) = text
+        .split_once('.')
+        .map_or((text.as_str(), None), |(i, f)| (i, Some(f)));
     let mut out = String::new();
     for (i, c) in int.chars().enumerate() {
         if i > 0 && (int.len() - i) % 3 == 0 {
@@ -55,7 +57,11 @@ pub fn signed(v: f64, unit: Unit) -> String {
         _ => value(v, unit),
     };
     let zero = !text.chars().any(|c| c.is_ascii_digit() && c != '0');
-    if v > 0.0 && !zero { format!("+{text}") } else { text }
+    if v > 0.0 && !zero {
+        format!("+{text}")
+    } else {
+        text
+    }
 }
 
 /// A published value or range with its unit (`2,619.10–2,620.82 MiB`).
@@ -76,7 +82,12 @@ pub fn measured(m: Option<Measured>, unit: Unit) -> String {
 }
 
 fn range(lo: f64, hi: f64, unit: Unit) -> String {
-    format!("{}–{} {}", number(lo, unit), number(hi, unit), unit_label(unit))
+    format!(
+        "{}–{} {}",
+        number(lo, unit),
+        number(hi, unit),
+        unit_label(unit)
+    )
 }
 
 /// A plain ratio with three decimals; `—` when absent.
@@ -119,15 +130,19 @@ mod tests {
         assert_eq!(signed(-19.43, Unit::B), "-19.4 B");
         assert_eq!(signed(0.0, Unit::B), "0 B");
         assert_eq!(signed(-0.2, Unit::Percent), "-0.20 pp");
-        assert_eq!(expected(&Expected::Range([2619.1, 2620.82]), Unit::MiB), "2,619.10–2,620.82 MiB");
+        assert_eq!(
+            expected(&Expected::Range([2619.1, 2620.82]), Unit::MiB),
+            "2,619.10–2,620.82 MiB"
+        );
         assert_eq!(measured(None, Unit::B), "—");
         assert_eq!(ratio(Some(0.99123)), "0.991");
     }
 
     #[test]
     fn scale_labels() {
-        let got: Vec<String> =
-            [750, 10_000, 100_000, 500_000, 1_000_000, 1_500_000].map(scale_label).into();
+        let got: Vec<String> = [750, 10_000, 100_000, 500_000, 1_000_000, 1_500_000]
+            .map(scale_label)
+            .into();
         assert_eq!(got, ["750", "10k", "100k", "500k", "1M", "1.5M"]);
     }
 }

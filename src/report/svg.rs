@@ -20,7 +20,9 @@ const HEADER_H: f64 = 66.0;
 const MARGIN: f64 = 10.0;
 /// Plot area inside a panel: left, right, top, bottom offsets from the panel's corner.
 const PLOT: [f64; 4] = [62.0, PANEL_W - 14.0, 48.0, PANEL_H - 56.0];
-const COLORS: [&str; 6] = ["#00758f", "#b7410e", "#6a51a3", "#238b45", "#b8860b", "#525252"];
+const COLORS: [&str; 6] = [
+    "#00758f", "#b7410e", "#6a51a3", "#238b45", "#b8860b", "#525252",
+];
 const FONT: &str = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\"";
 
 impl Format for Figure {
@@ -36,11 +38,22 @@ impl Format for Figure {
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \
              viewBox=\"0 0 {width:.0} {height:.0}\" {FONT}>\n"
         );
-        let _ = writeln!(out, "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>");
-        let _ = writeln!(out, "{}", text(MARGIN + 4.0, 26.0, 17, "start", "bold", &input.study.title));
+        let _ = writeln!(
+            out,
+            "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>"
+        );
+        let _ = writeln!(
+            out,
+            "{}",
+            text(MARGIN + 4.0, 26.0, 17, "start", "bold", &input.study.title)
+        );
         let sub = "Process RSS with every task parked. Dot: one process (median of its readings); \
                    bar: median of the processes. Lower is better.";
-        let _ = writeln!(out, "{}", text(MARGIN + 4.0, 48.0, 12, "start", "normal", sub));
+        let _ = writeln!(
+            out,
+            "{}",
+            text(MARGIN + 4.0, 48.0, 12, "start", "normal", sub)
+        );
         let probes: Vec<&str> = input.study.probes.iter().map(|p| p.id.as_str()).collect();
         for (i, &tasks) in scales.iter().enumerate() {
             let x0 = MARGIN + PANEL_W * i as f64;
@@ -61,16 +74,27 @@ struct Axis {
 
 impl Axis {
     fn new(max_bytes: f64) -> Self {
-        let (unit, per_unit) = if max_bytes >= GIB { ("GiB", GIB) } else { ("MiB", MIB) };
+        let (unit, per_unit) = if max_bytes >= GIB {
+            ("GiB", GIB)
+        } else {
+            ("MiB", MIB)
+        };
         let max = (max_bytes / per_unit) * 1.08;
         let step = nice_step(max, 5.0);
         let top = ((max / step).ceil() * step).max(step);
-        Axis { unit, per_unit, top, step }
+        Axis {
+            unit,
+            per_unit,
+            top,
+            step,
+        }
     }
 
     /// Decimals that show every tick exactly.
     fn decimals(&self) -> usize {
-        (0..4).find(|&d| ((self.step * 10f64.powi(d as i32)).fract()).abs() < 1e-9).unwrap_or(4)
+        (0..4)
+            .find(|&d| ((self.step * 10f64.powi(d as i32)).fract()).abs() < 1e-9)
+            .unwrap_or(4)
     }
 }
 
@@ -112,7 +136,11 @@ impl Plot {
 
 fn panel(x0: f64, y0: f64, tasks: u64, probes: &[&str], summary: &Summary) -> String {
     let cells: Vec<Option<&Cell>> = probes.iter().map(|p| summary.cell(p, tasks)).collect();
-    let max = cells.iter().flatten().filter_map(|c| c.rss_max_bytes).fold(0.0, f64::max);
+    let max = cells
+        .iter()
+        .flatten()
+        .filter_map(|c| c.rss_max_bytes)
+        .fold(0.0, f64::max);
     let plot = Plot {
         left: x0 + PLOT[0],
         right: x0 + PLOT[1],
@@ -125,16 +153,36 @@ fn panel(x0: f64, y0: f64, tasks: u64, probes: &[&str], summary: &Summary) -> St
     let _ = writeln!(
         out,
         "{}",
-        text((plot.left + plot.right) / 2.0, y0 + 20.0, 15, "middle", "bold", &title)
+        text(
+            (plot.left + plot.right) / 2.0,
+            y0 + 20.0,
+            15,
+            "middle",
+            "bold",
+            &title
+        )
     );
     out.push_str(&y_axis(&plot));
     let slot = (plot.right - plot.left) / probes.len() as f64;
     for (k, cell) in cells.iter().enumerate() {
         let cx = plot.left + slot * (k as f64 + 0.5);
         let color = COLORS[k % COLORS.len()];
-        out.push_str(&label(&plot, cx, probes[k], cell.map_or(0, |c| c.valid), summary.repeats));
+        out.push_str(&label(
+            &plot,
+            cx,
+            probes[k],
+            cell.map_or(0, |c| c.valid),
+            summary.repeats,
+        ));
         if let Some(cell) = cell {
-            out.push_str(&column(&plot, cx, (slot * 0.6).min(56.0), color, cell, summary.repeats));
+            out.push_str(&column(
+                &plot,
+                cx,
+                (slot * 0.6).min(56.0),
+                color,
+                cell,
+                summary.repeats,
+            ));
         }
     }
     let (l, r, b) = (plot.left, plot.right, plot.bottom);
@@ -158,25 +206,43 @@ fn y_axis(plot: &Plot) -> String {
             "<line x1=\"{left:.1}\" y1=\"{ty:.1}\" x2=\"{right:.1}\" y2=\"{ty:.1}\" stroke=\"#e3e3e3\"/>"
         );
         let label = grouped(v, axis.decimals());
-        let _ = writeln!(out, "{}", text(left - 6.0, ty + 4.0, 11, "end", "normal", &label));
+        let _ = writeln!(
+            out,
+            "{}",
+            text(left - 6.0, ty + 4.0, 11, "end", "normal", &label)
+        );
     }
     let (top, bottom) = (plot.top, plot.bottom);
     let _ = writeln!(
         out,
         "<line x1=\"{left:.1}\" y1=\"{top:.1}\" x2=\"{left:.1}\" y2=\"{bottom:.1}\" stroke=\"#333333\"/>"
     );
-    let _ = writeln!(out, "{}", text(left - 6.0, top - 12.0, 11, "end", "bold", axis.unit));
+    let _ = writeln!(
+        out,
+        "{}",
+        text(left - 6.0, top - 12.0, 11, "end", "bold", axis.unit)
+    );
     out
 }
 
 /// The probe's name under its column, and how many processes are missing.
 fn label(plot: &Plot, cx: f64, probe: &str, valid: usize, repeats: u32) -> String {
-    let mut out = format!("{}\n", text(cx, plot.bottom + 20.0, 13, "middle", "normal", probe));
+    let mut out = format!(
+        "{}\n",
+        text(cx, plot.bottom + 20.0, 13, "middle", "normal", probe)
+    );
     if valid < repeats as usize {
-        let note =
-            if valid == 0 { "no valid process".into() } else { format!("{valid} of {repeats} valid") };
+        let note = if valid == 0 {
+            "no valid process".into()
+        } else {
+            format!("{valid} of {repeats} valid")
+        };
         let note = text(cx, plot.bottom + 36.0, 11, "middle", "normal", &note);
-        let _ = writeln!(out, "{}", note.replacen("<text", "<text fill=\"#aa3333\"", 1));
+        let _ = writeln!(
+            out,
+            "{}",
+            note.replacen("<text", "<text fill=\"#aa3333\"", 1)
+        );
     }
     out
 }
@@ -184,7 +250,9 @@ fn label(plot: &Plot, cx: f64, probe: &str, valid: usize, repeats: u32) -> Strin
 /// A bar at the median, a dot per process jittered by repeat, and the median's value above.
 fn column(plot: &Plot, cx: f64, bar_w: f64, color: &str, cell: &Cell, repeats: u32) -> String {
     let mut out = String::new();
-    let Some(median) = cell.rss_median_bytes else { return out };
+    let Some(median) = cell.rss_median_bytes else {
+        return out;
+    };
     let (my, bottom, x) = (plot.y(median), plot.bottom, cx - bar_w / 2.0);
     let _ = writeln!(
         out,
@@ -197,7 +265,11 @@ fn column(plot: &Plot, cx: f64, bar_w: f64, color: &str, cell: &Cell, repeats: u
         "<line x1=\"{x:.1}\" y1=\"{my:.1}\" x2=\"{:.1}\" y2=\"{my:.1}\" stroke=\"{color}\" stroke-width=\"3\"/>",
         x + bar_w
     );
-    let spacing = if repeats > 1 { (bar_w * 0.7 / f64::from(repeats - 1)).min(9.0) } else { 0.0 };
+    let spacing = if repeats > 1 {
+        (bar_w * 0.7 / f64::from(repeats - 1)).min(9.0)
+    } else {
+        0.0
+    };
     for p in &cell.processes {
         let dx = (f64::from(p.repeat) - f64::from(repeats + 1) / 2.0) * spacing;
         let _ = writeln!(
@@ -223,7 +295,10 @@ fn text(x: f64, y: f64, size: u32, anchor: &str, weight: &str, content: &str) ->
 }
 
 fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 #[cfg(test)]
@@ -242,7 +317,16 @@ mod tests {
         assert_eq!((a.unit, a.step, a.top), ("GiB", 0.5, 3.0));
         let a = Axis::new(0.0);
         assert_eq!((a.unit, a.top), ("MiB", 1.0));
-        assert_eq!(Axis { unit: "MiB", per_unit: MIB, top: 1.0, step: 0.25 }.decimals(), 2);
+        assert_eq!(
+            Axis {
+                unit: "MiB",
+                per_unit: MIB,
+                top: 1.0,
+                step: 0.25
+            }
+            .decimals(),
+            2
+        );
         assert_eq!(escape("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
     }
 
@@ -252,7 +336,11 @@ mod tests {
         let (summary, verdicts) = (fixture::summary(), fixture::verdicts());
         let input = fixture::input(&study, &samples, &summary, &verdicts);
         let svg = String::from_utf8(Figure.render(&input).unwrap()).unwrap();
-        assert_eq!(svg.matches("<circle").count(), 23, "a dot per valid process");
+        assert_eq!(
+            svg.matches("<circle").count(),
+            23,
+            "a dot per valid process"
+        );
         assert_eq!(svg.matches("class=\"panel\"").count(), 4);
         insta::assert_snapshot!("figure_svg", svg);
     }

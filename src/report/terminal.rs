@@ -5,7 +5,15 @@ use std::fmt::Write as _;
 use crate::report::number;
 use crate::verdict::Verdict;
 
-const HEADER: [&str; 7] = ["CLAIM", "STATUS", "EXPECTED", "MEASURED", "DELTA", "RATIO", "TOLERANCE"];
+const HEADER: [&str; 7] = [
+    "CLAIM",
+    "STATUS",
+    "EXPECTED",
+    "MEASURED",
+    "DELTA",
+    "RATIO",
+    "TOLERANCE",
+];
 
 /// The verdicts as an aligned table followed by their notes; the same verdicts give the same text.
 #[allow(dead_code)] // used by the run and verify commands (wired in main)
@@ -38,7 +46,8 @@ fn row(v: &Verdict) -> [String; 7] {
         v.status.label().to_owned(),
         number::expected(&v.expected, v.unit),
         number::measured(v.measured, v.unit),
-        v.delta.map_or_else(|| "—".into(), |d| number::signed(d, v.unit)),
+        v.delta
+            .map_or_else(|| "—".into(), |d| number::signed(d, v.unit)),
         number::ratio(v.ratio),
         v.tolerance.clone(),
     ]
@@ -68,6 +77,9 @@ mod tests {
 
     #[test]
     fn no_claims() {
-        assert_eq!(verdict_table(&[]), "This study states no claims; no verdicts.\n");
+        assert_eq!(
+            verdict_table(&[]),
+            "This study states no claims; no verdicts.\n"
+        );
     }
 }
