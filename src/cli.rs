@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cache::Cache;
 use crate::engine::Engine;
 use crate::image::{self, BuildOptions, Manifest};
+use crate::outcome::{self, Outcome, RunText};
 use crate::run::{self, CpuChoice};
 use crate::study::Study;
 use crate::{doctor, env, pin};
@@ -46,11 +47,19 @@ pub enum Command {
     Build(BuildArgs),
     /// Run a study: every process of its matrix in its own container, every sample kept.
     Run(RunArgs),
+    /// Recompute statistics, report, figure and verdicts of a run from its raw samples.
+    Report(ReportArgs),
     /// Remove parkbench's images (`--images`) and its artifact cache (`--cache`). Runs are never touched.
     Clean(CleanArgs),
     /// Benchmarks of the kit itself.
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run directory (`results/<study>/runs/<run-id>`).
+    pub run_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -125,6 +134,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Doctor => cmd_doctor().await,
         Command::Build(args) => cmd_build(&paths.repo, &args).await.map(|_| EXIT_OK),
         Command::Run(args) => cmd_run(&paths, &args).await,
+        Command::Report(args) => cmd_report(&args.run_dir).map(|_| EXIT_OK),
         Command::Clean(args) => cmd_clean(&args).await,
         Command::Bench(BenchCommand::Fidelity(args)) => cmd_fidelity(&paths.repo, &args).await,
     }
@@ -336,4 +346,13 @@ async fn cmd_clean(args: &CleanArgs) -> Result<u8> {
         eprintln!("removed the artifact cache {}", root.display());
     }
     Ok(EXIT_OK)
+}
+
+/// Recomputes and writes a run's report and verdicts, prints the verdict table.
+fn cmd_report(run_dir: &Path) -> Result<Outcome> {
+    let outcome = outcome::recompute(&RunText::read_dir(run_dir)?)?;
+    outcome.write_report(run_dir)?;
+    print!("{}", outcome.terminal());
+    eprintln!("report: {}", run_dir.join("report.md").display());
+    Ok(outcome)
 }

@@ -15,6 +15,7 @@ pub mod doctor;
 pub mod engine;
 pub mod env;
 pub mod image;
+pub mod outcome;
 pub mod pin;
 pub mod report;
 pub mod run;

@@ -131,7 +131,6 @@ pub struct InvalidSample {
 }
 
 /// Computes every statistic of a run from its raw samples.
-#[allow(dead_code)] // used by the run command (wired in main)
 pub fn summarize(study: &Study, samples: &[Sample]) -> Summary {
     let mut notes = duplicate_notes(samples);
     let (counted, outside) = split_outside(study, samples, &mut notes);

@@ -103,7 +103,6 @@ impl Measured {
 }
 
 /// Judges every claim against the statistics, in the claims' order.
-#[allow(dead_code)] // used by the run command (wired in main)
 pub fn judge(claims: &[Claim], summary: &Summary) -> Vec<Verdict> {
     claims.iter().map(|c| judge_one(c, summary)).collect()
 }

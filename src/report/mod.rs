@@ -63,7 +63,6 @@ pub fn all() -> Vec<Box<dyn Format>> {
 }
 
 /// Renders every format into `dir`, each through a temporary file and a rename; returns the paths.
-#[allow(dead_code)] // used by the run command (wired in main)
 pub fn write_all(dir: &Path, input: &ReportInput) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for format in all() {

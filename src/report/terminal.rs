@@ -16,7 +16,6 @@ const HEADER: [&str; 7] = [
 ];
 
 /// The verdicts as an aligned table followed by their notes; the same verdicts give the same text.
-#[allow(dead_code)] // used by the run and verify commands (wired in main)
 pub fn verdict_table(verdicts: &[Verdict]) -> String {
     if verdicts.is_empty() {
         return "This study states no claims; no verdicts.\n".into();

@@ -1,0 +1,252 @@
+//! The outcome of a run — statistics, verdicts, deviations and report inputs — recomputed from the run's
+//! raw files only (study.yaml, samples.jsonl, env.json, run.json). The same function serves a fresh run,
+//! `parkbench report` and `parkbench verify` on an archive, so they all print the same table.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::env::Environment;
+use crate::report::{self, ReportInput};
+use crate::run::RunState;
+use crate::sample::{self, Sample};
+use crate::study::Study;
+use crate::summary::{self, Summary};
+use crate::verdict::{self, Status, Verdict, VerdictFile};
+
+/// A run's raw files, as text.
+#[derive(Debug, Clone, Default)]
+pub struct RunText {
+    pub run_id: String,
+    pub study_yaml: String,
+    pub samples_jsonl: String,
+    pub env_json: Option<String>,
+    pub run_json: Option<String>,
+}
+
+/// Everything recomputed from a run's raw files.
+pub struct Outcome {
+    pub run_id: String,
+    pub study: Study,
+    pub samples: Vec<Sample>,
+    pub summary: Summary,
+    pub verdicts: Vec<Verdict>,
+    pub environment: Vec<(String, String)>,
+    pub deviations: Vec<String>,
+    /// Why the data is partial (malformed sample lines, an incomplete run); `None` when complete.
+    pub partial: Option<String>,
+}
+
+impl RunText {
+    /// Reads a run directory's raw files.
+    pub fn read_dir(dir: &Path) -> Result<Self> {
+        let read = |name: &str| std::fs::read_to_string(dir.join(name));
+        let must = |name: &str| {
+            read(name)
+                .with_context(|| format!("reading {}; is {} a run directory?", name, dir.display()))
+        };
+        Ok(Self {
+            run_id: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            study_yaml: must("study.yaml")?,
+            samples_jsonl: read("samples.jsonl").unwrap_or_default(),
+            env_json: read("env.json").ok(),
+            run_json: read("run.json").ok(),
+        })
+    }
+}
+
+/// Recomputes statistics and verdicts from the raw files.
+pub fn recompute(text: &RunText) -> Result<Outcome> {
+    let study = Study::parse(&text.study_yaml).context("in the run's study.yaml")?;
+    let (samples, bad) = sample::parse_lines(text.samples_jsonl.as_bytes())?;
+    let env: Option<Environment> = match &text.env_json {
+        Some(json) => Some(serde_json::from_str(json).context("parsing env.json")?),
+        None => None,
+    };
+    let state: Option<RunState> = match &text.run_json {
+        Some(json) => Some(serde_json::from_str(json).context("parsing run.json")?),
+        None => None,
+    };
+    let mut partial: Vec<String> = bad
+        .iter()
+        .map(|b| format!("samples.jsonl line {} is malformed ({})", b.line, b.error))
+        .collect();
+    if let Some(s) = state.as_ref().filter(|s| s.status != "complete") {
+        partial.push(format!(
+            "the run is {} (resume it to measure the missing cells)",
+            s.status
+        ));
+    }
+    let summary = summary::summarize(&study, &samples);
+    let verdicts = verdict::judge(&study.claims, &summary);
+    let mut deviations = state
+        .as_ref()
+        .map(|s| s.deviations.clone())
+        .unwrap_or_default();
+    deviations.extend(
+        env.as_ref()
+            .map(|e| environment_deviations(&study, e))
+            .unwrap_or_default(),
+    );
+    Ok(Outcome {
+        run_id: text.run_id.clone(),
+        environment: env.as_ref().map(environment_labels).unwrap_or_default(),
+        study,
+        samples,
+        summary,
+        verdicts,
+        deviations,
+        partial: (!partial.is_empty()).then(|| partial.join("; ")),
+    })
+}
+
+impl Outcome {
+    /// The report input for every format.
+    pub fn report_input(&self) -> ReportInput<'_> {
+        ReportInput {
+            study: &self.study,
+            run_id: &self.run_id,
+            samples: &self.samples,
+            summary: &self.summary,
+            verdicts: &self.verdicts,
+            environment: self.environment.clone(),
+            deviations: self.deviations.clone(),
+            partial: self.partial.clone(),
+        }
+    }
+
+    /// Writes report.md, figure.svg, samples.csv, summary.json and verdicts.json into `dir`.
+    pub fn write_report(&self, dir: &Path) -> Result<()> {
+        report::write_all(dir, &self.report_input()).map(|_| ())
+    }
+
+    /// The terminal text: verdict table, deviations, partial data.
+    pub fn terminal(&self) -> String {
+        let mut out = report::terminal::verdict_table(&self.verdicts);
+        if !self.deviations.is_empty() {
+            out.push_str("\nDeviations from the published setup:\n");
+            for d in &self.deviations {
+                out.push_str(&format!("  - {d}\n"));
+            }
+        }
+        if let Some(p) = &self.partial {
+            out.push_str(&format!("\nPartial data: {p}\n"));
+        }
+        out
+    }
+
+    /// True when any claim was not reproduced.
+    pub fn claims_differ(&self) -> bool {
+        self.verdicts.iter().any(|v| v.status != Status::Reproduced)
+    }
+
+    /// The verdicts file as written in the run (for comparing with a recomputation).
+    pub fn verdict_file(&self) -> VerdictFile {
+        VerdictFile {
+            partial: self.partial.is_some(),
+            partial_reason: self.partial.clone(),
+            verdicts: self.verdicts.clone(),
+        }
+    }
+}
+
+/// Label → value pairs for the report's environment table.
+fn environment_labels(e: &Environment) -> Vec<(String, String)> {
+    let os = e
+        .host
+        .os_release
+        .get("PRETTY_NAME")
+        .cloned()
+        .unwrap_or_default();
+    let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
+    let mut out = vec![
+        ("CPU".to_string(), e.host.cpu_model.clone()),
+        (
+            "Logical CPUs".into(),
+            format!("{} (online {})", e.host.logical_cpus, e.host.cpus_online),
+        ),
+        ("Memory".into(), gib(e.host.mem_total_bytes)),
+        ("Kernel".into(), e.host.kernel_release.clone()),
+        ("Host OS".into(), os),
+        ("WSL".into(), if e.host.wsl { "yes" } else { "no" }.into()),
+        (
+            "Transparent hugepages".into(),
+            e.host
+                .thp_enabled
+                .clone()
+                .unwrap_or_else(|| "not visible".into()),
+        ),
+        (
+            "Docker Engine".into(),
+            format!("{} (API {})", e.engine.version, e.engine.api_version),
+        ),
+        (
+            "cgroups".into(),
+            format!("v{} ({})", e.engine.cgroup_version, e.engine.cgroup_driver),
+        ),
+        ("Container glibc".into(), e.container.glibc.clone()),
+    ];
+    for (k, v) in &e.toolchains {
+        out.push((k.clone(), v.lines().next().unwrap_or_default().to_string()));
+    }
+    out
+}
+
+/// Differences between the published environment and this one: toolchains, CPU model, kernel, WSL.
+fn environment_deviations(study: &Study, e: &Environment) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, published) in &study.source.toolchains {
+        let ours = ours_version(name, e);
+        match ours {
+            Some(v) if v == *published => {}
+            Some(v) => out.push(format!("{name} {v} instead of the published {published}")),
+            None => out.push(format!(
+                "{name}: version not recorded (published {published})"
+            )),
+        }
+    }
+    let published = &study.source.environment;
+    if !e.host.cpu_model.is_empty() && !published.contains(e.host.cpu_model.trim()) {
+        out.push(format!(
+            "CPU {} instead of the published environment ({published})",
+            e.host.cpu_model.trim()
+        ));
+    }
+    let published_wsl = published.to_lowercase().contains("wsl");
+    if published_wsl != e.host.wsl {
+        let ours = if e.host.wsl {
+            "under WSL"
+        } else {
+            "not under WSL"
+        };
+        out.push(format!(
+            "kernel {} {ours}; the article ran {published}",
+            e.host.kernel_release
+        ));
+    }
+    out
+}
+
+/// This run's version of a named toolchain (`rustc`, `go`, `tokio`, `cargo`).
+fn ours_version(name: &str, e: &Environment) -> Option<String> {
+    let find = |key: &str| {
+        e.toolchains
+            .iter()
+            .find(|(k, _)| k.starts_with(key))
+            .map(|(_, v)| v.clone())
+    };
+    match name {
+        "rustc" => find("rustc")?
+            .lines()
+            .find_map(|l| l.strip_prefix("release: ").map(str::to_owned)),
+        "go" => find("go")?
+            .split_whitespace()
+            .nth(2)
+            .map(|v| v.trim_start_matches("go").to_owned()),
+        "cargo" => find("cargo")?.split_whitespace().nth(1).map(str::to_owned),
+        other => find(other).map(|v| v.trim().to_owned()),
+    }
+}
