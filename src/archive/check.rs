@@ -1,0 +1,274 @@
+//! `parkbench check`: validating a run archive without extracting it (see `scan` for the rules).
+
+use std::fmt;
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::scan::scan;
+
+/// The result of a passing [`check`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckReport {
+    /// The archive's top folder (the run id).
+    pub root: String,
+    /// Tar entries: folders, files, links and SHA256SUMS.
+    pub members: usize,
+    /// Bytes of file data, SHA256SUMS included.
+    pub bytes: u64,
+    /// Files whose SHA-256 matched their SHA256SUMS line.
+    pub verified: usize,
+    /// Optional run files the archive lacks (e.g. `report.md`), relative to the root.
+    pub missing_optional: Vec<String>,
+}
+
+impl fmt::Display for CheckReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: OK, {} files match SHA256SUMS ({} members, {} bytes)",
+            self.root, self.verified, self.members, self.bytes
+        )?;
+        if !self.missing_optional.is_empty() {
+            write!(
+                f,
+                "; missing optional: {}",
+                self.missing_optional.join(", ")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Checks `archive` (see the module docs); never writes anything.
+pub fn check(archive: &Path) -> Result<CheckReport> {
+    Ok(scan(archive, &[])?.report)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use tar::EntryType;
+
+    use super::super::fixture::{Fixture, Raw, gzip, read_raw, snapshot, tar_bytes, write_raw};
+    use super::*;
+
+    fn error(archive: &Path) -> String {
+        format!("{:#}", check(archive).unwrap_err())
+    }
+
+    /// Checks `entries` written as an archive; returns the error and asserts nothing was written.
+    fn rejected(fx: &Fixture, entries: &[Raw]) -> String {
+        let archive = fx.path("hand-built.tar.gz");
+        write_raw(entries, &archive);
+        let outside = fx.tmp.path().parent().unwrap();
+        let before = (
+            snapshot(fx.tmp.path()),
+            outside.join("evil").exists(),
+            outside.join("outside").exists(),
+        );
+        let err = error(&archive);
+        let after = (
+            snapshot(fx.tmp.path()),
+            outside.join("evil").exists(),
+            outside.join("outside").exists(),
+        );
+        assert_eq!(before, after, "check wrote something");
+        assert!(!Path::new("evil").exists());
+        err
+    }
+
+    #[test]
+    fn a_fresh_archive_passes() {
+        let fx = Fixture::new();
+        let info = fx.write();
+        let report = check(&info.path).unwrap();
+        let files = read_raw(&info.path)
+            .iter()
+            .filter(|e| e.kind == EntryType::Regular)
+            .count();
+        assert_eq!(
+            (report.root.as_str(), report.members, report.verified),
+            ("run-1", info.members, files - 1)
+        );
+        assert!(report.missing_optional.is_empty());
+        assert!(report.to_string().starts_with("run-1: OK, "), "{report}");
+    }
+
+    #[test]
+    fn missing_optional_files_are_listed() {
+        let fx = Fixture::new();
+        fs::remove_file(fx.run_dir.join("report.md")).unwrap();
+        fs::remove_file(fx.run_dir.join("env.json")).unwrap();
+        let report = check(&fx.write().path).unwrap();
+        assert_eq!(report.missing_optional, ["env.json", "report.md"]);
+        assert!(
+            report
+                .to_string()
+                .ends_with("missing optional: env.json, report.md"),
+            "{report}"
+        );
+    }
+
+    #[test]
+    fn a_flipped_byte_in_any_member_is_caught() {
+        let fx = Fixture::new();
+        let entries = read_raw(&fx.write().path);
+        let tampered = fx.path("tampered.tar.gz");
+        let mut tried = 0;
+        for (i, entry) in entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| !e.data.is_empty())
+        {
+            let name = entry.name();
+            for at in [0, entry.data.len() / 2, entry.data.len() - 1] {
+                let mut copy = entries.clone();
+                copy[i].data[at] ^= 0x20;
+                write_raw(&copy, &tampered);
+                let err = error(&tampered);
+                let wanted = if name.ends_with("SHA256SUMS") {
+                    name.clone()
+                } else {
+                    format!("{name}: sha256 mismatch")
+                };
+                assert!(err.contains(&wanted), "byte {at} of {name}: {err}");
+                tried += 1;
+            }
+        }
+        assert!(tried >= 3 * 15, "only {tried} tamperings");
+    }
+
+    #[test]
+    fn unsafe_entries_are_rejected_without_writing_anything() {
+        let fx = Fixture::new();
+        let fresh = read_raw(&fx.write().path);
+        let with = |extra: Raw| [fresh.clone(), vec![extra]].concat();
+        let cases = [
+            (
+                with(Raw::file("../evil", b"x")),
+                "../evil: `..` component in path",
+            ),
+            (
+                with(Raw::file("run-1/../../evil", b"x")),
+                "run-1/../../evil: `..` component",
+            ),
+            (with(Raw::file("/etc/x", b"x")), "/etc/x: absolute path"),
+            (
+                with(Raw::link("run-1/l", EntryType::Symlink, "../../outside")),
+                "run-1/l: symlink to \"../../outside\" points outside run-1/",
+            ),
+            (
+                with(Raw::link("run-1/l", EntryType::Symlink, "/etc/passwd")),
+                "run-1/l: symlink to \"/etc/passwd\" refused (absolute link target)",
+            ),
+            (
+                with(Raw::link("run-1/h", EntryType::Link, "outside")),
+                "run-1/h: hard link to \"outside\"",
+            ),
+            (
+                with(Raw::link("run-1/h", EntryType::Link, "run-1/../x")),
+                "run-1/h: hard link to \"run-1/../x\"",
+            ),
+            (
+                with(Raw::file("other/evil", b"x")),
+                "other/evil: outside the top folder run-1/",
+            ),
+            (
+                with(Raw::file("evil", b"x")),
+                "evil: outside the top folder run-1/",
+            ),
+            (
+                [vec![Raw::file("run-1", b"x")], fresh.clone()].concat(),
+                "run-1: the top-level entry must be a folder",
+            ),
+            (
+                with(Raw {
+                    kind: EntryType::Fifo,
+                    ..Raw::file("run-1/pipe", b"")
+                }),
+                "run-1/pipe: device or fifo",
+            ),
+            (
+                with(Raw {
+                    kind: EntryType::Char,
+                    ..Raw::file("run-1/null", b"")
+                }),
+                "run-1/null: device or fifo",
+            ),
+            (
+                with(Raw::file("run-1/samples.jsonl", b"{}\n")),
+                "run-1/samples.jsonl: appears twice",
+            ),
+            (
+                with(Raw::file("run-1/extra.txt", b"x")),
+                "run-1/extra.txt: not listed in SHA256SUMS",
+            ),
+        ];
+        for (entries, wanted) in cases {
+            let err = rejected(&fx, &entries);
+            assert!(err.contains(wanted), "{err:?} lacks {wanted:?}");
+        }
+    }
+
+    #[test]
+    fn members_below_a_symlink_are_rejected() {
+        let fx = Fixture::new();
+        let mut entries = read_raw(&fx.write().path);
+        entries.insert(1, Raw::link("run-1/d", EntryType::Symlink, "source"));
+        entries.insert(2, Raw::file("run-1/d/evil", b"x"));
+        assert!(rejected(&fx, &entries).contains("run-1/d/evil: lies below the symlink run-1/d"));
+    }
+
+    #[test]
+    fn broken_streams_are_rejected() {
+        let fx = Fixture::new();
+        let good = fs::read(&fx.write().path).unwrap();
+        let tar = tar_bytes(&read_raw(&fx.out));
+        let bad = fx.path("bad.tar.gz");
+        let cases = [
+            (
+                good[..good.len() / 2].to_vec(),
+                "truncated or not a gzip archive",
+            ),
+            (
+                good[..good.len() - 4].to_vec(),
+                "truncated or not a gzip archive",
+            ),
+            (
+                b"hello, not gzip".to_vec(),
+                "does not start with the gzip signature",
+            ),
+            (vec![], "does not start with the gzip signature"),
+            (
+                [good.clone(), b"junk".to_vec()].concat(),
+                "bytes after the end of the gzip stream",
+            ),
+            (
+                gzip(&[tar, b"hidden".to_vec()].concat()),
+                "data after the end of the tar archive",
+            ),
+            (gzip(b""), "the archive is empty"),
+        ];
+        for (bytes, wanted) in cases {
+            fs::write(&bad, bytes).unwrap();
+            let err = error(&bad);
+            assert!(err.contains(wanted), "{err:?} lacks {wanted:?}");
+        }
+    }
+
+    #[test]
+    fn a_flipped_byte_in_the_compressed_file_is_caught() {
+        let fx = Fixture::new();
+        let good = fs::read(&fx.write().path).unwrap();
+        let bad = fx.path("bad.tar.gz");
+        let body = (10..good.len() - 24).step_by(good.len() / 16);
+        for at in body.chain([good.len() - 8, good.len() - 1]) {
+            let mut bytes = good.clone();
+            bytes[at] ^= 0x20;
+            fs::write(&bad, bytes).unwrap();
+            assert!(check(&bad).is_err(), "flipping byte {at} went unnoticed");
+        }
+    }
+}

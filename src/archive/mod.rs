@@ -1,0 +1,46 @@
+//! The run archive: one `.tar.gz` per run (`results/<study>/runs/<run-id>.tar.gz`) that anyone can
+//! check offline. [`write`] builds it deterministically, [`check`] validates it without extracting,
+//! [`read_run`] returns the small files `parkbench verify` needs.
+
+// wired into main by the archive/check/verify commands
+#![allow(dead_code)]
+
+mod check;
+mod digest;
+mod member;
+mod plan;
+mod run_files;
+mod scan;
+mod sums;
+mod write;
+
+#[cfg(test)]
+mod fixture;
+
+// wired into main by the archive/check/verify commands
+#[allow(unused_imports)]
+pub use {
+    check::{CheckReport, check},
+    run_files::{RunFiles, read_run, read_run_dir},
+    write::{ArchiveInfo, write, write_with},
+};
+
+/// Run files an archive must hold, relative to its top folder (besides `SHA256SUMS`).
+const REQUIRED: [&str; 2] = ["study.yaml", "samples.jsonl"];
+/// Run files an archive normally holds; `check` lists those missing.
+const OPTIONAL: [&str; 7] = [
+    "env.json",
+    "manifest.json",
+    "samples.csv",
+    "summary.json",
+    "verdicts.json",
+    "report.md",
+    "figure.svg",
+];
+/// Largest member read into memory by [`read_run`] and [`read_run_dir`].
+const LOAD_LIMIT: u64 = 64 << 20;
+/// What the reader should do about an archive that fails a content check.
+const MODIFIED: &str =
+    "the archive was modified after it was written, or is corrupt; download it again";
+/// What the reader should do about an archive that fails an entry rule.
+const UNSAFE: &str = "the archive is unsafe to extract; do not use it";

@@ -1,0 +1,279 @@
+//! One streaming pass over a run archive's `.tar.gz`: enforces the entry rules (one top folder, no
+//! absolute or `..` paths, no links leaving the folder, no members below a link, no duplicates, no
+//! devices) and hashes every file as it streams; then `SHA256SUMS` is compared with the hashes.
+//! Nothing is written to disk.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail, ensure};
+use flate2::bufread::GzDecoder;
+use tar::EntryType;
+
+use super::check::CheckReport;
+use super::{LOAD_LIMIT, MODIFIED, OPTIONAL, REQUIRED, UNSAFE, digest, member, sums};
+
+/// Largest SHA256SUMS accepted (about 80,000 lines).
+const SUMS_LIMIT: u64 = 8 << 20;
+
+/// A passing check, plus the bytes of the members asked for.
+pub struct Scan {
+    pub report: CheckReport,
+    /// Members asked for, by path relative to the root, when at most [`LOAD_LIMIT`] bytes.
+    pub kept: BTreeMap<String, Vec<u8>>,
+    /// Members asked for but over [`LOAD_LIMIT`], with their sizes.
+    pub too_large: BTreeMap<String, u64>,
+}
+
+/// Everything learned from the entries, before SHA256SUMS is consulted.
+#[derive(Default)]
+struct Seen {
+    root: String,
+    members: usize,
+    bytes: u64,
+    paths: BTreeSet<String>,
+    symlinks: BTreeSet<String>,
+    /// Path relative to the root → SHA-256 of the data (hard links share their target's).
+    files: BTreeMap<String, String>,
+    sums: Option<Vec<u8>>,
+    kept: BTreeMap<String, Vec<u8>>,
+    too_large: BTreeMap<String, u64>,
+}
+
+/// Reads `archive` once and checks it, keeping the members named in `keep` (relative to the root).
+pub fn scan(archive: &Path, keep: &[&str]) -> Result<Scan> {
+    let file =
+        File::open(archive).with_context(|| format!("opening archive {}", archive.display()))?;
+    let mut input = BufReader::new(file);
+    let magic = input.fill_buf().map_err(|e| corrupt(archive, e))?;
+    ensure!(
+        magic.starts_with(&[0x1f, 0x8b]),
+        "{}: truncated or not a gzip archive (it does not start with the gzip signature); download it again",
+        archive.display()
+    );
+    let mut tar = tar::Archive::new(GzDecoder::new(input));
+    let mut seen = Seen::default();
+    for entry in tar.entries().map_err(|e| corrupt(archive, e))? {
+        let entry = entry.map_err(|e| corrupt(archive, e))?;
+        seen.entry(entry, keep)
+            .map_err(|e| match e.downcast::<io::Error>() {
+                Ok(io) => corrupt(archive, io),
+                Err(other) => other,
+            })?;
+    }
+    finish_stream(archive, tar.into_inner())?;
+    seen.into_scan(archive)
+}
+
+fn corrupt(archive: &Path, e: io::Error) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: truncated or not a gzip archive, or the tar inside is damaged ({e}); download it again",
+        archive.display()
+    )
+}
+
+/// Reads past the tar's end marker: the rest must be zero padding, the gzip trailer (CRC and size)
+/// must check out, and no bytes may follow the gzip stream.
+fn finish_stream(archive: &Path, mut gz: GzDecoder<BufReader<File>>) -> Result<()> {
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = gz.read(&mut buf).map_err(|e| corrupt(archive, e))?;
+        if n == 0 {
+            break;
+        }
+        ensure!(
+            buf[..n].iter().all(|&b| b == 0),
+            "{}: data after the end of the tar archive: {MODIFIED}",
+            archive.display()
+        );
+    }
+    let n = gz
+        .into_inner()
+        .read(&mut buf[..1])
+        .map_err(|e| corrupt(archive, e))?;
+    ensure!(
+        n == 0,
+        "{}: bytes after the end of the gzip stream: {MODIFIED}",
+        archive.display()
+    );
+    Ok(())
+}
+
+impl Seen {
+    fn entry<R: Read>(&mut self, mut entry: tar::Entry<'_, R>, keep: &[&str]) -> Result<()> {
+        let kind = entry.header().entry_type();
+        let raw = entry.path_bytes();
+        let Ok(path) = std::str::from_utf8(&raw) else {
+            bail!(
+                "{}: member name is not UTF-8: {UNSAFE}",
+                String::from_utf8_lossy(&raw)
+            );
+        };
+        let path = if kind == EntryType::Directory {
+            path.strip_suffix('/').unwrap_or(path)
+        } else {
+            path
+        }
+        .to_string();
+        let parts = self.place(&path, kind)?;
+        self.members += 1;
+        let rel = parts[1..].join("/");
+        match kind {
+            EntryType::Directory => {}
+            EntryType::Regular => self.file(&path, rel, &mut entry, keep)?,
+            EntryType::Symlink => self.symlink(&path, &parts, &entry)?,
+            EntryType::Link => self.hardlink(&path, rel, &entry)?,
+            EntryType::Char | EntryType::Block | EntryType::Fifo => {
+                bail!(
+                    "{path}: device or fifo entry: a run archive holds only files, folders and links; {UNSAFE}"
+                )
+            }
+            other => bail!("{path}: unsupported tar entry type {other:?}: {UNSAFE}"),
+        }
+        Ok(())
+    }
+
+    /// Applies the path rules and records the path; returns its components.
+    fn place<'p>(&mut self, path: &'p str, kind: EntryType) -> Result<Vec<&'p str>> {
+        let parts =
+            member::components(path).map_err(|why| anyhow::anyhow!("{path}: {why}: {UNSAFE}"))?;
+        if self.root.is_empty() {
+            self.root = parts[0].to_string();
+        }
+        let root = &self.root;
+        ensure!(
+            parts[0] == root,
+            "{path}: outside the top folder {root}/: a run archive has exactly one top folder; {UNSAFE}"
+        );
+        ensure!(
+            parts.len() > 1 || kind == EntryType::Directory,
+            "{path}: the top-level entry must be a folder; {UNSAFE}"
+        );
+        for depth in 1..parts.len() {
+            let above = parts[..depth].join("/");
+            ensure!(
+                !self.symlinks.contains(&above),
+                "{path}: lies below the symlink {above}; {UNSAFE}"
+            );
+        }
+        ensure!(
+            self.paths.insert(path.to_string()),
+            "{path}: appears twice in the archive: {MODIFIED}"
+        );
+        Ok(parts)
+    }
+
+    fn file<R: Read>(
+        &mut self,
+        path: &str,
+        rel: String,
+        data: &mut R,
+        keep: &[&str],
+    ) -> Result<()> {
+        let is_sums = rel == sums::NAME;
+        let limit = if is_sums {
+            Some(SUMS_LIMIT)
+        } else {
+            keep.contains(&rel.as_str()).then_some(LOAD_LIMIT)
+        };
+        let (size, sha256, bytes) = digest::hash(data, limit)?;
+        self.bytes += size;
+        match (bytes, limit) {
+            (Some(bytes), _) if is_sums => self.sums = Some(bytes),
+            (None, _) if is_sums => bail!("{path}: over {SUMS_LIMIT} bytes: {MODIFIED}"),
+            (Some(bytes), _) => _ = self.kept.insert(rel.clone(), bytes),
+            (None, Some(_)) => _ = self.too_large.insert(rel.clone(), size),
+            (None, None) => {}
+        }
+        self.files.insert(rel, sha256);
+        Ok(())
+    }
+
+    fn symlink<R: Read>(
+        &mut self,
+        path: &str,
+        parts: &[&str],
+        entry: &tar::Entry<'_, R>,
+    ) -> Result<()> {
+        let target = link_target(path, entry)?;
+        let resolved = member::resolve_link(&parts[..parts.len() - 1], &target);
+        match resolved {
+            Ok(Some(to)) if to.first() == Some(&self.root) => {}
+            Ok(_) => bail!(
+                "{path}: symlink to {target:?} points outside {}/; {UNSAFE}",
+                self.root
+            ),
+            Err(why) => bail!("{path}: symlink to {target:?} refused ({why}); {UNSAFE}"),
+        }
+        self.symlinks.insert(path.to_string());
+        Ok(())
+    }
+
+    fn hardlink<R: Read>(
+        &mut self,
+        path: &str,
+        rel: String,
+        entry: &tar::Entry<'_, R>,
+    ) -> Result<()> {
+        let target = link_target(path, entry)?;
+        let inside = target
+            .strip_prefix(&format!("{}/", self.root))
+            .filter(|t| member::components(t).is_ok());
+        let Some(sha256) = inside.and_then(|t| self.files.get(t)).cloned() else {
+            bail!(
+                "{path}: hard link to {target:?}, which is not an earlier file inside {}/; {UNSAFE}",
+                self.root
+            );
+        };
+        self.files.insert(rel, sha256);
+        Ok(())
+    }
+
+    fn into_scan(self, archive: &Path) -> Result<Scan> {
+        ensure!(
+            !self.root.is_empty(),
+            "{}: the archive is empty: download it again",
+            archive.display()
+        );
+        let root = &self.root;
+        let Some(listing) = &self.sums else {
+            bail!(
+                "{root}/{}: missing: this is not a parkbench run archive, or it was cut short; download it again",
+                sums::NAME
+            );
+        };
+        let verified = sums::verify(root, listing, &self.files, &self.paths)?;
+        for name in REQUIRED {
+            ensure!(
+                self.files.contains_key(name),
+                "{root}/{name}: missing: a run archive must hold it; download it again"
+            );
+        }
+        let missing_optional = OPTIONAL
+            .iter()
+            .filter(|name| !self.files.contains_key(**name))
+            .map(|name| name.to_string())
+            .collect();
+        let report = CheckReport {
+            root: self.root.clone(),
+            members: self.members,
+            bytes: self.bytes,
+            verified,
+            missing_optional,
+        };
+        Ok(Scan {
+            report,
+            kept: self.kept,
+            too_large: self.too_large,
+        })
+    }
+}
+
+fn link_target<R: Read>(path: &str, entry: &tar::Entry<'_, R>) -> Result<String> {
+    let raw = entry.link_name_bytes().unwrap_or_default();
+    let target = std::str::from_utf8(&raw)
+        .map_err(|_| anyhow::anyhow!("{path}: link target is not UTF-8: {UNSAFE}"))?;
+    Ok(target.to_string())
+}
