@@ -6,10 +6,11 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
+use crate::archive;
 use crate::cache::Cache;
 use crate::engine::Engine;
 use crate::image::{self, BuildOptions, Manifest};
-use crate::outcome::{self, Outcome, RunText};
+use crate::outcome::{self, Outcome};
 use crate::run::{self, CpuChoice};
 use crate::study::Study;
 use crate::{doctor, env, pin};
@@ -49,6 +50,14 @@ pub enum Command {
     Run(RunArgs),
     /// Recompute statistics, report, figure and verdicts of a run from its raw samples.
     Report(ReportArgs),
+    /// Write a run's deterministic archive: samples, environment, manifest, report, sources, SHA256SUMS.
+    Archive(ArchiveArgs),
+    /// Verify an archive: every SHA256SUMS line and its structure. Offline; nothing is extracted.
+    Check(CheckArgs),
+    /// Recompute statistics and verdicts from an archive or run directory, offline, and print them.
+    Verify(VerifyArgs),
+    /// The whole job: doctor → build → run → report → verdicts → archive.
+    Reproduce(ReproduceArgs),
     /// Remove parkbench's images (`--images`) and its artifact cache (`--cache`). Runs are never touched.
     Clean(CleanArgs),
     /// Benchmarks of the kit itself.
@@ -60,6 +69,39 @@ pub enum Command {
 pub struct ReportArgs {
     /// The run directory (`results/<study>/runs/<run-id>`).
     pub run_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// Also add the probe images, exported through the Engine, for bit-exact reruns elsewhere.
+    #[arg(long)]
+    pub with_images: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The archive (`<run-id>.tar.gz`).
+    pub archive: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// An archive (`<run-id>.tar.gz`) or a run directory.
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ReproduceArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Exit with code 4 when a claim is not reproduced.
+    #[arg(long)]
+    pub strict: bool,
+    /// Add the probe images to the archive.
+    #[arg(long)]
+    pub with_images: bool,
 }
 
 #[derive(Debug, Args)]
@@ -135,6 +177,12 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Build(args) => cmd_build(&paths.repo, &args).await.map(|_| EXIT_OK),
         Command::Run(args) => cmd_run(&paths, &args).await,
         Command::Report(args) => cmd_report(&args.run_dir).map(|_| EXIT_OK),
+        Command::Archive(args) => cmd_archive(&paths.repo, &args.run_dir, args.with_images)
+            .await
+            .map(|_| EXIT_OK),
+        Command::Check(args) => cmd_check(&args.archive),
+        Command::Verify(args) => cmd_verify(&args.path),
+        Command::Reproduce(args) => cmd_reproduce(&paths, &args).await,
         Command::Clean(args) => cmd_clean(&args).await,
         Command::Bench(BenchCommand::Fidelity(args)) => cmd_fidelity(&paths.repo, &args).await,
     }
@@ -350,9 +398,116 @@ async fn cmd_clean(args: &CleanArgs) -> Result<u8> {
 
 /// Recomputes and writes a run's report and verdicts, prints the verdict table.
 fn cmd_report(run_dir: &Path) -> Result<Outcome> {
-    let outcome = outcome::recompute(&RunText::read_dir(run_dir)?)?;
+    let outcome = outcome::recompute(&archive::read_run_dir(run_dir)?)?;
     outcome.write_report(run_dir)?;
     print!("{}", outcome.terminal());
     eprintln!("report: {}", run_dir.join("report.md").display());
     Ok(outcome)
+}
+
+/// The source bundle of an archive: the repository parts needed to rebuild and rerun, and the
+/// checksums of every vendored crate.
+fn sources(repo: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let mut out: Vec<(String, PathBuf)> = [
+        "Cargo.toml",
+        "Cargo.lock",
+        "Justfile",
+        "README.md",
+        "src",
+        "docker",
+        "toolchains",
+    ]
+    .iter()
+    .map(|p| (p.to_string(), repo.join(p)))
+    .filter(|(_, p)| p.exists())
+    .collect();
+    out.extend(image::vendored_checksums(&Cache::open()?, repo)?);
+    Ok(out)
+}
+
+async fn cmd_archive(
+    repo: &Path,
+    run_dir: &Path,
+    with_images: bool,
+) -> Result<archive::ArchiveInfo> {
+    let out = run_dir.with_extension("tar.gz");
+    let images = tempfile::tempdir().context("creating a folder for exported images")?;
+    let mut extras = Vec::new();
+    if with_images {
+        let manifest: Manifest = serde_json::from_str(
+            &std::fs::read_to_string(run_dir.join("manifest.json"))
+                .context("reading the run's manifest.json")?,
+        )?;
+        let engine = Engine::connect().await?;
+        for img in manifest
+            .images
+            .iter()
+            .filter(|i| image::probe_names().contains(&i.name.as_str()))
+        {
+            let path = images.path().join(format!("{}.tar", img.name));
+            eprintln!("exporting {}", img.tag);
+            engine.export_image(&img.tag, &path).await?;
+            extras.push((format!("images/{}.tar", img.name), path));
+        }
+    }
+    let info = archive::write_with(run_dir, &sources(repo)?, &extras, &out)?;
+    eprintln!(
+        "archive: {} ({:.1} KiB, {} members, sha256 {})",
+        info.path.display(),
+        info.size_bytes as f64 / 1024.0,
+        info.members,
+        info.sha256
+    );
+    Ok(info)
+}
+
+fn cmd_check(path: &Path) -> Result<u8> {
+    let report = archive::check(path).with_context(|| format!("checking {}", path.display()))?;
+    println!("{report}");
+    Ok(EXIT_OK)
+}
+
+/// Recomputes from raw samples; a stored verdicts.json that disagrees is an error.
+fn cmd_verify(path: &Path) -> Result<u8> {
+    let files = if path.is_dir() {
+        archive::read_run_dir(path)?
+    } else {
+        archive::read_run(path)?
+    };
+    let outcome = outcome::recompute(&files)?;
+    print!("{}", outcome.terminal());
+    if let Some(stored) = &files.verdicts_json {
+        let stored: crate::verdict::VerdictFile =
+            serde_json::from_str(stored).context("parsing the stored verdicts.json")?;
+        if stored.verdicts != outcome.verdicts {
+            bail!(
+                "the verdicts recomputed from samples.jsonl differ from the stored verdicts.json: the run was altered or the statistics changed"
+            );
+        }
+        eprintln!("verdicts recomputed from the raw samples match the stored verdicts.json");
+    }
+    Ok(EXIT_OK)
+}
+
+/// The whole job, each stage one line.
+async fn cmd_reproduce(paths: &Paths, args: &ReproduceArgs) -> Result<u8> {
+    if cmd_doctor().await? != EXIT_OK {
+        bail!("the machine is not ready (see the FAIL lines above)");
+    }
+    let run = run_study(paths, &args.run).await?;
+    if run.interrupted {
+        return Ok(run_exit_code(&run));
+    }
+    let outcome = cmd_report(&run.dir)?;
+    let info = cmd_archive(&paths.repo, &run.dir, args.with_images).await?;
+    println!(
+        "\narchive: {}\ncheck it with: parkbench check {}",
+        info.path.display(),
+        info.path.display()
+    );
+    if args.strict && outcome.claims_differ() {
+        eprintln!("--strict: some claims were not reproduced");
+        return Ok(EXIT_CLAIMS_DIFFER);
+    }
+    Ok(run_exit_code(&run))
 }

@@ -351,6 +351,39 @@ fn write_context(
     )
 }
 
+/// The `.cargo-checksum.json` of every crate vendored for the Rust recipes, as archive sources
+/// (`vendor-checksums/<image>/<crate>/.cargo-checksum.json`); empty when nothing was vendored yet.
+pub fn vendored_checksums(cache: &Cache, repo: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    for recipe in RECIPES.iter().filter(|r| r.vendor) {
+        let dir = repo.join("docker").join(recipe.name);
+        let vendor = cache
+            .root()
+            .join("vendor")
+            .join(sha256_file(&dir.join("Cargo.lock"))?);
+        let Ok(entries) = std::fs::read_dir(&vendor) else {
+            continue;
+        };
+        let mut crates: Vec<_> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name())
+            .collect();
+        crates.sort();
+        for krate in crates {
+            let file = vendor.join(&krate).join(".cargo-checksum.json");
+            if file.is_file() {
+                let name = format!(
+                    "vendor-checksums/{}/{}/.cargo-checksum.json",
+                    recipe.name,
+                    krate.to_string_lossy()
+                );
+                out.push((name, file));
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn parent_tag(done: &Manifest, name: &str) -> Result<String> {
     done.get(name)
         .map(|i| i.tag.clone())

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use crate::archive::RunFiles;
 use crate::env::Environment;
 use crate::report::{self, ReportInput};
 use crate::run::RunState;
@@ -13,16 +14,6 @@ use crate::sample::{self, Sample};
 use crate::study::Study;
 use crate::summary::{self, Summary};
 use crate::verdict::{self, Status, Verdict, VerdictFile};
-
-/// A run's raw files, as text.
-#[derive(Debug, Clone, Default)]
-pub struct RunText {
-    pub run_id: String,
-    pub study_yaml: String,
-    pub samples_jsonl: String,
-    pub env_json: Option<String>,
-    pub run_json: Option<String>,
-}
 
 /// Everything recomputed from a run's raw files.
 pub struct Outcome {
@@ -37,29 +28,8 @@ pub struct Outcome {
     pub partial: Option<String>,
 }
 
-impl RunText {
-    /// Reads a run directory's raw files.
-    pub fn read_dir(dir: &Path) -> Result<Self> {
-        let read = |name: &str| std::fs::read_to_string(dir.join(name));
-        let must = |name: &str| {
-            read(name)
-                .with_context(|| format!("reading {}; is {} a run directory?", name, dir.display()))
-        };
-        Ok(Self {
-            run_id: dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            study_yaml: must("study.yaml")?,
-            samples_jsonl: read("samples.jsonl").unwrap_or_default(),
-            env_json: read("env.json").ok(),
-            run_json: read("run.json").ok(),
-        })
-    }
-}
-
 /// Recomputes statistics and verdicts from the raw files.
-pub fn recompute(text: &RunText) -> Result<Outcome> {
+pub fn recompute(text: &RunFiles) -> Result<Outcome> {
     let study = Study::parse(&text.study_yaml).context("in the run's study.yaml")?;
     let (samples, bad) = sample::parse_lines(text.samples_jsonl.as_bytes())?;
     let env: Option<Environment> = match &text.env_json {

@@ -2,9 +2,6 @@
 //! check offline. [`write`] builds it deterministically, [`check`] validates it without extracting,
 //! [`read_run`] returns the small files `parkbench verify` needs.
 
-// wired into main by the archive/check/verify commands
-#![allow(dead_code)]
-
 mod check;
 mod digest;
 mod member;
@@ -17,8 +14,6 @@ mod write;
 #[cfg(test)]
 mod fixture;
 
-// wired into main by the archive/check/verify commands
-#[allow(unused_imports)]
 pub use {
     check::{CheckReport, check},
     run_files::{RunFiles, read_run, read_run_dir},
@@ -28,8 +23,9 @@ pub use {
 /// Run files an archive must hold, relative to its top folder (besides `SHA256SUMS`).
 const REQUIRED: [&str; 2] = ["study.yaml", "samples.jsonl"];
 /// Run files an archive normally holds; `check` lists those missing.
-const OPTIONAL: [&str; 7] = [
+const OPTIONAL: [&str; 8] = [
     "env.json",
+    "run.json",
     "manifest.json",
     "samples.csv",
     "summary.json",

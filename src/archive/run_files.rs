@@ -20,10 +20,11 @@ pub struct RunFiles {
     pub summary_json: Option<String>,
     pub verdicts_json: Option<String>,
     pub report_md: Option<String>,
+    pub run_json: Option<String>,
 }
 
 /// Members [`read_run`] loads, in [`RunFiles`] field order.
-const LOADED: [&str; 7] = [
+const LOADED: [&str; 8] = [
     "study.yaml",
     "samples.jsonl",
     "env.json",
@@ -31,6 +32,7 @@ const LOADED: [&str; 7] = [
     "summary.json",
     "verdicts.json",
     "report.md",
+    "run.json",
 ];
 
 /// Checks `archive` like `check` and returns its run files, read in the same pass.
@@ -96,6 +98,7 @@ fn assemble(
         summary_json: load(LOADED[4])?,
         verdicts_json: load(LOADED[5])?,
         report_md: load(LOADED[6])?,
+        run_json: load(LOADED[7])?,
         run_id,
     })
 }
