@@ -1,0 +1,309 @@
+//! `parkbench build` against the real Engine: a cold build from nothing, a `--no-cache` rebuild with equal
+//! binary hashes, a tampered cached artifact refused, and each probe image run by hand.
+//!
+//! The cold build uses its own image namespace and artifact cache, so it really starts from nothing
+//! and leaves the user's images alone.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use serde_json::Value;
+
+fn build_in(
+    namespace: &str,
+    cache: &Path,
+    extra: &[&str],
+    manifest: &Path,
+) -> std::process::Output {
+    parkbench()
+        .env("PARKBENCH_NAMESPACE", namespace)
+        .env("PARKBENCH_CACHE", cache)
+        .arg("build")
+        .args(extra)
+        .arg("--manifest")
+        .arg(manifest)
+        .output()
+        .unwrap()
+}
+
+fn binaries(manifest: &Path) -> Vec<(String, String, String)> {
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(manifest).unwrap()).unwrap();
+    let mut out = Vec::new();
+    for img in m["images"].as_array().unwrap() {
+        for (path, hash) in img["binaries"].as_object().unwrap() {
+            out.push((
+                img["name"].as_str().unwrap().into(),
+                path.clone(),
+                hash.as_str().unwrap().into(),
+            ));
+        }
+    }
+    out
+}
+
+fn clean(namespace: &str, cache: &Path) {
+    let out = parkbench()
+        .env("PARKBENCH_NAMESPACE", namespace)
+        .env("PARKBENCH_CACHE", cache)
+        .args(["clean", "--images", "--cache"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+}
+
+#[test]
+fn cold_build_then_warm_no_op_then_no_cache_rebuild_gives_identical_binaries() {
+    let ns = "parkbench-test-cold";
+    let cache = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    clean(ns, cache.path());
+    let (first, second, third) = (
+        dir.path().join("1.json"),
+        dir.path().join("2.json"),
+        dir.path().join("3.json"),
+    );
+
+    let out = build_in(ns, cache.path(), &[], &first);
+    assert!(out.status.success(), "cold build: {}", describe(&out));
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(&first).unwrap()).unwrap();
+    let images = m["images"].as_array().unwrap();
+    let names: Vec<_> = images.iter().map(|i| i["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "base",
+            "toolchain-rust",
+            "toolchain-go",
+            "sampler",
+            "rust-tokio",
+            "go"
+        ]
+    );
+    assert!(
+        images.iter().all(|i| i["built"] == true),
+        "a cold build builds everything"
+    );
+    let base = &images[0];
+    assert_eq!(
+        base["layers"].as_array().unwrap().len(),
+        1,
+        "the base is one imported layer"
+    );
+    for probe in ["rust-tokio", "go"] {
+        let img = images.iter().find(|i| i["name"] == probe).unwrap();
+        assert!(
+            img["tag"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{ns}/{probe}:"))
+        );
+        assert_eq!(
+            img["binaries"].as_object().unwrap().len(),
+            2,
+            "sampler and probe hashed"
+        );
+        assert_eq!(
+            img["layers"][0], base["layers"][0],
+            "probe images sit on the pinned base layer"
+        );
+    }
+
+    let out = build_in(ns, cache.path(), &[], &second);
+    assert!(out.status.success(), "warm build: {}", describe(&out));
+    let m2: Value = serde_json::from_str(&std::fs::read_to_string(&second).unwrap()).unwrap();
+    assert!(
+        m2["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["built"] == false),
+        "a warm build is a no-op"
+    );
+
+    let out = build_in(ns, cache.path(), &["--no-cache"], &third);
+    assert!(out.status.success(), "--no-cache build: {}", describe(&out));
+    assert_eq!(
+        binaries(&first),
+        binaries(&third),
+        "a rebuild without cache gives bit-identical binaries"
+    );
+    assert!(binaries(&first).len() >= 8);
+    clean(ns, cache.path());
+}
+
+#[test]
+fn a_tampered_cached_artifact_is_refused_and_nothing_is_built() {
+    ensure_built();
+    let ns = "parkbench-test-tamper";
+    let cache = tempfile::tempdir().unwrap();
+    let manifest = tempfile::tempdir().unwrap().path().join("m.json");
+    // Copy the real base rootfs blob into a fresh cache, then flip one byte in the middle.
+    let real = default_cache();
+    let pin = std::fs::read_to_string(repo().join("toolchains/debian-base.yaml")).unwrap();
+    let sha = pin
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("sha256: "))
+        .unwrap()
+        .trim()
+        .to_string();
+    let blob =
+        walk_find(&real, &sha).expect("the base rootfs blob is in the default cache after a build");
+    let rel = blob.strip_prefix(&real).unwrap();
+    let copy = cache.path().join(rel);
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(&blob, &copy).unwrap();
+    let mut bytes = std::fs::read(&copy).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&copy, bytes).unwrap();
+
+    let out = build_in(ns, cache.path(), &[], &manifest);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&sha),
+        "the message names the expected hash: {err}"
+    );
+    assert!(!manifest.exists(), "no manifest for a refused build");
+    assert!(
+        images_in(ns).is_empty(),
+        "nothing is built from a refused artifact"
+    );
+    clean(ns, cache.path());
+}
+
+fn default_cache() -> std::path::PathBuf {
+    if let Ok(dir) = std::env::var("PARKBENCH_CACHE") {
+        return dir.into();
+    }
+    let base = std::env::var("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| {
+            std::path::PathBuf::from(std::env::var("HOME").unwrap()).join(".cache")
+        });
+    base.join("parkbench")
+}
+
+fn walk_find(dir: &Path, name: &str) -> Option<std::path::PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()? {
+        let path = entry.ok()?.path();
+        if path.file_name().is_some_and(|n| n == name) {
+            return Some(path);
+        }
+        if path.is_dir()
+            && let Some(found) = walk_find(&path, name)
+        {
+            return Some(found);
+        }
+    }
+    None
+}
+
+#[test]
+fn each_probe_image_run_by_hand_completes_every_task() {
+    ensure_built();
+    let manifest = tempfile::tempdir().unwrap().path().join("m.json");
+    let out = parkbench()
+        .arg("build")
+        .arg("--manifest")
+        .arg(&manifest)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for (probe, args) in [("rust-tokio", vec!["--workers", "1"]), ("go", vec![])] {
+        let tag = m["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["name"] == probe)
+            .unwrap()["tag"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let mut cmd = vec![
+            "/usr/local/bin/sampler",
+            "--cpus",
+            "0",
+            "--",
+            "/usr/local/bin/probe",
+            "--tasks",
+            "1000",
+        ];
+        cmd.extend(args);
+        let stdout = rt.block_on(run_by_hand(&tag, &cmd));
+        let json: Value = serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|e| panic!("{probe}: {e}: {stdout}"));
+        assert_eq!(json["done"]["completed"], 1000, "{probe}: {json}");
+        assert_eq!(json["cpus_in_force"], "0", "{probe}: {json}");
+        assert_eq!(json["error"], Value::Null, "{probe}: {json}");
+    }
+}
+
+async fn run_by_hand(image: &str, cmd: &[&str]) -> String {
+    use bollard::models::ContainerCreateBody;
+    use bollard::query_parameters::{LogsOptionsBuilder, RemoveContainerOptionsBuilder};
+    use futures_util::StreamExt;
+    let docker = bollard::Docker::connect_with_defaults().unwrap();
+    let body = ContainerCreateBody {
+        image: Some(image.into()),
+        cmd: Some(cmd.iter().map(|s| s.to_string()).collect()),
+        network_disabled: Some(true),
+        ..Default::default()
+    };
+    let id = docker
+        .create_container(
+            None::<bollard::query_parameters::CreateContainerOptions>,
+            body,
+        )
+        .await
+        .unwrap()
+        .id;
+    docker
+        .start_container(
+            &id,
+            None::<bollard::query_parameters::StartContainerOptions>,
+        )
+        .await
+        .unwrap();
+    let _ = docker.wait_container(&id, None).next().await;
+    let mut logs = docker.logs(
+        &id,
+        Some(LogsOptionsBuilder::default().stdout(true).build()),
+    );
+    let mut out = String::new();
+    while let Some(Ok(chunk)) = logs.next().await {
+        out.push_str(&chunk.to_string());
+    }
+    docker
+        .remove_container(
+            &id,
+            Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+        )
+        .await
+        .unwrap();
+    out
+}
+
+fn images_in(namespace: &str) -> Vec<String> {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        use bollard::query_parameters::ListImagesOptionsBuilder;
+        let docker = bollard::Docker::connect_with_defaults().unwrap();
+        let filters =
+            std::collections::HashMap::from([("reference", vec![format!("{namespace}/*")])]);
+        let options = ListImagesOptionsBuilder::default()
+            .filters(&filters)
+            .build();
+        docker
+            .list_images(Some(options))
+            .await
+            .unwrap()
+            .into_iter()
+            .flat_map(|i| i.repo_tags)
+            .collect()
+    })
+}
