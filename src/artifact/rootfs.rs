@@ -45,9 +45,8 @@ pub fn build(m: &Mmdebstrap, scratch: &Path, out: &mut impl Write) -> Result<()>
         })?;
     let mut stdout = child.stdout.take().expect("stdout is piped");
     let copied = io::copy(&mut stdout, out);
-    if copied.is_err() {
-        let _ = child.kill();
-    }
+    // On a failed copy, closing the pipe makes mmdebstrap fail and clean up after itself.
+    drop(stdout);
     let status = child.wait().context("waiting for mmdebstrap")?;
     let tail = log_tail(&log_path);
     copied.with_context(|| format!("storing the mmdebstrap tar; mmdebstrap said:\n{tail}"))?;
@@ -59,7 +58,10 @@ pub fn build(m: &Mmdebstrap, scratch: &Path, out: &mut impl Write) -> Result<()>
 
 /// mmdebstrap's arguments (without the `SOURCE_DATE_EPOCH` environment), tar to stdout.
 pub fn arguments(m: &Mmdebstrap, sources: &[String]) -> Vec<String> {
+    // unshare mode keeps mmdebstrap's mounts in a private namespace, so none outlives a failed
+    // run; its tar is bit-identical to root mode's, and it also works for users with subuids.
     let mut args = vec![
+        "--mode=unshare".to_owned(),
         format!("--variant={}", m.variant),
         "--format=tar".to_owned(),
     ];
@@ -276,8 +278,9 @@ mod tests {
             &["deb http://m.example/debian bookworm main".into()],
         );
         assert_eq!(
-            args[..3],
+            args[..4],
             [
+                "--mode=unshare",
                 "--variant=minbase",
                 "--format=tar",
                 "--include=gcc,libc6-dev"
