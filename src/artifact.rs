@@ -97,7 +97,9 @@ fn produce(cache: &Cache, pin: &Pin, source: &Source) -> Result<PathBuf> {
 }
 
 /// Vendors the dependencies of the crate in `crate_dir` into `out` with
-/// `cargo vendor --locked`, so that image builds need no network.
+/// `cargo vendor --locked`, so that image builds need no network. The same Cargo.lock gives the
+/// same files (only mtimes differ, which context tars drop); stale crates in `out` are removed.
+/// The crate's `.cargo/config.toml` must point crates-io at the vendored directory.
 #[allow(dead_code)] // entry point for the pipeline; not called from main yet
 pub fn vendor(crate_dir: &Path, out: &Path) -> Result<()> {
     let manifest = crate_dir.join("Cargo.toml");
@@ -109,22 +111,35 @@ pub fn vendor(crate_dir: &Path, out: &Path) -> Result<()> {
         .context("running cargo vendor: is cargo installed and on PATH?")?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let hint = if stderr.contains("offline")
-            || stderr.contains("failed to download")
-            || stderr.contains("Couldn't resolve")
-        {
-            "\nThe crates are not in cargo's cache and the registry is not reachable: run `cargo fetch` for this crate on a machine with network access first."
-        } else {
-            ""
-        };
         bail!(
-            "cargo vendor for {} failed ({}):\n{}{hint}",
+            "cargo vendor for {} failed ({}):\n{}{}",
             manifest.display(),
             output.status,
-            stderr.trim_end()
+            stderr.trim_end(),
+            vendor_hint(&stderr)
         );
     }
     Ok(())
+}
+
+/// What to do about the common `cargo vendor` failures.
+fn vendor_hint(stderr: &str) -> &'static str {
+    if stderr.contains("because --locked was passed") {
+        "\nCargo.lock does not match Cargo.toml: update it (cargo update) and commit it."
+    } else if [
+        "failed to download",
+        "HTTP request",
+        "Couldn't resolve",
+        "failed to get",
+    ]
+    .iter()
+    .any(|s| stderr.contains(s))
+    {
+        "\nSome crates are not in cargo's cache and the registry cannot be reached: \
+         run `cargo fetch` for this crate where the registry is reachable, then retry."
+    } else {
+        ""
+    }
 }
 
 #[cfg(test)]
@@ -163,6 +178,16 @@ mod tests {
                 .count(),
             0
         );
+    }
+
+    #[test]
+    fn vendor_failures_get_a_hint() {
+        let offline = "failed to download `itoa v1.0.1`\nattempting to make an HTTP request, but --offline was specified";
+        assert!(vendor_hint(offline).contains("cargo fetch"));
+        let stale = "cannot update the lock file x/Cargo.lock because --locked was passed to prevent this\n\
+                     help: to generate the lock file without accessing the network, use --offline";
+        assert!(vendor_hint(stale).contains("cargo update"));
+        assert_eq!(vendor_hint("something else"), "");
     }
 
     #[test]

@@ -29,6 +29,11 @@ pub struct Context {
 /// directory on disk that fills it (e.g. `("vendor", <vendored crates>)`, `("rust.tar", <blob>)`).
 #[allow(dead_code)] // entry point for the pipeline; not called from main yet
 pub fn write(dir: &Path, extra: &[(String, PathBuf)], out: &Path) -> Result<Context> {
+    ensure!(
+        dir.is_dir(),
+        "build context {} is not a directory",
+        dir.display()
+    );
     let mut members = BTreeMap::new();
     collect(dir, "", true, &mut members)
         .with_context(|| format!("reading build context {}", dir.display()))?;
