@@ -47,6 +47,16 @@ pub fn write(dir: &Path, extra: &[(String, PathBuf)], out: &Path) -> Result<Cont
         collect(source, &at, false, &mut members)
             .with_context(|| format!("adding {} to the build context as {at}", source.display()))?;
     }
+    let sha256 = write_file(out, &members)?;
+    Ok(Context {
+        path: out.to_owned(),
+        sha256,
+    })
+}
+
+/// Writes the tar of `members` to `out` through a synced temporary file in the same directory
+/// and returns its sha256, computed while writing.
+fn write_file(out: &Path, members: &BTreeMap<String, PathBuf>) -> Result<String> {
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -58,10 +68,10 @@ pub fn write(dir: &Path, extra: &[(String, PathBuf)], out: &Path) -> Result<Cont
     let file = tmp
         .reopen()
         .with_context(|| format!("opening {}", tmp.path().display()))?;
-    let out_w = HashingWriter::new(BufWriter::with_capacity(1 << 20, file));
-    let out_w =
-        write_members(out_w, &members).with_context(|| format!("writing {}", out.display()))?;
-    let (buf, sha256, _) = out_w.finish();
+    let hashing = HashingWriter::new(BufWriter::with_capacity(1 << 20, file));
+    let hashing =
+        write_members(hashing, members).with_context(|| format!("writing {}", out.display()))?;
+    let (buf, sha256, _) = hashing.finish();
     let file = buf
         .into_inner()
         .map_err(|e| e.into_error())
@@ -70,10 +80,7 @@ pub fn write(dir: &Path, extra: &[(String, PathBuf)], out: &Path) -> Result<Cont
         .with_context(|| format!("syncing {}", tmp.path().display()))?;
     tmp.persist(out)
         .with_context(|| format!("renaming the build context to {}", out.display()))?;
-    Ok(Context {
-        path: out.to_owned(),
-        sha256,
-    })
+    Ok(sha256)
 }
 
 /// Writes `members` (tar path → file, directory or symlink on disk) as a deterministic tar to

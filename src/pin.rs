@@ -194,57 +194,59 @@ impl Pin {
 impl Source {
     fn validate(&self) -> Result<()> {
         match self {
-            Source::Mmdebstrap(m) => {
-                ensure!(!m.suite.is_empty(), "suite is empty");
-                ensure!(!m.variant.is_empty(), "variant is empty");
-                ensure!(m.source_date_epoch > 0, "source_date_epoch must be > 0");
-                for p in &m.packages {
-                    ensure!(
-                        is_package_name(p),
-                        "packages: {p:?} is not a Debian package name"
-                    );
-                }
-            }
-            Source::Rustup(r) => {
-                ensure!(
-                    is_plain_name(&r.toolchain),
-                    "toolchain {:?} is not a toolchain name",
-                    r.toolchain
-                );
-                ensure!(
-                    is_plain_name(&r.target),
-                    "target {:?} is not a target triple",
-                    r.target
-                );
-                ensure!(
-                    is_hex(&r.commit_hash, 40),
-                    "commit_hash must be 40 lowercase hex digits"
-                );
-                ensure!(!r.components.is_empty(), "components is empty");
-                for c in &r.components {
-                    ensure!(
-                        is_plain_name(c),
-                        "components: {c:?} is not a component name"
-                    );
-                }
-            }
+            Source::Mmdebstrap(m) => m.validate(),
+            Source::Rustup(r) => r.validate(),
             Source::Pip(p) => {
-                ensure!(
-                    !p.package.is_empty() && !p.version.is_empty(),
-                    "package and version are required"
-                );
-                check_sha256(&p.sha256).context("field sha256 (of the wheel)")?;
+                let named = !p.package.is_empty() && !p.version.is_empty();
+                ensure!(named, "package and version are required");
+                check_sha256(&p.sha256).context("field sha256 (of the wheel)")
             }
             Source::Url(u) => {
-                ensure!(
-                    u.url.starts_with("https://"),
-                    "url {:?} must start with https://",
-                    u.url
-                );
-                if let Some(sha) = &u.sha256 {
-                    check_sha256(sha).context("field sha256 (of the download)")?;
+                let https = u.url.starts_with("https://");
+                ensure!(https, "url {:?} must start with https://", u.url);
+                match &u.sha256 {
+                    Some(sha) => check_sha256(sha).context("field sha256 (of the download)"),
+                    None => Ok(()),
                 }
             }
+        }
+    }
+}
+
+impl Mmdebstrap {
+    fn validate(&self) -> Result<()> {
+        ensure!(!self.suite.is_empty(), "suite is empty");
+        ensure!(!self.variant.is_empty(), "variant is empty");
+        ensure!(self.source_date_epoch > 0, "source_date_epoch must be > 0");
+        for p in &self.packages {
+            ensure!(
+                is_package_name(p),
+                "packages: {p:?} is not a Debian package name"
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Rustup {
+    fn validate(&self) -> Result<()> {
+        let (toolchain, target) = (&self.toolchain, &self.target);
+        ensure!(
+            is_plain_name(toolchain),
+            "toolchain {toolchain:?} is not a toolchain name"
+        );
+        ensure!(
+            is_plain_name(target),
+            "target {target:?} is not a target triple"
+        );
+        let commit_ok = is_hex(&self.commit_hash, 40);
+        ensure!(commit_ok, "commit_hash must be 40 lowercase hex digits");
+        ensure!(!self.components.is_empty(), "components is empty");
+        for c in &self.components {
+            ensure!(
+                is_plain_name(c),
+                "components: {c:?} is not a component name"
+            );
         }
         Ok(())
     }
