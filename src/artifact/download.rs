@@ -1,0 +1,103 @@
+//! Downloads of raw inputs (a wheel, an official tarball), verified against their own sha256
+//! before anything is made of them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail, ensure};
+
+use crate::cache::hash_file;
+use crate::pin::{Pip, Url};
+
+/// Downloads the wheel with `pip download --no-deps` into `dir` and checks its sha256.
+pub fn pip(p: &Pip, dir: &Path) -> Result<PathBuf> {
+    let into = dir.join("pip");
+    let requirement = format!("{}=={}", p.package, p.version);
+    let output = Command::new("pip")
+        .args([
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--disable-pip-version-check",
+            "-d",
+        ])
+        .arg(&into)
+        .arg(&requirement)
+        .output()
+        .context("running pip: install it (apt-get install python3-pip) or put it on PATH")?;
+    if !output.status.success() {
+        bail!(
+            "pip download {requirement} failed ({}):\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        );
+    }
+    let wheels: Vec<PathBuf> = std::fs::read_dir(&into)
+        .with_context(|| format!("listing {}", into.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .collect();
+    let [wheel] = wheels.as_slice() else {
+        bail!(
+            "pip download {requirement} left {} wheels, expected exactly one",
+            wheels.len()
+        );
+    };
+    verify(wheel, &p.sha256, &requirement)?;
+    Ok(wheel.clone())
+}
+
+/// Downloads `u.url` with curl into `dir` and checks its sha256 when the pin gives one.
+pub fn url(u: &Url, dir: &Path) -> Result<PathBuf> {
+    let name = u
+        .url
+        .rsplit('/')
+        .next()
+        .filter(|n| !n.is_empty())
+        .unwrap_or("download");
+    let file = dir.join(name);
+    let output = Command::new("curl")
+        .args(["-fsSL", "--retry", "2", "-o"])
+        .arg(&file)
+        .arg(&u.url)
+        .output()
+        .context("running curl: install it (apt-get install curl) or put it on PATH")?;
+    ensure!(
+        output.status.success(),
+        "curl {} failed ({}): {}",
+        u.url,
+        output.status,
+        String::from_utf8_lossy(&output.stderr).trim_end()
+    );
+    // Without a published hash only the artifact's own sha256 (checked by the caller) protects it.
+    if let Some(sha) = &u.sha256 {
+        verify(&file, sha, &u.url)?;
+    }
+    Ok(file)
+}
+
+fn verify(file: &Path, expected: &str, what: &str) -> Result<()> {
+    let actual = hash_file(file)?;
+    ensure!(
+        actual == expected,
+        "download {what} has sha256 {actual}, but the pin expects {expected}; it was not used"
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verify_names_both_hashes() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("w.whl");
+        std::fs::write(&f, b"wheel").unwrap();
+        let good = hash_file(&f).unwrap();
+        verify(&f, &good, "w").unwrap();
+        let bad = "0".repeat(64);
+        let err = verify(&f, &bad, "w").unwrap_err().to_string();
+        assert!(err.contains(&good) && err.contains(&bad), "{err}");
+    }
+}
