@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::artifact::{self, Artifact};
+use crate::artifact;
 use crate::cache::Cache;
 use crate::context;
 use crate::engine::{ContainerSpec, Engine};
@@ -169,19 +169,20 @@ pub async fn build_all(
 }
 
 /// The base image: the pinned rootfs imported as a single layer. Its identity is the layer diff-ID
-/// (= the rootfs sha256); an import is skipped when the tag already carries that layer.
+/// (= the rootfs sha256); the import, and so the rootfs itself, is skipped when the tag already
+/// carries that layer.
 async fn base_image(engine: &Engine, cache: &Cache, pins: &Pins) -> Result<BuiltImage> {
-    let rootfs = artifact::ensure(cache, &pins.base).context("the Debian base rootfs")?;
-    let diff_id = format!("sha256:{}", rootfs.sha256);
-    let tag_suffix = &rootfs.sha256[..16];
+    let pin = &pins.base;
+    let diff_id = format!("sha256:{}", pin.sha256);
     let repo = format!("{}/base", namespace());
-    let tag = format!("{repo}:{tag_suffix}");
+    let tag = format!("{repo}:{}", &pin.sha256[..16]);
     let existing = engine.image(&tag).await?;
     let built = !matches!(&existing, Some(img) if img.layers == [diff_id.clone()]);
     if built {
-        eprintln!("base: importing {} ({})", tag, rootfs.source);
+        let rootfs = artifact::ensure(cache, pin).context("the Debian base rootfs")?;
+        eprintln!("base: importing {tag} ({})", rootfs.source);
         engine
-            .import(&rootfs.path, "parkbench/base", tag_suffix)
+            .import(&rootfs.path, &repo, &pin.sha256[..16])
             .await?;
     }
     let facts = engine
@@ -199,7 +200,10 @@ async fn base_image(engine: &Engine, cache: &Cache, pins: &Pins) -> Result<Built
         tag,
         id: facts.id,
         layers: facts.layers,
-        inputs: BTreeMap::from([(format!("rootfs ({})", rootfs.name), rootfs.sha256.clone())]),
+        inputs: BTreeMap::from([(
+            format!("rootfs {} {}", pin.name, pin.version),
+            pin.sha256.clone(),
+        )]),
         binaries: BTreeMap::new(),
         versions: BTreeMap::new(),
         built,
@@ -216,7 +220,7 @@ async fn build_one(
     options: &BuildOptions,
 ) -> Result<BuiltImage> {
     let dir = repo.join("docker").join(recipe.name);
-    let (inputs, artifact) = inputs(cache, pins, &dir, recipe, done)?;
+    let inputs = inputs(cache, pins, &dir, recipe, done)?;
     let tag = format!(
         "parkbench/{}:{}",
         recipe.name,
@@ -226,7 +230,7 @@ async fn build_one(
     let built = existing.is_none() || options.no_cache;
     if built {
         let scratch = cache.scratch()?;
-        let context = write_context(cache, &dir, recipe, artifact.as_ref(), scratch.path())?;
+        let context = write_context(cache, pins, &dir, recipe, scratch.path())?;
         let buildargs = recipe
             .parents
             .iter()
@@ -292,7 +296,7 @@ fn inputs(
     dir: &Path,
     recipe: &Recipe,
     done: &Manifest,
-) -> Result<(BTreeMap<String, String>, Option<Artifact>)> {
+) -> Result<BTreeMap<String, String>> {
     if !dir.join("Dockerfile").is_file() {
         bail!(
             "{} has no Dockerfile; is this the parkbench repository?",
@@ -308,33 +312,32 @@ fn inputs(
             inputs.insert(lock.to_string(), crate::cache::hash_file(&dir.join(lock))?);
         }
     }
-    let artifact = match recipe.artifact {
-        Some((_, pin)) => {
-            let a = artifact::ensure(cache, pin(pins))?;
-            inputs.insert(
-                format!("artifact {} {}", a.name, a.version),
-                a.sha256.clone(),
-            );
-            Some(a)
-        }
-        None => None,
-    };
+    if let Some((_, pin_of)) = recipe.artifact {
+        let pin = pin_of(pins);
+        inputs.insert(
+            format!("artifact {} {}", pin.name, pin.version),
+            pin.sha256.clone(),
+        );
+    }
     for (arg, parent) in recipe.parents {
         inputs.insert(format!("parent {arg}"), parent_tag(done, parent)?);
     }
-    Ok((inputs, artifact))
+    Ok(inputs)
 }
 
+/// The build context: the recipe's folder, its pinned artifact (verified now, right before use) and
+/// its vendored crates.
 fn write_context(
     cache: &Cache,
+    pins: &Pins,
     dir: &Path,
     recipe: &Recipe,
-    artifact: Option<&Artifact>,
     scratch: &Path,
 ) -> Result<context::Context> {
     let mut extra: Vec<(String, PathBuf)> = Vec::new();
-    if let (Some((file, _)), Some(a)) = (recipe.artifact, artifact) {
-        extra.push((file.to_string(), a.path.clone()));
+    if let Some((file, pin_of)) = recipe.artifact {
+        let artifact = artifact::ensure(cache, pin_of(pins))?;
+        extra.push((file.to_string(), artifact.path));
     }
     if recipe.vendor {
         let lock = crate::cache::hash_file(&dir.join("Cargo.lock"))?;
