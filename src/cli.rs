@@ -303,6 +303,13 @@ pub async fn run_study(paths: &Paths, args: &RunArgs) -> Result<run::RunResult> 
     let cancel = interrupt_token();
     let result = run::execute(&engine, &study, &manifest, &dir, &mut state, &cancel).await?;
     run::link_latest(&dir)?;
+    if let Some(ratio) = result.overhead() {
+        eprintln!(
+            "kit overhead: {:.1} s wall for {:.1} s of probe lifetimes ({ratio:.3}×)",
+            result.wall_ms / 1000.0,
+            result.probe_ms / 1000.0
+        );
+    }
     eprintln!("samples: {}", dir.join("samples.jsonl").display());
     Ok(result)
 }

@@ -81,6 +81,17 @@ pub struct RunResult {
     /// Invalid samples in the whole run.
     pub invalid: usize,
     pub interrupted: bool,
+    /// Wall time of this invocation's measuring loop, ms.
+    pub wall_ms: f64,
+    /// Sum of the probe processes' own lifetimes measured in this invocation, ms.
+    pub probe_ms: f64,
+}
+
+impl RunResult {
+    /// Wall time against the probes' own lifetimes: the kit's overhead factor.
+    pub fn overhead(&self) -> Option<f64> {
+        (self.probe_ms > 0.0).then(|| self.wall_ms / self.probe_ms)
+    }
 }
 
 /// The matrix in run order: per scale, per repeat, the probes — reversed on even repeats when the
@@ -203,7 +214,7 @@ pub async fn execute(
     let started = Instant::now();
     state.status = "running".into();
     save_state(dir, state)?;
-    let (mut measured, mut interrupted) = (0, false);
+    let (mut measured, mut interrupted, mut probe_ms) = (0, false, 0.0);
     let mut invalid = existing.iter().filter(|s| !s.valid).count();
     for cell in &todo {
         let probe = &study.probes[cell.probe];
@@ -217,12 +228,14 @@ pub async fn execute(
         };
         log.append(&sample)?;
         measured += 1;
+        probe_ms += sample.timings.probe_ms.unwrap_or(0.0);
         invalid += usize::from(!sample.valid);
         report_line(&bar, &sample);
         bar.inc(1);
     }
     bar.finish_and_clear();
-    state.wall_ms += started.elapsed().as_secs_f64() * 1000.0;
+    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+    state.wall_ms += wall_ms;
     state.status = if interrupted {
         "incomplete"
     } else {
@@ -237,6 +250,8 @@ pub async fn execute(
         measured,
         invalid,
         interrupted,
+        wall_ms,
+        probe_ms,
     })
 }
 

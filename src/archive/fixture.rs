@@ -99,6 +99,7 @@ fn run_files() -> Vec<(&'static str, String)> {
         ("summary.json", "{\"cells\":[]}\n".to_string()),
         ("verdicts.json", "{\"claims\":[]}\n".to_string()),
         ("report.md", "# Demo\n\nReproduced.\n".to_string()),
+        ("run.json", "{\"status\":\"complete\"}\n".to_string()),
         (
             "figure.svg",
             "<svg xmlns=\"http://www.w3.org/2000/svg\"/>\n".to_string(),

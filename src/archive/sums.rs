@@ -210,7 +210,7 @@ mod tests {
             ),
             (
                 no_samples,
-                "line 6 lists run-1/samples.jsonl, which is not in the archive",
+                "line 7 lists run-1/samples.jsonl, which is not in the archive",
             ),
             (
                 with_sums(unlisted),

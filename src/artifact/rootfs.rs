@@ -297,7 +297,7 @@ mod tests {
             args.iter()
                 .filter(|a| a.starts_with("--customize-hook="))
                 .count(),
-            2
+            3
         );
         let snap = arguments(&pin(Mirror::Snapshot("20250520T000000Z".into())), &[]);
         assert!(snap.iter().any(|a| a.contains("Check-Valid-Until")));
