@@ -222,7 +222,8 @@ async fn build_one(
     let dir = repo.join("docker").join(recipe.name);
     let inputs = inputs(cache, pins, &dir, recipe, done)?;
     let tag = format!(
-        "parkbench/{}:{}",
+        "{}/{}:{}",
+        namespace(),
         recipe.name,
         &hash_inputs(recipe.name, &inputs)[..16]
     );

@@ -1,0 +1,119 @@
+//! `parkbench reproduce` end to end on a small study, then what a reviewer does with its archive:
+//! `check` passes, `verify` prints the same verdicts, a flipped byte is caught, a malformed sample
+//! line is named and the verdicts are marked partial.
+
+mod common;
+
+use common::*;
+
+const CLAIMS: &str = r#"claims:
+  - id: go-rss-10k
+    text: Go's RSS at 10k tasks is about 1 GiB.
+    stat: rss_median
+    probe: go
+    tasks: 10000
+    expected: 1
+    unit: GiB
+    tolerance: {relative: 0.05}
+  - id: rust-lower-10k
+    text: Rust uses less memory than Go at 10k tasks.
+    stat: lower_by_percent
+    probe: rust-tokio
+    than: go
+    tasks: 10000
+    expected: 50
+    unit: "%"
+    tolerance: {absolute: 50}
+"#;
+
+#[test]
+fn reproduce_then_check_and_verify_the_archive() {
+    ensure_built();
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = small_study("tiny", "10000", 1, "0", 200, "") + CLAIMS;
+    let study = write_study(tmp.path(), "s.yaml", &yaml);
+    let out = parkbench()
+        .args(["reproduce", "--cpus", "auto", "--results"])
+        .arg(tmp.path())
+        .arg(&study)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let printed = text(&out.stdout);
+    assert!(
+        printed.contains("go-rss-10k") && printed.contains("differs"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("rust-lower-10k") && printed.contains("reproduced"),
+        "{printed}"
+    );
+
+    let run = only_run(tmp.path(), "tiny");
+    let archive = run.with_extension("tar.gz");
+    for file in [
+        "report.md",
+        "figure.svg",
+        "samples.csv",
+        "summary.json",
+        "verdicts.json",
+    ] {
+        assert!(run.join(file).is_file(), "{file} is written");
+    }
+    assert!(archive.is_file());
+    assert!(
+        std::fs::metadata(&archive).unwrap().len() < 2 << 20,
+        "the archive stays under 2 MB"
+    );
+
+    let out = parkbench().arg("check").arg(&archive).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+
+    let out = parkbench().arg("verify").arg(&archive).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let table = |s: &str| {
+        s.lines()
+            .take_while(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let from_run = table(printed.split("CLAIM").nth(1).unwrap());
+    let from_archive = table(text(&out.stdout).split("CLAIM").nth(1).unwrap());
+    assert_eq!(
+        from_run, from_archive,
+        "verify prints the verdicts the run printed"
+    );
+
+    // The same run directory archived again gives the same bytes.
+    let before = std::fs::read(&archive).unwrap();
+    let out = parkbench().arg("archive").arg(&run).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        before,
+        std::fs::read(&archive).unwrap(),
+        "archiving is deterministic"
+    );
+
+    // A flipped byte in the compressed archive is caught.
+    let mut bytes = before.clone();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    let tampered = tmp.path().join("tampered.tar.gz");
+    std::fs::write(&tampered, bytes).unwrap();
+    let out = parkbench().arg("check").arg(&tampered).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+
+    // A malformed line in samples.jsonl is named; the rest still counts and the verdicts are partial.
+    let mut log = std::fs::read_to_string(run.join("samples.jsonl")).unwrap();
+    log.push_str("{ this is not a sample\n");
+    let lines = log.lines().count();
+    std::fs::write(run.join("samples.jsonl"), log).unwrap();
+    let out = parkbench().arg("verify").arg(&run).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains(&format!("samples.jsonl line {lines} is malformed")),
+        "{said}"
+    );
+    assert!(said.contains("go-rss-10k"), "{said}");
+}
