@@ -133,7 +133,7 @@ pub struct FidelityArgs {
     pub cpus: CpuChoice,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 pub struct BuildArgs {
     /// Rebuild every image without the Engine's build cache.
     #[arg(long)]
@@ -273,15 +273,7 @@ pub async fn run_study(paths: &Paths, args: &RunArgs) -> Result<run::RunResult> 
             None,
         ),
     };
-    let manifest = cmd_build(
-        repo,
-        &BuildArgs {
-            no_cache: false,
-            manifest: None,
-            verbose: false,
-        },
-    )
-    .await?;
+    let manifest = cmd_build(repo, &BuildArgs::default()).await?;
     for probe in &study.probes {
         if manifest.get(&probe.image).is_none() {
             bail!(
@@ -321,8 +313,7 @@ async fn new_run(
     args: &RunArgs,
     manifest: &Manifest,
 ) -> Result<(PathBuf, run::RunState)> {
-    let facts = engine.facts().await?;
-    let available: Vec<usize> = (0..facts.ncpu.max(0) as usize).collect();
+    let available = engine.cpus().await?;
     let choice = args.cpus.clone().unwrap_or(CpuChoice::Study);
     let (cpus, deviations) = run::choose_cpus(&study.protocol.cpus, &available, &choice)?;
     let (run_id, dir) = run::create_run_dir(&paths.results, study)?;
@@ -359,20 +350,12 @@ async fn new_run(
 }
 
 async fn cmd_fidelity(repo: &Path, args: &FidelityArgs) -> Result<u8> {
-    let manifest = cmd_build(
-        repo,
-        &BuildArgs {
-            no_cache: false,
-            manifest: None,
-            verbose: false,
-        },
-    )
-    .await?;
+    let manifest = cmd_build(repo, &BuildArgs::default()).await?;
     let engine = Engine::connect().await?;
     let mut study = Study::default_study();
     study.protocol.scales = vec![args.tasks];
     study.protocol.repeats = args.repeats;
-    let available: Vec<usize> = (0..engine.facts().await?.ncpu.max(0) as usize).collect();
+    let available = engine.cpus().await?;
     let (cpus, deviations) = run::choose_cpus(&study.protocol.cpus, &available, &args.cpus)?;
     let state = run::new_state("bench-fidelity", &study, &cpus, deviations);
     print!(

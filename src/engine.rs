@@ -142,6 +142,12 @@ impl Engine {
         })
     }
 
+    /// The CPUs a container can be pinned to: 0..ncpu as the Engine counts them (containers get no cpuset).
+    pub async fn cpus(&self) -> Result<Vec<usize>> {
+        let ncpu = self.facts().await?.ncpu;
+        Ok((0..ncpu.max(0) as usize).collect())
+    }
+
     /// The image behind a tag, or `None` when there is no such tag.
     pub async fn image(&self, tag: &str) -> Result<Option<ImageFacts>> {
         match self.docker.inspect_image(tag).await {

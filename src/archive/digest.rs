@@ -1,43 +1,9 @@
-//! SHA-256 while streaming: adapters that hash what passes through, so no member is held in
+//! SHA-256 while reading: an adapter that hashes what passes through, so no member is held in
 //! memory just to be hashed.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 
 use sha2::{Digest, Sha256};
-
-/// Hashes and counts what passes through to `inner`.
-pub struct HashWriter<W> {
-    inner: W,
-    hasher: Sha256,
-    bytes: u64,
-}
-
-impl<W: Write> HashWriter<W> {
-    pub fn new(inner: W) -> Self {
-        Self {
-            inner,
-            hasher: Sha256::new(),
-            bytes: 0,
-        }
-    }
-
-    pub fn finish(self) -> (W, String, u64) {
-        (self.inner, hex::encode(self.hasher.finalize()), self.bytes)
-    }
-}
-
-impl<W: Write> Write for HashWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.bytes += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
 
 /// Hashes and counts what is read from `inner`.
 pub struct HashReader<R> {

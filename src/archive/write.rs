@@ -19,9 +19,10 @@ use anyhow::{Context, Result, ensure};
 use flate2::{Compression, GzBuilder};
 use tar::{EntryType, Header};
 
-use super::digest::{HashReader, HashWriter};
+use super::digest::HashReader;
 use super::plan::{self, Item, Plan};
 use super::{member, sums};
+use crate::cache::HashingWriter;
 
 /// gzip level; part of the byte-for-byte output, so never derived from the environment.
 const GZIP_LEVEL: u32 = 6;
@@ -104,7 +105,7 @@ fn write_plan(plan: &Plan, run_id: &str, out: &Path) -> Result<ArchiveInfo> {
         .suffix(".tmp")
         .tempfile_in(parent)
         .with_context(|| format!("creating a temporary file in {}", parent.display()))?;
-    let counted = HashWriter::new(BufWriter::new(temp.as_file()));
+    let counted = HashingWriter::new(BufWriter::new(temp.as_file()));
     let gz = GzBuilder::new()
         .mtime(0)
         .operating_system(GZIP_OS_UNKNOWN)
