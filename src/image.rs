@@ -159,11 +159,24 @@ pub async fn build_all(
     let mut manifest = Manifest::default();
     let base = base_image(engine, cache, pins).await?;
     manifest.images.push(base);
-    for recipe in RECIPES {
-        let image = build_one(engine, cache, pins, repo, recipe, &manifest, options)
-            .await
-            .with_context(|| format!("image {}", recipe.name))?;
-        manifest.images.push(image);
+    // Images whose parents are all built go together: the Engine builds them side by side (the Go
+    // toolchain's many small files are I/O-bound while the Rust chain compiles).
+    let mut waiting: Vec<&Recipe> = RECIPES.iter().collect();
+    while !waiting.is_empty() {
+        let (ready, rest): (Vec<&Recipe>, Vec<&Recipe>) = waiting
+            .into_iter()
+            .partition(|r| r.parents.iter().all(|(_, p)| manifest.get(p).is_some()));
+        if ready.is_empty() {
+            bail!("image recipes name parents that no recipe builds");
+        }
+        let builds = ready.iter().map(|recipe| async {
+            build_one(engine, cache, pins, repo, recipe, &manifest, options)
+                .await
+                .with_context(|| format!("image {}", recipe.name))
+        });
+        let built = futures_util::future::try_join_all(builds).await?;
+        manifest.images.extend(built);
+        waiting = rest;
     }
     Ok(manifest)
 }
@@ -179,11 +192,21 @@ async fn base_image(engine: &Engine, cache: &Cache, pins: &Pins) -> Result<Built
     let existing = engine.image(&tag).await?;
     let built = !matches!(&existing, Some(img) if img.layers == [diff_id.clone()]);
     if built {
-        let rootfs = artifact::ensure(cache, pin).context("the Debian base rootfs")?;
-        eprintln!("base: importing {tag} ({})", rootfs.source);
+        let started = std::time::Instant::now();
+        let rootfs = tokio::task::block_in_place(|| artifact::ensure(cache, pin))
+            .context("the Debian base rootfs")?;
+        eprintln!(
+            "base: rootfs ready in {:.1} s ({})",
+            started.elapsed().as_secs_f64(),
+            rootfs.source
+        );
         engine
             .import(&rootfs.path, &repo, &pin.sha256[..16])
             .await?;
+        eprintln!(
+            "base: imported {tag} in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
     }
     let facts = engine
         .image(&tag)
@@ -230,8 +253,17 @@ async fn build_one(
     let existing = engine.image(&tag).await?;
     let built = existing.is_none() || options.no_cache;
     if built {
+        let started = std::time::Instant::now();
         let scratch = cache.scratch()?;
-        let context = write_context(cache, pins, &dir, recipe, scratch.path())?;
+        // Blocking work (hashing, tar writing, vendoring) must not stall the images built beside this one.
+        let context = tokio::task::block_in_place(|| {
+            write_context(cache, pins, &dir, recipe, scratch.path())
+        })?;
+        eprintln!(
+            "{}: context ready in {:.1} s",
+            recipe.name,
+            started.elapsed().as_secs_f64()
+        );
         let buildargs = recipe
             .parents
             .iter()
@@ -272,6 +304,11 @@ async fn build_one(
                 .join("\n");
             return Err(e).context(format!("build output (last lines):\n{tail}"));
         }
+        eprintln!(
+            "{}: built in {:.1} s",
+            recipe.name,
+            started.elapsed().as_secs_f64()
+        );
     }
     let facts = engine
         .image(&tag)
