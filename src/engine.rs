@@ -14,7 +14,8 @@ use bollard::query_parameters::{
     BuildImageOptionsBuilder, BuilderVersion, CreateContainerOptionsBuilder,
     CreateImageOptionsBuilder, DownloadFromContainerOptionsBuilder, KillContainerOptionsBuilder,
     ListContainersOptionsBuilder, ListImagesOptionsBuilder, LogsOptionsBuilder,
-    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, WaitContainerOptionsBuilder,
+    PruneImagesOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
+    WaitContainerOptionsBuilder,
 };
 use futures_util::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
@@ -416,6 +417,19 @@ impl Engine {
                 .with_context(|| format!("removing image {tag}"))?;
             removed.push(tag);
         }
+        // Untagged images left by builds (multi-stage build stages, images a rebuild replaced) carry
+        // the parkbench.image label inherited from our toolchain images.
+        let filters = HashMap::from([
+            ("dangling".to_string(), vec!["true".to_string()]),
+            ("label".to_string(), vec!["parkbench.image".to_string()]),
+        ]);
+        let options = PruneImagesOptionsBuilder::default()
+            .filters(&filters)
+            .build();
+        self.docker
+            .prune_images(Some(options))
+            .await
+            .context("pruning untagged build images")?;
         Ok(removed)
     }
 

@@ -59,7 +59,7 @@ pub struct RunState {
     pub started_at: String,
     /// When the run last stopped, RFC 3339 UTC.
     pub finished_at: Option<String>,
-    /// Wall time spent measuring, summed over sessions of this run, ms.
+    /// Wall time spent measuring, summed over every invocation of this run (a resume adds to it), ms.
     pub wall_ms: f64,
 }
 
