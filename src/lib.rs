@@ -23,3 +23,4 @@ pub mod sample;
 pub mod study;
 pub mod summary;
 pub mod verdict;
+pub mod yaml;

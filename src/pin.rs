@@ -155,13 +155,7 @@ impl Pin {
 
     /// Parses and validates pin YAML. Syntax errors and unknown fields carry line and column.
     pub fn parse(text: &str) -> Result<Self> {
-        let pin: Pin = serde_yaml::from_str(text).map_err(|e| {
-            let at = e
-                .location()
-                .map(|l| format!("line {}, column {}: ", l.line(), l.column()))
-                .unwrap_or_default();
-            anyhow::anyhow!("{at}{e}")
-        })?;
+        let pin: Pin = crate::yaml::parse(text)?;
         pin.validate()?;
         Ok(pin)
     }

@@ -193,13 +193,7 @@ impl Study {
 
     /// Parses and validates study YAML. Syntax errors and unknown fields carry line and column.
     pub fn parse(text: &str) -> Result<Self> {
-        let study: Study = serde_yaml::from_str(text).map_err(|e| {
-            let at = e
-                .location()
-                .map(|l| format!("line {}, column {}: ", l.line(), l.column()))
-                .unwrap_or_default();
-            anyhow::anyhow!("{at}{e}")
-        })?;
+        let study: Study = crate::yaml::parse(text)?;
         study.validate()?;
         Ok(study)
     }
