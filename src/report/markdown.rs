@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use crate::report::number::{self, grouped, mib};
 use crate::report::{Format, ReportInput};
+use crate::sample::Sample;
 use crate::study::{Order, Study, Unit};
 use crate::summary::{Cell, Summary};
 use crate::verdict::Verdict;
@@ -25,7 +26,7 @@ impl Format for Markdown {
             verdicts(input.verdicts),
             environment(input),
             deviations(&input.deviations),
-            protocol(input.study),
+            protocol(input.study, input.samples),
             results(input.study, input.summary),
             lower_by(input.study, input.summary),
             invalid(input.summary),
@@ -139,7 +140,7 @@ fn deviations(list: &[String]) -> String {
     out
 }
 
-fn protocol(study: &Study) -> String {
+fn protocol(study: &Study, samples: &[Sample]) -> String {
     let p = &study.protocol;
     let scales: Vec<String> = p.scales.iter().map(|&n| grouped(n as f64, 0)).collect();
     let order = match p.order {
@@ -153,7 +154,23 @@ fn protocol(study: &Study) -> String {
         "- Repeats: {} independent processes per probe and scale; order {order}.",
         p.repeats
     );
-    let _ = writeln!(out, "- CPUs: every probe pinned to `{}`.", p.cpus);
+    let pinned: std::collections::BTreeSet<&str> =
+        samples.iter().map(|s| s.cpus_pinned.as_str()).collect();
+    let pinned = pinned
+        .into_iter()
+        .map(|c| format!("`{c}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(
+        out,
+        "- CPUs: the study pins every probe to `{}`; this run pinned to {} (sched_setaffinity, no cgroup limits).",
+        p.cpus,
+        if pinned.is_empty() {
+            "—".to_string()
+        } else {
+            pinned
+        }
+    );
     let _ = writeln!(
         out,
         "- RSS: {} ms after every task is ready, {} readings {} ms apart; a process's RSS is the median of its readings.",
