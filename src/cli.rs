@@ -1,12 +1,12 @@
-//! The command line: one struct per subcommand, and the one place that maps outcomes to exit codes.
+//! The commands, and the one place that maps outcomes to exit codes. Their arguments are in `args`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::archive;
+use crate::args::*;
 use crate::cache::Cache;
 use crate::engine::Engine;
 use crate::image::{self, BuildOptions, Manifest};
@@ -25,138 +25,6 @@ pub const EXIT_PROBES_FAILED: u8 = 3;
 pub const EXIT_CLAIMS_DIFFER: u8 = 4;
 /// Exit code: interrupted; the run is kept and can be resumed.
 pub const EXIT_INTERRUPTED: u8 = 130;
-
-/// Rerun published runtime benchmarks in pinned containers, with evidence attached.
-#[derive(Debug, Parser)]
-#[command(name = "parkbench", version)]
-pub struct Cli {
-    /// The parkbench repository (holds docker/, toolchains/ and results/).
-    #[arg(long, global = true, default_value = ".", env = "PARKBENCH_REPO")]
-    pub repo: PathBuf,
-    /// Where studies keep their runs; `<repo>/results` when omitted.
-    #[arg(long, global = true, env = "PARKBENCH_RESULTS")]
-    pub results: Option<PathBuf>,
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Check that this machine can build and run: Engine, cgroups, CPUs, disk, tools.
-    Doctor,
-    /// Build every pinned image (a no-op when nothing changed) and print the build manifest.
-    Build(BuildArgs),
-    /// Run a study: every process of its matrix in its own container, every sample kept.
-    Run(RunArgs),
-    /// Recompute statistics, report, figure and verdicts of a run from its raw samples.
-    Report(ReportArgs),
-    /// Write a run's deterministic archive: samples, environment, manifest, report, sources, SHA256SUMS.
-    Archive(ArchiveArgs),
-    /// Verify an archive: every SHA256SUMS line and its structure. Offline; nothing is extracted.
-    Check(CheckArgs),
-    /// Recompute statistics and verdicts from an archive or run directory, offline, and print them.
-    Verify(VerifyArgs),
-    /// The whole job: doctor → build → run → report → verdicts → archive.
-    Reproduce(ReproduceArgs),
-    /// Remove parkbench's images (`--images`) and its artifact cache (`--cache`). Runs are never touched.
-    Clean(CleanArgs),
-    /// Benchmarks of the kit itself.
-    #[command(subcommand)]
-    Bench(BenchCommand),
-}
-
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    /// The run directory (`results/<study>/runs/<run-id>`).
-    pub run_dir: PathBuf,
-}
-
-#[derive(Debug, Args)]
-pub struct ArchiveArgs {
-    /// The run directory.
-    pub run_dir: PathBuf,
-    /// Also add the probe images, exported through the Engine, for bit-exact reruns elsewhere.
-    #[arg(long)]
-    pub with_images: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct CheckArgs {
-    /// The archive (`<run-id>.tar.gz`).
-    pub archive: PathBuf,
-}
-
-#[derive(Debug, Args)]
-pub struct VerifyArgs {
-    /// An archive (`<run-id>.tar.gz`) or a run directory.
-    pub path: PathBuf,
-}
-
-#[derive(Debug, Args)]
-pub struct ReproduceArgs {
-    #[command(flatten)]
-    pub run: RunArgs,
-    /// Exit with code 4 when a claim is not reproduced.
-    #[arg(long)]
-    pub strict: bool,
-    /// Add the probe images to the archive.
-    #[arg(long)]
-    pub with_images: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct CleanArgs {
-    /// Remove every image tagged under the parkbench namespace.
-    #[arg(long)]
-    pub images: bool,
-    /// Remove the artifact cache (pinned artifacts, vendored crates).
-    #[arg(long)]
-    pub cache: bool,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum BenchCommand {
-    /// The same probe binaries measured in containers and natively, side by side; prints RSS ratios.
-    Fidelity(FidelityArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct FidelityArgs {
-    /// Tasks per process.
-    #[arg(long, default_value_t = 1_000_000)]
-    pub tasks: u64,
-    /// Processes per probe and way of running.
-    #[arg(long, default_value_t = 3)]
-    pub repeats: u32,
-    /// CPUs to pin to (as for `run`).
-    #[arg(long, value_name = "LIST|auto", default_value = "auto")]
-    pub cpus: CpuChoice,
-}
-
-#[derive(Debug, Default, Args)]
-pub struct BuildArgs {
-    /// Rebuild every image without the Engine's build cache.
-    #[arg(long)]
-    pub no_cache: bool,
-    /// Also write the manifest as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    pub manifest: Option<PathBuf>,
-    /// Print every line of the builds.
-    #[arg(long, short)]
-    pub verbose: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    /// The study file; the embedded default study (article 000) when omitted.
-    pub study: Option<PathBuf>,
-    /// CPUs to pin to: `auto` (the first min(requested, available)) or a list such as `0-1`.
-    #[arg(long, value_name = "LIST|auto")]
-    pub cpus: Option<CpuChoice>,
-    /// Resume an interrupted run: run only its missing cells.
-    #[arg(long, value_name = "RUN_DIR", conflicts_with = "study")]
-    pub resume: Option<PathBuf>,
-}
 
 /// Where the repository and the results are.
 pub struct Paths {

@@ -5,6 +5,7 @@
 //! verdicts (`verdict`) → archive (`archive`). Only `engine` talks to the Docker Engine.
 
 pub mod archive;
+pub mod args;
 pub mod artifact;
 pub mod bench;
 pub mod cache;

@@ -2,12 +2,12 @@
 
 use std::process::ExitCode;
 
-use parkbench::cli;
+use parkbench::{args, cli};
 
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = args::Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
