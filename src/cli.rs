@@ -288,6 +288,9 @@ async fn cmd_archive(
     run_dir: &Path,
     with_images: bool,
 ) -> Result<archive::ArchiveInfo> {
+    // `runs/latest` is a link: the archive is named after the run it points at.
+    let run_dir = &std::fs::canonicalize(run_dir)
+        .with_context(|| format!("reading run directory {}", run_dir.display()))?;
     let out = run_dir.with_extension("tar.gz");
     let images = tempfile::tempdir().context("creating a folder for exported images")?;
     let mut extras = Vec::new();

@@ -59,6 +59,9 @@ pub fn write_with(
     extras: &[(String, PathBuf)],
     out: &Path,
 ) -> Result<ArchiveInfo> {
+    // A link such as `runs/latest` names the run it points at.
+    let run_dir = &std::fs::canonicalize(run_dir)
+        .with_context(|| format!("reading run directory {}", run_dir.display()))?;
     let run_id = run_id(run_dir)?;
     refuse_output_inside(run_dir, out)?;
     let plan = plan::collect(run_dir, sources, extras)?;
