@@ -84,9 +84,10 @@ fn reproduce_then_check_and_verify_the_archive() {
         "verify prints the verdicts the run printed"
     );
 
-    // The same run directory archived again gives the same bytes.
+    // The same run directory archived again, named through the `latest` link, gives the same bytes.
     let before = std::fs::read(&archive).unwrap();
-    let out = parkbench().arg("archive").arg(&run).output().unwrap();
+    let latest = tmp.path().join("tiny/runs/latest");
+    let out = parkbench().arg("archive").arg(&latest).output().unwrap();
     assert!(out.status.success(), "{}", describe(&out));
     assert_eq!(
         before,
