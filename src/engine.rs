@@ -101,14 +101,14 @@ impl Engine {
     pub async fn connect() -> Result<Self> {
         let host =
             std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into());
-        let docker = Docker::connect_with_defaults()
-            .with_context(|| format!("connecting to the Docker Engine at {host}"))?;
-        docker.ping().await.map_err(|e| {
+        let unreachable = |e: &dyn std::fmt::Display| {
             anyhow!(
                 "the Docker Engine at {host} does not answer ({e}); start it (e.g. `systemctl start docker`) \
                  or point DOCKER_HOST at it, then run `parkbench doctor`"
             )
-        })?;
+        };
+        let docker = Docker::connect_with_defaults().map_err(|e| unreachable(&e))?;
+        docker.ping().await.map_err(|e| unreachable(&e))?;
         Ok(Self { docker })
     }
 
