@@ -404,12 +404,12 @@ fn report_line(bar: &ProgressBar, s: &Sample) {
         })
     };
     let line = format!(
-        "{} tasks={} repeat={} rss={} completed={:?}/{} {}",
+        "{} tasks={} repeat={} rss={} completed={}/{} {}",
         s.probe,
         s.tasks,
         s.repeat,
         mib(s.rss_median_bytes),
-        s.completed,
+        s.completed.map_or("-".to_string(), |c| c.to_string()),
         s.expected,
         s.error
             .as_deref()
