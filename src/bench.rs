@@ -99,22 +99,8 @@ fn measure_native(
     mut s: Sample,
 ) -> Result<Sample> {
     let probe = &study.probes[cell.probe];
-    let p = &study.protocol;
     let output = Command::new(dir.join("sampler"))
-        .args(["--cpus", &state.cpus_pinned])
-        .args([
-            "--settle-ms",
-            &p.settle_ms.to_string(),
-            "--samples",
-            &p.samples.to_string(),
-        ])
-        .args([
-            "--interval-ms",
-            &p.interval_ms.to_string(),
-            "--timeout-s",
-            &p.timeout_s.to_string(),
-            "--",
-        ])
+        .args(run::sampler_args(&study.protocol, &state.cpus_pinned))
         .arg(dir.join("probe"))
         .args(probe.expand_args(cell.tasks, state.workers))
         .env_clear()

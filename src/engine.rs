@@ -11,11 +11,10 @@ use bollard::Docker;
 use bollard::errors::Error as BollardError;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    BuildImageOptionsBuilder, BuilderVersion, CreateContainerOptionsBuilder,
-    CreateImageOptionsBuilder, DownloadFromContainerOptionsBuilder, KillContainerOptionsBuilder,
-    ListContainersOptionsBuilder, ListImagesOptionsBuilder, LogsOptionsBuilder,
-    PruneImagesOptionsBuilder, RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder,
-    WaitContainerOptionsBuilder,
+    BuildImageOptionsBuilder, BuilderVersion, CreateImageOptionsBuilder,
+    DownloadFromContainerOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
+    ListImagesOptionsBuilder, LogsOptionsBuilder, PruneImagesOptionsBuilder,
+    RemoveContainerOptionsBuilder, RemoveImageOptionsBuilder, WaitContainerOptionsBuilder,
 };
 use futures_util::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
@@ -236,7 +235,7 @@ impl Engine {
             network_disabled: Some(true),
             ..Default::default()
         };
-        let id = self.create(body, None).await?;
+        let id = self.create(body).await?;
         let result = self.download(&id, path).await;
         self.remove(&id).await;
         let tar = result.with_context(|| format!("reading {path} from image {image}"))?;
@@ -263,12 +262,34 @@ impl Engine {
         cancel: &CancellationToken,
     ) -> Result<ContainerOutcome> {
         let started = Instant::now();
-        let id = self.create(create_body(spec), None).await?;
+        let id = self.create(create_body(spec)).await?;
         let result = self.run_created(&id, spec, cancel).await;
         self.remove(&id).await;
         let mut outcome = result?;
         outcome.elapsed = started.elapsed();
         Ok(outcome)
+    }
+
+    /// Runs a short command in a fresh container from `image` (labelled with `role`) and returns its
+    /// trimmed stdout; a non-zero exit is an error carrying its stderr.
+    pub async fn output(&self, image: &str, cmd: &[&str], role: &str) -> Result<String> {
+        let spec = ContainerSpec {
+            image: image.to_string(),
+            cmd: cmd.iter().map(|s| s.to_string()).collect(),
+            env: BTreeMap::new(),
+            labels: BTreeMap::from([("parkbench.role".to_string(), role.to_string())]),
+            timeout: Duration::from_secs(60),
+        };
+        let out = self.run(&spec, &CancellationToken::new()).await?;
+        if out.exit_code != Some(0) {
+            bail!(
+                "`{}` in {image} failed ({:?}): {}",
+                cmd.join(" "),
+                out.exit_code,
+                out.stderr.trim()
+            );
+        }
+        Ok(out.stdout.trim().to_string())
     }
 
     async fn run_created(
@@ -349,12 +370,14 @@ impl Engine {
         ))
     }
 
-    async fn create(&self, body: ContainerCreateBody, name: Option<&str>) -> Result<String> {
-        let options = name.map(|n| CreateContainerOptionsBuilder::default().name(n).build());
+    async fn create(&self, body: ContainerCreateBody) -> Result<String> {
         let image = body.image.clone().unwrap_or_default();
         let created = self
             .docker
-            .create_container(options, body)
+            .create_container(
+                None::<bollard::query_parameters::CreateContainerOptions>,
+                body,
+            )
             .await
             .with_context(|| format!("creating a container from {image}"))?;
         Ok(created.id)

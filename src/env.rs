@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{ContainerSpec, Engine, EngineFacts};
+use crate::engine::{Engine, EngineFacts};
 use crate::image::Manifest;
 
 /// `env.json`: where a run was measured.
@@ -103,17 +103,10 @@ pub async fn record(
 
 async fn container_view(engine: &Engine, image: &str) -> Result<ContainerView> {
     let script = "uname -a; grep Cpus_allowed_list /proc/self/status | cut -f2; ldd --version 2>&1 | head -n1";
-    let spec = ContainerSpec {
-        image: image.into(),
-        cmd: vec!["/bin/sh".into(), "-c".into(), script.into()],
-        env: BTreeMap::new(),
-        labels: BTreeMap::from([("parkbench.role".into(), "env".into())]),
-        timeout: std::time::Duration::from_secs(60),
-    };
     let out = engine
-        .run(&spec, &tokio_util::sync::CancellationToken::new())
+        .output(image, &["/bin/sh", "-c", script], "env")
         .await?;
-    let mut lines = out.stdout.lines().map(str::to_owned);
+    let mut lines = out.lines().map(str::to_owned);
     Ok(ContainerView {
         uname: lines.next().unwrap_or_default(),
         cpus_allowed: lines.next().unwrap_or_default(),

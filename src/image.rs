@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::artifact;
 use crate::cache::Cache;
 use crate::context;
-use crate::engine::{ContainerSpec, Engine};
+use crate::engine::Engine;
 use crate::pin::Pins;
 
 /// The build manifest (`manifest.json`): every image parkbench built or reused, and what is in it.
@@ -470,33 +470,11 @@ async fn contents(
     }
     let mut versions = BTreeMap::new();
     for (label, cmd) in recipe.versions {
-        versions.insert(label.to_string(), run_tool(engine, tag, cmd).await?);
+        versions.insert(label.to_string(), engine.output(tag, cmd, "version").await?);
     }
     let found = (binaries, versions);
     crate::cache::write_atomic(&memo, serde_json::to_string_pretty(&found)?.as_bytes())?;
     Ok(found)
-}
-
-async fn run_tool(engine: &Engine, tag: &str, cmd: &[&str]) -> Result<String> {
-    let spec = ContainerSpec {
-        image: tag.to_string(),
-        cmd: cmd.iter().map(|s| s.to_string()).collect(),
-        env: BTreeMap::new(),
-        labels: BTreeMap::from([("parkbench.role".to_string(), "version".to_string())]),
-        timeout: std::time::Duration::from_secs(60),
-    };
-    let out = engine
-        .run(&spec, &tokio_util::sync::CancellationToken::new())
-        .await?;
-    if out.exit_code != Some(0) {
-        bail!(
-            "`{}` in {tag} failed ({:?}): {}",
-            cmd.join(" "),
-            out.exit_code,
-            out.stderr.trim()
-        );
-    }
-    Ok(out.stdout.trim().to_string())
 }
 
 /// A human-readable table of the manifest.

@@ -275,16 +275,7 @@ pub async fn measure(
     let args = probe.expand_args(cell.tasks, state.workers);
     let env = probe.expand_env(cell.tasks, state.workers);
     let mut cmd: Vec<String> = vec!["/usr/local/bin/sampler".into()];
-    for (flag, value) in [
-        ("--cpus", state.cpus_pinned.clone()),
-        ("--settle-ms", p.settle_ms.to_string()),
-        ("--samples", p.samples.to_string()),
-        ("--interval-ms", p.interval_ms.to_string()),
-        ("--timeout-s", p.timeout_s.to_string()),
-    ] {
-        cmd.extend([flag.to_string(), value]);
-    }
-    cmd.push("--".into());
+    cmd.extend(sampler_args(p, &state.cpus_pinned));
     cmd.push("/usr/local/bin/probe".into());
     cmd.extend(args.iter().cloned());
     let labels = BTreeMap::from([
@@ -345,6 +336,22 @@ pub async fn measure(
     let error = fill(&mut s, &outcome);
     sample::judge_validity(&mut s, error.as_deref());
     Ok(Some(s))
+}
+
+/// The sampler's options for this protocol and CPU list, ending with the `--` before the probe.
+pub fn sampler_args(p: &crate::study::Protocol, cpus: &str) -> Vec<String> {
+    let mut args = Vec::new();
+    for (flag, value) in [
+        ("--cpus", cpus.to_string()),
+        ("--settle-ms", p.settle_ms.to_string()),
+        ("--samples", p.samples.to_string()),
+        ("--interval-ms", p.interval_ms.to_string()),
+        ("--timeout-s", p.timeout_s.to_string()),
+    ] {
+        args.extend([flag.to_string(), value]);
+    }
+    args.push("--".into());
+    args
 }
 
 /// Fills the sample from the sampler's JSON; returns why the process failed, if it did.
