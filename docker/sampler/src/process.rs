@@ -1,0 +1,199 @@
+//! Starting a pinned program and watching its stdout and its exit: shared by every kind.
+
+use std::io::{self, BufRead, BufReader, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::parse::{self, format_cpu_list, parse_cpu_list};
+
+/// Longest probe line accepted, bytes.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// What the reader and waiter threads report.
+pub enum Event {
+    Line(String),
+    LineTooLong,
+    Eof,
+    ReadError(String),
+    /// The probe has exited (not yet reaped).
+    Exited(Instant),
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// A probe line for an error message: at most 200 characters, quoted.
+pub fn excerpt(line: &str) -> String {
+    let mut s: String = line.chars().take(200).collect();
+    if s.len() < line.len() {
+        s.push('…');
+    }
+    format!("{s:?}")
+}
+
+pub fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (None, Some(sig)) => format!("was killed by signal {sig}"),
+        _ => format!("ended ({status})"),
+    }
+}
+
+/// Starts `command` with the given stdin, stdout piped and stderr inherited, pinned to `cpus`
+/// (kernel list format) with `sched_setaffinity` between fork and exec. Returns the child and
+/// the moment just before the start.
+pub fn spawn(
+    command: &[String],
+    cpus: Option<&str>,
+    stdin: Stdio,
+) -> Result<(Child, Instant), String> {
+    let mut cmd = Command::new(&command[0]);
+    cmd.args(&command[1..])
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut pinned = String::new();
+    if let Some(list) = cpus {
+        let cpus = parse_cpu_list(list).map_err(|e| format!("--cpus: {e}"))?;
+        check_available(&cpus)?;
+        let set = cpu_set(&cpus);
+        // SAFETY: the closure runs in the forked child before exec and only makes one
+        // async-signal-safe system call on a set built beforehand.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 {
+                    Ok(())
+                } else {
+                    Err(io::Error::last_os_error())
+                }
+            });
+        }
+        pinned = format!(
+            " pinned to CPUs {} (sched_setaffinity, then exec)",
+            format_cpu_list(&cpus)
+        );
+    }
+    let started = Instant::now();
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("starting probe {:?}{pinned}: {e}", command[0]))?;
+    Ok((child, started))
+}
+
+/// Starts the threads that report the child's stdout lines and its exit.
+pub fn watch(child: &mut Child) -> Receiver<Event> {
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let (tx, events) = mpsc::channel();
+    spawn_reader(stdout, tx.clone());
+    spawn_waiter(child.id(), tx);
+    events
+}
+
+fn spawn_reader(stdout: ChildStdout, tx: Sender<Event>) {
+    thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match (&mut reader)
+                .take(MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut buf)
+            {
+                Ok(0) => {
+                    let _ = tx.send(Event::Eof);
+                    return;
+                }
+                Ok(_) => {
+                    if buf.last() == Some(&b'\n') {
+                        buf.pop();
+                        if buf.last() == Some(&b'\r') {
+                            buf.pop();
+                        }
+                    } else if buf.len() > MAX_LINE {
+                        let _ = tx.send(Event::LineTooLong);
+                        return;
+                    }
+                    let line = String::from_utf8_lossy(&buf).into_owned();
+                    if tx.send(Event::Line(line)).is_err() {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = tx.send(Event::ReadError(e.to_string()));
+                    return;
+                }
+            }
+        }
+    });
+}
+
+/// Waits for the probe to exit without reaping it (`WNOWAIT`), so that its pid stays valid for
+/// `/proc` and `kill` until the main thread reaps it.
+fn spawn_waiter(pid: u32, tx: Sender<Event>) {
+    thread::spawn(move || {
+        loop {
+            // SAFETY: waitid only writes into the zeroed siginfo_t we pass.
+            let rc = unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                libc::waitid(
+                    libc::P_PID,
+                    pid as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOWAIT,
+                )
+            };
+            if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                break;
+            }
+        }
+        let _ = tx.send(Event::Exited(Instant::now()));
+    });
+}
+
+fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only touch the set, and every CPU was
+    // checked to be below CPU_SETSIZE by the parser.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        for &cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        set
+    }
+}
+
+/// Fails unless every requested CPU is in the sampler's own affinity mask (the container's
+/// cpuset): the kernel would otherwise pin the probe to fewer CPUs than asked, silently.
+fn check_available(cpus: &[usize]) -> Result<(), String> {
+    // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into `set`.
+    let allowed: Vec<usize> = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(format!("sched_getaffinity: {}", io::Error::last_os_error()));
+        }
+        (0..parse::MAX_CPUS)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    };
+    let missing: Vec<usize> = cpus
+        .iter()
+        .copied()
+        .filter(|c| !allowed.contains(c))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "--cpus {}: CPU(s) {} not available (the sampler may use {})",
+            format_cpu_list(cpus),
+            format_cpu_list(&missing),
+            format_cpu_list(&allowed)
+        ))
+    }
+}
