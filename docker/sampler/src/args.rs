@@ -1,10 +1,50 @@
 //! The sampler's command line.
 
-pub const USAGE: &str = "usage: sampler [--cpus LIST] [--settle-ms 500] [--samples 5] [--interval-ms 50] \
-                         [--timeout-s 300] -- <probe> <args…>";
+pub const USAGE: &str = "usage: sampler [--kind steady|peak|timed|latency] [--cpus LIST] [--settle-ms 500] \
+                         [--samples 5] [--interval-ms 50] [--timeout-s 300] -- <probe> <args…>";
+
+/// What the sampler measures, and how it talks to the program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The handshake protocol: memory while the probe's tasks are parked.
+    Steady,
+    /// No handshake: peak memory, CPU and wall time of the whole run.
+    Peak,
+    /// As `Peak`, and the program's `result` lines are what it measured.
+    Timed,
+    /// As `Timed`, plus the program's `latency` lines, merged into one histogram.
+    Latency,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Steady, Kind::Peak, Kind::Timed, Kind::Latency];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Steady => "steady",
+            Kind::Peak => "peak",
+            Kind::Timed => "timed",
+            Kind::Latency => "latency",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Result<Kind, String> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+                format!(
+                    "--kind: unknown kind {name:?} (accepted: {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
+    pub kind: Kind,
     pub cpus: Option<String>,
     pub settle_ms: u64,
     pub samples: u32,
@@ -15,6 +55,7 @@ pub struct Options {
 
 pub fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut opts = Options {
+        kind: Kind::Steady,
         cpus: None,
         settle_ms: 500,
         samples: 5,
@@ -35,7 +76,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         };
         if !matches!(
             name,
-            "--cpus" | "--settle-ms" | "--samples" | "--interval-ms" | "--timeout-s"
+            "--kind" | "--cpus" | "--settle-ms" | "--samples" | "--interval-ms" | "--timeout-s"
         ) {
             return Err(format!(
                 "unknown argument {arg:?} (the probe's command goes after `--`)"
@@ -50,36 +91,49 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
                     .ok_or_else(|| format!("{name} needs a value"))?
             }
         };
-        let number = || {
-            value
-                .parse::<u64>()
-                .map_err(|_| format!("{name}: {value:?} is not a non-negative integer"))
-        };
-        match name {
-            "--cpus" => opts.cpus = Some(value.clone()),
-            "--settle-ms" => opts.settle_ms = number()?,
-            "--interval-ms" => opts.interval_ms = number()?,
-            "--samples" => {
-                opts.samples = u32::try_from(number()?)
-                    .map_err(|_| format!("{name}: {value} is too large"))?;
-                if opts.samples == 0 {
-                    return Err("--samples must be at least 1".into());
-                }
-            }
-            "--timeout-s" => {
-                opts.timeout_s = number()?;
-                if opts.timeout_s == 0 {
-                    return Err("--timeout-s must be at least 1".into());
-                }
-            }
-            _ => unreachable!(),
-        }
+        set(&mut opts, name, &value)?;
         i += 1;
     }
     if opts.command.is_empty() {
         return Err("no probe command given after `--`".into());
     }
+    if opts.kind != Kind::Steady && opts.interval_ms == 0 {
+        return Err(format!(
+            "--interval-ms must be at least 1 for --kind {}",
+            opts.kind.name()
+        ));
+    }
     Ok(opts)
+}
+
+/// Sets the option `name` (one of the known ones) to `value`.
+fn set(opts: &mut Options, name: &str, value: &str) -> Result<(), String> {
+    let number = || {
+        value
+            .parse::<u64>()
+            .map_err(|_| format!("{name}: {value:?} is not a non-negative integer"))
+    };
+    match name {
+        "--kind" => opts.kind = Kind::from_name(value)?,
+        "--cpus" => opts.cpus = Some(value.to_owned()),
+        "--settle-ms" => opts.settle_ms = number()?,
+        "--interval-ms" => opts.interval_ms = number()?,
+        "--samples" => {
+            opts.samples =
+                u32::try_from(number()?).map_err(|_| format!("{name}: {value} is too large"))?;
+            if opts.samples == 0 {
+                return Err("--samples must be at least 1".into());
+            }
+        }
+        "--timeout-s" => {
+            opts.timeout_s = number()?;
+            if opts.timeout_s == 0 {
+                return Err("--timeout-s must be at least 1".into());
+            }
+        }
+        _ => unreachable!("{name} is checked by parse_args"),
+    }
+    Ok(())
 }
 
 /// The `--cpus` value of a command line that did not parse, for the report.
@@ -88,6 +142,23 @@ pub fn cpus_hint(args: &[String]) -> Option<String> {
         .position(|a| a == "--cpus")
         .and_then(|i| args.get(i + 1))
         .cloned()
+}
+
+/// The kind a command line that did not parse asked for, so that the report has its shape;
+/// steady when it names none (or none that exists).
+pub fn kind_hint(args: &[String]) -> Kind {
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let args = &args[..end];
+    args.iter()
+        .enumerate()
+        .filter_map(|(i, a)| match a.strip_prefix("--kind") {
+            Some("") => args.get(i + 1).map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        })
+        .filter_map(|name| Kind::from_name(name).ok())
+        .next_back()
+        .unwrap_or(Kind::Steady)
 }
 
 #[cfg(test)]
@@ -133,8 +204,39 @@ mod tests {
             "--timeout-s 0 -- p",
             "--settle-ms x -- p",
             "--bogus 1 -- p",
+            "--kind -- p",
+            "--kind peak --interval-ms 0 -- p",
         ] {
             assert!(parse_args(&args(bad)).is_err(), "{bad:?}");
         }
+        // Steady keeps accepting a zero interval, as before.
+        assert!(parse_args(&args("--interval-ms 0 -- p")).is_ok());
+    }
+
+    #[test]
+    fn args_kind() {
+        assert_eq!(parse_args(&args("-- p")).unwrap().kind, Kind::Steady);
+        for kind in Kind::ALL {
+            let o = parse_args(&args(&format!("--kind {} -- p", kind.name()))).unwrap();
+            assert_eq!(o.kind, kind);
+            let o = parse_args(&args(&format!("--kind={} -- p", kind.name()))).unwrap();
+            assert_eq!(o.kind, kind);
+        }
+        // Options of the steady kind are accepted (and ignored) by the others.
+        let o = parse_args(&args("--kind timed --settle-ms 9 --samples 2 -- p")).unwrap();
+        assert_eq!((o.kind, o.settle_ms, o.samples), (Kind::Timed, 9, 2));
+        assert_eq!(
+            parse_args(&args("--kind Peak -- p")).unwrap_err(),
+            "--kind: unknown kind \"Peak\" (accepted: steady, peak, timed, latency)"
+        );
+    }
+
+    #[test]
+    fn kind_hint_of_a_bad_command_line() {
+        assert_eq!(kind_hint(&args("--kind peak --bogus -- p")), Kind::Peak);
+        assert_eq!(kind_hint(&args("--bogus --kind=latency")), Kind::Latency);
+        assert_eq!(kind_hint(&args("--kind nonsense --bogus")), Kind::Steady);
+        assert_eq!(kind_hint(&args("--bogus -- p --kind peak")), Kind::Steady);
+        assert_eq!(kind_hint(&args("--kind")), Kind::Steady);
     }
 }

@@ -46,23 +46,31 @@ mod args;
 mod json;
 mod parse;
 mod process;
+mod results;
 mod steady;
+mod unmodified;
 
 use std::io::{self, Write};
 
+use args::Kind;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (opts, cpus) = match args::parse_args(&args) {
+    let (opts, kind, cpus) = match args::parse_args(&args) {
         Ok(opts) => {
-            let cpus = opts.cpus.clone();
-            (Ok(opts), cpus)
+            let (kind, cpus) = (opts.kind, opts.cpus.clone());
+            (Ok(opts), kind, cpus)
         }
         Err(e) => {
             eprintln!("{}", args::USAGE);
-            (Err(format!("usage: {e}")), args::cpus_hint(&args))
+            let hint = (args::kind_hint(&args), args::cpus_hint(&args));
+            (Err(format!("usage: {e}")), hint.0, hint.1)
         }
     };
-    let (json, error) = steady::report(cpus, opts);
+    let (json, error) = match kind {
+        Kind::Steady => steady::report(cpus, opts),
+        kind => unmodified::report(kind, cpus, opts),
+    };
     if let Some(e) = &error {
         eprintln!("sampler: {e}");
     }

@@ -15,7 +15,8 @@ pub const MAX_LINE: usize = 64 * 1024;
 /// What the reader and waiter threads report.
 pub enum Event {
     Line(String),
-    LineTooLong,
+    /// A line longer than `MAX_LINE`, with its beginning; reading goes on after its end.
+    LineTooLong(String),
     Eof,
     ReadError(String),
     /// The probe has exited (not yet reaped).
@@ -114,8 +115,18 @@ fn spawn_reader(stdout: ChildStdout, tx: Sender<Event>) {
                             buf.pop();
                         }
                     } else if buf.len() > MAX_LINE {
-                        let _ = tx.send(Event::LineTooLong);
-                        return;
+                        buf.truncate(256);
+                        let start = String::from_utf8_lossy(&buf).into_owned();
+                        if tx.send(Event::LineTooLong(start)).is_err() {
+                            return;
+                        }
+                        match reader.skip_until(b'\n') {
+                            Ok(_) => continue,
+                            Err(e) => {
+                                let _ = tx.send(Event::ReadError(e.to_string()));
+                                return;
+                            }
+                        }
                     }
                     let line = String::from_utf8_lossy(&buf).into_owned();
                     if tx.send(Event::Line(line)).is_err() {
@@ -153,6 +164,58 @@ fn spawn_waiter(pid: u32, tx: Sender<Event>) {
         }
         let _ = tx.send(Event::Exited(Instant::now()));
     });
+}
+
+/// How a reaped program ended and what it used, as `wait4` reports it: its own figures merged
+/// with those of the descendants it waited for, as `/usr/bin/time -v` shows them.
+#[derive(Debug, Clone, Copy)]
+pub struct Reaped {
+    pub status: ExitStatus,
+    /// Largest resident set size (`ru_maxrss`), KiB.
+    pub maxrss_kib: u64,
+    /// CPU time in user mode (`ru_utime`).
+    pub user: Duration,
+    /// CPU time in the kernel (`ru_stime`).
+    pub sys: Duration,
+}
+
+/// Reaps the child `pid` with `wait4`, waiting for it to exit if it has not yet.
+pub fn reap(pid: u32) -> Result<Reaped, String> {
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: wait4 only writes into the status and the zeroed rusage we pass.
+        let (rc, usage) = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            let rc = libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage);
+            (rc, usage)
+        };
+        if rc == pid as libc::pid_t {
+            return Ok(Reaped {
+                status: ExitStatus::from_raw(status),
+                maxrss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
+                user: duration(usage.ru_utime),
+                sys: duration(usage.ru_stime),
+            });
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(format!("waiting for probe {pid} (wait4): {e}"));
+        }
+    }
+}
+
+fn duration(tv: libc::timeval) -> Duration {
+    let secs = u64::try_from(tv.tv_sec).unwrap_or(0);
+    let micros = u64::try_from(tv.tv_usec).unwrap_or(0);
+    Duration::from_secs(secs) + Duration::from_micros(micros)
+}
+
+/// Sends SIGKILL to the child `pid`. Only before it is reaped: after, the pid may be reused.
+pub fn kill(pid: u32) {
+    // SAFETY: kill takes no pointers.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGKILL);
+    }
 }
 
 fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {

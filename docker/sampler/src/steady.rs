@@ -184,7 +184,7 @@ impl Probe {
         loop {
             match self.next_event(phase, &when)? {
                 Event::Line(line) => return Ok(line),
-                Event::LineTooLong => {
+                Event::LineTooLong(_) => {
                     return Err(format!(
                         "protocol: line longer than {MAX_LINE} bytes in phase {phase}"
                     ));
@@ -233,7 +233,7 @@ impl Probe {
                         excerpt(&line)
                     ));
                 }
-                Ok(Event::LineTooLong) => {
+                Ok(Event::LineTooLong(_)) => {
                     return Err(format!(
                         "protocol: unexpected output in phase {phase}: line longer than {MAX_LINE} bytes"
                     ));
@@ -295,7 +295,7 @@ impl Probe {
             let left = self.deadline.saturating_duration_since(Instant::now());
             match self.events.recv_timeout(left) {
                 Ok(Event::Line(line)) => return Err(unexpected(&line)),
-                Ok(Event::LineTooLong) => return Err(unexpected("(line too long)")),
+                Ok(Event::LineTooLong(_)) => return Err(unexpected("(line too long)")),
                 Ok(Event::ReadError(e)) => return Err(format!("reading the probe's stdout: {e}")),
                 Ok(Event::Eof) => self.eof_at = Some(Instant::now()),
                 Ok(Event::Exited(at)) => self.on_exit(at),
@@ -309,7 +309,7 @@ impl Probe {
             let left = until.saturating_duration_since(Instant::now());
             match self.events.recv_timeout(left) {
                 Ok(Event::Line(line)) => return Err(unexpected(&line)),
-                Ok(Event::LineTooLong) => return Err(unexpected("(line too long)")),
+                Ok(Event::LineTooLong(_)) => return Err(unexpected("(line too long)")),
                 Ok(Event::Eof) => self.eof_at = Some(Instant::now()),
                 Ok(_) => {}
                 Err(_) => break,
