@@ -1,21 +1,45 @@
-//! sampler — runs one probe through the parkbench probe protocol and samples its memory.
+//! sampler — runs one program pinned to CPUs and measures it, in one of four kinds.
 //!
 //! ```text
-//! sampler [--cpus LIST] [--settle-ms 500] [--samples 5] [--interval-ms 50] [--timeout-s 300] -- <probe> <args…>
+//! sampler [--kind steady|peak|timed|latency] [--cpus LIST] [--settle-ms 500] [--samples 5]
+//!         [--interval-ms 50] [--timeout-s 300] -- <program> <args…>
 //! ```
 //!
-//! The probe is started with piped stdin/stdout (stderr is inherited), pinned with
-//! `sched_setaffinity` to `--cpus` (kernel list format, e.g. `0-3,6`) before exec. Protocol:
+//! Every kind starts the program with stdout piped (stderr is inherited), pinned with
+//! `sched_setaffinity` to `--cpus` (kernel list format, e.g. `0-3,6`; CPUs outside the sampler's
+//! own mask are refused) before exec. `--timeout-s` bounds the whole run; past it the program is
+//! killed with SIGKILL.
+//!
+//! | kind | the program | measured | options that apply |
+//! | --- | --- | --- | --- |
+//! | `steady` (default) | speaks the handshake below on stdin/stdout | `/proc/<pid>/status` at baseline and while its tasks are parked | all |
+//! | `peak` | runs as it is, stdin `/dev/null` | peak memory, threads, CPU and wall time of the whole run | `--cpus`, `--interval-ms`, `--timeout-s` |
+//! | `timed` | as peak, and prints `result key=value…` lines | as peak, plus those lines | same |
+//! | `latency` | as timed, and prints `latency value_ns=<n> count=<n>` lines | as timed, plus a latency histogram | same |
+//!
+//! `--settle-ms` and `--samples` are accepted and ignored by the last three.
+//!
+//! ## steady: the handshake
 //!
 //! 1. probe prints `baseline …`; the sampler reads `/proc/<pid>/status` and writes a newline;
 //! 2. probe creates its tasks and prints `ready key=value…`; the sampler waits `--settle-ms`,
 //!    takes `--samples` readings of `/proc/<pid>/status` `--interval-ms` apart, writes a newline;
 //! 3. probe releases its tasks, prints `done completed=<n> key=value…` and exits 0.
 //!
-//! Anything else is a protocol error. `--timeout-s` bounds the whole run; past it the probe is
-//! killed with SIGKILL.
+//! Anything else is a protocol error.
 //!
-//! Output: exactly one JSON object on one line of stdout, always, also on errors:
+//! ## peak, timed, latency
+//!
+//! No handshake. `/proc/<pid>/status` is polled right after the start and then every
+//! `--interval-ms`; at the exit the program is reaped with `wait4`, which gives `ru_maxrss` and
+//! the CPU times. stdout lines `result key=value…` are kept in order (all three kinds);
+//! `latency value_ns=<u64> count=<u64 ≥ 1>` lines (latency kind) are merged into a histogram,
+//! counts of a repeated value added. A `result` or `latency` line that does not parse is a
+//! protocol error; other lines are counted and otherwise ignored.
+//!
+//! ## Output
+//!
+//! Exactly one JSON object on one line of stdout, always, also on errors. steady:
 //!
 //! ```text
 //! {"schema":1,
@@ -38,9 +62,27 @@
 //!  "error":null}              // why the protocol failed: protocol error, timeout, crash, …
 //! ```
 //!
+//! peak, timed and latency (`peak` fields are null when unknown):
+//!
+//! ```text
+//! {"schema":1,"kind":"timed",  // peak, timed or latency
+//!  "cpus_requested":"0-1",     // the --cpus value, or null
+//!  "cpus_in_force":"0-1",      // Cpus_allowed_list at the first poll, or null
+//!  "peak":{"polls":12,         // polls that found the program running
+//!          "vm_hwm_kib":2048,"vm_rss_max_kib":2000,"threads_max":3,
+//!                              // largest VmHWM, VmRSS and Threads polled
+//!          "ru_maxrss_kib":2100,   // wait4's ru_maxrss: program and the children it waited for
+//!          "wall_ms":612.3,"user_ms":400.0,"sys_ms":20.5},
+//!                              // start → exit; CPU times from wait4 (children included)
+//!  "results":[{"ns_per_op":12.5,"batch":1}],   // the result lines' metrics, in order
+//!  "latency":[[1000,2],[2000,4]],  // [value_ns,count] by value; [] unless kind latency
+//!  "other_lines":0,            // stdout lines that were neither
+//!  "exit_code":0,"signal":null,"error":null}
+//! ```
+//!
 //! Sizes are KiB as the kernel reports them (its "kB"), times milliseconds.
-//! Exit status: 0 when the protocol ran to the end and the probe exited 0 (whatever `completed`
-//! says: judging it is the driver's job), 1 otherwise.
+//! Exit status: 0 when the program exited 0 and nothing went wrong (steady: the protocol ran to
+//! the end, whatever `completed` says: judging it is the driver's job), 1 otherwise.
 
 mod args;
 mod json;
