@@ -100,7 +100,11 @@ fn measure_native(
 ) -> Result<Sample> {
     let probe = &study.probes[cell.probe];
     let output = Command::new(dir.join("sampler"))
-        .args(run::sampler_args(&study.protocol, &state.cpus_pinned))
+        .args(run::sampler_args(
+            probe,
+            &study.protocol,
+            &state.cpus_pinned,
+        ))
         .arg(dir.join("probe"))
         .args(probe.expand_args(cell.tasks, state.workers))
         .env_clear()
@@ -112,7 +116,8 @@ fn measure_native(
     s.exit_code = output.status.code().map(i64::from);
     s.oom_killed = false;
     s.metrics.clear();
-    sample::fill_from_sampler(&mut s, &out);
-    sample::judge_validity(&mut s, out.error.as_deref());
+    let unusable = sample::fill_from_sampler(&mut s, &out);
+    let error = out.error.clone().or(unusable);
+    sample::judge_validity(&mut s, error.as_deref(), &probe.results);
     Ok(s)
 }

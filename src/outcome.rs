@@ -51,7 +51,7 @@ pub fn recompute(text: &RunFiles) -> Result<Outcome> {
         ));
     }
     let summary = summary::summarize(&study, &samples);
-    let verdicts = verdict::judge(&study.claims, &summary);
+    let verdicts = verdict::judge(&study, &summary);
     let mut deviations = state
         .as_ref()
         .map(|s| s.deviations.clone())

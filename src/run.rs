@@ -275,7 +275,7 @@ pub async fn measure(
     let args = probe.expand_args(cell.tasks, state.workers);
     let env = probe.expand_env(cell.tasks, state.workers);
     let mut cmd: Vec<String> = vec!["/usr/local/bin/sampler".into()];
-    cmd.extend(sampler_args(p, &state.cpus_pinned));
+    cmd.extend(sampler_args(probe, p, &state.cpus_pinned));
     cmd.push("/usr/local/bin/probe".into());
     cmd.extend(args.iter().cloned());
     let labels = BTreeMap::from([
@@ -331,25 +331,25 @@ pub async fn measure(
         started_at,
         exit_code: outcome.exit_code,
         oom_killed: outcome.oom_killed,
+        kind: probe.kind,
+        peak: None,
+        results: Vec::new(),
+        latency_ns: Vec::new(),
     };
     s.timings.container_ms = Some(outcome.elapsed.as_secs_f64() * 1000.0);
     let error = fill(&mut s, &outcome);
-    sample::judge_validity(&mut s, error.as_deref());
+    sample::judge_validity(&mut s, error.as_deref(), &probe.results);
     Ok(Some(s))
 }
 
-/// The sampler's options for this protocol and CPU list, ending with the `--` before the probe.
-pub fn sampler_args(p: &crate::study::Protocol, cpus: &str) -> Vec<String> {
-    let mut args = Vec::new();
-    for (flag, value) in [
-        ("--cpus", cpus.to_string()),
-        ("--settle-ms", p.settle_ms.to_string()),
-        ("--samples", p.samples.to_string()),
-        ("--interval-ms", p.interval_ms.to_string()),
-        ("--timeout-s", p.timeout_s.to_string()),
-    ] {
-        args.extend([flag.to_string(), value]);
-    }
+/// The sampler's options for this probe's kind, protocol and CPU list, ending with the `--` before
+/// the probe.
+pub fn sampler_args(
+    probe: &crate::study::Probe,
+    p: &crate::study::Protocol,
+    cpus: &str,
+) -> Vec<String> {
+    let mut args = probe.kind.measure().sampler_args(p, cpus);
     args.push("--".into());
     args
 }
@@ -374,11 +374,11 @@ fn fill(s: &mut Sample, outcome: &ContainerOutcome) -> Option<String> {
             ));
         }
     };
-    sample::fill_from_sampler(s, &out);
+    let unusable = sample::fill_from_sampler(s, &out);
     if outcome.timed_out {
         return Some("timed out; container killed".into());
     }
-    out.error
+    out.error.clone().or(unusable)
 }
 
 fn tail(text: &str, max: usize) -> String {
@@ -405,19 +405,12 @@ fn progress(todo: usize, already: usize) -> ProgressBar {
 }
 
 fn report_line(bar: &ProgressBar, s: &Sample) {
-    let mib = |b: Option<u64>| {
-        b.map_or("-".to_string(), |b| {
-            format!("{:.2} MiB", b as f64 / 1048576.0)
-        })
-    };
     let line = format!(
-        "{} tasks={} repeat={} rss={} completed={}/{} {}",
+        "{} tasks={} repeat={} {} {}",
         s.probe,
         s.tasks,
         s.repeat,
-        mib(s.rss_median_bytes),
-        s.completed.map_or("-".to_string(), |c| c.to_string()),
-        s.expected,
+        s.kind.measure().progress(s),
         s.error
             .as_deref()
             .map_or("valid".to_string(), |e| format!("INVALID: {e}"))

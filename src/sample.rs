@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::kind::Kind;
+
 /// One probe process, measured once. Memory is in bytes, times in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -77,6 +79,46 @@ pub struct Sample {
     pub exit_code: Option<i64>,
     /// True when the Engine reports the container was OOM-killed.
     pub oom_killed: bool,
+    /// How the process was measured; absent (steady) in samples written before kinds existed.
+    #[serde(default, skip_serializing_if = "Kind::is_steady")]
+    pub kind: Kind,
+    /// Peak, timed and latency kinds: the unmodified program as seen from outside.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<Peak>,
+    /// Timed and latency kinds: the key=value pairs of every `result` line, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<BTreeMap<String, f64>>,
+    /// Latency kind: the program's histogram as [value in ns, count] pairs, by value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_ns: Vec<[u64; 2]>,
+}
+
+/// An unmodified program seen from outside: polled `/proc/<pid>/status` and `wait4` at its exit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Peak {
+    /// Maximum resident set size from `wait4` (`ru_maxrss`, what `/usr/bin/time -v` reports), bytes.
+    pub ru_maxrss_bytes: Option<u64>,
+    /// Largest `VmHWM` seen while polling, bytes; `None` if the program exited before the first poll.
+    pub vm_hwm_bytes: Option<u64>,
+    /// Largest `VmRSS` seen while polling, bytes.
+    pub vm_rss_max_bytes: Option<u64>,
+    /// Most OS threads seen while polling.
+    pub threads_max: Option<u64>,
+    /// Polls of `/proc/<pid>/status` taken.
+    pub polls: u64,
+    /// From exec to exit, ms.
+    pub wall_ms: Option<f64>,
+    /// CPU time in user mode (`ru_utime`), ms.
+    pub user_ms: Option<f64>,
+    /// CPU time in the kernel (`ru_stime`), ms.
+    pub sys_ms: Option<f64>,
+    /// The program's exit code; `None` when it was killed by a signal.
+    pub exit_code: Option<i64>,
+    /// The signal that killed the program, if one did.
+    pub signal: Option<i64>,
+    /// Lines on stdout that were neither `result` nor `latency` lines (ignored).
+    pub other_lines: u64,
 }
 
 /// Phase durations of one process, milliseconds.
@@ -178,7 +220,30 @@ pub struct SamplerOutput {
     #[serde(default)]
     pub timings_ms: BTreeMap<String, Option<f64>>,
     pub exit_code: Option<i64>,
+    pub signal: Option<i64>,
     pub error: Option<String>,
+    /// Peak, timed and latency kinds (see `docker/README.md`).
+    pub peak: Option<PeakOutput>,
+    #[serde(default)]
+    pub results: Vec<BTreeMap<String, serde_json::Value>>,
+    #[serde(default)]
+    pub latency: Vec<[u64; 2]>,
+    #[serde(default)]
+    pub other_lines: u64,
+}
+
+/// The sampler's `peak` object, KiB and ms.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct PeakOutput {
+    #[serde(default)]
+    pub polls: u64,
+    pub vm_hwm_kib: Option<u64>,
+    pub vm_rss_max_kib: Option<u64>,
+    pub threads_max: Option<u64>,
+    pub ru_maxrss_kib: Option<u64>,
+    pub wall_ms: Option<f64>,
+    pub user_ms: Option<f64>,
+    pub sys_ms: Option<f64>,
 }
 
 /// One read of /proc/<pid>/status, KiB.
@@ -202,10 +267,16 @@ pub fn median_u64(values: &[u64]) -> Option<u64> {
     }
 }
 
-/// The measured part of a sample, filled from the sampler's output.
-pub fn fill_from_sampler(sample: &mut Sample, out: &SamplerOutput) {
-    const KIB: u64 = 1024;
+/// The measured part of a sample, filled from the sampler's output by the sample's kind; returns
+/// what makes the output unusable, if anything.
+pub fn fill_from_sampler(sample: &mut Sample, out: &SamplerOutput) -> Option<String> {
     sample.cpus_in_force = out.cpus_in_force.clone();
+    sample.kind.measure().fill(sample, out)
+}
+
+/// The steady kind's fields, from the handshake protocol's readings and lines.
+pub fn fill_steady(sample: &mut Sample, out: &SamplerOutput) {
+    const KIB: u64 = 1024;
     sample.baseline_rss_bytes = out.baseline.as_ref().map(|b| b.vm_rss_kib * KIB);
     sample.rss_bytes = out.samples.iter().map(|r| r.vm_rss_kib * KIB).collect();
     sample.rss_median_bytes = median_u64(&sample.rss_bytes);
@@ -235,15 +306,26 @@ pub fn fill_from_sampler(sample: &mut Sample, out: &SamplerOutput) {
     sample.timings.probe_ms = t("probe");
 }
 
-/// Decides validity: the protocol ran to the end, exit 0, not OOM-killed, completed = expected.
-pub fn judge_validity(sample: &mut Sample, sampler_error: Option<&str>) {
+/// Decides validity: the sampler ran to the end, exit 0, not OOM-killed, then the kind's own checks
+/// (for steady: completed = expected and RSS readings). `result_keys` are the keys a timed or
+/// latency probe may report (empty: any).
+pub fn judge_validity(sample: &mut Sample, sampler_error: Option<&str>, result_keys: &[String]) {
     let reason = if let Some(e) = sampler_error {
         Some(e.to_string())
     } else if sample.oom_killed {
         Some("OOM-killed".to_string())
     } else if sample.exit_code != Some(0) {
         Some(format!("sampler exited with {:?}", sample.exit_code))
-    } else if sample.completed != Some(sample.expected) {
+    } else {
+        sample.kind.measure().invalid(sample, result_keys)
+    };
+    sample.valid = reason.is_none();
+    sample.error = reason;
+}
+
+/// The steady kind's checks: every task completed and RSS was read.
+pub fn steady_invalid(sample: &Sample) -> Option<String> {
+    if sample.completed != Some(sample.expected) {
         Some(format!(
             "completed {:?} of {} tasks",
             sample.completed, sample.expected
@@ -252,9 +334,7 @@ pub fn judge_validity(sample: &mut Sample, sampler_error: Option<&str>) {
         Some("no RSS readings".to_string())
     } else {
         None
-    };
-    sample.valid = reason.is_none();
-    sample.error = reason;
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@ use std::path::Path;
 use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 
+pub use crate::kind::Kind;
+
 /// The default study, article 000: 1M tasks waiting, Rust/Tokio vs Go.
 pub const DEFAULT_STUDY: &str = include_str!("../results/wait-1m/study.yaml");
 
@@ -90,6 +92,13 @@ pub struct Probe {
     /// Environment of the probe; values may use `{tasks}` and `{workers}`.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// How the probe is measured (`steady`, `peak`, `timed`, `latency`; see `kind`). Default `steady`.
+    #[serde(default, skip_serializing_if = "Kind::is_steady")]
+    pub kind: Kind,
+    /// Timed and latency kinds: the keys its `result` lines may carry; any other key makes the sample
+    /// invalid. Empty: any key is accepted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<String>,
 }
 
 /// A published claim and how to judge it.
@@ -102,23 +111,47 @@ pub struct Claim {
     pub text: String,
     /// The statistic measured.
     pub stat: Stat,
-    /// The probe the statistic is about.
-    pub probe: String,
-    /// For `lower_by_percent`: the probe compared against.
+    /// The probe the statistic is about; empty for `order` (its probes are in `expected`).
     #[serde(default)]
-    pub than: Option<String>,
+    pub probe: String,
+    /// For `lower_by_percent` and `ratio`: what the probe is compared against.
+    #[serde(default)]
+    pub than: Option<Than>,
+    /// For `ratio`: compare the probe with itself at this other scale instead of another probe.
+    #[serde(default)]
+    pub than_tasks: Option<u64>,
+    /// For `ratio` and `order`: the statistic compared (`rss_median`, `peak_median`, `result_median`, …).
+    #[serde(default)]
+    pub of: Option<Stat>,
     /// The scale (task count); omitted for scale-free statistics (e.g. a future size).
     #[serde(default)]
     pub tasks: Option<u64>,
-    /// For `metric_median`: the probe metric's name (e.g. `stack_inuse_bytes`).
+    /// For `metric_median` and `result_median`: the metric's or result key's name (e.g. `ns_per_op`).
     #[serde(default)]
     pub metric: Option<String>,
-    /// The published value, or `[low, high]` range, in `unit`.
+    /// For `percentile`: which one (50, 99, 99.9).
+    #[serde(default)]
+    pub percentile: Option<f64>,
+    /// The published value, `[low, high]` range, bound (`{above: 13}`) or, for `order`, the probes
+    /// from lowest to highest.
     pub expected: Expected,
-    /// Unit of `expected` and of the tolerance when absolute.
+    /// Unit of `expected` and of the tolerance when absolute (`x` for ratios, `rank` for orders).
     pub unit: Unit,
-    /// How far the measurement may be from `expected` and still reproduce it.
+    /// How far the measurement may be from `expected` and still reproduce it; bounds and orders
+    /// take none.
+    #[serde(default)]
     pub tolerance: Tolerance,
+}
+
+/// What a `ratio` or `lower_by_percent` claim compares its probe against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Than {
+    /// One probe, or `lowest` / `highest`: the lowest or highest of every other probe of the same
+    /// kind measured at the scale.
+    One(String),
+    /// Each of these probes; the claim must hold against every one (the tightest ratio is judged).
+    Each(Vec<String>),
 }
 
 /// Statistics a claim can name; all computed from raw samples.
@@ -135,17 +168,45 @@ pub enum Stat {
     LowerByPercent,
     /// Median over processes of a probe metric.
     MetricMedian,
+    /// Peak kind: median over processes of the peak RSS (`ru_maxrss`).
+    PeakMedian,
+    /// Peak kind: the [min, max] of the processes' peak RSS.
+    PeakRange,
+    /// Timed and latency kinds: median over processes of each process's median `result` value.
+    ResultMedian,
+    /// Latency kind: median over processes of a percentile recomputed from each histogram, ns.
+    Percentile,
+    /// `of` of the probe ÷ `of` of `than` (or of the probe at `than_tasks`), a plain ratio.
+    Ratio,
+    /// The ranking of probes by `of`, lowest first.
+    Order,
 }
 
-/// A published value or range.
+/// A published value, range, bound or ranking.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Expected {
     Value(f64),
     Range([f64; 2]),
+    /// "more than" / "less than": the measurement must lie above and/or below these values.
+    Bound(Bound),
+    /// Probe identifiers from the lowest to the highest value.
+    Order(Vec<String>),
 }
 
-/// Units of claims. 1 KiB = 1,024 B, 1 MiB = 1,024 KiB, 1 GiB = 1,024 MiB.
+/// A one- or two-sided bound, in the claim's unit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bound {
+    /// The measurement must be greater than this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub above: Option<f64>,
+    /// The measurement must be less than this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below: Option<f64>,
+}
+
+/// Units of claims. 1 KiB = 1,024 B, 1 MiB = 1,024 KiB, 1 GiB = 1,024 MiB; times are based on ns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Unit {
     B,
@@ -154,22 +215,68 @@ pub enum Unit {
     GiB,
     #[serde(rename = "%")]
     Percent,
+    /// Nanoseconds.
+    #[serde(rename = "ns")]
+    Ns,
+    /// Microseconds.
+    #[serde(rename = "us")]
+    Us,
+    /// Milliseconds.
+    #[serde(rename = "ms")]
+    Ms,
+    /// A plain ratio ("13×").
+    #[serde(rename = "x")]
+    Times,
+    /// A plain count (threads, operations).
+    #[serde(rename = "count")]
+    Count,
+    /// A ranking (for `order` claims).
+    #[serde(rename = "rank")]
+    Rank,
+}
+
+/// What a unit measures; a claim's unit must measure what its statistic measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dimension {
+    /// Bytes.
+    Memory,
+    /// Nanoseconds.
+    Time,
+    /// A percentage.
+    Percent,
+    /// A plain number: ratios, counts, metrics without a unit.
+    Plain,
+    /// A ranking.
+    Rank,
 }
 
 impl Unit {
-    /// Bytes per unit; 1 for percent.
+    /// Base units (bytes, ns, 1) per unit.
     pub fn scale(self) -> f64 {
         match self {
-            Unit::B | Unit::Percent => 1.0,
             Unit::KiB => 1024.0,
             Unit::MiB => 1024.0 * 1024.0,
             Unit::GiB => 1024.0 * 1024.0 * 1024.0,
+            Unit::Us => 1e3,
+            Unit::Ms => 1e6,
+            _ => 1.0,
+        }
+    }
+
+    /// What the unit measures.
+    pub fn dimension(self) -> Dimension {
+        match self {
+            Unit::B | Unit::KiB | Unit::MiB | Unit::GiB => Dimension::Memory,
+            Unit::Ns | Unit::Us | Unit::Ms => Dimension::Time,
+            Unit::Percent => Dimension::Percent,
+            Unit::Times | Unit::Count => Dimension::Plain,
+            Unit::Rank => Dimension::Rank,
         }
     }
 }
 
 /// Allowed distance from the published value: relative (fraction, 0.05 = 5 %) or absolute (in `unit`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Tolerance {
     #[serde(default)]
@@ -228,41 +335,104 @@ impl Study {
         let mut claim_ids = std::collections::BTreeSet::new();
         for c in &self.claims {
             ensure!(claim_ids.insert(&c.id), "claim id {:?} appears twice", c.id);
-            ensure!(
-                ids.contains(&c.probe),
-                "claim {:?}: unknown probe {:?}",
-                c.id,
-                c.probe
-            );
-            match c.stat {
-                Stat::LowerByPercent => match &c.than {
-                    Some(t) if ids.contains(t) => {}
-                    Some(t) => bail!("claim {:?}: unknown probe {t:?} in `than`", c.id),
-                    None => bail!("claim {:?}: stat lower_by_percent needs `than`", c.id),
-                },
-                Stat::MetricMedian => {
-                    ensure!(
-                        c.metric.is_some(),
-                        "claim {:?}: stat metric_median needs `metric`",
-                        c.id
-                    )
-                }
-                _ => {}
-            }
-            if let Some(n) = c.tasks {
-                ensure!(
-                    p.scales.contains(&n),
-                    "claim {:?}: tasks {n} is not in protocol.scales",
-                    c.id
-                );
-            }
-            ensure!(
-                c.tolerance.relative.is_some() || c.tolerance.absolute.is_some(),
-                "claim {:?}: tolerance needs `relative` or `absolute`",
-                c.id
-            );
+            self.validate_claim(c)
+                .with_context(|| format!("claim {:?}", c.id))?;
         }
         Ok(())
+    }
+}
+
+impl Study {
+    /// The probe with this identifier.
+    pub fn probe(&self, id: &str) -> Option<&Probe> {
+        self.probes.iter().find(|p| p.id == id)
+    }
+
+    /// The kind of a probe named by a claim, or an error naming the unknown probe.
+    fn kind_of(&self, id: &str) -> Result<Kind> {
+        match self.probe(id) {
+            Some(p) => Ok(p.kind),
+            None => {
+                let known: Vec<&str> = self.probes.iter().map(|p| p.id.as_str()).collect();
+                bail!("unknown probe {id:?} (probes: {})", known.join(", "))
+            }
+        }
+    }
+
+    /// Checks one claim against the probes, their kinds and the scales.
+    fn validate_claim(&self, c: &Claim) -> Result<()> {
+        let scales = &self.protocol.scales;
+        for n in c.tasks.iter().chain(c.than_tasks.iter()) {
+            ensure!(scales.contains(n), "tasks {n} is not in protocol.scales");
+        }
+        crate::claim::check_tolerance(c)?;
+        match c.stat {
+            Stat::Order => {
+                let Expected::Order(ids) = &c.expected else {
+                    bail!("stat order needs `expected` as a list of probes, lowest first");
+                };
+                ensure!(ids.len() >= 2, "an order needs at least two probes");
+                let of =
+                    c.of.context("stat order needs `of`: the statistic ranked")?;
+                let kinds = ids
+                    .iter()
+                    .map(|id| self.kind_of(id))
+                    .collect::<Result<Vec<_>>>()?;
+                crate::claim::check_same_kind(of, ids, &kinds)?;
+                ensure!(c.tasks.is_some(), "stat order needs `tasks`");
+            }
+            Stat::Ratio | Stat::LowerByPercent => {
+                let kind = self.kind_of(&c.probe)?;
+                let of = match c.stat {
+                    Stat::Ratio => {
+                        c.of.context("stat ratio needs `of`: the statistic divided")?
+                    }
+                    _ => Stat::RssMedian,
+                };
+                let others = self.than_probes(c)?;
+                let mut ids = vec![c.probe.clone()];
+                ids.extend(others.iter().cloned());
+                let mut kinds = vec![kind];
+                for id in &others {
+                    kinds.push(self.kind_of(id)?);
+                }
+                crate::claim::check_same_kind(of, &ids, &kinds)?;
+                ensure!(c.tasks.is_some(), "stat {:?} needs `tasks`", c.stat);
+            }
+            stat => {
+                let kind = self.kind_of(&c.probe)?;
+                crate::claim::check_stat(stat, kind)?;
+                ensure!(
+                    c.tasks.is_some() || stat == Stat::MetricMedian,
+                    "stat {stat:?} needs `tasks`"
+                );
+            }
+        }
+        crate::claim::check_fields(c)
+    }
+
+    /// The probes a `ratio` or `lower_by_percent` claim compares against (`lowest`/`highest`: every
+    /// other probe of the same kind).
+    pub fn than_probes(&self, c: &Claim) -> Result<Vec<String>> {
+        let kind = self.kind_of(&c.probe)?;
+        match (&c.than, c.than_tasks) {
+            (None, Some(_)) => Ok(Vec::new()),
+            (None, None) => {
+                bail!("needs `than` (a probe, a list, `lowest` or `highest`) or `than_tasks`")
+            }
+            (Some(_), Some(_)) => bail!("`than` and `than_tasks` exclude each other"),
+            (Some(Than::One(w)), None) if w == "lowest" || w == "highest" => Ok(self
+                .probes
+                .iter()
+                .filter(|p| p.id != c.probe && p.kind == kind)
+                .map(|p| p.id.clone())
+                .collect()),
+            (Some(Than::One(id)), None) => Ok(vec![id.clone()]),
+            (Some(Than::Each(ids)), None) => {
+                ensure!(!ids.is_empty(), "`than` is an empty list");
+                Ok(ids.clone())
+            }
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::kind::Kind;
 use crate::sample::Sample;
 use crate::study::Study;
 
@@ -60,11 +61,48 @@ pub struct Cell {
     /// Coefficient of variation of the process medians: population standard deviation ÷ mean,
     /// a fraction (0.01 = 1 %).
     pub rss_cv: Option<f64>,
-    /// Median over processes of (process median − baseline), divided by tasks, bytes per task.
-    /// Processes without a baseline are left out.
+    /// Steady: median over processes of (process median − baseline), divided by tasks, bytes per
+    /// task; processes without a baseline are left out. Peak: (median peak at this scale − median
+    /// peak at the smallest scale) ÷ (tasks − the smallest scale's tasks); `None` at the smallest scale.
     pub per_task_bytes: Option<f64>,
     /// Medians of the probe's metrics over the valid processes that report them, by name.
     pub metrics: BTreeMap<String, Metric>,
+    /// The kind of measurement of the probe.
+    #[serde(default, skip_serializing_if = "Kind::is_steady")]
+    pub kind: Kind,
+    /// The kind's per-process values and their spread, by name (peak: `peak_bytes`, `vm_hwm_bytes`,
+    /// `wall_ms`…; timed: each result key; latency: `p50_ns`, `p99_ns`, `p99.9_ns`…). Empty for steady,
+    /// whose statistics are the fields above.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stats: BTreeMap<String, Spread>,
+}
+
+/// One value per valid process and its spread: bytes, ms or ns as the value's name says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// One value per valid process that has it, in repeat order.
+    pub values: Vec<f64>,
+    /// Median of `values`.
+    pub median: f64,
+    /// Smallest of `values`.
+    pub min: f64,
+    /// Largest of `values`.
+    pub max: f64,
+    /// Population standard deviation ÷ mean, a fraction; `None` when the mean is 0.
+    pub cv: Option<f64>,
+}
+
+impl Spread {
+    /// The spread of some values; `None` when there are none.
+    pub fn of(values: Vec<f64>) -> Option<Self> {
+        Some(Spread {
+            median: median(&values)?,
+            min: values.iter().copied().reduce(f64::min)?,
+            max: values.iter().copied().reduce(f64::max)?,
+            cv: cv(&values),
+            values,
+        })
+    }
 }
 
 /// One valid process of a cell.
@@ -74,8 +112,8 @@ pub struct Process {
     pub repeat: u32,
     /// Position in the run order, 0-based.
     pub position: u32,
-    /// Median of the process's RSS readings, recomputed from `rss_bytes`, bytes.
-    pub rss_median_bytes: f64,
+    /// Median of the process's RSS readings, recomputed from `rss_bytes`, bytes (steady kind).
+    pub rss_median_bytes: Option<f64>,
     /// RSS before any task was created, bytes.
     pub baseline_rss_bytes: Option<u64>,
     /// (rss_median_bytes − baseline_rss_bytes) / tasks, bytes per task.
@@ -134,12 +172,14 @@ pub struct InvalidSample {
 pub fn summarize(study: &Study, samples: &[Sample]) -> Summary {
     let mut notes = duplicate_notes(samples);
     let (counted, outside) = split_outside(study, samples, &mut notes);
-    let invalid_samples: Vec<InvalidSample> =
-        counted.iter().filter_map(|s| invalid_reason(s)).collect();
+    let invalid_samples: Vec<InvalidSample> = counted
+        .iter()
+        .filter_map(|s| invalid_reason(study, s))
+        .collect();
     let valid: Vec<&Sample> = counted
         .iter()
         .copied()
-        .filter(|s| invalid_reason(s).is_none())
+        .filter(|s| invalid_reason(study, s).is_none())
         .collect();
     notes.extend(valid.iter().filter_map(|s| stored_median_note(s)));
     let mut cells = Vec::new();
@@ -148,9 +188,10 @@ pub fn summarize(study: &Study, samples: &[Sample]) -> Summary {
             let of_cell = |s: &&Sample| s.probe == probe.id && s.tasks == tasks;
             let cell_valid: Vec<&Sample> = valid.iter().copied().filter(of_cell).collect();
             let invalid = counted.iter().copied().filter(of_cell).count() - cell_valid.len();
-            cells.push(cell(&probe.id, tasks, &cell_valid, invalid));
+            cells.push(cell(probe, tasks, &cell_valid, invalid));
         }
     }
+    peak_per_task(study, &mut cells);
     let probes = study
         .probes
         .iter()
@@ -168,6 +209,47 @@ pub fn summarize(study: &Study, samples: &[Sample]) -> Summary {
         probes,
         invalid_samples,
         notes,
+    }
+}
+
+/// A cell's memory for figures: the median, the largest process, and each process's value, bytes.
+pub struct Memory {
+    /// Median over processes, bytes.
+    pub median: f64,
+    /// Largest process, bytes.
+    pub max: f64,
+    /// (repeat, bytes) of each valid process.
+    pub each: Vec<(u32, f64)>,
+}
+
+impl Cell {
+    /// The memory figure of a memory kind. Steady: RSS with every task parked; peak: `ru_maxrss`.
+    /// `None` for other kinds or without data.
+    pub fn memory(&self) -> Option<Memory> {
+        match self.kind {
+            Kind::Steady => {
+                let each = self
+                    .processes
+                    .iter()
+                    .filter_map(|p| Some((p.repeat, p.rss_median_bytes?)))
+                    .collect();
+                Some(Memory {
+                    median: self.rss_median_bytes?,
+                    max: self.rss_max_bytes?,
+                    each,
+                })
+            }
+            Kind::Peak => {
+                let s = self.stats.get("peak_bytes")?;
+                let repeats = self.processes.iter().map(|p| p.repeat);
+                Some(Memory {
+                    median: s.median,
+                    max: s.max,
+                    each: repeats.zip(s.values.iter().copied()).collect(),
+                })
+            }
+            Kind::Timed | Kind::Latency => None,
+        }
     }
 }
 
@@ -223,14 +305,21 @@ fn process_median(s: &Sample) -> Option<f64> {
     median(&s.rss_bytes.iter().map(|&b| b as f64).collect::<Vec<_>>())
 }
 
-/// Why a sample is left out; `None` when it counts.
-fn invalid_reason(s: &Sample) -> Option<InvalidSample> {
+/// Why a sample is left out; `None` when it counts. A sample marked valid is checked again by its
+/// kind (a hand-edited log must not slip an empty sample in).
+fn invalid_reason(study: &Study, s: &Sample) -> Option<InvalidSample> {
+    let keys = study
+        .probe(&s.probe)
+        .map(|p| p.results.as_slice())
+        .unwrap_or_default();
     let error = if !s.valid {
         s.error
             .clone()
             .unwrap_or_else(|| "marked invalid, no reason recorded".into())
-    } else if s.rss_bytes.is_empty() {
+    } else if s.kind == Kind::Steady && s.rss_bytes.is_empty() {
         "marked valid but has no RSS readings".into()
+    } else if let Some(why) = s.kind.measure().invalid(s, keys) {
+        format!("marked valid, but {why}")
     } else {
         return None;
     };
@@ -292,10 +381,10 @@ fn stored_median_note(s: &Sample) -> Option<String> {
 }
 
 fn process(s: &Sample) -> Process {
-    let rss = process_median(s).expect("valid samples have readings");
-    let per_task = s
-        .baseline_rss_bytes
-        .map(|b| (rss - b as f64) / s.tasks as f64);
+    let rss = process_median(s);
+    let per_task = rss
+        .zip(s.baseline_rss_bytes)
+        .map(|(rss, b)| (rss - b as f64) / s.tasks as f64);
     Process {
         repeat: s.repeat,
         position: s.position,
@@ -305,16 +394,20 @@ fn process(s: &Sample) -> Process {
     }
 }
 
-fn cell(probe: &str, tasks: u64, valid: &[&Sample], invalid: usize) -> Cell {
-    let mut processes: Vec<Process> = valid.iter().map(|s| process(s)).collect();
-    processes.sort_by_key(|p| (p.repeat, p.position));
-    let medians: Vec<f64> = processes.iter().map(|p| p.rss_median_bytes).collect();
+fn cell(probe: &crate::study::Probe, tasks: u64, valid: &[&Sample], invalid: usize) -> Cell {
+    let mut valid = valid.to_vec();
+    valid.sort_by_key(|s| (s.repeat, s.position));
+    let processes: Vec<Process> = valid.iter().map(|s| process(s)).collect();
+    let medians: Vec<f64> = processes
+        .iter()
+        .filter_map(|p| p.rss_median_bytes)
+        .collect();
     let above_baseline: Vec<f64> = processes
         .iter()
-        .filter_map(|p| p.baseline_rss_bytes.map(|b| p.rss_median_bytes - b as f64))
+        .filter_map(|p| Some(p.rss_median_bytes? - p.baseline_rss_bytes? as f64))
         .collect();
     Cell {
-        probe: probe.to_owned(),
+        probe: probe.id.clone(),
         tasks,
         valid: processes.len(),
         invalid,
@@ -323,8 +416,46 @@ fn cell(probe: &str, tasks: u64, valid: &[&Sample], invalid: usize) -> Cell {
         rss_max_bytes: medians.iter().copied().reduce(f64::max),
         rss_cv: cv(&medians),
         per_task_bytes: median(&above_baseline).map(|d| d / tasks as f64),
-        metrics: metric_medians(valid),
+        metrics: metric_medians(&valid),
+        kind: probe.kind,
+        stats: kind_stats(probe.kind, &valid),
         processes,
+    }
+}
+
+/// The spread of each of the kind's per-process values.
+fn kind_stats(kind: Kind, valid: &[&Sample]) -> BTreeMap<String, Spread> {
+    let mut by_name: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for s in valid {
+        for (name, v) in kind.measure().values(s) {
+            by_name.entry(name).or_default().push(v);
+        }
+    }
+    by_name
+        .into_iter()
+        .filter_map(|(name, v)| Some((name, Spread::of(v)?)))
+        .collect()
+}
+
+/// Peak kind: per task = (median peak at N − median peak at the smallest scale) ÷ (N − that N).
+fn peak_per_task(study: &Study, cells: &mut [Cell]) {
+    let Some(&smallest) = study.protocol.scales.iter().min() else {
+        return;
+    };
+    for probe in study.probes.iter().filter(|p| p.kind == Kind::Peak) {
+        let peak = |c: &Cell| c.stats.get("peak_bytes").map(|s| s.median);
+        let base = cells
+            .iter()
+            .find(|c| c.probe == probe.id && c.tasks == smallest)
+            .and_then(peak);
+        for c in cells.iter_mut().filter(|c| c.probe == probe.id) {
+            c.per_task_bytes = match (peak(c), base) {
+                (Some(p), Some(b)) if c.tasks > smallest => {
+                    Some((p - b) / (c.tasks - smallest) as f64)
+                }
+                _ => None,
+            };
+        }
     }
 }
 
@@ -412,14 +543,18 @@ mod tests {
         assert_eq!((s.samples, s.valid, s.invalid, s.outside), (24, 23, 1, 0));
         let go = s.cell("go", 1_000_000).unwrap();
         assert_eq!((go.valid, go.invalid), (2, 1));
-        let m: Vec<f64> = go.processes.iter().map(|p| p.rss_median_bytes).collect();
+        let m: Vec<f64> = go
+            .processes
+            .iter()
+            .filter_map(|p| p.rss_median_bytes)
+            .collect();
         // Even count: the mean of both process medians.
         assert_eq!(go.rss_median_bytes, Some((m[0] + m[1]) / 2.0));
         assert_eq!(go.rss_min_bytes, Some(m[0].min(m[1])));
         let per_task: Vec<f64> = go
             .processes
             .iter()
-            .map(|p| (p.rss_median_bytes - p.baseline_rss_bytes.unwrap() as f64) / 1e6)
+            .map(|p| (p.rss_median_bytes.unwrap() - p.baseline_rss_bytes.unwrap() as f64) / 1e6)
             .collect();
         let expected = (per_task[0] + per_task[1]) / 2.0;
         assert!((go.per_task_bytes.unwrap() - expected).abs() < 1e-9);
@@ -444,7 +579,7 @@ mod tests {
             .cell(&samples[0].probe, samples[0].tasks)
             .unwrap()
             .processes[0];
-        assert_eq!(p.rss_median_bytes, 25.0);
+        assert_eq!(p.rss_median_bytes, Some(25.0));
         assert_eq!(s.notes.len(), 1, "the stored median differs: {:?}", s.notes);
     }
 

@@ -24,7 +24,7 @@ pub fn summary() -> Summary {
 }
 
 pub fn verdicts() -> Vec<Verdict> {
-    judge(&study().claims, &summary())
+    judge(&study(), &summary())
 }
 
 /// A report input with a plausible environment that differs from the published one.

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
+use crate::kind::Kind;
 use crate::report::number::{self, grouped, mib};
 use crate::report::{Format, ReportInput};
 use crate::sample::Sample;
@@ -77,7 +78,7 @@ fn verdicts(verdicts: &[Verdict]) -> String {
             "| `{}` | {} | {} | {delta} | {} | {} | **{}** |",
             v.claim,
             number::expected(&v.expected, v.unit),
-            number::measured(v.measured, v.unit),
+            number::measured(v.measured.as_ref(), v.unit),
             number::ratio(v.ratio),
             v.tolerance,
             v.status.label()
@@ -171,11 +172,18 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
             pinned
         }
     );
-    let _ = writeln!(
-        out,
-        "- RSS: {} ms after every task is ready, {} readings {} ms apart; a process's RSS is the median of its readings.",
-        p.settle_ms, p.samples, p.interval_ms
-    );
+    let kinds: std::collections::BTreeSet<Kind> = study.probes.iter().map(|p| p.kind).collect();
+    for kind in kinds {
+        if kind == Kind::Steady {
+            let _ = writeln!(
+                out,
+                "- RSS: {} ms after every task is ready, {} readings {} ms apart; a process's RSS is the median of its readings.",
+                p.settle_ms, p.samples, p.interval_ms
+            );
+        } else {
+            let _ = writeln!(out, "- {}", kind.measure().describe(p));
+        }
+    }
     let _ = writeln!(out, "- Timeout: {} s per process.\n", p.timeout_s);
     out.push_str("| Probe | Image | Arguments | Environment |\n|---|---|---|---|\n");
     for probe in &study.probes {
@@ -198,21 +206,23 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
 
 fn results(study: &Study, summary: &Summary) -> String {
     let mut out = String::from("## Results\n\n");
-    out.push_str(
-        "![Process RSS per scale: a dot per process, a bar at the median](figure.svg)\n\n",
-    );
-    out.push_str(
-        "RSS in MiB (1 MiB = 1,048,576 bytes). CV is the population standard deviation of the ",
-    );
-    out.push_str("process medians ÷ their mean. Per task is the median over processes of (RSS − baseline), ÷ tasks.\n");
-    for &tasks in &study.protocol.scales {
-        let _ = writeln!(out, "\n### {} tasks\n", grouped(tasks as f64, 0));
-        out.push_str("| Probe | Valid | Process medians (MiB) | Median | Min | Max | CV | Per task | Metrics (median) |\n");
-        out.push_str("|---|--:|---|--:|--:|--:|--:|--:|---|\n");
-        for cell in summary.cells.iter().filter(|c| c.tasks == tasks) {
-            out.push_str(&cell_row(cell, summary.repeats));
+    out.push_str("![Memory per scale: a dot per process, a bar at the median](figure.svg)\n\n");
+    if study.probes.iter().any(|p| p.kind == Kind::Steady) {
+        out.push_str(
+            "RSS in MiB (1 MiB = 1,048,576 bytes). CV is the population standard deviation of the ",
+        );
+        out.push_str("process medians ÷ their mean. Per task is the median over processes of (RSS − baseline), ÷ tasks.\n");
+        for &tasks in &study.protocol.scales {
+            let _ = writeln!(out, "\n### {} tasks\n", grouped(tasks as f64, 0));
+            out.push_str("| Probe | Valid | Process medians (MiB) | Median | Min | Max | CV | Per task | Metrics (median) |\n");
+            out.push_str("|---|--:|---|--:|--:|--:|--:|--:|---|\n");
+            let steady = summary.cells.iter().filter(|c| c.kind == Kind::Steady);
+            for cell in steady.filter(|c| c.tasks == tasks) {
+                out.push_str(&cell_row(cell, summary.repeats));
+            }
         }
     }
+    out.push_str(&crate::report::kinds::tables(study, summary));
     out
 }
 
@@ -221,7 +231,7 @@ fn cell_row(c: &Cell, repeats: u32) -> String {
     let processes: Vec<String> = c
         .processes
         .iter()
-        .map(|p| format!("r{} {}", p.repeat, mib(p.rss_median_bytes)))
+        .filter_map(|p| Some(format!("r{} {}", p.repeat, mib(p.rss_median_bytes?))))
         .collect();
     let metrics: Vec<String> = c
         .metrics
@@ -362,7 +372,7 @@ mod tests {
     fn render(study: &Study, partial: Option<&str>) -> String {
         let samples = fixture::samples();
         let summary = crate::summary::summarize(study, &samples);
-        let verdicts = crate::verdict::judge(&study.claims, &summary);
+        let verdicts = crate::verdict::judge(study, &summary);
         let mut input = fixture::input(study, &samples, &summary, &verdicts);
         input.partial = partial.map(String::from);
         String::from_utf8(Markdown.render(&input).unwrap()).unwrap()

@@ -5,6 +5,7 @@
 
 mod csv;
 mod json;
+mod kinds;
 mod markdown;
 mod number;
 mod svg;

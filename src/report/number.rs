@@ -33,10 +33,10 @@ pub fn grouped(v: f64, decimals: usize) -> String {
 /// Decimals used for a value in a unit: bytes as whole numbers when whole, else one decimal.
 fn decimals(v: f64, unit: Unit) -> usize {
     match unit {
-        Unit::GiB => 3,
-        Unit::MiB | Unit::KiB | Unit::Percent => 2,
-        Unit::B if v.fract() == 0.0 => 0,
-        Unit::B => 1,
+        Unit::GiB | Unit::Times => 3,
+        Unit::MiB | Unit::KiB | Unit::Percent | Unit::Ns | Unit::Us | Unit::Ms => 2,
+        Unit::B | Unit::Count | Unit::Rank if v.fract() == 0.0 => 0,
+        Unit::B | Unit::Count | Unit::Rank => 1,
     }
 }
 
@@ -45,9 +45,13 @@ pub fn number(v: f64, unit: Unit) -> String {
     grouped(v, decimals(v, unit))
 }
 
-/// A value with its unit (`2.537 GiB`, `85.70 %`).
+/// A value with its unit (`2.537 GiB`, `85.70 %`, `13.200×`).
 pub fn value(v: f64, unit: Unit) -> String {
-    format!("{} {}", number(v, unit), unit_label(unit))
+    match unit {
+        Unit::Times => format!("{}×", number(v, unit)),
+        Unit::Count | Unit::Rank => number(v, unit),
+        _ => format!("{} {}", number(v, unit), unit_label(unit)),
+    }
 }
 
 /// A signed difference with its unit (`+0.012 GiB`, `-19.4 B`); percentages in points (`-0.20 pp`).
@@ -69,25 +73,34 @@ pub fn expected(e: &Expected, unit: Unit) -> String {
     match e {
         Expected::Value(v) => value(*v, unit),
         Expected::Range([lo, hi]) => range(*lo, *hi, unit),
+        Expected::Bound(b) => {
+            let sides: Vec<String> = [(b.above, ">"), (b.below, "<")]
+                .into_iter()
+                .filter_map(|(v, op)| Some(format!("{op} {}", value(v?, unit))))
+                .collect();
+            sides.join(" and ")
+        }
+        Expected::Order(ids) => ids.join(" < "),
     }
 }
 
 /// A measured value or range with its unit; `—` when nothing was measured.
-pub fn measured(m: Option<Measured>, unit: Unit) -> String {
+pub fn measured(m: Option<&Measured>, unit: Unit) -> String {
     match m {
         None => "—".into(),
-        Some(Measured::Value(v)) => value(v, unit),
-        Some(Measured::Range([lo, hi])) => range(lo, hi, unit),
+        Some(Measured::Value(v)) => value(*v, unit),
+        Some(Measured::Range([lo, hi])) => range(*lo, *hi, unit),
+        Some(Measured::Order(ids)) => ids.join(" < "),
     }
 }
 
 fn range(lo: f64, hi: f64, unit: Unit) -> String {
-    format!(
-        "{}–{} {}",
-        number(lo, unit),
-        number(hi, unit),
-        unit_label(unit)
-    )
+    let text = format!("{}–{}", number(lo, unit), number(hi, unit));
+    match unit {
+        Unit::Times => format!("{text}×"),
+        Unit::Count | Unit::Rank => text,
+        _ => format!("{text} {}", unit_label(unit)),
+    }
 }
 
 /// A plain ratio with three decimals; `—` when absent.
@@ -135,6 +148,7 @@ mod tests {
             "2,619.10–2,620.82 MiB"
         );
         assert_eq!(measured(None, Unit::B), "—");
+        assert_eq!(value(13.2, Unit::Times), "13.200×");
         assert_eq!(ratio(Some(0.99123)), "0.991");
     }
 

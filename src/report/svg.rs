@@ -7,9 +7,10 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
+use crate::kind::Kind;
 use crate::report::number::{GIB, MIB, grouped, scale_label};
 use crate::report::{Format, ReportInput};
-use crate::summary::{Cell, Summary};
+use crate::summary::{Cell, Memory, Summary};
 
 /// `figure.svg`.
 pub struct Figure;
@@ -47,8 +48,14 @@ impl Format for Figure {
             "{}",
             text(MARGIN + 4.0, 26.0, 17, "start", "bold", &input.study.title)
         );
-        let sub = "Process RSS with every task parked. Dot: one process (median of its readings); \
-                   bar: median of the processes. Lower is better.";
+        let peak = input.study.probes.iter().any(|p| p.kind == Kind::Peak);
+        let sub = if peak {
+            "Peak RSS of each process (ru_maxrss at exit). Dot: one process; bar: median of the \
+             processes. Lower is better."
+        } else {
+            "Process RSS with every task parked. Dot: one process (median of its readings); \
+             bar: median of the processes. Lower is better."
+        };
         let _ = writeln!(
             out,
             "{}",
@@ -139,7 +146,7 @@ fn panel(x0: f64, y0: f64, tasks: u64, probes: &[&str], summary: &Summary) -> St
     let max = cells
         .iter()
         .flatten()
-        .filter_map(|c| c.rss_max_bytes)
+        .filter_map(|c| c.memory().map(|m| m.max))
         .fold(0.0, f64::max);
     let plot = Plot {
         left: x0 + PLOT[0],
@@ -250,7 +257,7 @@ fn label(plot: &Plot, cx: f64, probe: &str, valid: usize, repeats: u32) -> Strin
 /// A bar at the median, a dot per process jittered by repeat, and the median's value above.
 fn column(plot: &Plot, cx: f64, bar_w: f64, color: &str, cell: &Cell, repeats: u32) -> String {
     let mut out = String::new();
-    let Some(median) = cell.rss_median_bytes else {
+    let Some(Memory { median, max, each }) = cell.memory() else {
         return out;
     };
     let (my, bottom, x) = (plot.y(median), plot.bottom, cx - bar_w / 2.0);
@@ -270,17 +277,17 @@ fn column(plot: &Plot, cx: f64, bar_w: f64, color: &str, cell: &Cell, repeats: u
     } else {
         0.0
     };
-    for p in &cell.processes {
-        let dx = (f64::from(p.repeat) - f64::from(repeats + 1) / 2.0) * spacing;
+    for (repeat, value) in each {
+        let dx = (f64::from(repeat) - f64::from(repeats + 1) / 2.0) * spacing;
         let _ = writeln!(
             out,
             "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4.5\" fill=\"{color}\" stroke=\"#ffffff\" \
              stroke-width=\"1.2\"/>",
             cx + dx,
-            plot.y(p.rss_median_bytes)
+            plot.y(value)
         );
     }
-    let label_y = plot.y(cell.rss_max_bytes.unwrap_or(median)).min(my) - 9.0;
+    let label_y = plot.y(max).min(my) - 9.0;
     let decimals = if plot.axis.unit == "GiB" { 2 } else { 1 };
     let value = grouped(median / plot.axis.per_unit, decimals);
     let _ = writeln!(out, "{}", text(cx, label_y, 12, "middle", "bold", &value));

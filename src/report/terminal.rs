@@ -44,7 +44,7 @@ fn row(v: &Verdict) -> [String; 7] {
         v.claim.clone(),
         v.status.label().to_owned(),
         number::expected(&v.expected, v.unit),
-        number::measured(v.measured, v.unit),
+        number::measured(v.measured.as_ref(), v.unit),
         v.delta
             .map_or_else(|| "—".into(), |d| number::signed(d, v.unit)),
         number::ratio(v.ratio),

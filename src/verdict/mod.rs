@@ -6,10 +6,13 @@
 //! tolerance on each side. With both a relative and an absolute tolerance, the wider one applies
 //! (either suffices). Delta and ratio compare the midpoints.
 
+mod compare;
+mod value;
+
 use serde::{Deserialize, Serialize};
 
-use crate::study::{Claim, Expected, Stat, Tolerance, Unit};
-use crate::summary::{Cell, Summary};
+use crate::study::{Claim, Expected, Stat, Study, Tolerance, Unit};
+use crate::summary::Summary;
 
 /// The verdicts of a run (`verdicts.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,8 +36,15 @@ pub struct Verdict {
     pub stat: Stat,
     /// The probe the claim is about.
     pub probe: String,
-    /// For `lower_by_percent`: the probe compared against.
+    /// For `lower_by_percent` and `ratio`: what the probe was compared against, in words.
     pub than: Option<String>,
+    /// For `ratio` and `order`: the statistic compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub of: Option<Stat>,
+    /// Participants of a comparison that could not be measured, each with the reason; the verdict
+    /// is then judged on the others and is partial.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
     /// The scale (task count); `None` for scale-free statistics.
     pub tasks: Option<u64>,
     /// For `metric_median`: the metric's name.
@@ -45,8 +55,9 @@ pub struct Verdict {
     pub expected: Expected,
     /// The measured value or [min, max] range, in `unit`; `None` when not measured.
     pub measured: Option<Measured>,
-    /// Measured values reproduce the claim inside [low, high], in `unit`.
-    pub accepted: [f64; 2],
+    /// Measured values reproduce the claim inside [low, high], in `unit`; an open side of a bound is
+    /// `null`. [null, null] for an order.
+    pub accepted: [Option<f64>; 2],
     /// Measured midpoint − published midpoint, signed, in `unit`.
     pub delta: Option<f64>,
     /// Measured midpoint ÷ published midpoint, a plain ratio; `None` when the published one is 0.
@@ -59,14 +70,16 @@ pub struct Verdict {
     pub note: Option<String>,
 }
 
-/// A measured value or [min, max] range.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// A measured value, [min, max] range or ranking.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Measured {
     /// A single value, in the claim's unit.
     Value(f64),
-    /// [min, max] of the process medians, in the claim's unit.
+    /// [min, max] of the process values, in the claim's unit.
     Range([f64; 2]),
+    /// Probes from the lowest to the highest measured value.
+    Order(Vec<String>),
 }
 
 /// The finding of a verdict.
@@ -93,50 +106,79 @@ impl Status {
 }
 
 impl Measured {
-    /// [low, high]; a value is [v, v].
-    pub fn bounds(self) -> [f64; 2] {
+    /// [low, high]; a value is [v, v]; `None` for a ranking.
+    pub fn bounds(&self) -> Option<[f64; 2]> {
         match self {
-            Measured::Value(v) => [v, v],
-            Measured::Range(r) => r,
+            Measured::Value(v) => Some([*v, *v]),
+            Measured::Range(r) => Some(*r),
+            Measured::Order(_) => None,
         }
     }
 }
 
-/// Judges every claim against the statistics, in the claims' order.
-pub fn judge(claims: &[Claim], summary: &Summary) -> Vec<Verdict> {
-    claims.iter().map(|c| judge_one(c, summary)).collect()
+/// What measuring a claim found: the value, notes that qualify it, and participants left out.
+struct Found {
+    measured: Measured,
+    notes: Vec<String>,
+    missing: Vec<String>,
 }
 
-fn judge_one(claim: &Claim, summary: &Summary) -> Verdict {
-    let expected = bounds(&claim.expected);
-    let accepted = accepted(expected, &claim.tolerance);
-    let (measured, notes) = match measure(claim, summary) {
-        Ok((m, notes)) => (Some(m), notes),
+/// Judges every claim of the study against the statistics, in the claims' order.
+pub fn judge(study: &Study, summary: &Summary) -> Vec<Verdict> {
+    study
+        .claims
+        .iter()
+        .map(|c| judge_one(study, c, summary))
+        .collect()
+}
+
+fn judge_one(study: &Study, claim: &Claim, summary: &Summary) -> Verdict {
+    let (found, mut notes) = match measure(study, claim, summary) {
+        Ok(f) => {
+            let notes = f.notes.clone();
+            (Some(f), notes)
+        }
         Err(why) => (None, vec![why]),
     };
-    let status = match measured.map(Measured::bounds) {
+    let missing = found
+        .as_ref()
+        .map(|f| f.missing.clone())
+        .unwrap_or_default();
+    if !missing.is_empty() {
+        notes.push(format!(
+            "partial: judged without {} (not measured)",
+            missing.join("; ")
+        ));
+    }
+    let measured = found.map(|f| f.measured);
+    let accepted = accepted(&claim.expected, &claim.tolerance);
+    let status = match &measured {
         None => Status::NotMeasured,
-        Some(m) if within(m, accepted) => Status::Reproduced,
+        Some(m) if holds(&claim.expected, m, accepted) => Status::Reproduced,
         Some(_) => Status::Differs,
     };
-    let mid_expected = midpoint(expected);
-    let mid_measured = measured.map(|m| midpoint(m.bounds()));
+    let mid_expected = midpoint_of(&claim.expected);
+    let mid_measured = measured.as_ref().and_then(Measured::bounds).map(midpoint);
+    let (delta, ratio) = match (mid_measured, mid_expected) {
+        (Some(m), Some(e)) => (Some(m - e), (e != 0.0).then(|| m / e)),
+        _ => (None, None),
+    };
     Verdict {
         claim: claim.id.clone(),
         text: claim.text.clone(),
         stat: claim.stat,
         probe: claim.probe.clone(),
-        than: claim.than.clone(),
+        than: compare::than_words(study, claim),
+        of: claim.of,
+        missing,
         tasks: claim.tasks,
         metric: claim.metric.clone(),
         unit: claim.unit,
         expected: claim.expected.clone(),
         measured,
         accepted,
-        delta: mid_measured.map(|m| m - mid_expected),
-        ratio: mid_measured
-            .filter(|_| mid_expected != 0.0)
-            .map(|m| m / mid_expected),
+        delta,
+        ratio,
         tolerance: describe(&claim.tolerance, claim.unit),
         status,
         note: (!notes.is_empty()).then(|| notes.join("; ")),
@@ -144,99 +186,60 @@ fn judge_one(claim: &Claim, summary: &Summary) -> Verdict {
 }
 
 /// The measured value in the claim's unit with qualifying notes, or why there is none.
-fn measure(claim: &Claim, summary: &Summary) -> Result<(Measured, Vec<String>), String> {
-    let scale = claim.unit.scale();
-    if claim.stat == Stat::MetricMedian && claim.tasks.is_none() {
-        return metric_all_scales(claim, summary);
-    }
-    let tasks = claim
-        .tasks
-        .ok_or_else(|| format!("claim names no task count for {:?}", claim.stat))?;
-    let cell = valid_cell(summary, &claim.probe, tasks)?;
-    let mut notes = coverage_note(cell, summary.repeats)
-        .into_iter()
-        .collect::<Vec<_>>();
-    let value = match claim.stat {
-        Stat::RssMedian => Measured::Value(cell.rss_median_bytes.unwrap_or_default() / scale),
-        Stat::RssRange => Measured::Range([
-            cell.rss_min_bytes.unwrap_or_default() / scale,
-            cell.rss_max_bytes.unwrap_or_default() / scale,
-        ]),
-        Stat::PerTaskBytes => {
-            let v = cell.per_task_bytes.ok_or_else(|| {
-                format!(
-                    "no valid process of {} at {tasks} tasks has a baseline RSS",
-                    claim.probe
-                )
-            })?;
-            Measured::Value(v / scale)
-        }
-        Stat::LowerByPercent => {
-            let than = claim
-                .than
-                .as_deref()
-                .ok_or("claim names no probe to compare against")?;
-            let other = valid_cell(summary, than, tasks)?;
-            notes.extend(coverage_note(other, summary.repeats));
-            let r = summary
-                .ratio(&claim.probe, than, tasks)
-                .ok_or_else(|| format!("no ratio of {} to {than} at {tasks} tasks", claim.probe))?;
-            Measured::Value(r.lower_by_percent)
-        }
-        Stat::MetricMedian => {
-            let name = claim.metric.as_deref().ok_or("claim names no metric")?;
-            let m = cell.metrics.get(name).ok_or_else(|| {
-                format!(
-                    "no valid sample of {} at {tasks} tasks reports metric {name}",
-                    claim.probe
-                )
-            })?;
-            if m.count < cell.valid {
-                notes.push(format!(
-                    "{name} reported by {} of {} valid processes",
-                    m.count, cell.valid
-                ));
-            }
-            Measured::Value(m.median / scale)
-        }
+fn measure(study: &Study, claim: &Claim, summary: &Summary) -> Result<Found, String> {
+    let plain = |measured, notes| Found {
+        measured,
+        notes,
+        missing: Vec::new(),
     };
-    Ok((value, notes))
-}
-
-fn metric_all_scales(claim: &Claim, summary: &Summary) -> Result<(Measured, Vec<String>), String> {
-    let name = claim.metric.as_deref().ok_or("claim names no metric")?;
-    let probe = summary
-        .probe(&claim.probe)
-        .ok_or_else(|| format!("probe {} is not in the study", claim.probe))?;
-    let m = probe
-        .metrics
-        .get(name)
-        .ok_or_else(|| format!("no valid sample of {} reports metric {name}", claim.probe))?;
-    let note = format!("median of {} valid processes, all scales", m.count);
-    Ok((Measured::Value(m.median / claim.unit.scale()), vec![note]))
-}
-
-fn valid_cell<'a>(summary: &'a Summary, probe: &str, tasks: u64) -> Result<&'a Cell, String> {
-    match summary.cell(probe, tasks) {
-        None => Err(format!("{probe} at {tasks} tasks is not in the study")),
-        Some(c) if c.valid == 0 => Err(format!("no valid sample of {probe} at {tasks} tasks")),
-        Some(c) => Ok(c),
+    match claim.stat {
+        Stat::Ratio => compare::ratio(study, claim, summary),
+        Stat::Order => compare::order(claim, summary),
+        Stat::LowerByPercent => compare::lower_by(claim, summary).map(|(m, n)| plain(m, n)),
+        Stat::MetricMedian if claim.tasks.is_none() => {
+            value::metric_all_scales(claim, summary).map(|(m, n)| plain(m, n))
+        }
+        Stat::RssRange | Stat::PeakRange => value::range(claim, summary).map(|(m, n)| plain(m, n)),
+        stat => {
+            let tasks = claim
+                .tasks
+                .ok_or_else(|| format!("claim names no task count for {stat:?}"))?;
+            let (v, notes) = value::scalar(stat, claim, &claim.probe, tasks, summary)?;
+            Ok(plain(Measured::Value(v / claim.unit.scale()), notes))
+        }
     }
 }
 
-fn coverage_note(cell: &Cell, repeats: u32) -> Option<String> {
-    (cell.valid != repeats as usize).then(|| {
-        format!(
-            "{}: {} of {repeats} processes valid at {} tasks",
-            cell.probe, cell.valid, cell.tasks
-        )
-    })
+/// Whether the measurement reproduces the claim.
+fn holds(expected: &Expected, measured: &Measured, accepted: [Option<f64>; 2]) -> bool {
+    match (expected, measured) {
+        (Expected::Order(want), Measured::Order(got)) => {
+            let want: Vec<&String> = want.iter().filter(|p| got.contains(p)).collect();
+            want.iter().copied().eq(got.iter())
+        }
+        (Expected::Bound(_), m) => m.bounds().is_some_and(|[lo, hi]| {
+            accepted[0].is_none_or(|a| lo > a) && accepted[1].is_none_or(|b| hi < b)
+        }),
+        (_, m) => match (m.bounds(), accepted) {
+            (Some(m), [Some(a), Some(b)]) => within(m, [a, b]),
+            _ => false,
+        },
+    }
 }
 
-fn bounds(e: &Expected) -> [f64; 2] {
+/// The published midpoint; `None` for bounds and orders.
+fn midpoint_of(e: &Expected) -> Option<f64> {
     match e {
-        Expected::Value(v) => [*v, *v],
-        Expected::Range([lo, hi]) => [lo.min(*hi), lo.max(*hi)],
+        Expected::Value(_) | Expected::Range(_) => bounds(e).map(midpoint),
+        _ => None,
+    }
+}
+
+fn bounds(e: &Expected) -> Option<[f64; 2]> {
+    match e {
+        Expected::Value(v) => Some([*v, *v]),
+        Expected::Range([lo, hi]) => Some([lo.min(*hi), lo.max(*hi)]),
+        Expected::Bound(_) | Expected::Order(_) => None,
     }
 }
 
@@ -244,13 +247,17 @@ fn midpoint([lo, hi]: [f64; 2]) -> f64 {
     f64::midpoint(lo, hi)
 }
 
-/// The published interval widened by the tolerance on each side.
-fn accepted([lo, hi]: [f64; 2], tol: &Tolerance) -> [f64; 2] {
+/// The published interval widened by the tolerance on each side; a bound's open side is `None`.
+fn accepted(e: &Expected, tol: &Tolerance) -> [Option<f64>; 2] {
     let widen = |v: f64| {
         let rel = tol.relative.map_or(0.0, |r| r * v.abs());
         rel.max(tol.absolute.unwrap_or(0.0))
     };
-    [lo - widen(lo), hi + widen(hi)]
+    match (e, bounds(e)) {
+        (_, Some([lo, hi])) => [Some(lo - widen(lo)), Some(hi + widen(hi))],
+        (Expected::Bound(b), None) => [b.above, b.below],
+        _ => [None, None],
+    }
 }
 
 /// Whether the measured interval lies inside the accepted one; a hair of slack (10⁻⁹ relative)
@@ -293,6 +300,12 @@ pub fn unit_label(unit: Unit) -> &'static str {
         Unit::MiB => "MiB",
         Unit::GiB => "GiB",
         Unit::Percent => "%",
+        Unit::Ns => "ns",
+        Unit::Us => "µs",
+        Unit::Ms => "ms",
+        Unit::Times => "×",
+        Unit::Count => "",
+        Unit::Rank => "",
     }
 }
 
@@ -305,8 +318,14 @@ mod tests {
         serde_yaml::from_str(yaml).unwrap()
     }
 
+    fn with_claims(claims: Vec<Claim>) -> Study {
+        let mut study = fixture::study();
+        study.claims = claims;
+        study
+    }
+
     fn one(yaml: &str) -> Verdict {
-        judge(&[claim(yaml)], &fixture::summary()).remove(0)
+        judge(&with_claims(vec![claim(yaml)]), &fixture::summary()).remove(0)
     }
 
     const BASE: &str = "{id: c, text: t, probe: go, tasks: 10000, unit: B, ";
@@ -379,10 +398,10 @@ mod tests {
         let mut samples = fixture::samples();
         samples.retain(|s| !(s.probe == "go" && s.tasks == 1_000_000));
         let summary = crate::summary::summarize(&fixture::study(), &samples);
-        let v = judge(&fixture::study().claims, &summary);
+        let v = judge(&fixture::study(), &summary);
         let go = v.iter().find(|v| v.claim == "go-rss-1m").unwrap();
         assert_eq!(
-            (go.status, go.measured, go.delta),
+            (go.status, go.measured.clone(), go.delta),
             (Status::NotMeasured, None, None)
         );
         assert_eq!(
@@ -417,7 +436,7 @@ mod tests {
 
     #[test]
     fn default_study_on_fixtures() {
-        let v = judge(&fixture::study().claims, &fixture::summary());
+        let v = judge(&fixture::study(), &fixture::summary());
         let status = |id: &str| v.iter().find(|v| v.claim == id).unwrap().status;
         assert_eq!(status("go-rss-1m"), Status::Reproduced);
         assert_eq!(status("rust-range-1m"), Status::Differs);

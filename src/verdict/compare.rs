@@ -1,0 +1,224 @@
+//! Claims that compare: `ratio` (a probe ÷ another, the lowest or highest of the others, each of a
+//! list, or itself at another scale), `order` (a ranking) and `lower_by_percent`. Participants that
+//! could not be measured are left out and named; the verdict is then partial.
+
+use crate::study::{Bound, Claim, Expected, Stat, Study, Than};
+use crate::summary::Summary;
+
+use super::value::{coverage_note, scalar, valid_cell};
+use super::{Found, Measured};
+
+/// `than` in words for the verdict (`go`, `lowest of a, b`, `each of a, b`, `itself at 1 tasks`).
+pub(super) fn than_words(study: &Study, claim: &Claim) -> Option<String> {
+    if let Some(n) = claim.than_tasks {
+        return Some(format!("itself at {n} tasks"));
+    }
+    match claim.than.as_ref()? {
+        Than::One(w) if w == "lowest" || w == "highest" => {
+            let others = study.than_probes(claim).unwrap_or_default();
+            Some(format!("{w} of {}", others.join(", ")))
+        }
+        Than::One(id) => Some(id.clone()),
+        Than::Each(ids) => Some(format!("each of {}", ids.join(", "))),
+    }
+}
+
+/// `of` of the probe ÷ `of` of what it is compared with.
+pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<Found, String> {
+    let of = claim.of.ok_or("ratio names no `of`")?;
+    let tasks = claim.tasks.ok_or("ratio names no task count")?;
+    let (a, mut notes) = scalar(of, claim, &claim.probe, tasks, summary)?;
+    if let Some(n) = claim.than_tasks {
+        let (b, more) = scalar(of, claim, &claim.probe, n, summary)?;
+        notes.extend(more);
+        return Ok(Found {
+            measured: Measured::Value(divide(a, b)?),
+            notes,
+            missing: Vec::new(),
+        });
+    }
+    let others = study.than_probes(claim).map_err(|e| format!("{e:#}"))?;
+    let mut values = Vec::new();
+    let mut missing = Vec::new();
+    for id in &others {
+        match scalar(of, claim, id, tasks, summary) {
+            Ok((v, more)) => {
+                notes.extend(more);
+                values.push((id.clone(), v));
+            }
+            Err(why) => missing.push(why),
+        }
+    }
+    if values.is_empty() {
+        return Err(format!("nothing to compare with: {}", missing.join("; ")));
+    }
+    let (id, ratio) = binding(claim, a, &values)?;
+    notes.push(format!("ratio against {id}"));
+    Ok(Found {
+        measured: Measured::Value(ratio),
+        notes,
+        missing,
+    })
+}
+
+/// The ratio that decides the claim: against the lowest or highest other, or the tightest of each.
+fn binding(claim: &Claim, a: f64, values: &[(String, f64)]) -> Result<(String, f64), String> {
+    let by_value = |min: bool| {
+        values
+            .iter()
+            .min_by(|x, y| {
+                let o = x.1.total_cmp(&y.1);
+                if min { o } else { o.reverse() }
+            })
+            .cloned()
+            .expect("values is not empty")
+    };
+    let (id, b) = match (&claim.than, &claim.expected) {
+        (Some(Than::One(w)), _) if w == "lowest" => by_value(true),
+        (Some(Than::One(w)), _) if w == "highest" => by_value(false),
+        // Against each of several: the one that makes the ratio tightest against the bound.
+        (_, Expected::Bound(Bound { above: Some(_), .. })) => by_value(false),
+        (_, Expected::Bound(Bound { below: Some(_), .. })) => by_value(true),
+        _ if values.len() == 1 => values[0].clone(),
+        _ => return Err("a ratio against several probes needs a bound (`above`/`below`)".into()),
+    };
+    Ok((id, divide(a, b)?))
+}
+
+fn divide(a: f64, b: f64) -> Result<f64, String> {
+    if b == 0.0 {
+        Err("the denominator is 0".into())
+    } else {
+        Ok(a / b)
+    }
+}
+
+/// The measured ranking, lowest first, of the probes in the expected order that were measured.
+pub(super) fn order(claim: &Claim, summary: &Summary) -> Result<Found, String> {
+    let of = claim.of.ok_or("order names no `of`")?;
+    let tasks = claim.tasks.ok_or("order names no task count")?;
+    let Expected::Order(ids) = &claim.expected else {
+        return Err("order needs a list of probes".into());
+    };
+    let mut values = Vec::new();
+    let (mut notes, mut missing) = (Vec::new(), Vec::new());
+    for id in ids {
+        match scalar(of, claim, id, tasks, summary) {
+            Ok((v, more)) => {
+                notes.extend(more);
+                values.push((id.clone(), v));
+            }
+            Err(why) => missing.push(why),
+        }
+    }
+    if values.len() < 2 {
+        return Err(format!(
+            "fewer than two probes measured: {}",
+            missing.join("; ")
+        ));
+    }
+    values.sort_by(|x, y| x.1.total_cmp(&y.1));
+    notes.push(
+        values
+            .iter()
+            .map(|(id, v)| format!("{id} {v:.0}"))
+            .collect::<Vec<_>>()
+            .join(" < "),
+    );
+    Ok(Found {
+        measured: Measured::Order(values.into_iter().map(|(id, _)| id).collect()),
+        notes,
+        missing,
+    })
+}
+
+/// `lower_by_percent`: (1 − probe ÷ than) × 100 from the RSS medians.
+pub(super) fn lower_by(
+    claim: &Claim,
+    summary: &Summary,
+) -> Result<(Measured, Vec<String>), String> {
+    let tasks = claim.tasks.ok_or("claim names no task count")?;
+    let cell = valid_cell(summary, &claim.probe, tasks)?;
+    let mut notes: Vec<String> = coverage_note(cell, summary.repeats).into_iter().collect();
+    let than = match &claim.than {
+        Some(Than::One(t)) => t.as_str(),
+        _ => return Err("lower_by_percent compares with one probe".into()),
+    };
+    let other = valid_cell(summary, than, tasks)?;
+    notes.extend(coverage_note(other, summary.repeats));
+    let r = summary
+        .ratio(&claim.probe, than, tasks)
+        .ok_or_else(|| format!("no ratio of {} to {than} at {tasks} tasks", claim.probe))?;
+    debug_assert_eq!(claim.stat, Stat::LowerByPercent);
+    Ok((Measured::Value(r.lower_by_percent), notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::kind::Kind;
+    use crate::sample::{Peak, Sample};
+    use crate::study::Study;
+    use crate::verdict::{Measured, Status, judge};
+
+    const STUDY: &str = "id: t\ntitle: t\nsource: {article: a, environment: e, cpus: '0'}\n\
+        protocol: {scales: [1, 10], repeats: 1, order: fixed, cpus: '0', settle_ms: 0, samples: 1, interval_ms: 1, timeout_s: 5}\n\
+        probes:\n  - {id: go, image: x, kind: peak}\n  - {id: rust, image: y, kind: peak}\n  - {id: cs, image: z, kind: peak}\n\
+        claims:\n\
+        \x20 - {id: r, text: t, stat: ratio, of: peak_median, probe: go, than: lowest, tasks: 10, expected: {above: 13}, unit: x}\n\
+        \x20 - {id: each, text: t, stat: ratio, of: peak_median, probe: go, than: [rust, cs], tasks: 10, expected: {above: 1}, unit: x}\n\
+        \x20 - {id: grow, text: t, stat: ratio, of: peak_median, probe: rust, than_tasks: 1, tasks: 10, expected: {below: 1.5}, unit: x}\n\
+        \x20 - {id: o, text: t, stat: order, of: peak_median, tasks: 10, expected: [rust, cs, go], unit: rank}\n\
+        \x20 - {id: pt, text: t, stat: per_task_bytes, probe: go, tasks: 10, expected: 100, unit: B, tolerance: {relative: 0.01}}\n";
+
+    fn sample(probe: &str, tasks: u64, peak: Option<u64>) -> Sample {
+        let mut s = crate::report::fixture::samples()[0].clone();
+        (s.probe, s.tasks, s.repeat, s.kind) = (probe.into(), tasks, 1, Kind::Peak);
+        s.peak = peak.map(|b| Peak {
+            ru_maxrss_bytes: Some(b),
+            ..Peak::default()
+        });
+        (s.valid, s.error) = match peak {
+            Some(_) => (true, None),
+            None => (false, Some("toolchain unavailable: no .NET SDK".into())),
+        };
+        s
+    }
+
+    #[test]
+    fn ratios_orders_and_partial_participants() {
+        let study = Study::parse(STUDY).unwrap();
+        let samples = vec![
+            sample("go", 1, Some(1000)),
+            sample("go", 10, Some(1900)),
+            sample("rust", 1, Some(100)),
+            sample("rust", 10, Some(120)),
+            sample("cs", 10, None),
+        ];
+        let summary = crate::summary::summarize(&study, &samples);
+        let v = judge(&study, &summary);
+        let by = |id: &str| v.iter().find(|v| v.claim == id).unwrap().clone();
+        let r = by("r");
+        assert_eq!(r.measured, Some(Measured::Value(1900.0 / 120.0)));
+        assert_eq!(r.status, Status::Reproduced);
+        assert_eq!(r.missing.len(), 1, "cs is not measured: {:?}", r.missing);
+        assert!(r.note.unwrap().contains("toolchain unavailable"));
+        assert_eq!(by("each").status, Status::Reproduced);
+        assert_eq!(by("grow").measured, Some(Measured::Value(1.2)));
+        assert_eq!(by("grow").status, Status::Reproduced);
+        let o = by("o");
+        assert_eq!(
+            o.measured,
+            Some(Measured::Order(vec!["rust".into(), "go".into()]))
+        );
+        assert_eq!(o.status, Status::Reproduced, "judged on the measured ones");
+        // (1900 − 1000) ÷ (10 − 1)
+        assert_eq!(by("pt").measured, Some(Measured::Value(100.0)));
+        let mut reversed = samples.clone();
+        reversed[3].peak.as_mut().unwrap().ru_maxrss_bytes = Some(5000);
+        let v = judge(&study, &crate::summary::summarize(&study, &reversed));
+        let o = v.iter().find(|v| v.claim == "o").unwrap();
+        assert_eq!(o.status, Status::Differs);
+        let r = v.iter().find(|v| v.claim == "r").unwrap();
+        assert_eq!(r.status, Status::Differs, "1900 ÷ 5000 is not above 13");
+    }
+}
