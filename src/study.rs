@@ -58,14 +58,26 @@ pub struct Protocol {
     pub order: Order,
     /// CPU list every probe is pinned to with sched_setaffinity (e.g. `0-3`).
     pub cpus: String,
-    /// Wait after every task reported ready, before the first RSS reading, ms.
+    /// Steady kind: wait after every task reported ready, before the first RSS reading, ms
+    /// (default 500).
+    #[serde(default = "default_settle_ms")]
     pub settle_ms: u64,
-    /// RSS readings per process.
+    /// Steady kind: RSS readings per process (default 5).
+    #[serde(default = "default_samples")]
     pub samples: u32,
-    /// Interval between RSS readings, ms.
+    /// Interval between RSS readings (steady) or between polls of a running program (other kinds),
+    /// ms.
     pub interval_ms: u64,
     /// A process still running after this many seconds is killed and recorded invalid.
     pub timeout_s: u64,
+}
+
+fn default_settle_ms() -> u64 {
+    500
+}
+
+fn default_samples() -> u32 {
+    5
 }
 
 /// Order of probes within each repeat.
@@ -318,6 +330,7 @@ impl Study {
         );
         ensure!(p.repeats > 0, "protocol.repeats must be > 0");
         ensure!(p.samples > 0, "protocol.samples must be > 0");
+        ensure!(p.interval_ms > 0, "protocol.interval_ms must be > 0");
         ensure!(p.timeout_s > 0, "protocol.timeout_s must be > 0");
         crate::cpuset::parse(&p.cpus).context("protocol.cpus")?;
         ensure!(
@@ -457,4 +470,47 @@ impl Probe {
 fn expand(s: &str, tasks: u64, workers: u32) -> String {
     s.replace("{tasks}", &tasks.to_string())
         .replace("{workers}", &workers.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_checked_in_study_loads() {
+        let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&results).unwrap() {
+            let file = entry.unwrap().path().join("study.yaml");
+            if file.is_file() {
+                let study = Study::load(&file).unwrap_or_else(|e| panic!("{e:#}"));
+                assert_eq!(
+                    file.parent().unwrap().file_name().unwrap().to_str(),
+                    Some(study.id.as_str()),
+                    "a study's folder is named after its id"
+                );
+                seen += 1;
+            }
+        }
+        assert!(seen >= 2, "results/ holds the studies");
+    }
+
+    #[test]
+    fn unknown_kind_is_named_with_its_line() {
+        let text = DEFAULT_STUDY.replacen("    image: go\n", "    image: go\n    kind: fast\n", 1);
+        let err = format!("{:#}", Study::parse(&text).unwrap_err());
+        assert!(err.contains("fast") && err.contains("line"), "{err}");
+    }
+
+    #[test]
+    fn steady_study_keeps_its_defaults() {
+        let study = Study::default_study();
+        assert!(study.probes.iter().all(|p| p.kind == Kind::Steady));
+        assert_eq!(
+            serde_yaml::to_string(&study.probes[0])
+                .unwrap()
+                .contains("kind"),
+            false
+        );
+    }
 }
