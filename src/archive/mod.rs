@@ -3,8 +3,6 @@
 //! [`read_run`] returns the small files `parkbench verify` needs.
 
 mod check;
-mod digest;
-mod member;
 mod plan;
 mod run_files;
 mod scan;
