@@ -21,6 +21,7 @@ pub mod outcome;
 pub mod pin;
 pub mod report;
 pub mod run;
+pub mod run_dir;
 pub mod sample;
 pub mod study;
 pub mod summary;

@@ -13,8 +13,9 @@ use flate2::bufread::GzDecoder;
 use tar::EntryType;
 
 use super::check::CheckReport;
-use super::{LOAD_LIMIT, MODIFIED, OPTIONAL, REQUIRED, UNSAFE, sums};
+use super::{MODIFIED, UNSAFE, sums};
 use crate::digest;
+use crate::run_dir::{LOAD_LIMIT, OPTIONAL, REQUIRED};
 use crate::tarball;
 
 /// Largest SHA256SUMS accepted (about 80,000 lines).

@@ -20,6 +20,7 @@ use flate2::{Compression, GzBuilder};
 
 use super::{plan, sums};
 use crate::digest;
+use crate::run_dir::RunDir;
 use crate::tarball::{self, Tree};
 
 /// gzip level; part of the byte-for-byte output, so never derived from the environment.
@@ -58,8 +59,8 @@ pub fn write_with(
     out: &Path,
 ) -> Result<ArchiveInfo> {
     // A link such as `runs/latest` names the run it points at.
-    let run_dir = &std::fs::canonicalize(run_dir)
-        .with_context(|| format!("reading run directory {}", run_dir.display()))?;
+    let run = RunDir::open(run_dir)?;
+    let run_dir = run.path();
     let run_id = run_id(run_dir)?;
     refuse_output_inside(run_dir, out)?;
     let plan = plan::collect(run_dir, sources, extras)?;
