@@ -10,7 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::Engine;
 use crate::image::Manifest;
-use crate::run::{self, RunState};
+use crate::run;
+use crate::run_dir::RunState;
 use crate::sample::{self, Sample, SamplerOutput};
 use crate::study::Study;
 

@@ -13,12 +13,12 @@ use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use sha2::{Digest, Sha256};
 use tempfile::NamedTempFile;
 
+use crate::digest;
 use crate::pin::check_sha256;
 
-/// Buffer size for hashing and copying blobs.
+/// Buffer size for writing blobs.
 const BUF: usize = 1 << 20;
 
 /// A content-addressed blob store rooted at one directory.
@@ -74,8 +74,8 @@ impl Cache {
                 return Err(e).with_context(|| format!("opening cache blob {}", path.display()));
             }
         };
-        let actual =
-            hash_reader(file).with_context(|| format!("reading cache blob {}", path.display()))?;
+        let actual = digest::reader(file)
+            .with_context(|| format!("reading cache blob {}", path.display()))?;
         if actual != sha256 {
             bail!(
                 "cache blob {} is corrupted: expected sha256 {sha256}, found {actual}. \
@@ -107,7 +107,7 @@ impl Cache {
             .with_context(|| format!("opening {}", tmp.path().display()))?;
         Ok(BlobWriter {
             tmp,
-            out: HashingWriter::new(BufWriter::with_capacity(BUF, file)),
+            out: digest::Writer::new(BufWriter::with_capacity(BUF, file)),
             dir,
         })
     }
@@ -157,7 +157,7 @@ fn default_root(var: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf> {
 /// A blob being written: a temporary file in the blob directory, hashed as it is written.
 pub struct BlobWriter {
     tmp: NamedTempFile,
-    out: HashingWriter<BufWriter<File>>,
+    out: digest::Writer<BufWriter<File>>,
     dir: PathBuf,
 }
 
@@ -213,59 +213,14 @@ fn set_readable(_file: &File) -> io::Result<()> {
     Ok(())
 }
 
-/// A writer that hashes (sha256) and counts what passes through it.
-pub struct HashingWriter<W> {
-    inner: W,
-    hasher: Sha256,
-    len: u64,
+/// The hex sha256 of everything `reader` yields (kept for the artifact code; see [`digest::reader`]).
+pub fn hash_reader(reader: impl Read) -> io::Result<String> {
+    digest::reader(reader)
 }
 
-impl<W: Write> HashingWriter<W> {
-    pub fn new(inner: W) -> Self {
-        Self {
-            inner,
-            hasher: Sha256::new(),
-            len: 0,
-        }
-    }
-
-    /// Returns the inner writer (not flushed), the hex sha256 and the byte count.
-    pub fn finish(self) -> (W, String, u64) {
-        (self.inner, hex::encode(self.hasher.finalize()), self.len)
-    }
-}
-
-impl<W: Write> Write for HashingWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.len += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-/// The hex sha256 of everything `reader` yields, read in 1 MiB chunks.
-pub fn hash_reader(mut reader: impl Read) -> io::Result<String> {
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; BUF];
-    loop {
-        match reader.read(&mut buf) {
-            Ok(0) => return Ok(hex::encode(hasher.finalize())),
-            Ok(n) => hasher.update(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// The hex sha256 of a file.
+/// The hex sha256 of a file (kept for the image and artifact code; see [`digest::file`]).
 pub fn hash_file(path: &Path) -> Result<String> {
-    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    hash_reader(file).with_context(|| format!("reading {}", path.display()))
+    digest::file(path)
 }
 
 /// Writes a small file whole or not at all: a temporary file in the same directory, synced, then renamed.
@@ -290,7 +245,7 @@ mod tests {
     use super::*;
 
     fn sha(bytes: &[u8]) -> String {
-        hex::encode(Sha256::digest(bytes))
+        digest::bytes(bytes)
     }
 
     fn entries(cache: &Cache) -> Vec<String> {

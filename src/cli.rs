@@ -12,6 +12,7 @@ use crate::engine::Engine;
 use crate::image::{self, BuildOptions, Manifest};
 use crate::outcome::{self, Outcome};
 use crate::run::{self, CpuChoice};
+use crate::run_dir::{self, RunDir, RunState};
 use crate::study::Study;
 use crate::{doctor, env, pin};
 
@@ -117,7 +118,7 @@ fn run_exit_code(result: &run::RunResult) -> u8 {
     if result.interrupted {
         eprintln!(
             "run incomplete; resume with: parkbench run --resume {}",
-            result.dir.display()
+            result.dir.path().display()
         );
         EXIT_INTERRUPTED
     } else if result.invalid > 0 {
@@ -155,14 +156,15 @@ pub async fn run_study(paths: &Paths, args: &RunArgs) -> Result<run::RunResult> 
     let engine = Engine::connect().await?;
     let (dir, mut state) = match dir {
         Some(dir) => {
-            let state = run::load_state(&dir)?;
+            let dir = RunDir::open(&dir)?;
+            let state = dir.load_state()?;
             (dir, state)
         }
         None => new_run(&engine, paths, &study, args, &manifest).await?,
     };
     let cancel = interrupt_token();
     let result = run::execute(&engine, &study, &manifest, &dir, &mut state, &cancel).await?;
-    run::link_latest(&dir)?;
+    dir.link_latest()?;
     if let Some(ratio) = result.overhead() {
         eprintln!(
             "kit overhead: {:.1} s wall for {:.1} s of probe lifetimes ({ratio:.3}×)",
@@ -170,7 +172,7 @@ pub async fn run_study(paths: &Paths, args: &RunArgs) -> Result<run::RunResult> 
             result.probe_ms / 1000.0
         );
     }
-    eprintln!("samples: {}", dir.join("samples.jsonl").display());
+    eprintln!("samples: {}", dir.file(run_dir::SAMPLES).display());
     Ok(result)
 }
 
@@ -180,39 +182,33 @@ async fn new_run(
     study: &Study,
     args: &RunArgs,
     manifest: &Manifest,
-) -> Result<(PathBuf, run::RunState)> {
+) -> Result<(RunDir, RunState)> {
     let available = engine.cpus().await?;
     let choice = args.cpus.clone().unwrap_or(CpuChoice::Study);
     let (cpus, deviations) = run::choose_cpus(&study.protocol.cpus, &available, &choice)?;
-    let (run_id, dir) = run::create_run_dir(&paths.results, study)?;
+    let dir = RunDir::create(&paths.results, &study.id)?;
+    let run_id = dir.id();
     let text = match &args.study {
         Some(path) => {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
         }
         None => crate::study::DEFAULT_STUDY.to_string(),
     };
-    let write = |name: &str, bytes: &[u8]| crate::cache::write_atomic(&dir.join(name), bytes);
-    write("study.yaml", text.as_bytes())?;
-    write(
-        "manifest.json",
-        serde_json::to_string_pretty(manifest)?.as_bytes(),
-    )?;
+    dir.write(run_dir::STUDY, text.as_bytes())?;
+    dir.write_json(run_dir::MANIFEST, manifest)?;
     let probe_image = &manifest
         .get(&study.probes[0].image)
         .context("probe image")?
         .tag;
     let environment = env::record(engine, manifest, probe_image, &paths.repo).await?;
-    write(
-        "env.json",
-        serde_json::to_string_pretty(&environment)?.as_bytes(),
-    )?;
+    dir.write_json(run_dir::ENV, &environment)?;
     let state = run::new_state(&run_id, study, &cpus, deviations);
-    run::save_state(&dir, &state)?;
+    dir.save_state(&state)?;
     eprintln!(
         "run {run_id}: CPUs {} ({} workers) in {}",
         state.cpus_pinned,
         state.workers,
-        dir.display()
+        dir.path().display()
     );
     Ok((dir, state))
 }
@@ -256,10 +252,11 @@ async fn cmd_clean(args: &CleanArgs) -> Result<u8> {
 
 /// Recomputes and writes a run's report and verdicts, prints the verdict table.
 fn cmd_report(run_dir: &Path) -> Result<Outcome> {
-    let outcome = outcome::recompute(&archive::read_run_dir(run_dir)?)?;
-    outcome.write_report(run_dir)?;
+    let run = RunDir::at(run_dir);
+    let outcome = outcome::recompute(&run.read_files()?)?;
+    outcome.write_report(run.path())?;
     print!("{}", outcome.terminal());
-    eprintln!("report: {}", run_dir.join("report.md").display());
+    eprintln!("report: {}", run.file(run_dir::REPORT).display());
     Ok(outcome)
 }
 
@@ -289,16 +286,13 @@ async fn cmd_archive(
     with_images: bool,
 ) -> Result<archive::ArchiveInfo> {
     // `runs/latest` is a link: the archive is named after the run it points at.
-    let run_dir = &std::fs::canonicalize(run_dir)
-        .with_context(|| format!("reading run directory {}", run_dir.display()))?;
-    let out = run_dir.with_extension("tar.gz");
+    let run = RunDir::open(run_dir)?;
+    let out = run.archive_path();
     let images = tempfile::tempdir().context("creating a folder for exported images")?;
     let mut extras = Vec::new();
     if with_images {
-        let manifest: Manifest = serde_json::from_str(
-            &std::fs::read_to_string(run_dir.join("manifest.json"))
-                .context("reading the run's manifest.json")?,
-        )?;
+        let manifest: Manifest = serde_json::from_str(&run.read(run_dir::MANIFEST)?)
+            .context("parsing the run's manifest.json")?;
         let engine = Engine::connect().await?;
         for img in manifest
             .images
@@ -311,7 +305,7 @@ async fn cmd_archive(
             extras.push((format!("images/{}.tar", img.name), path));
         }
     }
-    let info = archive::write_with(run_dir, &sources(repo)?, &extras, &out)?;
+    let info = archive::write_with(run.path(), &sources(repo)?, &extras, &out)?;
     eprintln!(
         "archive: {} ({:.1} KiB, {} members, sha256 {})",
         info.path.display(),
@@ -331,7 +325,7 @@ fn cmd_check(path: &Path) -> Result<u8> {
 /// Recomputes from raw samples; a stored verdicts.json that disagrees is an error.
 fn cmd_verify(path: &Path) -> Result<u8> {
     let files = if path.is_dir() {
-        archive::read_run_dir(path)?
+        RunDir::at(path).read_files()?
     } else {
         archive::read_run(path)?
     };
@@ -359,8 +353,8 @@ async fn cmd_reproduce(paths: &Paths, args: &ReproduceArgs) -> Result<u8> {
     if run.interrupted {
         return Ok(run_exit_code(&run));
     }
-    let outcome = cmd_report(&run.dir)?;
-    let info = cmd_archive(&paths.repo, &run.dir, args.with_images).await?;
+    let outcome = cmd_report(run.dir.path())?;
+    let info = cmd_archive(&paths.repo, run.dir.path(), args.with_images).await?;
     println!(
         "\narchive: {}\ncheck it with: parkbench check {}",
         info.path.display(),

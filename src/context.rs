@@ -1,19 +1,15 @@
-//! Deterministic tars: Docker build contexts, and the writer the toolchain tars use too.
-//!
-//! The same tree always gives the same bytes: members sorted by path, every parent directory
-//! present, GNU headers, mtime 0, uid/gid 0, no user or group names, mode 0755 for directories and
-//! for files with any execute bit, 0644 for other files. Symlinks stay symlinks and must point
-//! inside the tar.
+//! Build contexts: a probe's `docker/` folder plus the artifacts its Dockerfile adds, written as a
+//! deterministic tar (see `tarball` for the format, which the toolchain tars share).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
-use std::path::{Component, Path, PathBuf};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail, ensure};
-use tar::{EntryType, Header};
 
-use crate::cache::HashingWriter;
+use crate::digest;
+use crate::tarball::{self, Entry, Layout, Tree};
 
 /// A build context written to disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +19,9 @@ pub struct Context {
     /// sha256 of the tar file, hex.
     pub sha256: String,
 }
+
+/// Folders never taken into a build context: build output and Git metadata.
+const SKIPPED_DIRS: [&str; 2] = [".git", "target"];
 
 /// Writes a build context tar to `out`: the files of `dir` (skipping `target/` and `.git`
 /// directories at any depth) plus `extra` entries, each a path inside the context and the file or
@@ -37,7 +36,7 @@ pub fn write(dir: &Path, extra: &[(String, PathBuf)], out: &Path) -> Result<Cont
     collect(dir, "", true, &mut members)
         .with_context(|| format!("reading build context {}", dir.display()))?;
     for (at, source) in extra {
-        let at = normalize(at).with_context(|| format!("extra context entry {at:?}"))?;
+        let at = tarball::normalize(at).with_context(|| format!("extra context entry {at:?}"))?;
         ensure!(
             !at.is_empty(),
             "extra context entry for {} has an empty path",
@@ -46,16 +45,17 @@ pub fn write(dir: &Path, extra: &[(String, PathBuf)], out: &Path) -> Result<Cont
         collect(source, &at, false, &mut members)
             .with_context(|| format!("adding {} to the build context as {at}", source.display()))?;
     }
-    let sha256 = write_file(out, &members)?;
+    let tree = tree(&members)?;
+    let sha256 = write_file(out, &tree)?;
     Ok(Context {
         path: out.to_owned(),
         sha256,
     })
 }
 
-/// Writes the tar of `members` to `out` through a synced temporary file in the same directory
+/// Writes the tar of `tree` to `out` through a synced temporary file in the same directory
 /// and returns its sha256, computed while writing.
-fn write_file(out: &Path, members: &BTreeMap<String, PathBuf>) -> Result<String> {
+fn write_file(out: &Path, tree: &Tree) -> Result<String> {
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -67,11 +67,12 @@ fn write_file(out: &Path, members: &BTreeMap<String, PathBuf>) -> Result<String>
     let file = tmp
         .reopen()
         .with_context(|| format!("opening {}", tmp.path().display()))?;
-    let hashing = HashingWriter::new(BufWriter::with_capacity(1 << 20, file));
-    let hashing =
-        write_members(hashing, members).with_context(|| format!("writing {}", out.display()))?;
-    let (buf, sha256, _) = hashing.finish();
-    let file = buf
+    let mut tar =
+        tarball::Writer::new(digest::Writer::new(BufWriter::with_capacity(1 << 20, file)));
+    tar.tree(tree, None)
+        .with_context(|| format!("writing {}", out.display()))?;
+    let (buf, sha256, _) = tar.into_inner()?.finish();
+    let file: File = buf
         .into_inner()
         .map_err(|e| e.into_error())
         .with_context(|| format!("writing {}", out.display()))?;
@@ -84,26 +85,28 @@ fn write_file(out: &Path, members: &BTreeMap<String, PathBuf>) -> Result<String>
 
 /// Writes `members` (tar path → file, directory or symlink on disk) as a deterministic tar to
 /// `out`, every missing ancestor directory included in its sorted place, and returns `out`.
+/// Kept for the toolchain tars; new code builds a [`Tree`] and writes it with [`tarball::Writer`].
 pub fn write_members<W: Write>(out: W, members: &BTreeMap<String, PathBuf>) -> Result<W> {
-    let mut all: BTreeMap<&str, Option<&Path>> = BTreeMap::new();
-    for (path, source) in members {
-        let mut at = path.as_str();
-        while let Some((parent, _)) = at.rsplit_once('/') {
-            all.entry(parent).or_insert(None);
-            at = parent;
-        }
-        all.insert(path, Some(source));
-    }
-    let mut tar = TarWriter::new(out);
-    for (path, source) in all {
-        match source {
-            Some(source) => tar
-                .disk(path, source)
-                .with_context(|| format!("adding {}", source.display()))?,
-            None => tar.dir(path)?,
-        }
-    }
+    let mut tar = tarball::Writer::new(out);
+    tar.tree(&tree(members)?, None)?;
     tar.into_inner()
+}
+
+/// The tree of `members`: each read from disk (links not followed, and checked to stay inside
+/// the tar).
+fn tree(members: &BTreeMap<String, PathBuf>) -> Result<Tree> {
+    let mut tree = Tree::new(Layout::Context);
+    for (path, source) in members {
+        let parts: Vec<String> = path.split('/').map(String::from).collect();
+        let entry =
+            Entry::from_disk(source).with_context(|| format!("adding {}", source.display()))?;
+        if let Entry::Link { target } = &entry {
+            tarball::check_link(&parts, target)
+                .with_context(|| format!("link {}", source.display()))?;
+        }
+        tree.insert(parts, entry, source)?;
+    }
+    Ok(tree)
 }
 
 /// Adds `source` (a file, or a directory walked recursively, symlinks not followed) at tar path
@@ -115,218 +118,25 @@ pub fn collect(
     skip_build_dirs: bool,
     members: &mut BTreeMap<String, PathBuf>,
 ) -> Result<()> {
-    let walk = walkdir::WalkDir::new(source)
-        .follow_root_links(true)
-        .into_iter()
-        .filter_entry(|e| {
-            let name = e.file_name();
-            !(skip_build_dirs
-                && e.depth() > 0
-                && e.file_type().is_dir()
-                && (name == ".git" || name == "target"))
-        });
-    for entry in walk {
-        let entry = entry?;
-        let rel = entry
-            .path()
-            .strip_prefix(source)
-            .expect("walkdir yields paths under its root");
-        let rel = rel
-            .to_str()
-            .with_context(|| format!("{} is not UTF-8", entry.path().display()))?;
+    let skip = |name: &str, is_dir: bool| skip_build_dirs && is_dir && SKIPPED_DIRS.contains(&name);
+    for (rel, disk) in tarball::walk(source, &skip)? {
         let path = match (at.is_empty(), rel.is_empty()) {
             (_, true) => at.to_owned(),
-            (true, false) => rel.to_owned(),
+            (true, false) => rel,
             (false, false) => format!("{at}/{rel}"),
         };
         if path.is_empty() {
             continue; // the context root itself
         }
-        if let Some(prev) = members.insert(path.clone(), entry.path().to_owned()) {
+        if let Some(prev) = members.insert(path.clone(), disk.clone()) {
             bail!(
                 "{path} appears twice in the build context ({} and {})",
                 prev.display(),
-                entry.path().display()
+                disk.display()
             );
         }
     }
     Ok(())
-}
-
-/// Writes tar members with fixed metadata (see the module docs). Parent directories are added on
-/// demand; [`write_members`] adds members in sorted order so that the bytes are reproducible.
-struct TarWriter<W: Write> {
-    builder: tar::Builder<W>,
-    dirs: BTreeSet<String>,
-}
-
-impl<W: Write> TarWriter<W> {
-    fn new(out: W) -> Self {
-        Self {
-            builder: tar::Builder::new(out),
-            dirs: BTreeSet::new(),
-        }
-    }
-
-    /// A directory (mode 0755) and its missing parents; adding one twice writes it once.
-    fn dir(&mut self, path: &str) -> Result<()> {
-        let path = normalize(path)?;
-        if path.is_empty() || self.dirs.contains(&path) {
-            return Ok(());
-        }
-        self.parents(&path)?;
-        let mut header = header(EntryType::Directory, 0o755, 0);
-        self.builder
-            .append_data(&mut header, format!("{path}/"), io::empty())?;
-        self.dirs.insert(path);
-        Ok(())
-    }
-
-    /// A regular file of exactly `size` bytes read from `data`, mode 0755 if `executable` else 0644.
-    fn file(&mut self, path: &str, size: u64, executable: bool, data: impl Read) -> Result<()> {
-        let path = normalize(path)?;
-        self.parents(&path)?;
-        let mut header = header(
-            EntryType::Regular,
-            if executable { 0o755 } else { 0o644 },
-            size,
-        );
-        let mut data = Exact {
-            inner: data,
-            left: size,
-        };
-        self.builder
-            .append_data(&mut header, &path, &mut data)
-            .with_context(|| format!("tar member {path}"))?;
-        ensure!(
-            data.left == 0,
-            "tar member {path}: {} bytes short",
-            data.left
-        );
-        Ok(())
-    }
-
-    /// A symlink to `target`, which must be relative and stay inside the tar.
-    fn symlink(&mut self, path: &str, target: &str) -> Result<()> {
-        let path = normalize(path)?;
-        check_link(&path, target)?;
-        self.parents(&path)?;
-        let mut header = header(EntryType::Symlink, 0o777, 0);
-        self.builder
-            .append_link(&mut header, &path, target)
-            .with_context(|| format!("tar member {path}"))?;
-        Ok(())
-    }
-
-    /// The member at `path` from `source` on disk: a directory, a file or a symlink.
-    fn disk(&mut self, path: &str, source: &Path) -> Result<()> {
-        let meta = std::fs::symlink_metadata(source)
-            .with_context(|| format!("reading {}", source.display()))?;
-        let kind = meta.file_type();
-        if kind.is_dir() {
-            self.dir(path)
-        } else if kind.is_symlink() {
-            let target = std::fs::read_link(source)
-                .with_context(|| format!("reading link {}", source.display()))?;
-            let target = target
-                .to_str()
-                .with_context(|| format!("link {} is not UTF-8", source.display()))?;
-            self.symlink(path, target)
-                .with_context(|| format!("link {}", source.display()))
-        } else if kind.is_file() {
-            let file =
-                File::open(source).with_context(|| format!("opening {}", source.display()))?;
-            let meta = file
-                .metadata()
-                .with_context(|| format!("reading {}", source.display()))?;
-            self.file(path, meta.len(), is_executable(&meta), file)
-        } else {
-            bail!(
-                "{} is neither a file, a directory nor a symlink",
-                source.display()
-            )
-        }
-    }
-
-    /// Finishes the archive and returns the writer.
-    fn into_inner(self) -> Result<W> {
-        self.builder.into_inner().context("finishing the tar")
-    }
-
-    fn parents(&mut self, path: &str) -> Result<()> {
-        match path.rsplit_once('/') {
-            Some((parent, _)) => self.dir(parent),
-            None => Ok(()),
-        }
-    }
-}
-
-fn header(kind: EntryType, mode: u32, size: u64) -> Header {
-    let mut h = Header::new_gnu();
-    h.set_entry_type(kind);
-    h.set_mode(mode);
-    h.set_size(size);
-    h.set_mtime(0);
-    h.set_uid(0);
-    h.set_gid(0);
-    h
-}
-
-#[cfg(unix)]
-fn is_executable(meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    meta.permissions().mode() & 0o111 != 0
-}
-
-#[cfg(not(unix))]
-fn is_executable(_meta: &std::fs::Metadata) -> bool {
-    false
-}
-
-/// `a//b/./c/` → `a/b/c`; absolute paths and `..` are errors.
-fn normalize(path: &str) -> Result<String> {
-    let mut parts = Vec::new();
-    for c in Path::new(path).components() {
-        match c {
-            Component::Normal(p) => parts.push(p.to_str().expect("from a str")),
-            Component::CurDir => {}
-            _ => bail!("tar path {path:?} must be relative and must not contain `..`"),
-        }
-    }
-    Ok(parts.join("/"))
-}
-
-/// Rejects link targets that are absolute or climb above the tar's root.
-fn check_link(path: &str, target: &str) -> Result<()> {
-    let mut depth = path.split('/').count() - 1; // directories above the link
-    for c in Path::new(target).components() {
-        match c {
-            Component::Normal(_) => depth += 1,
-            Component::CurDir => {}
-            Component::ParentDir if depth > 0 => depth -= 1,
-            _ => bail!(
-                "symlink {path} -> {target} points outside the tar; replace it with the file it names"
-            ),
-        }
-    }
-    Ok(())
-}
-
-/// Reads at most `left` bytes and counts down, so a short file is detected instead of padded.
-struct Exact<R> {
-    inner: R,
-    left: u64,
-}
-
-impl<R: Read> Read for Exact<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let max = buf
-            .len()
-            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
-        let n = self.inner.read(&mut buf[..max])?;
-        self.left -= n as u64;
-        Ok(n)
-    }
 }
 
 #[cfg(test)]
@@ -379,7 +189,7 @@ mod tests {
             std::fs::read(&a.path).unwrap(),
             std::fs::read(&b.path).unwrap()
         );
-        assert_eq!(a.sha256, crate::cache::hash_file(&a.path).unwrap());
+        assert_eq!(a.sha256, digest::file(&a.path).unwrap());
 
         let file = File::options()
             .write(true)
@@ -450,9 +260,6 @@ mod tests {
             write(src.path(), &[], &out.path().join("x.tar")).unwrap_err()
         );
         assert!(err.contains("points outside"), "{err}");
-        assert!(check_link("a/b", "/etc").is_err());
-        assert!(check_link("a/b", "../c").is_ok());
-        assert!(check_link("a/b", "../../c").is_err());
     }
 
     #[test]
@@ -465,34 +272,5 @@ mod tests {
             write(src.path(), &extra, &out.path().join("x.tar")).unwrap_err()
         );
         assert!(err.contains("appears twice"), "{err}");
-    }
-
-    #[test]
-    fn short_data_is_an_error_not_padding() {
-        let mut tar = TarWriter::new(Vec::new());
-        let err = format!("{:#}", tar.file("a", 10, false, &b"abc"[..]).unwrap_err());
-        assert!(err.contains("7 bytes short"), "{err}");
-    }
-
-    #[test]
-    fn long_paths_survive() {
-        let long = format!("go/{}/file", "d".repeat(150));
-        let mut tar = TarWriter::new(Vec::new());
-        tar.file(&long, 1, true, &b"x"[..]).unwrap();
-        let bytes = tar.into_inner().unwrap();
-        let mut archive = tar::Archive::new(&bytes[..]);
-        let names: Vec<String> = archive
-            .entries()
-            .unwrap()
-            .map(|e| e.unwrap().path().unwrap().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(
-            names,
-            [
-                "go/",
-                format!("go/{}/", "d".repeat(150)).as_str(),
-                long.as_str()
-            ]
-        );
     }
 }

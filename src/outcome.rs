@@ -6,10 +6,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::archive::RunFiles;
 use crate::env::Environment;
 use crate::report::{self, ReportInput};
-use crate::run::RunState;
+use crate::run_dir::{self, RunFiles, RunState};
 use crate::sample::{self, Sample};
 use crate::study::Study;
 use crate::summary::{self, Summary};
@@ -44,7 +43,10 @@ pub fn recompute(text: &RunFiles) -> Result<Outcome> {
         .iter()
         .map(|b| format!("samples.jsonl line {} is malformed ({})", b.line, b.error))
         .collect();
-    if let Some(s) = state.as_ref().filter(|s| s.status != "complete") {
+    if let Some(s) = state
+        .as_ref()
+        .filter(|s| s.status != run_dir::Status::Complete)
+    {
         partial.push(format!(
             "the run is {} (resume it to measure the missing cells)",
             s.status

@@ -2,17 +2,16 @@
 //! each sample appended to `samples.jsonl` the moment it exists. Interrupted runs resume.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::cpuset;
 use crate::engine::{ContainerOutcome, ContainerSpec, Engine};
 use crate::image::Manifest;
+use crate::run_dir::{self, RunDir, RunState, Status};
 use crate::sample::{self, Sample, SampleLog, SamplerOutput};
 use crate::study::{Order, Study};
 
@@ -38,31 +37,6 @@ impl std::str::FromStr for CpuChoice {
     }
 }
 
-/// `run.json`: the state of a run directory.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunState {
-    /// Run identifier (the directory name).
-    pub run_id: String,
-    /// Study identifier.
-    pub study: String,
-    /// `running`, `complete` or `incomplete` (interrupted or stopped by an error; resumable).
-    pub status: String,
-    /// CPU list the study asked for.
-    pub cpus_requested: String,
-    /// CPU list the probes are pinned to.
-    pub cpus_pinned: String,
-    /// Worker threads per runtime (= number of pinned CPUs).
-    pub workers: u32,
-    /// Differences from the published protocol, in words.
-    pub deviations: Vec<String>,
-    /// When the run started, RFC 3339 UTC.
-    pub started_at: String,
-    /// When the run last stopped, RFC 3339 UTC.
-    pub finished_at: Option<String>,
-    /// Wall time spent measuring, summed over every invocation of this run (a resume adds to it), ms.
-    pub wall_ms: f64,
-}
-
 /// One process to run: a cell of the study matrix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cell {
@@ -74,7 +48,7 @@ pub struct Cell {
 
 /// The result of `execute`.
 pub struct RunResult {
-    pub dir: PathBuf,
+    pub dir: RunDir,
     pub state: RunState,
     /// Samples measured in this invocation.
     pub measured: usize,
@@ -159,38 +133,16 @@ pub fn choose_cpus(
     Ok((chosen, deviations))
 }
 
-/// A new, uniquely named run directory under `results/<study>/runs/`.
-pub fn create_run_dir(results: &Path, study: &Study) -> Result<(String, PathBuf)> {
-    let runs = results.join(&study.id).join("runs");
-    std::fs::create_dir_all(&runs).with_context(|| format!("creating {}", runs.display()))?;
-    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-    for n in 0.. {
-        let id = if n == 0 {
-            format!("{stamp}")
-        } else {
-            format!("{stamp}-{n}")
-        };
-        let dir = runs.join(&id);
-        // create_dir fails if another run took the name first, so two runs never share a directory.
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok((id, dir)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
-        }
-    }
-    unreachable!()
-}
-
 /// Runs every cell not yet in `samples.jsonl`, appending each sample as soon as it is measured.
 pub async fn execute(
     engine: &Engine,
     study: &Study,
     manifest: &Manifest,
-    dir: &Path,
+    dir: &RunDir,
     state: &mut RunState,
     cancel: &CancellationToken,
 ) -> Result<RunResult> {
-    let log_path = dir.join("samples.jsonl");
+    let log_path = dir.file(run_dir::SAMPLES);
     let (existing, bad) = if log_path.exists() {
         sample::read_all(&log_path)?
     } else {
@@ -212,8 +164,8 @@ pub async fn execute(
     let mut log = SampleLog::open(&log_path)?;
     let bar = progress(todo.len(), existing.len());
     let started = Instant::now();
-    state.status = "running".into();
-    save_state(dir, state)?;
+    state.status = Status::Running;
+    dir.save_state(state)?;
     let (mut measured, mut interrupted, mut probe_ms) = (0, false, 0.0);
     let mut invalid = existing.iter().filter(|s| !s.valid).count();
     for cell in &todo {
@@ -237,15 +189,14 @@ pub async fn execute(
     let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
     state.wall_ms += wall_ms;
     state.status = if interrupted {
-        "incomplete"
+        Status::Incomplete
     } else {
-        "complete"
-    }
-    .into();
+        Status::Complete
+    };
     state.finished_at = Some(now());
-    save_state(dir, state)?;
+    dir.save_state(state)?;
     Ok(RunResult {
-        dir: dir.to_owned(),
+        dir: dir.clone(),
         state: state.clone(),
         measured,
         invalid,
@@ -431,7 +382,7 @@ pub fn new_state(run_id: &str, study: &Study, cpus: &[usize], deviations: Vec<St
     RunState {
         run_id: run_id.to_string(),
         study: study.id.clone(),
-        status: "running".into(),
+        status: Status::Running,
         cpus_requested: study.protocol.cpus.clone(),
         cpus_pinned: cpuset::format(cpus),
         workers: cpus.len() as u32,
@@ -440,37 +391,6 @@ pub fn new_state(run_id: &str, study: &Study, cpus: &[usize], deviations: Vec<St
         finished_at: None,
         wall_ms: 0.0,
     }
-}
-
-pub fn save_state(dir: &Path, state: &RunState) -> Result<()> {
-    crate::cache::write_atomic(
-        &dir.join("run.json"),
-        serde_json::to_string_pretty(state)?.as_bytes(),
-    )
-}
-
-pub fn load_state(dir: &Path) -> Result<RunState> {
-    let path = dir.join("run.json");
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "reading {}; is {} a run directory?",
-            path.display(),
-            dir.display()
-        )
-    })?;
-    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
-}
-
-/// Points `runs/latest` at this run.
-pub fn link_latest(dir: &Path) -> Result<()> {
-    let runs = dir.parent().context("run directory has no parent")?;
-    let name = dir.file_name().context("run directory has no name")?;
-    let link = runs.join("latest");
-    let tmp = runs.join(format!(".latest-{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    std::os::unix::fs::symlink(name, &tmp)
-        .with_context(|| format!("creating {}", tmp.display()))?;
-    std::fs::rename(&tmp, &link).with_context(|| format!("updating {}", link.display()))
 }
 
 #[cfg(test)]

@@ -3,8 +3,6 @@
 //! [`read_run`] returns the small files `parkbench verify` needs.
 
 mod check;
-mod digest;
-mod member;
 mod plan;
 mod run_files;
 mod scan;
@@ -16,25 +14,10 @@ mod fixture;
 
 pub use {
     check::{CheckReport, check},
-    run_files::{RunFiles, read_run, read_run_dir},
+    run_files::{read_run, read_run_dir},
     write::{ArchiveInfo, write, write_with},
 };
 
-/// Run files an archive must hold, relative to its top folder (besides `SHA256SUMS`).
-const REQUIRED: [&str; 2] = ["study.yaml", "samples.jsonl"];
-/// Run files an archive normally holds; `check` lists those missing.
-const OPTIONAL: [&str; 8] = [
-    "env.json",
-    "run.json",
-    "manifest.json",
-    "samples.csv",
-    "summary.json",
-    "verdicts.json",
-    "report.md",
-    "figure.svg",
-];
-/// Largest member read into memory by [`read_run`] and [`read_run_dir`].
-const LOAD_LIMIT: u64 = 64 << 20;
 /// What the reader should do about an archive that fails a content check.
 const MODIFIED: &str =
     "the archive was modified after it was written, or is corrupt; download it again";

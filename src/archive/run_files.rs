@@ -1,45 +1,18 @@
 //! The run files `parkbench verify` reads, taken from an archive (after it passes `check`) or from a
 //! run directory. Nothing is extracted to disk.
 
-use std::fs;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use super::{LOAD_LIMIT, scan};
-
-/// The small text files of one run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunFiles {
-    /// The run id: the archive's top folder or the run directory's name.
-    pub run_id: String,
-    pub study_yaml: String,
-    pub samples_jsonl: String,
-    pub env_json: Option<String>,
-    pub manifest_json: Option<String>,
-    pub summary_json: Option<String>,
-    pub verdicts_json: Option<String>,
-    pub report_md: Option<String>,
-    pub run_json: Option<String>,
-}
-
-/// Members [`read_run`] loads, in [`RunFiles`] field order.
-const LOADED: [&str; 8] = [
-    "study.yaml",
-    "samples.jsonl",
-    "env.json",
-    "manifest.json",
-    "summary.json",
-    "verdicts.json",
-    "report.md",
-    "run.json",
-];
+use super::scan;
+use crate::run_dir::{LOAD_LIMIT, RunFiles};
 
 /// Checks `archive` like `check` and returns its run files, read in the same pass.
 pub fn read_run(archive: &Path) -> Result<RunFiles> {
-    let mut scan = scan::scan(archive, &LOADED)?;
+    let mut scan = scan::scan(archive, &RunFiles::NAMES)?;
     let root = scan.report.root.clone();
-    assemble(root.clone(), |name| {
+    RunFiles::assemble(root.clone(), |name| {
         if let Some(size) = scan.too_large.get(name) {
             bail!(
                 "{root}/{name}: {size} bytes, over the {LOAD_LIMIT}-byte limit for files read into memory"
@@ -56,57 +29,14 @@ pub fn read_run(archive: &Path) -> Result<RunFiles> {
 
 /// Returns the run files of a run directory.
 pub fn read_run_dir(dir: &Path) -> Result<RunFiles> {
-    let run_id = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    assemble(run_id, |name| {
-        let path = dir.join(name);
-        let size = match fs::metadata(&path) {
-            Ok(meta) => meta.len(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
-        if size > LOAD_LIMIT {
-            bail!(
-                "{}: {size} bytes, over the {LOAD_LIMIT}-byte limit for files read into memory",
-                path.display()
-            );
-        }
-        let text =
-            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-        Ok(Some(text))
-    })
-    .with_context(|| format!("reading run directory {}", dir.display()))
-}
-
-/// Builds [`RunFiles`] from `load`, which returns a member's text or `None` when it is absent.
-fn assemble(
-    run_id: String,
-    mut load: impl FnMut(&str) -> Result<Option<String>>,
-) -> Result<RunFiles> {
-    let mut required = |name: &str| -> Result<String> {
-        load(name)?.with_context(|| format!("{run_id}/{name} is missing: a run must hold it"))
-    };
-    let study_yaml = required(LOADED[0])?;
-    let samples_jsonl = required(LOADED[1])?;
-    Ok(RunFiles {
-        study_yaml,
-        samples_jsonl,
-        env_json: load(LOADED[2])?,
-        manifest_json: load(LOADED[3])?,
-        summary_json: load(LOADED[4])?,
-        verdicts_json: load(LOADED[5])?,
-        report_md: load(LOADED[6])?,
-        run_json: load(LOADED[7])?,
-        run_id,
-    })
+    crate::run_dir::RunDir::at(dir).read_files()
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::fixture::{Fixture, read_raw, write_raw};
     use super::*;
+    use std::fs;
 
     #[test]
     fn read_run_returns_the_run_files() {

@@ -13,7 +13,10 @@ use flate2::bufread::GzDecoder;
 use tar::EntryType;
 
 use super::check::CheckReport;
-use super::{LOAD_LIMIT, MODIFIED, OPTIONAL, REQUIRED, UNSAFE, digest, member, sums};
+use super::{MODIFIED, UNSAFE, sums};
+use crate::digest;
+use crate::run_dir::{LOAD_LIMIT, OPTIONAL, REQUIRED};
+use crate::tarball;
 
 /// Largest SHA256SUMS accepted (about 80,000 lines).
 const SUMS_LIMIT: u64 = 8 << 20;
@@ -138,7 +141,7 @@ impl Seen {
     /// Applies the path rules and records the path; returns its components.
     fn place<'p>(&mut self, path: &'p str, kind: EntryType) -> Result<Vec<&'p str>> {
         let parts =
-            member::components(path).map_err(|why| anyhow::anyhow!("{path}: {why}: {UNSAFE}"))?;
+            tarball::components(path).map_err(|why| anyhow::anyhow!("{path}: {why}: {UNSAFE}"))?;
         if self.root.is_empty() {
             self.root = parts[0].to_string();
         }
@@ -178,7 +181,7 @@ impl Seen {
         } else {
             keep.contains(&rel.as_str()).then_some(LOAD_LIMIT)
         };
-        let (size, sha256, bytes) = digest::hash(data, limit)?;
+        let (size, sha256, bytes) = digest::stream(data, limit)?;
         self.bytes += size;
         match (bytes, limit) {
             (Some(bytes), _) if is_sums => self.sums = Some(bytes),
@@ -198,7 +201,7 @@ impl Seen {
         entry: &tar::Entry<'_, R>,
     ) -> Result<()> {
         let target = link_target(path, entry)?;
-        let resolved = member::resolve_link(&parts[..parts.len() - 1], &target);
+        let resolved = tarball::resolve_link(&parts[..parts.len() - 1], &target);
         match resolved {
             Ok(Some(to)) if to.first() == Some(&self.root) => {}
             Ok(_) => bail!(
@@ -220,7 +223,7 @@ impl Seen {
         let target = link_target(path, entry)?;
         let inside = target
             .strip_prefix(&format!("{}/", self.root))
-            .filter(|t| member::components(t).is_ok());
+            .filter(|t| tarball::components(t).is_ok());
         let Some(sha256) = inside.and_then(|t| self.files.get(t)).cloned() else {
             bail!(
                 "{path}: hard link to {target:?}, which is not an earlier file inside {}/; {UNSAFE}",

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Result, bail, ensure};
 
-use super::{MODIFIED, member};
+use super::MODIFIED;
+use crate::tarball;
 
 /// File name of the checksum list, directly inside the run folder.
 pub const NAME: &str = "SHA256SUMS";
@@ -98,7 +99,7 @@ fn parse_line(raw: &str, number: usize) -> Result<Line, &'static str> {
         .strip_prefix("  ")
         .or_else(|| rest.strip_prefix(" *"))
         .ok_or("expected two spaces after the hash")?;
-    member::components(path)?;
+    tarball::components(path)?;
     if path == NAME {
         return Err("SHA256SUMS cannot list itself");
     }

@@ -10,19 +10,18 @@
 //! implementation is pinned by Cargo.lock).
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
-use std::io::{self, BufWriter, Read, Write};
+use std::fs;
+use std::io::BufWriter;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, ensure};
 use flate2::{Compression, GzBuilder};
-use tar::{EntryType, Header};
 
-use super::digest::HashReader;
-use super::plan::{self, Item, Plan};
-use super::{member, sums};
-use crate::cache::HashingWriter;
+use super::{plan, sums};
+use crate::digest;
+use crate::run_dir::RunDir;
+use crate::tarball::{self, Tree};
 
 /// gzip level; part of the byte-for-byte output, so never derived from the environment.
 const GZIP_LEVEL: u32 = 6;
@@ -60,8 +59,8 @@ pub fn write_with(
     out: &Path,
 ) -> Result<ArchiveInfo> {
     // A link such as `runs/latest` names the run it points at.
-    let run_dir = &std::fs::canonicalize(run_dir)
-        .with_context(|| format!("reading run directory {}", run_dir.display()))?;
+    let run = RunDir::open(run_dir)?;
+    let run_dir = run.path();
     let run_id = run_id(run_dir)?;
     refuse_output_inside(run_dir, out)?;
     let plan = plan::collect(run_dir, sources, extras)?;
@@ -74,7 +73,7 @@ fn run_id(run_dir: &Path) -> Result<String> {
         .and_then(|n| n.to_str())
         .unwrap_or_default();
     ensure!(
-        member::components(name).is_ok_and(|c| c.len() == 1),
+        tarball::components(name).is_ok_and(|c| c.len() == 1),
         "run directory {} has no usable name: the archive's top folder is named after it",
         run_dir.display()
     );
@@ -98,7 +97,7 @@ fn refuse_output_inside(run_dir: &Path, out: &Path) -> Result<()> {
     Ok(())
 }
 
-fn write_plan(plan: &Plan, run_id: &str, out: &Path) -> Result<ArchiveInfo> {
+fn write_plan(plan: &Tree, run_id: &str, out: &Path) -> Result<ArchiveInfo> {
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -108,21 +107,27 @@ fn write_plan(plan: &Plan, run_id: &str, out: &Path) -> Result<ArchiveInfo> {
         .suffix(".tmp")
         .tempfile_in(parent)
         .with_context(|| format!("creating a temporary file in {}", parent.display()))?;
-    let counted = HashingWriter::new(BufWriter::new(temp.as_file()));
+    let counted = digest::Writer::new(BufWriter::new(temp.as_file()));
     let gz = GzBuilder::new()
         .mtime(0)
         .operating_system(GZIP_OS_UNKNOWN)
         .write(counted, Compression::new(GZIP_LEVEL));
-    let mut tar = tar::Builder::new(gz);
+    let mut tar = tarball::Writer::new(gz);
+    tar.dir(run_id)?;
     let mut checksums = BTreeMap::new();
-    for (path, item) in plan {
-        append(&mut tar, run_id, path, item, &mut checksums)?;
+    for (path, entry) in plan.members() {
+        let sha256 = tar
+            .append_hashed(&format!("{run_id}/{path}"), entry)
+            .with_context(|| format!("archiving {path}: if a file changed while being archived, archive the run again"))?;
+        if let Some(sha256) = sha256 {
+            checksums.insert(path, sha256);
+        }
     }
     let listing = sums::render(&checksums);
-    let mut header = header(EntryType::Regular, listing.len() as u64, 0o644);
-    tar.append_data(
-        &mut header,
-        format!("{run_id}/{}", sums::NAME),
+    tar.file(
+        &format!("{run_id}/{}", sums::NAME),
+        listing.len() as u64,
+        false,
         listing.as_bytes(),
     )?;
     let counted = tar.into_inner()?.finish()?;
@@ -137,72 +142,18 @@ fn write_plan(plan: &Plan, run_id: &str, out: &Path) -> Result<ArchiveInfo> {
         path: out.to_owned(),
         sha256,
         size_bytes,
-        members: plan.len() + 1,
+        // The top folder, every planned member, and SHA256SUMS.
+        members: plan.len() + 2,
     })
-}
-
-fn append<W: Write>(
-    tar: &mut tar::Builder<W>,
-    run_id: &str,
-    path: &[String],
-    item: &Item,
-    checksums: &mut BTreeMap<String, String>,
-) -> Result<()> {
-    let name = std::iter::once(run_id)
-        .chain(path.iter().map(String::as_str))
-        .collect::<Vec<_>>()
-        .join("/");
-    match item {
-        Item::Dir => tar.append_data(
-            &mut header(EntryType::Directory, 0, 0o755),
-            format!("{name}/"),
-            io::empty(),
-        )?,
-        Item::Link { target } => {
-            tar.append_link(&mut header(EntryType::Symlink, 0, 0o777), &name, target)?
-        }
-        Item::File {
-            disk,
-            size,
-            executable,
-        } => {
-            let file = File::open(disk).with_context(|| format!("opening {}", disk.display()))?;
-            let mut reader = HashReader::new(file.take(*size));
-            let mode = if *executable { 0o755 } else { 0o644 };
-            tar.append_data(
-                &mut header(EntryType::Regular, *size, mode),
-                &name,
-                &mut reader,
-            )
-            .with_context(|| format!("archiving {}", disk.display()))?;
-            let (read, sha256) = reader.finish();
-            ensure!(
-                read == *size,
-                "{} changed size while being archived: archive the run again",
-                disk.display()
-            );
-            checksums.insert(path.join("/"), sha256);
-        }
-    }
-    Ok(())
-}
-
-fn header(kind: EntryType, size: u64, mode: u32) -> Header {
-    let mut header = Header::new_gnu();
-    header.set_entry_type(kind);
-    header.set_size(size);
-    header.set_mode(mode);
-    header.set_uid(0);
-    header.set_gid(0);
-    header.set_mtime(0);
-    header
 }
 
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, SystemTime};
 
-    use sha2::{Digest, Sha256};
+    use std::fs::File;
+
+    use tar::EntryType;
     use walkdir::WalkDir;
 
     use super::super::check;
@@ -210,7 +161,7 @@ mod tests {
     use super::*;
 
     fn sha256_of(path: &Path) -> String {
-        hex::encode(Sha256::digest(fs::read(path).unwrap()))
+        crate::digest::file(path).unwrap()
     }
 
     #[test]

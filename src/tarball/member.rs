@@ -1,5 +1,5 @@
-//! Member paths: the relative, `/`-separated names inside a run archive, and the rule for symlink
-//! targets. The writer and the checker share these so that what one writes the other accepts.
+//! Member paths: the relative, `/`-separated names inside a tar, and the rule for symlink targets.
+//! The writers and the archive checker share these so that what one writes the other accepts.
 
 /// Splits a member path into its components, or says why it is not a safe, canonical member path.
 /// Refused: empty paths, absolute paths, backslashes, control characters (a newline would break
