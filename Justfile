@@ -51,3 +51,7 @@ bench-build: driver
 # Benchmark: the same probe binaries measured in containers and natively, side by side, at 1M tasks.
 bench-fidelity *ARGS: driver
     {{bin}} bench fidelity {{ARGS}}
+
+# Benchmark: peak memory (ru_maxrss) of article 001's single-binary probes, in containers and natively.
+bench-fidelity-peak *ARGS: driver
+    {{bin}} bench fidelity --study results/sleep-peak-2024/study.yaml --probes rust-tokio-join,rust-async-std,go-sleep {{ARGS}}

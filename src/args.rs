@@ -102,6 +102,12 @@ pub enum BenchCommand {
 
 #[derive(Debug, Args)]
 pub struct FidelityArgs {
+    /// The study whose probes are measured (default: article 000).
+    #[arg(long, value_name = "STUDY_FILE")]
+    pub study: Option<PathBuf>,
+    /// Only these probes of the study (comma-separated ids); each must be a single binary.
+    #[arg(long, value_delimiter = ',', value_name = "ID,…")]
+    pub probes: Vec<String>,
     /// Tasks per process.
     #[arg(long, default_value_t = 1_000_000)]
     pub tasks: u64,

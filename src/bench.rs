@@ -16,7 +16,8 @@ use crate::sample::{self, Sample, SamplerOutput};
 use crate::study::Study;
 
 /// Measures each cell of `study` twice — in its container, then natively — and prints the ratio of
-/// the median RSS per probe.
+/// the median memory per probe (steady: RSS with every task parked; peak: `ru_maxrss`). The probe
+/// binary runs natively as it is in the image, so only probes that are one binary take part.
 pub async fn fidelity(
     engine: &Engine,
     study: &Study,
@@ -48,26 +49,23 @@ pub async fn fidelity(
                     s.error
                 );
             }
-            eprintln!(
-                "{how:<9} {} rss={} B",
-                probe.id,
-                s.rss_median_bytes.unwrap_or(0)
-            );
+            let bytes = s.memory_bytes().unwrap_or(0);
+            eprintln!("{how:<9} {} {} B", probe.id, bytes);
             medians
                 .entry((probe.id.clone(), how))
                 .or_default()
-                .push(s.rss_median_bytes.unwrap_or(0));
+                .push(bytes);
         }
     }
     let mut out = format!(
-        "{:<12} {:>16} {:>16} {:>8}\n",
+        "{:<22} {:>16} {:>16} {:>8}\n",
         "probe", "container MiB", "native MiB", "ratio"
     );
     for probe in &study.probes {
         let m = |how| sample::median_u64(&medians[&(probe.id.clone(), how)]).unwrap_or(0) as f64;
         let (c, n) = (m("container"), m("native"));
         out.push_str(&format!(
-            "{:<12} {:>16.2} {:>16.2} {:>8.4}\n",
+            "{:<22} {:>16.2} {:>16.2} {:>8.4}\n",
             probe.id,
             c / 1048576.0,
             n / 1048576.0,

@@ -216,7 +216,19 @@ async fn new_run(
 async fn cmd_fidelity(repo: &Path, args: &FidelityArgs) -> Result<u8> {
     let manifest = cmd_build(repo, &BuildArgs::default()).await?;
     let engine = Engine::connect().await?;
-    let mut study = Study::default_study();
+    let mut study = match &args.study {
+        Some(path) => Study::load(path)?,
+        None => Study::default_study(),
+    };
+    if !args.probes.is_empty() {
+        for id in &args.probes {
+            if study.probe(id).is_none() {
+                bail!("--probes: study {} has no probe {id:?}", study.id);
+            }
+        }
+        study.probes.retain(|p| args.probes.contains(&p.id));
+    }
+    study.claims.clear();
     study.protocol.scales = vec![args.tasks];
     study.protocol.repeats = args.repeats;
     let available = engine.cpus().await?;

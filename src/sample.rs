@@ -138,6 +138,15 @@ pub struct Timings {
 }
 
 impl Sample {
+    /// The process's memory as its kind measures it: steady, the median RSS with every task parked;
+    /// peak and the others, `ru_maxrss`. Bytes.
+    pub fn memory_bytes(&self) -> Option<u64> {
+        match self.kind {
+            Kind::Steady => self.rss_median_bytes,
+            _ => self.peak.as_ref()?.ru_maxrss_bytes,
+        }
+    }
+
     /// The cell of the study matrix this sample fills.
     pub fn cell(&self) -> (String, u64, u32) {
         (self.probe.clone(), self.tasks, self.repeat)
