@@ -82,6 +82,9 @@ pub struct ReproduceArgs {
     /// Add the probe images to the archive.
     #[arg(long)]
     pub with_images: bool,
+    /// Reproduce every study in `results/` in turn, then write `results/index.md`.
+    #[arg(long, conflicts_with_all = ["study", "resume"])]
+    pub all: bool,
 }
 
 #[derive(Debug, Args)]
@@ -132,7 +135,7 @@ pub struct BuildArgs {
     pub verbose: bool,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// The study file; the embedded default study (article 000) when omitted.
     pub study: Option<PathBuf>,

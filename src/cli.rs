@@ -361,7 +361,43 @@ async fn cmd_reproduce(paths: &Paths, args: &ReproduceArgs) -> Result<u8> {
     if cmd_doctor().await? != EXIT_OK {
         bail!("the machine is not ready (see the FAIL lines above)");
     }
-    let run = run_study(paths, &args.run).await?;
+    if !args.all {
+        return reproduce_one(paths, args, &args.run).await;
+    }
+    let files = crate::index::studies(&paths.results)?;
+    eprintln!("reproducing {} studies", files.len());
+    let mut worst = EXIT_OK;
+    for file in files {
+        eprintln!("\n== {}", file.display());
+        let run = RunArgs {
+            study: Some(file.clone()),
+            ..args.run.clone()
+        };
+        let code = match reproduce_one(paths, args, &run).await {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: study {}: {e:#}", file.display());
+                EXIT_KIT
+            }
+        };
+        if code == EXIT_INTERRUPTED {
+            return Ok(code);
+        }
+        // A study the kit could not reproduce outranks probe failures and differing claims.
+        worst = if code == EXIT_KIT || worst == EXIT_KIT {
+            EXIT_KIT
+        } else {
+            worst.max(code)
+        };
+    }
+    let index = crate::index::write(&paths.results)?;
+    println!("\nindex of every study: {}", index.display());
+    Ok(worst)
+}
+
+/// One study: run, report, archive.
+async fn reproduce_one(paths: &Paths, args: &ReproduceArgs, run_args: &RunArgs) -> Result<u8> {
+    let run = run_study(paths, run_args).await?;
     if run.interrupted {
         return Ok(run_exit_code(&run));
     }

@@ -18,6 +18,7 @@ pub mod doctor;
 pub mod engine;
 pub mod env;
 pub mod image;
+pub mod index;
 pub mod kind;
 pub mod outcome;
 pub mod pin;

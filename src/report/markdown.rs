@@ -61,7 +61,7 @@ fn header(input: &ReportInput) -> String {
     out
 }
 
-fn verdicts(verdicts: &[Verdict]) -> String {
+pub(crate) fn verdicts(verdicts: &[Verdict]) -> String {
     let mut out = String::from("## Verdicts\n\n");
     if verdicts.is_empty() {
         out.push_str("This study states no claims; no verdicts.\n");

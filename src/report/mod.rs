@@ -6,7 +6,7 @@
 mod csv;
 mod json;
 mod kinds;
-mod markdown;
+pub(crate) mod markdown;
 mod number;
 mod svg;
 pub mod terminal;
