@@ -22,6 +22,7 @@ pub mod index;
 pub mod kind;
 pub mod outcome;
 pub mod pin;
+pub mod plan;
 pub mod report;
 pub mod run;
 pub mod run_dir;

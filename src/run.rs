@@ -8,12 +8,12 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
-use crate::cpuset;
 use crate::engine::{ContainerOutcome, ContainerSpec, Engine};
 use crate::image::Manifest;
 use crate::run_dir::{self, RunDir, RunState, Status};
 use crate::sample::{self, Sample, SampleLog, SamplerOutput};
 use crate::study::{Order, Study};
+use crate::{cpuset, plan};
 
 /// How to choose the CPUs the probes are pinned to.
 #[derive(Debug, Clone, PartialEq)]
@@ -162,16 +162,29 @@ pub async fn execute(
         .filter(|c| !done.contains(&(study.probes[c.probe].id.clone(), c.tasks, c.repeat)))
         .collect();
     let mut log = SampleLog::open(&log_path)?;
-    let bar = progress(todo.len(), existing.len());
+    let latest = dir.path().parent().map(|runs| runs.join(run_dir::LATEST));
+    let mut estimates = latest
+        .map(|l| plan::Estimates::from_run(&l))
+        .unwrap_or_default();
+    eprintln!(
+        "{}",
+        plan::describe(study, &todo, existing.len(), &estimates)
+    );
+    let bar = progress(todo.len());
     let started = Instant::now();
     state.status = Status::Running;
     dir.save_state(state)?;
     let (mut measured, mut interrupted, mut probe_ms) = (0, false, 0.0);
     let mut invalid = existing.iter().filter(|s| !s.valid).count();
-    for cell in &todo {
+    for (i, cell) in todo.iter().enumerate() {
         let probe = &study.probes[cell.probe];
+        let (left, unknown) = estimates.total(study, &todo[i..]);
+        let eta = match unknown {
+            0 => format!("ETA {}", plan::clock(left)),
+            _ => "ETA unknown".to_string(),
+        };
         bar.set_message(format!(
-            "{} × {} tasks, repeat {}",
+            "{eta}  {} × {} tasks, repeat {}",
             probe.id, cell.tasks, cell.repeat
         ));
         let Some(sample) = measure(engine, study, manifest, state, cell, cancel).await? else {
@@ -179,6 +192,7 @@ pub async fn execute(
             break;
         };
         log.append(&sample)?;
+        estimates.finished(&sample);
         measured += 1;
         probe_ms += sample.timings.probe_ms.unwrap_or(0.0);
         invalid += usize::from(!sample.valid);
@@ -343,15 +357,12 @@ fn tail(text: &str, max: usize) -> String {
     text[start..].to_string()
 }
 
-fn progress(todo: usize, already: usize) -> ProgressBar {
+fn progress(todo: usize) -> ProgressBar {
     let bar = ProgressBar::new(todo as u64);
     bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} processes, ETA {eta}  {msg}")
+        ProgressStyle::with_template("{bar:30} {pos}/{len} processes, {msg}")
             .expect("valid template"),
     );
-    if bar.is_hidden() {
-        eprintln!("{todo} processes to run ({already} already measured)");
-    }
     bar
 }
 
