@@ -1,0 +1,131 @@
+//! The peak kind against the real Engine: article 001's unmodified programs at tiny scales with a
+//! short sleep, an unavailable toolchain, a crashing program and one that outlives its timeout.
+
+mod common;
+
+use common::*;
+
+fn peak_study(id: &str, probes: &[(&str, &[&str])], timeout_s: u64, claims: &str) -> String {
+    let mut yaml = format!(
+        r#"id: {id}
+title: peak test
+source: {{article: test, environment: test, cpus: "0-1"}}
+protocol: {{scales: [1, 2000], repeats: 1, order: alternate, cpus: "0-1", interval_ms: 20, timeout_s: {timeout_s}}}
+probes:
+"#
+    );
+    for (probe, args) in probes {
+        let args: Vec<String> = args.iter().map(|a| format!("{a:?}")).collect();
+        yaml.push_str(&format!(
+            "  - {{id: {probe}, image: {probe}, kind: peak, args: [{}]}}\n",
+            args.join(", ")
+        ));
+    }
+    yaml.push_str(claims);
+    yaml
+}
+
+#[test]
+fn unmodified_programs_give_peaks_and_verdicts_with_unavailable_toolchains_named() {
+    ensure_built();
+    let tmp = tempfile::tempdir().unwrap();
+    let short: &[&str] = &["{tasks}", "300"];
+    let claims = r#"claims:
+  - {id: go-lowest, text: t, stat: ratio, of: peak_median, probe: go-sleep, than: lowest, tasks: 1, expected: {below: 1}, unit: x}
+  - {id: tokio-per-task, text: t, stat: per_task_bytes, probe: rust-tokio-join, tasks: 2000, expected: 100, unit: B, tolerance: {relative: 10}}
+"#;
+    let yaml = peak_study(
+        "peak",
+        &[
+            ("rust-tokio-join", short),
+            ("go-sleep", short),
+            ("python-asyncio", short),
+            ("csharp", short),
+        ],
+        60,
+        claims,
+    );
+    let study = write_study(tmp.path(), "s.yaml", &yaml);
+    let out = parkbench()
+        .args(["reproduce", "--cpus", "auto", "--results"])
+        .arg(tmp.path())
+        .arg(&study)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let run = only_run(tmp.path(), "peak");
+    let samples = samples(&run);
+    assert_eq!(samples.len(), 8, "every cell has a sample, measured or not");
+    for s in &samples {
+        assert_eq!(s["kind"], "peak", "{s}");
+        if s["probe"] == "csharp" {
+            assert_eq!(s["valid"], false);
+            let e = s["error"].as_str().unwrap();
+            assert!(e.starts_with("toolchain unavailable"), "{e}");
+            continue;
+        }
+        assert_eq!(s["valid"], true, "{s}");
+        let peak = &s["peak"];
+        let ru = peak["ru_maxrss_bytes"].as_u64().unwrap();
+        assert!(ru >= peak["vm_hwm_bytes"].as_u64().unwrap_or(0), "{s}");
+        assert!(peak["wall_ms"].as_f64().unwrap() >= 300.0, "the program slept: {s}");
+        assert_eq!(s["cpus_in_force"], s["cpus_pinned"], "{s}");
+    }
+    let verdicts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("verdicts.json")).unwrap())
+            .unwrap();
+    let lowest = &verdicts["verdicts"][0];
+    assert_ne!(lowest["status"], "not_measured", "{lowest}");
+    let missing = lowest["missing"].as_array().unwrap();
+    assert!(
+        missing.iter().any(|m| m.as_str().unwrap().contains("csharp")),
+        "{lowest}"
+    );
+    assert!(verdicts["verdicts"][1]["measured"].is_number());
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("peak_bytes") && report.contains("toolchain unavailable"));
+    let archive = run.with_extension("tar.gz");
+    for cmd in ["check", "verify"] {
+        let out = parkbench().arg(cmd).arg(&archive).output().unwrap();
+        assert!(out.status.success(), "{cmd}: {}", describe(&out));
+    }
+}
+
+#[test]
+fn a_crash_and_a_timeout_are_invalid_samples_and_the_run_goes_on() {
+    ensure_built();
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = peak_study(
+        "peak-bad",
+        &[
+            ("rust-tokio-join", &["not-a-number"]),
+            ("go-sleep", &["{tasks}", "30000"]),
+            ("rust-async-std", &["{tasks}", "10"]),
+        ],
+        2,
+        "",
+    );
+    let study = write_study(tmp.path(), "s.yaml", &yaml);
+    let out = parkbench()
+        .args(["run", "--cpus", "auto", "--results"])
+        .arg(tmp.path())
+        .arg(&study)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    let samples = samples(&only_run(tmp.path(), "peak-bad"));
+    assert_eq!(samples.len(), 6);
+    let error = |probe: &str| {
+        samples
+            .iter()
+            .find(|s| s["probe"] == probe)
+            .map(|s| s["error"].as_str().unwrap_or("").to_string())
+            .unwrap()
+    };
+    assert!(error("rust-tokio-join").contains("exited with code"), "{samples:?}");
+    assert!(error("go-sleep").contains("timeout"), "{samples:?}");
+    assert!(samples
+        .iter()
+        .filter(|s| s["probe"] == "rust-async-std")
+        .all(|s| s["valid"] == true));
+}
