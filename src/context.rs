@@ -24,9 +24,15 @@ pub struct Context {
 const SKIPPED_DIRS: [&str; 2] = [".git", "target"];
 
 /// Writes a build context tar to `out`: the files of `dir` (skipping `target/` and `.git`
-/// directories at any depth) plus `extra` entries, each a path inside the context and the file or
-/// directory on disk that fills it (e.g. `("vendor", <vendored crates>)`, `("rust.tar", <blob>)`).
-pub fn write(dir: &Path, extra: &[(String, PathBuf)], out: &Path) -> Result<Context> {
+/// directories at any depth, and the top-level entries named in `skip`) plus `extra` entries, each
+/// a path inside the context and the file or directory on disk that fills it (e.g.
+/// `("vendor", <vendored crates>)`, `("rust.tar", <blob>)`).
+pub fn write(
+    dir: &Path,
+    extra: &[(String, PathBuf)],
+    skip: &[&str],
+    out: &Path,
+) -> Result<Context> {
     ensure!(
         dir.is_dir(),
         "build context {} is not a directory",
@@ -35,6 +41,10 @@ pub fn write(dir: &Path, extra: &[(String, PathBuf)], out: &Path) -> Result<Cont
     let mut members = BTreeMap::new();
     collect(dir, "", true, &mut members)
         .with_context(|| format!("reading build context {}", dir.display()))?;
+    members.retain(|path, _| {
+        let top = path.split('/').next().unwrap_or_default();
+        !skip.contains(&top)
+    });
     for (at, source) in extra {
         let at = tarball::normalize(at).with_context(|| format!("extra context entry {at:?}"))?;
         ensure!(
@@ -182,8 +192,8 @@ mod tests {
         let src = tree();
         let out = tempfile::tempdir().unwrap();
         let extra = vec![("blobs/rust.tar".to_owned(), src.path().join("Dockerfile"))];
-        let a = write(src.path(), &extra, &out.path().join("a.tar")).unwrap();
-        let b = write(src.path(), &extra, &out.path().join("b.tar")).unwrap();
+        let a = write(src.path(), &extra, &[], &out.path().join("a.tar")).unwrap();
+        let b = write(src.path(), &extra, &[], &out.path().join("b.tar")).unwrap();
         assert_eq!(a.sha256, b.sha256);
         assert_eq!(
             std::fs::read(&a.path).unwrap(),
@@ -199,14 +209,14 @@ mod tests {
             std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(12345),
         )
         .unwrap();
-        let c = write(src.path(), &extra, &out.path().join("c.tar")).unwrap();
+        let c = write(src.path(), &extra, &[], &out.path().join("c.tar")).unwrap();
         assert_eq!(
             a.sha256, c.sha256,
             "an mtime change must not change the bytes"
         );
 
         std::fs::write(src.path().join("src/main.rs"), "fn main() { }\n").unwrap();
-        let d = write(src.path(), &extra, &out.path().join("d.tar")).unwrap();
+        let d = write(src.path(), &extra, &[], &out.path().join("d.tar")).unwrap();
         assert_ne!(a.sha256, d.sha256, "a content change must change the hash");
     }
 
@@ -215,7 +225,7 @@ mod tests {
         let src = tree();
         let out = tempfile::tempdir().unwrap();
         let extra = vec![("vendor".to_owned(), src.path().join("src"))];
-        let ctx = write(src.path(), &extra, &out.path().join("ctx.tar")).unwrap();
+        let ctx = write(src.path(), &extra, &[], &out.path().join("ctx.tar")).unwrap();
         let got = members(&ctx.path);
         let names: Vec<&str> = got.iter().map(|m| m.0.as_str()).collect();
         assert_eq!(
@@ -257,7 +267,7 @@ mod tests {
         let out = tempfile::tempdir().unwrap();
         let err = format!(
             "{:#}",
-            write(src.path(), &[], &out.path().join("x.tar")).unwrap_err()
+            write(src.path(), &[], &[], &out.path().join("x.tar")).unwrap_err()
         );
         assert!(err.contains("points outside"), "{err}");
     }
@@ -269,8 +279,22 @@ mod tests {
         let extra = vec![("Dockerfile".to_owned(), src.path().join("run.sh"))];
         let err = format!(
             "{:#}",
-            write(src.path(), &extra, &out.path().join("x.tar")).unwrap_err()
+            write(src.path(), &extra, &[], &out.path().join("x.tar")).unwrap_err()
         );
         assert!(err.contains("appears twice"), "{err}");
+    }
+
+    #[test]
+    fn skipped_top_level_entries_are_left_out() {
+        let src = tree();
+        let out = tempfile::tempdir().unwrap();
+        std::fs::write(src.path().join("image.yaml"), "probe: true\n").unwrap();
+        std::fs::write(src.path().join("src/image.yaml"), "kept\n").unwrap();
+        let plain = write(src.path(), &[], &[], &out.path().join("a.tar")).unwrap();
+        let ctx = write(src.path(), &[], &["image.yaml"], &out.path().join("b.tar")).unwrap();
+        let names: Vec<String> = members(&ctx.path).into_iter().map(|m| m.0).collect();
+        assert!(!names.contains(&"image.yaml".to_string()), "{names:?}");
+        assert!(names.contains(&"src/image.yaml".to_string()), "{names:?}");
+        assert_ne!(plain.sha256, ctx.sha256);
     }
 }

@@ -68,17 +68,21 @@ fn unmodified_programs_give_peaks_and_verdicts_with_unavailable_toolchains_named
         let peak = &s["peak"];
         let ru = peak["ru_maxrss_bytes"].as_u64().unwrap();
         assert!(ru >= peak["vm_hwm_bytes"].as_u64().unwrap_or(0), "{s}");
-        assert!(peak["wall_ms"].as_f64().unwrap() >= 300.0, "the program slept: {s}");
+        assert!(
+            peak["wall_ms"].as_f64().unwrap() >= 300.0,
+            "the program slept: {s}"
+        );
         assert_eq!(s["cpus_in_force"], s["cpus_pinned"], "{s}");
     }
     let verdicts: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("verdicts.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(run.join("verdicts.json")).unwrap()).unwrap();
     let lowest = &verdicts["verdicts"][0];
     assert_ne!(lowest["status"], "not_measured", "{lowest}");
     let missing = lowest["missing"].as_array().unwrap();
     assert!(
-        missing.iter().any(|m| m.as_str().unwrap().contains("csharp")),
+        missing
+            .iter()
+            .any(|m| m.as_str().unwrap().contains("csharp")),
         "{lowest}"
     );
     assert!(verdicts["verdicts"][1]["measured"].is_number());
@@ -122,10 +126,15 @@ fn a_crash_and_a_timeout_are_invalid_samples_and_the_run_goes_on() {
             .map(|s| s["error"].as_str().unwrap_or("").to_string())
             .unwrap()
     };
-    assert!(error("rust-tokio-join").contains("exited with code"), "{samples:?}");
+    assert!(
+        error("rust-tokio-join").contains("exited with code"),
+        "{samples:?}"
+    );
     assert!(error("go-sleep").contains("timeout"), "{samples:?}");
-    assert!(samples
-        .iter()
-        .filter(|s| s["probe"] == "rust-async-std")
-        .all(|s| s["valid"] == true));
+    assert!(
+        samples
+            .iter()
+            .filter(|s| s["probe"] == "rust-async-std")
+            .all(|s| s["valid"] == true)
+    );
 }

@@ -88,7 +88,7 @@ fn context_toolchain_tar_and_archive_bytes_are_unchanged() {
         ("vendored".into(), root.join("probe/src")),
         ("blobs/tool.tar".into(), root.join("blob.bin")),
     ];
-    let ctx = context::write(&root.join("probe"), &extra, &out.join("context.tar")).unwrap();
+    let ctx = context::write(&root.join("probe"), &extra, &[], &out.join("context.tar")).unwrap();
     assert_eq!(ctx.sha256, sha256(&ctx.path));
 
     let mut members = BTreeMap::new();
