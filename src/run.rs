@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
 use crate::cpuset;
-use crate::engine::{ContainerOutcome, ContainerSpec, Engine};
+use crate::engine::{ContainerOutcome, ContainerSpec, Containers};
 use crate::image::Manifest;
 use crate::run_dir::{self, RunDir, RunState, Status};
 use crate::sample::{self, Sample, SampleLog, SamplerOutput};
@@ -135,7 +135,7 @@ pub fn choose_cpus(
 
 /// Runs every cell not yet in `samples.jsonl`, appending each sample as soon as it is measured.
 pub async fn execute(
-    engine: &Engine,
+    engine: &impl Containers,
     study: &Study,
     manifest: &Manifest,
     dir: &RunDir,
@@ -174,9 +174,17 @@ pub async fn execute(
             "{} × {} tasks, repeat {}",
             probe.id, cell.tasks, cell.repeat
         ));
-        let Some(sample) = measure(engine, study, manifest, state, cell, cancel).await? else {
-            interrupted = true;
-            break;
+        let measured_cell = measure(engine, study, manifest, state, cell, cancel).await;
+        let sample = match measured_cell {
+            Ok(Some(sample)) => sample,
+            Ok(None) => {
+                interrupted = true;
+                break;
+            }
+            Err(e) => {
+                bar.finish_and_clear();
+                return Err(stop(dir, state, started, e, cell, &probe.id));
+            }
         };
         log.append(&sample)?;
         measured += 1;
@@ -206,9 +214,34 @@ pub async fn execute(
     })
 }
 
+/// Marks the run incomplete after an Engine error and says where the samples so far are.
+fn stop(
+    dir: &RunDir,
+    state: &mut RunState,
+    started: Instant,
+    error: anyhow::Error,
+    cell: &Cell,
+    probe: &str,
+) -> anyhow::Error {
+    state.wall_ms += started.elapsed().as_secs_f64() * 1000.0;
+    state.status = Status::Incomplete;
+    state.finished_at = Some(now());
+    if let Err(e) = dir.save_state(state) {
+        eprintln!("warning: {e:#}");
+    }
+    error.context(format!(
+        "measuring {probe} × {} tasks, repeat {}: the run stopped; every sample so far is kept in {}; \
+         fix the Engine, then run `parkbench run --resume {}`",
+        cell.tasks,
+        cell.repeat,
+        dir.file(run_dir::SAMPLES).display(),
+        dir.path().display()
+    ))
+}
+
 /// Runs one process in a fresh container; `None` when interrupted (the container is gone, no sample).
 pub async fn measure(
-    engine: &Engine,
+    engine: &impl Containers,
     study: &Study,
     manifest: &Manifest,
     state: &RunState,
@@ -399,6 +432,9 @@ pub fn new_state(run_id: &str, study: &Study, cpus: &[usize], deviations: Vec<St
         wall_ms: 0.0,
     }
 }
+
+#[cfg(test)]
+mod loop_tests;
 
 #[cfg(test)]
 mod tests {
