@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{Engine, EngineFacts};
+use crate::engine::{Containers, EngineFacts};
 use crate::image::Manifest;
 
 /// `env.json`: where a run was measured.
@@ -78,7 +78,7 @@ pub struct ContainerView {
 
 /// Takes the environment record, running one short container from `probe_image` for its view.
 pub async fn record(
-    engine: &Engine,
+    engine: &impl Containers,
     manifest: &Manifest,
     probe_image: &str,
     repo: &Path,
@@ -101,7 +101,7 @@ pub async fn record(
     })
 }
 
-async fn container_view(engine: &Engine, image: &str) -> Result<ContainerView> {
+async fn container_view(engine: &impl Containers, image: &str) -> Result<ContainerView> {
     let script = "uname -a; grep Cpus_allowed_list /proc/self/status | cut -f2; ldd --version 2>&1 | head -n1";
     let out = engine
         .output(image, &["/bin/sh", "-c", script], "env")
@@ -205,6 +205,36 @@ mod tests {
             meminfo_total("MemTotal:       16384 kB\nMemFree: 1 kB"),
             16384 * 1024
         );
+    }
+
+    #[tokio::test]
+    async fn the_container_view_comes_from_one_short_container() {
+        use crate::engine::fake::{FakeEngine, Step};
+        let stdout = "Linux c 6.1.0 x86_64 GNU/Linux\n0-1\nldd (Debian GLIBC 2.36-9) 2.36\n";
+        let engine = FakeEngine::new([Step::Exit {
+            code: 0,
+            stdout: stdout.into(),
+            stderr: String::new(),
+        }]);
+        let repo = tempfile::tempdir().unwrap();
+        let env = record(&engine, &Manifest::default(), "parkbench/go:x", repo.path())
+            .await
+            .unwrap();
+        assert_eq!(env.container.cpus_allowed, "0-1");
+        assert!(env.container.glibc.contains("2.36"));
+        assert_eq!(env.engine.ncpu, 2);
+        let runs = engine.runs();
+        assert_eq!((runs.len(), runs[0].image.as_str()), (1, "parkbench/go:x"));
+        assert_eq!(runs[0].labels["parkbench.role"], "env");
+        assert!(engine.live().is_empty());
+
+        let failing = FakeEngine::new([Step::Exit {
+            code: 1,
+            stdout: String::new(),
+            stderr: "no shell".into(),
+        }]);
+        let err = record(&failing, &Manifest::default(), "img", repo.path()).await;
+        assert!(format!("{:#}", err.unwrap_err()).contains("no shell"));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{ContainerOutcome, ContainerSpec, Engine};
+use crate::engine::{ContainerOutcome, ContainerSpec, Containers};
 use crate::image::Manifest;
 use crate::run_dir::{self, RunDir, RunState, Status};
 use crate::sample::{self, Sample, SampleLog, SamplerOutput};
@@ -135,7 +135,7 @@ pub fn choose_cpus(
 
 /// Runs every cell not yet in `samples.jsonl`, appending each sample as soon as it is measured.
 pub async fn execute(
-    engine: &Engine,
+    engine: &impl Containers,
     study: &Study,
     manifest: &Manifest,
     dir: &RunDir,
@@ -175,7 +175,8 @@ pub async fn execute(
     state.status = Status::Running;
     dir.save_state(state)?;
     let (mut measured, mut interrupted, mut probe_ms) = (0, false, 0.0);
-    let mut invalid = existing.iter().filter(|s| !s.valid).count();
+    let failed = |s: &Sample| !s.valid && !s.is_unavailable();
+    let mut invalid = existing.iter().filter(|s| failed(s)).count();
     for (i, cell) in todo.iter().enumerate() {
         let probe = &study.probes[cell.probe];
         let (left, unknown) = estimates.total(study, &todo[i..]);
@@ -187,15 +188,23 @@ pub async fn execute(
             "{eta}  {} × {} tasks, repeat {}",
             probe.id, cell.tasks, cell.repeat
         ));
-        let Some(sample) = measure(engine, study, manifest, state, cell, cancel).await? else {
-            interrupted = true;
-            break;
+        let measured_cell = measure(engine, study, manifest, state, cell, cancel).await;
+        let sample = match measured_cell {
+            Ok(Some(sample)) => sample,
+            Ok(None) => {
+                interrupted = true;
+                break;
+            }
+            Err(e) => {
+                bar.finish_and_clear();
+                return Err(stop(dir, state, started, e, cell, &probe.id));
+            }
         };
         log.append(&sample)?;
         estimates.finished(&sample);
         measured += 1;
         probe_ms += sample.timings.probe_ms.unwrap_or(0.0);
-        invalid += usize::from(!sample.valid);
+        invalid += usize::from(failed(&sample));
         report_line(&bar, &sample);
         bar.inc(1);
     }
@@ -220,9 +229,34 @@ pub async fn execute(
     })
 }
 
+/// Marks the run incomplete after an Engine error and says where the samples so far are.
+fn stop(
+    dir: &RunDir,
+    state: &mut RunState,
+    started: Instant,
+    error: anyhow::Error,
+    cell: &Cell,
+    probe: &str,
+) -> anyhow::Error {
+    state.wall_ms += started.elapsed().as_secs_f64() * 1000.0;
+    state.status = Status::Incomplete;
+    state.finished_at = Some(now());
+    if let Err(e) = dir.save_state(state) {
+        eprintln!("warning: {e:#}");
+    }
+    error.context(format!(
+        "measuring {probe} × {} tasks, repeat {}: the run stopped; every sample so far is kept in {}; \
+         fix the Engine, then run `parkbench run --resume {}`",
+        cell.tasks,
+        cell.repeat,
+        dir.file(run_dir::SAMPLES).display(),
+        dir.path().display()
+    ))
+}
+
 /// Runs one process in a fresh container; `None` when interrupted (the container is gone, no sample).
 pub async fn measure(
-    engine: &Engine,
+    engine: &impl Containers,
     study: &Study,
     manifest: &Manifest,
     state: &RunState,
@@ -230,6 +264,12 @@ pub async fn measure(
     cancel: &CancellationToken,
 ) -> Result<Option<Sample>> {
     let probe = &study.probes[cell.probe];
+    if let Some(why) = manifest.unavailable(&probe.image) {
+        let mut s = blank(study, state, cell, now());
+        let why = why.lines().next().unwrap_or_default();
+        s.error = Some(format!("{}{why}", sample::UNAVAILABLE));
+        return Ok(Some(s));
+    }
     let image = manifest.get(&probe.image).with_context(|| {
         format!(
             "probe {:?} names image {:?}, which was not built",
@@ -263,12 +303,27 @@ pub async fn measure(
     if outcome.interrupted {
         return Ok(None);
     }
-    let mut s = Sample {
+    let mut s = blank(study, state, cell, started_at);
+    s.image_tag = image.tag.clone();
+    s.image_id = image.id.clone();
+    s.stderr_tail = tail(&outcome.stderr, 4096);
+    s.exit_code = outcome.exit_code;
+    s.oom_killed = outcome.oom_killed;
+    s.timings.container_ms = Some(outcome.elapsed.as_secs_f64() * 1000.0);
+    let error = fill(&mut s, &outcome);
+    sample::judge_validity(&mut s, error.as_deref(), &probe.results);
+    Ok(Some(s))
+}
+
+/// A sample of this cell with nothing measured yet: invalid until the sampler's output says otherwise.
+fn blank(study: &Study, state: &RunState, cell: &Cell, started_at: String) -> Sample {
+    let probe = &study.probes[cell.probe];
+    Sample {
         run_id: state.run_id.clone(),
         study: study.id.clone(),
         probe: probe.id.clone(),
-        image_tag: image.tag.clone(),
-        image_id: image.id.clone(),
+        image_tag: String::new(),
+        image_id: String::new(),
         tasks: cell.tasks,
         repeat: cell.repeat,
         position: cell.position,
@@ -276,8 +331,8 @@ pub async fn measure(
         cpus_pinned: state.cpus_pinned.clone(),
         cpus_in_force: None,
         workers: state.workers,
-        env,
-        args,
+        env: probe.expand_env(cell.tasks, state.workers),
+        args: probe.expand_args(cell.tasks, state.workers),
         baseline_rss_bytes: None,
         rss_bytes: Vec::new(),
         rss_median_bytes: None,
@@ -290,21 +345,17 @@ pub async fn measure(
         expected: cell.tasks,
         valid: false,
         error: None,
-        stderr_tail: tail(&outcome.stderr, 4096),
+        stderr_tail: String::new(),
         metrics: BTreeMap::new(),
         timings: Default::default(),
         started_at,
-        exit_code: outcome.exit_code,
-        oom_killed: outcome.oom_killed,
+        exit_code: None,
+        oom_killed: false,
         kind: probe.kind,
         peak: None,
         results: Vec::new(),
         latency_ns: Vec::new(),
-    };
-    s.timings.container_ms = Some(outcome.elapsed.as_secs_f64() * 1000.0);
-    let error = fill(&mut s, &outcome);
-    sample::judge_validity(&mut s, error.as_deref(), &probe.results);
-    Ok(Some(s))
+    }
 }
 
 /// The sampler's options for this probe's kind, protocol and CPU list, ending with the `--` before
@@ -373,9 +424,11 @@ fn report_line(bar: &ProgressBar, s: &Sample) {
         s.tasks,
         s.repeat,
         s.kind.measure().progress(s),
-        s.error
-            .as_deref()
-            .map_or("valid".to_string(), |e| format!("INVALID: {e}"))
+        match s.error.as_deref() {
+            None => "valid".to_string(),
+            Some(e) if s.is_unavailable() => format!("NOT MEASURED: {e}"),
+            Some(e) => format!("INVALID: {e}"),
+        }
     );
     if bar.is_hidden() {
         eprintln!("{line}")
@@ -403,6 +456,9 @@ pub fn new_state(run_id: &str, study: &Study, cpus: &[usize], deviations: Vec<St
         wall_ms: 0.0,
     }
 }
+
+#[cfg(test)]
+mod loop_tests;
 
 #[cfg(test)]
 mod tests {

@@ -137,7 +137,20 @@ pub struct Timings {
     pub container_ms: Option<f64>,
 }
 
+/// How the error of a sample whose probe image could not be built here begins: its toolchain is
+/// unavailable, so the cell is `not measured`, not a failed process.
+pub const UNAVAILABLE: &str = "toolchain unavailable: ";
+
 impl Sample {
+    /// True when the probe never ran because its toolchain is unavailable here.
+    pub fn is_unavailable(&self) -> bool {
+        !self.valid
+            && self
+                .error
+                .as_deref()
+                .is_some_and(|e| e.starts_with(UNAVAILABLE))
+    }
+
     /// The process's memory as its kind measures it: steady, the median RSS with every task parked;
     /// peak and the others, `ru_maxrss`. Bytes.
     pub fn memory_bytes(&self) -> Option<u64> {

@@ -323,66 +323,17 @@ fn an_unavailable_toolchain_skips_its_images_and_the_rest_builds() {
 }
 
 async fn run_by_hand(image: &str, cmd: &[&str]) -> String {
-    use bollard::models::ContainerCreateBody;
-    use bollard::query_parameters::{LogsOptionsBuilder, RemoveContainerOptionsBuilder};
-    use futures_util::StreamExt;
-    let docker = bollard::Docker::connect_with_defaults().unwrap();
-    let body = ContainerCreateBody {
-        image: Some(image.into()),
-        cmd: Some(cmd.iter().map(|s| s.to_string()).collect()),
-        network_disabled: Some(true),
-        ..Default::default()
-    };
-    let id = docker
-        .create_container(
-            None::<bollard::query_parameters::CreateContainerOptions>,
-            body,
-        )
-        .await
-        .unwrap()
-        .id;
-    docker
-        .start_container(
-            &id,
-            None::<bollard::query_parameters::StartContainerOptions>,
-        )
-        .await
-        .unwrap();
-    let _ = docker.wait_container(&id, None).next().await;
-    let mut logs = docker.logs(
-        &id,
-        Some(LogsOptionsBuilder::default().stdout(true).build()),
-    );
-    let mut out = String::new();
-    while let Some(Ok(chunk)) = logs.next().await {
-        out.push_str(&chunk.to_string());
-    }
-    docker
-        .remove_container(
-            &id,
-            Some(RemoveContainerOptionsBuilder::default().force(true).build()),
-        )
-        .await
-        .unwrap();
-    out
+    use parkbench::engine::{ContainerSpec, Engine};
+    let engine = Engine::connect().await.unwrap();
+    let spec = ContainerSpec::command(image, cmd, "test");
+    let cancel = tokio_util::sync::CancellationToken::new();
+    engine.run(&spec, &cancel).await.unwrap().stdout
 }
 
 fn images_in(namespace: &str) -> Vec<String> {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        use bollard::query_parameters::ListImagesOptionsBuilder;
-        let docker = bollard::Docker::connect_with_defaults().unwrap();
-        let filters =
-            std::collections::HashMap::from([("reference", vec![format!("{namespace}/*")])]);
-        let options = ListImagesOptionsBuilder::default()
-            .filters(&filters)
-            .build();
-        docker
-            .list_images(Some(options))
-            .await
-            .unwrap()
-            .into_iter()
-            .flat_map(|i| i.repo_tags)
-            .collect()
+        let engine = parkbench::engine::Engine::connect().await.unwrap();
+        engine.image_tags(namespace).await.unwrap()
     })
 }

@@ -136,21 +136,11 @@ fn sigint_removes_the_container_and_resume_fills_the_missing_cells() {
 fn labelled_containers(run_id: &str) -> Vec<String> {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        use bollard::query_parameters::ListContainersOptionsBuilder;
-        let docker = bollard::Docker::connect_with_defaults().unwrap();
-        let filters =
-            std::collections::HashMap::from([("label", vec![format!("parkbench.run={run_id}")])]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        docker
-            .list_containers(Some(options))
+        let engine = parkbench::engine::Engine::connect().await.unwrap();
+        engine
+            .containers_with_label("parkbench.run", run_id)
             .await
             .unwrap()
-            .into_iter()
-            .filter_map(|c| c.id)
-            .collect()
     })
 }
 

@@ -1,0 +1,69 @@
+//! `parkbench archive`: a run's deterministic archive, with the source bundle and, on request, the
+//! probe images.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::archive::{self, ArchiveInfo};
+use crate::cache::Cache;
+use crate::engine::Engine;
+use crate::image::{self, Manifest};
+use crate::run_dir::{self, RunDir};
+
+/// Writes `<run-id>.tar.gz` beside the run folder (a `runs/latest` link names the run it points at).
+pub async fn command(repo: &Path, run_dir: &Path, with_images: bool) -> Result<ArchiveInfo> {
+    let run = RunDir::open(run_dir)?;
+    let out = run.archive_path();
+    let images = tempfile::tempdir().context("creating a folder for exported images")?;
+    let extras = if with_images {
+        export_images(repo, &run, images.path()).await?
+    } else {
+        Vec::new()
+    };
+    let info = archive::write_with(run.path(), &sources(repo)?, &extras, &out)?;
+    eprintln!(
+        "archive: {} ({:.1} KiB, {} members, sha256 {})",
+        info.path.display(),
+        info.size_bytes as f64 / 1024.0,
+        info.members,
+        info.sha256
+    );
+    Ok(info)
+}
+
+/// Exports the run's probe images into `dir`; returns them as archive members.
+async fn export_images(repo: &Path, run: &RunDir, dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let manifest: Manifest = serde_json::from_str(&run.read(run_dir::MANIFEST)?)
+        .context("parsing the run's manifest.json")?;
+    let engine = Engine::connect().await?;
+    let mut extras = Vec::new();
+    let probes = image::probe_names(repo)?;
+    for img in manifest.images.iter().filter(|i| probes.contains(&i.name)) {
+        let path = dir.join(format!("{}.tar", img.name));
+        eprintln!("exporting {}", img.tag);
+        engine.export_image(&img.tag, &path).await?;
+        extras.push((format!("images/{}.tar", img.name), path));
+    }
+    Ok(extras)
+}
+
+/// The source bundle of an archive: the repository parts needed to rebuild and rerun, and the
+/// checksums of every vendored crate.
+fn sources(repo: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let mut out: Vec<(String, PathBuf)> = [
+        "Cargo.toml",
+        "Cargo.lock",
+        "Justfile",
+        "README.md",
+        "src",
+        "docker",
+        "toolchains",
+    ]
+    .iter()
+    .map(|p| (p.to_string(), repo.join(p)))
+    .filter(|(_, p)| p.exists())
+    .collect();
+    out.extend(image::vendored_checksums(&Cache::from_env()?, repo)?);
+    Ok(out)
+}

@@ -1,0 +1,14 @@
+//! `parkbench doctor`: can this machine build and run?
+
+use anyhow::Result;
+
+use super::Ending;
+use crate::cache::Cache;
+use crate::doctor;
+
+pub async fn command() -> Result<Ending> {
+    let cache = Cache::from_env()?;
+    let (table, ok) = doctor::render(&doctor::run(cache.root()).await);
+    print!("{table}");
+    Ok(if ok { Ending::Ok } else { Ending::NotReady })
+}

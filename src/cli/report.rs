@@ -1,0 +1,18 @@
+//! `parkbench report`: statistics, report, figure and verdicts recomputed from a run's raw samples.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::outcome::{self, Outcome};
+use crate::run_dir::{self, RunDir};
+
+/// Recomputes and writes a run's report and verdicts, prints the verdict table.
+pub fn command(run_dir: &Path) -> Result<Outcome> {
+    let run = RunDir::at(run_dir);
+    let outcome = outcome::recompute(&run.read_files()?)?;
+    outcome.write_report(run.path())?;
+    print!("{}", outcome.terminal());
+    eprintln!("report: {}", run.file(run_dir::REPORT).display());
+    Ok(outcome)
+}

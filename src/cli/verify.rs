@@ -1,0 +1,33 @@
+//! `parkbench verify`: statistics and verdicts recomputed offline from an archive or a run folder.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+use super::Ending;
+use crate::archive;
+use crate::outcome;
+use crate::run_dir::RunDir;
+use crate::verdict::VerdictFile;
+
+/// Recomputes from raw samples; a stored verdicts.json that disagrees is an error.
+pub fn command(path: &Path) -> Result<Ending> {
+    let files = if path.is_dir() {
+        RunDir::at(path).read_files()?
+    } else {
+        archive::read_run(path)?
+    };
+    let outcome = outcome::recompute(&files)?;
+    print!("{}", outcome.terminal());
+    if let Some(stored) = &files.verdicts_json {
+        let stored: VerdictFile =
+            serde_json::from_str(stored).context("parsing the stored verdicts.json")?;
+        if stored.verdicts != outcome.verdicts {
+            bail!(
+                "the verdicts recomputed from samples.jsonl differ from the stored verdicts.json: the run was altered or the statistics changed"
+            );
+        }
+        eprintln!("verdicts recomputed from the raw samples match the stored verdicts.json");
+    }
+    Ok(Ending::Ok)
+}

@@ -1,0 +1,217 @@
+//! Containers through the Engine: create, start, wait (raced against the timeout and Ctrl-C), read
+//! the output, and remove — on every path, a dropped future included (see [`ContainerGuard`]).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use bollard::errors::Error as BollardError;
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    KillContainerOptionsBuilder, ListContainersOptionsBuilder, LogsOptionsBuilder,
+    RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
+};
+use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use super::{ContainerGuard, ContainerOutcome, ContainerSpec, Engine};
+
+impl Engine {
+    /// Runs a container to completion: start, wait (raced against the timeout and `cancel`), read its
+    /// output and OOM state, and remove it — whichever way it ended.
+    pub async fn run(
+        &self,
+        spec: &ContainerSpec,
+        cancel: &CancellationToken,
+    ) -> Result<ContainerOutcome> {
+        let started = Instant::now();
+        let container = self.create(create_body(spec)).await?;
+        let result = self.run_created(container.id(), spec, cancel).await;
+        container.remove().await;
+        let mut outcome = result?;
+        outcome.elapsed = started.elapsed();
+        Ok(outcome)
+    }
+
+    /// Runs a short command in a fresh container from `image` (labelled with `role`) and returns its
+    /// trimmed stdout; a non-zero exit is an error carrying its stderr.
+    pub async fn output(&self, image: &str, cmd: &[&str], role: &str) -> Result<String> {
+        let spec = ContainerSpec::command(image, cmd, role);
+        let outcome = self.run(&spec, &CancellationToken::new()).await?;
+        outcome.into_output(image, cmd)
+    }
+
+    async fn run_created(
+        &self,
+        id: &str,
+        spec: &ContainerSpec,
+        cancel: &CancellationToken,
+    ) -> Result<ContainerOutcome> {
+        self.docker
+            .start_container(id, None::<bollard::query_parameters::StartContainerOptions>)
+            .await
+            .with_context(|| format!("starting container {id}"))?;
+        let mut outcome = ContainerOutcome::default();
+        tokio::select! {
+            code = self.wait(id) => outcome.exit_code = Some(code?),
+            () = tokio::time::sleep(spec.timeout) => {
+                outcome.timed_out = true;
+                self.kill(id).await;
+            }
+            () = cancel.cancelled() => {
+                outcome.interrupted = true;
+                return Ok(outcome);
+            }
+        }
+        let inspect = self.docker.inspect_container(id, None).await;
+        outcome.oom_killed = inspect
+            .ok()
+            .and_then(|c| c.state)
+            .and_then(|s| s.oom_killed)
+            .unwrap_or(false);
+        (outcome.stdout, outcome.stderr) = self.logs(id).await?;
+        Ok(outcome)
+    }
+
+    async fn wait(&self, id: &str) -> Result<i64> {
+        let options = WaitContainerOptionsBuilder::default()
+            .condition("not-running")
+            .build();
+        let mut stream = self.docker.wait_container(id, Some(options));
+        match stream.next().await {
+            Some(Ok(r)) => Ok(r.status_code),
+            // bollard reports a non-zero exit as an error; the code is what we want.
+            Some(Err(BollardError::DockerContainerWaitError { code, .. })) => Ok(code),
+            Some(Err(e)) => Err(e).with_context(|| format!("waiting for container {id}")),
+            None => bail!("waiting for container {id}: the Engine closed the stream"),
+        }
+    }
+
+    async fn logs(&self, id: &str) -> Result<(String, String)> {
+        let options = LogsOptionsBuilder::default()
+            .stdout(true)
+            .stderr(true)
+            .build();
+        let mut stream = self.docker.logs(id, Some(options));
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        while let Some(item) = stream.next().await {
+            match item.with_context(|| format!("reading the output of container {id}"))? {
+                bollard::container::LogOutput::StdOut { message } => {
+                    out.extend_from_slice(&message)
+                }
+                bollard::container::LogOutput::StdErr { message } => {
+                    err.extend_from_slice(&message)
+                }
+                _ => {}
+            }
+        }
+        Ok((
+            String::from_utf8_lossy(&out).into_owned(),
+            String::from_utf8_lossy(&err).into_owned(),
+        ))
+    }
+
+    /// Creates a container; it is removed when the guard is removed or dropped.
+    pub(super) async fn create(&self, body: ContainerCreateBody) -> Result<ContainerGuard<Engine>> {
+        let image = body.image.clone().unwrap_or_default();
+        let created = self
+            .docker
+            .create_container(
+                None::<bollard::query_parameters::CreateContainerOptions>,
+                body,
+            )
+            .await
+            .with_context(|| format!("creating a container from {image}"))?;
+        Ok(ContainerGuard::new(self.clone(), created.id))
+    }
+
+    async fn kill(&self, id: &str) {
+        let options = KillContainerOptionsBuilder::default()
+            .signal("KILL")
+            .build();
+        if let Err(e) = self.docker.kill_container(id, Some(options)).await {
+            eprintln!("warning: could not kill container {id}: {e}");
+        }
+    }
+
+    /// Force-removes a container (and its anonymous volumes); one already gone is not an error.
+    pub async fn remove_container(&self, id: &str) -> Result<()> {
+        let options = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(true)
+            .build();
+        match self.docker.remove_container(id, Some(options)).await {
+            Ok(())
+            | Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(()),
+            Err(e) => Err(e).with_context(|| format!("removing container {id}")),
+        }
+    }
+
+    /// IDs of containers (running or not) carrying `label=value`.
+    pub async fn containers_with_label(&self, label: &str, value: &str) -> Result<Vec<String>> {
+        let filters = HashMap::from([("label".to_string(), vec![format!("{label}={value}")])]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let list = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .context("listing containers")?;
+        Ok(list.into_iter().filter_map(|c| c.id).collect())
+    }
+}
+
+impl ContainerSpec {
+    /// A short command in a fresh container, labelled with `role`, given a minute.
+    pub fn command(image: &str, cmd: &[&str], role: &str) -> ContainerSpec {
+        ContainerSpec {
+            image: image.to_string(),
+            cmd: cmd.iter().map(|s| s.to_string()).collect(),
+            env: Default::default(),
+            labels: [("parkbench.role".to_string(), role.to_string())].into(),
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl ContainerOutcome {
+    /// The trimmed stdout of a short command; anything but exit 0 is an error carrying its stderr.
+    pub fn into_output(self, image: &str, cmd: &[&str]) -> Result<String> {
+        if self.exit_code != Some(0) {
+            bail!(
+                "`{}` in {image} failed ({}): {}",
+                cmd.join(" "),
+                match (self.exit_code, self.timed_out, self.interrupted) {
+                    (_, _, true) => "interrupted".to_string(),
+                    (_, true, _) => "timed out".to_string(),
+                    (code, _, _) => format!("{code:?}"),
+                },
+                self.stderr.trim()
+            );
+        }
+        Ok(self.stdout.trim().to_string())
+    }
+}
+
+fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
+    ContainerCreateBody {
+        image: Some(spec.image.clone()),
+        cmd: Some(spec.cmd.clone()),
+        entrypoint: Some(vec![]),
+        env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+        labels: Some(spec.labels.clone().into_iter().collect()),
+        network_disabled: Some(true),
+        host_config: Some(HostConfig {
+            network_mode: Some("none".into()),
+            // No CPU quota, no cpuset, no memory limit: pinning is done inside by sched_setaffinity.
+            security_opt: Some(vec!["no-new-privileges:true".into()]),
+            privileged: Some(false),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,224 @@
+//! A scripted stand-in for the Engine, for unit tests of the run loop, the environment record and
+//! the container guard: each `run` takes the next [`Step`] and turns it into the outcome the real
+//! Engine would give (or its error), and every container created is tracked until removed.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use tokio_util::sync::CancellationToken;
+
+use super::{ContainerOutcome, ContainerSpec, Containers, EngineFacts};
+
+/// What the next container does.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// The sampler measures every task and exits 0 (its JSON is made from the spec's labels).
+    Valid,
+    /// The process exits with `code`, printing `stdout` and `stderr`.
+    Exit {
+        code: i64,
+        stdout: String,
+        stderr: String,
+    },
+    /// The container outlives its timeout and is killed.
+    TimedOut,
+    /// The kernel's OOM killer ends it.
+    Oom,
+    /// The Engine fails (e.g. the daemon went away).
+    EngineError(String),
+    /// Ctrl-C arrives while it runs: the token is cancelled.
+    Interrupt,
+}
+
+#[derive(Default)]
+struct State {
+    steps: VecDeque<Step>,
+    runs: Vec<ContainerSpec>,
+    live: BTreeMap<String, BTreeMap<String, String>>,
+    removed: Vec<String>,
+    removal_attempts: usize,
+    fail_removals: bool,
+    next_id: u64,
+}
+
+/// The fake Engine; clones share their script and their containers.
+#[derive(Clone, Default)]
+pub struct FakeEngine {
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeEngine {
+    /// An Engine that plays `steps` in order, one per container run.
+    pub fn new(steps: impl IntoIterator<Item = Step>) -> Self {
+        let engine = Self::default();
+        engine.lock().steps = steps.into_iter().collect();
+        engine
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every spec run so far, in order.
+    pub fn runs(&self) -> Vec<ContainerSpec> {
+        self.lock().runs.clone()
+    }
+
+    /// IDs of containers created and not removed.
+    pub fn live(&self) -> Vec<String> {
+        self.lock().live.keys().cloned().collect()
+    }
+
+    /// IDs of containers removed, in order.
+    pub fn removed(&self) -> Vec<String> {
+        self.lock().removed.clone()
+    }
+
+    /// How many removals were asked for, failed ones included.
+    pub fn removal_attempts(&self) -> usize {
+        self.lock().removal_attempts
+    }
+
+    /// Makes every later removal fail.
+    pub fn fail_removals(&self) {
+        self.lock().fail_removals = true;
+    }
+
+    /// Creates a container with `labels`, as a real create would; returns its ID.
+    pub fn add_container(&self, labels: &[(&str, &str)]) -> String {
+        let mut state = self.lock();
+        state.next_id += 1;
+        let id = format!("fake-{}", state.next_id);
+        let labels = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        state.live.insert(id.clone(), labels);
+        id
+    }
+
+    /// The outcome of `step` for `spec`, or the Engine's error.
+    fn play(
+        &self,
+        step: Step,
+        spec: &ContainerSpec,
+        cancel: &CancellationToken,
+    ) -> Result<ContainerOutcome> {
+        let mut outcome = ContainerOutcome {
+            elapsed: Duration::from_millis(5),
+            ..Default::default()
+        };
+        match step {
+            Step::Valid => {
+                let tasks = spec
+                    .labels
+                    .get("parkbench.tasks")
+                    .map_or("0", String::as_str);
+                outcome.stdout = sampler_json(tasks.parse()?);
+                outcome.exit_code = Some(0);
+            }
+            Step::Exit {
+                code,
+                stdout,
+                stderr,
+            } => {
+                (outcome.exit_code, outcome.stdout, outcome.stderr) = (Some(code), stdout, stderr);
+            }
+            Step::TimedOut => outcome.timed_out = true,
+            Step::Oom => {
+                outcome.oom_killed = true;
+                outcome.exit_code = Some(137);
+            }
+            Step::EngineError(message) => bail!("{message}"),
+            Step::Interrupt => {
+                cancel.cancel();
+                outcome.interrupted = true;
+            }
+        }
+        Ok(outcome)
+    }
+}
+
+/// What the sampler prints for a process that measured `tasks` tasks, in its own units (KiB, ms).
+pub fn sampler_json(tasks: u64) -> String {
+    let reading = r#"{"vm_rss_kib":2048,"vm_hwm_kib":2048,"rss_anon_kib":1024,"rss_file_kib":1024,"threads":2}"#;
+    format!(
+        r#"{{"cpus_in_force":"0","baseline":{reading},"samples":[{reading},{reading}],"ready":{{}},"done":{{"completed":{tasks}}},"timings_ms":{{"probe":10.0}},"exit_code":0,"error":null}}"#
+    )
+}
+
+impl Containers for FakeEngine {
+    async fn facts(&self) -> Result<EngineFacts> {
+        Ok(EngineFacts {
+            version: "fake".into(),
+            api_version: "1.41".into(),
+            kernel: "fake".into(),
+            operating_system: "fake".into(),
+            cgroup_version: "1".into(),
+            cgroup_driver: "cgroupfs".into(),
+            security_options: vec![],
+            storage_driver: "fake".into(),
+            runtimes: vec!["runc".into()],
+            default_runtime: "runc".into(),
+            ncpu: 2,
+            mem_total_bytes: 1 << 30,
+            root_dir: "/fake".into(),
+        })
+    }
+
+    async fn run(
+        &self,
+        spec: &ContainerSpec,
+        cancel: &CancellationToken,
+    ) -> Result<ContainerOutcome> {
+        let labels: Vec<(&str, &str)> = spec
+            .labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let id = self.add_container(&labels);
+        let step = {
+            let mut state = self.lock();
+            state.runs.push(spec.clone());
+            state.steps.pop_front()
+        };
+        let result = match step {
+            _ if cancel.is_cancelled() => Ok(ContainerOutcome {
+                interrupted: true,
+                ..Default::default()
+            }),
+            Some(step) => self.play(step, spec, cancel),
+            None => Err(anyhow::anyhow!(
+                "the fake Engine has no step left for {:?}",
+                spec.cmd
+            )),
+        };
+        // Like the real Engine, the container goes whichever way it ended.
+        self.remove_container(&id).await?;
+        result
+    }
+
+    async fn containers_with_label(&self, label: &str, value: &str) -> Result<Vec<String>> {
+        let state = self.lock();
+        Ok(state
+            .live
+            .iter()
+            .filter(|(_, labels)| labels.get(label).is_some_and(|v| v == value))
+            .map(|(id, _)| id.clone())
+            .collect())
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<()> {
+        let mut state = self.lock();
+        state.removal_attempts += 1;
+        if state.fail_removals {
+            bail!("the fake Engine refuses to remove {id}");
+        }
+        if state.live.remove(id).is_some() {
+            state.removed.push(id.to_string());
+        }
+        Ok(())
+    }
+}

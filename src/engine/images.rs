@@ -1,0 +1,202 @@
+//! Images through the Engine: inspect, import, build, read files out of, remove and export.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use bollard::errors::Error as BollardError;
+use bollard::models::ContainerCreateBody;
+use bollard::query_parameters::{
+    BuildImageOptionsBuilder, BuilderVersion, CreateImageOptionsBuilder,
+    DownloadFromContainerOptionsBuilder, ListImagesOptionsBuilder, PruneImagesOptionsBuilder,
+    RemoveImageOptionsBuilder,
+};
+use futures_util::{StreamExt, TryStreamExt};
+use tokio_util::io::ReaderStream;
+
+use super::{Engine, ImageFacts};
+
+impl Engine {
+    /// The image behind a tag, or `None` when there is no such tag.
+    pub async fn image(&self, tag: &str) -> Result<Option<ImageFacts>> {
+        match self.docker.inspect_image(tag).await {
+            Ok(img) => Ok(Some(ImageFacts {
+                id: img.id.unwrap_or_default(),
+                layers: img.root_fs.and_then(|r| r.layers).unwrap_or_default(),
+                labels: img
+                    .config
+                    .and_then(|c| c.labels)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect(),
+            })),
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("inspecting image {tag}")),
+        }
+    }
+
+    /// Imports a root filesystem tar as `repo:tag` (the Engine's import, streamed from disk).
+    pub async fn import(&self, rootfs: &Path, repo: &str, tag: &str) -> Result<()> {
+        let file = tokio::fs::File::open(rootfs)
+            .await
+            .with_context(|| format!("opening rootfs {}", rootfs.display()))?;
+        let body = bollard::body_try_stream(ReaderStream::with_capacity(file, 1 << 20));
+        let options = CreateImageOptionsBuilder::default()
+            .from_src("-")
+            .repo(repo)
+            .tag(tag)
+            .build();
+        let mut stream = self.docker.create_image(Some(options), Some(body), None);
+        while let Some(info) = stream.next().await {
+            info.with_context(|| format!("importing {} as {repo}:{tag}", rootfs.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Builds an image with the classic builder from a context tar on disk, with no network.
+    /// `log` receives every line the build prints.
+    pub async fn build(
+        &self,
+        context: &Path,
+        tag: &str,
+        buildargs: &BTreeMap<String, String>,
+        labels: &BTreeMap<String, String>,
+        no_cache: bool,
+        mut log: impl FnMut(&str),
+    ) -> Result<()> {
+        let file = tokio::fs::File::open(context)
+            .await
+            .with_context(|| format!("opening build context {}", context.display()))?;
+        let body = bollard::body_try_stream(ReaderStream::with_capacity(file, 1 << 20));
+        let buildargs: HashMap<String, String> = buildargs.clone().into_iter().collect();
+        let labels: HashMap<String, String> = labels.clone().into_iter().collect();
+        let options = BuildImageOptionsBuilder::default()
+            .dockerfile("Dockerfile")
+            .t(tag)
+            .rm(true)
+            .forcerm(true)
+            .nocache(no_cache)
+            .networkmode("none")
+            .buildargs(&buildargs)
+            .labels(&labels)
+            .version(BuilderVersion::BuilderV1)
+            .build();
+        let mut stream = self.docker.build_image(options, None, Some(body));
+        while let Some(item) = stream.next().await {
+            let info = item.with_context(|| format!("building {tag}"))?;
+            if let Some(err) = info.error_detail.and_then(|d| d.message) {
+                bail!("building {tag}: {err}");
+            }
+            if let Some(line) = info.stream {
+                log(line.trim_end());
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one regular file out of an image (through a created, never started, container).
+    pub async fn read_file(&self, image: &str, path: &str) -> Result<Vec<u8>> {
+        let body = ContainerCreateBody {
+            image: Some(image.to_owned()),
+            cmd: Some(vec!["/nonexistent".into()]),
+            network_disabled: Some(true),
+            ..Default::default()
+        };
+        let container = self.create(body).await?;
+        let result = self.download(container.id(), path).await;
+        container.remove().await;
+        let tar = result.with_context(|| format!("reading {path} from image {image}"))?;
+        first_file(&tar).with_context(|| format!("reading {path} from image {image}"))
+    }
+
+    async fn download(&self, id: &str, path: &str) -> Result<Vec<u8>> {
+        let options = DownloadFromContainerOptionsBuilder::default()
+            .path(path)
+            .build();
+        let chunks: Vec<bytes::Bytes> = self
+            .docker
+            .download_from_container(id, Some(options))
+            .try_collect()
+            .await?;
+        Ok(chunks.concat())
+    }
+
+    /// Every tag starting with `repo_prefix/` (e.g. `parkbench/`).
+    pub async fn image_tags(&self, repo_prefix: &str) -> Result<Vec<String>> {
+        let filters = HashMap::from([("reference".to_string(), vec![format!("{repo_prefix}/*")])]);
+        let options = ListImagesOptionsBuilder::default()
+            .filters(&filters)
+            .build();
+        let images = self
+            .docker
+            .list_images(Some(options))
+            .await
+            .context("listing images")?;
+        Ok(images.into_iter().flat_map(|i| i.repo_tags).collect())
+    }
+
+    /// Removes every image whose tags start with `repo_prefix/` (e.g. `parkbench/`); returns the tags removed.
+    pub async fn remove_images(&self, repo_prefix: &str) -> Result<Vec<String>> {
+        let mut removed = Vec::new();
+        for tag in self.image_tags(repo_prefix).await? {
+            let options = RemoveImageOptionsBuilder::default().force(true).build();
+            self.docker
+                .remove_image(&tag, Some(options), None)
+                .await
+                .with_context(|| format!("removing image {tag}"))?;
+            removed.push(tag);
+        }
+        // Untagged images left by builds (multi-stage build stages, images a rebuild replaced) carry
+        // the parkbench.image label inherited from our toolchain images.
+        let filters = HashMap::from([
+            ("dangling".to_string(), vec!["true".to_string()]),
+            ("label".to_string(), vec!["parkbench.image".to_string()]),
+        ]);
+        let options = PruneImagesOptionsBuilder::default()
+            .filters(&filters)
+            .build();
+        self.docker
+            .prune_images(Some(options))
+            .await
+            .context("pruning untagged build images")?;
+        Ok(removed)
+    }
+
+    /// Exports an image (the Engine's save format) to a file, streamed.
+    pub async fn export_image(&self, tag: &str, out: &Path) -> Result<()> {
+        use tokio::io::AsyncWriteExt;
+        let tmp = out.with_extension("part");
+        let mut file = tokio::fs::File::create(&tmp)
+            .await
+            .with_context(|| format!("creating {}", tmp.display()))?;
+        let mut stream = self.docker.export_image(tag);
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.with_context(|| format!("exporting image {tag}"))?;
+            file.write_all(&chunk)
+                .await
+                .with_context(|| format!("writing {}", tmp.display()))?;
+        }
+        file.sync_all().await?;
+        tokio::fs::rename(&tmp, out)
+            .await
+            .with_context(|| format!("renaming to {}", out.display()))?;
+        Ok(())
+    }
+}
+
+/// The first regular file in a tar (the Engine's archive endpoint answers with a tar).
+fn first_file(tar: &[u8]) -> Result<Vec<u8>> {
+    let mut archive = tar::Archive::new(tar);
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        if entry.header().entry_type().is_file() {
+            let mut data = Vec::new();
+            entry.read_to_end(&mut data)?;
+            return Ok(data);
+        }
+    }
+    bail!("no regular file in the Engine's answer (is the path a link or a directory?)")
+}
