@@ -70,3 +70,47 @@ fn a_malformed_pin_is_named_with_its_line() {
         "{err}"
     );
 }
+
+#[test]
+fn a_probe_without_an_image_is_named_with_its_file_and_line_before_any_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = small_study("no-image", "1000", 1, "0", 0, "").replace("image: go", "image: nope");
+    let study = write_study(tmp.path(), "s.yaml", &yaml);
+    let out = parkbench()
+        // No Engine is reached: the check comes before the build.
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .args(["run", "--results"])
+        .arg(tmp.path())
+        .arg(&study)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("s.yaml line 18") && err.contains("\"nope\"") && err.contains("image.yaml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_comparison_that_mixes_kinds_is_refused_at_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = small_study("mixed", "1000", 1, "0", 0, "").replace(
+        "  - id: rust-tokio\n    image: rust-tokio\n",
+        "  - id: rust-tokio\n    image: rust-tokio\n    kind: peak\n",
+    ) + "claims:\n  - {id: c, text: t, stat: ratio, of: rss_median, probe: go, than: rust-tokio, tasks: 1000, expected: {above: 1}, unit: x}\n";
+    let study = write_study(tmp.path(), "s.yaml", &yaml);
+    let out = parkbench()
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .args(["run", "--results"])
+        .arg(tmp.path())
+        .arg(&study)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("s.yaml") && err.contains("mixes kinds") && err.contains("rust-tokio is peak"),
+        "{err}"
+    );
+}

@@ -27,10 +27,15 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
         (None, Some(path)) => Study::load(path)?,
         (None, None) => Study::default_study(),
     };
+    let file = match (&resume, &args.study) {
+        (Some(dir), _) => Some(dir.file(run_dir::STUDY)),
+        (None, path) => path.clone(),
+    };
+    check_probe_images(&paths.repo, &study, file.as_deref())?;
     let Prepared {
         engine, manifest, ..
     } = prepare(&paths.repo, &BuildArgs::default()).await?;
-    check_images(&paths.repo, &study, &manifest)?;
+    check_runnable(&study, &manifest)?;
     let (dir, mut state) = match resume {
         Some(dir) => {
             let state = dir.load_state()?;
@@ -52,24 +57,37 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
     Ok(result)
 }
 
-/// Every probe names an image the build made or found unavailable (whose cells become `not
-/// measured`); at least one can run.
-fn check_images(repo: &Path, study: &Study, manifest: &Manifest) -> Result<()> {
+/// Every probe names a probe image (a `docker/` folder whose image.yaml says `probe: true`); checked
+/// before anything is built. The error names the study file and the probe's line.
+fn check_probe_images(repo: &Path, study: &Study, file: Option<&Path>) -> Result<()> {
     let probes = image::probe_names(repo)?;
-    for probe in &study.probes {
-        let known =
-            manifest.get(&probe.image).is_some() || manifest.unavailable(&probe.image).is_some();
-        if !known || !probes.contains(&probe.image) {
-            bail!(
-                "probe {:?} names image {:?}, which is no probe image; add docker/{}/ with an \
-                 image.yaml saying `probe: true`, or name one of: {}",
-                probe.id,
-                probe.image,
-                probe.image,
-                probes.join(", ")
-            );
-        }
-    }
+    let Some(probe) = study.probes.iter().find(|p| !probes.contains(&p.image)) else {
+        return Ok(());
+    };
+    let (name, text) = match file {
+        Some(f) => (
+            f.display().to_string(),
+            std::fs::read_to_string(f).unwrap_or_default(),
+        ),
+        None => ("the default study".into(), study::DEFAULT_STUDY.to_string()),
+    };
+    let line = text
+        .lines()
+        .position(|l| l.trim().trim_start_matches("- ") == format!("image: {}", probe.image))
+        .map(|i| format!(" line {}", i + 1))
+        .unwrap_or_default();
+    bail!(
+        "{name}{line}: probe {:?} names image {:?}, which is no probe image; add docker/{}/ with a \
+         Dockerfile and an image.yaml saying `probe: true`, or name one of: {}",
+        probe.id,
+        probe.image,
+        probe.image,
+        probes.join(", ")
+    )
+}
+
+/// At least one probe's image was built (the others are unavailable: their cells are `not measured`).
+fn check_runnable(study: &Study, manifest: &Manifest) -> Result<()> {
     if study
         .probes
         .iter()
