@@ -143,24 +143,8 @@ pub async fn execute(
     cancel: &CancellationToken,
 ) -> Result<RunResult> {
     let log_path = dir.file(run_dir::SAMPLES);
-    let (existing, bad) = if log_path.exists() {
-        sample::read_all(&log_path)?
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    if let Some(b) = bad.first() {
-        bail!(
-            "{} line {} is malformed ({}); fix or remove that line, then resume",
-            log_path.display(),
-            b.line,
-            b.error
-        );
-    }
-    let done: BTreeSet<_> = existing.iter().map(Sample::cell).collect();
-    let todo: Vec<Cell> = plan(study)
-        .into_iter()
-        .filter(|c| !done.contains(&(study.probes[c.probe].id.clone(), c.tasks, c.repeat)))
-        .collect();
+    let existing = read_samples(&log_path)?;
+    let todo = missing_cells(study, &existing);
     let mut log = SampleLog::open(&log_path)?;
     let latest = dir.path().parent().map(|runs| runs.join(run_dir::LATEST));
     let mut estimates = latest
@@ -209,15 +193,12 @@ pub async fn execute(
         bar.inc(1);
     }
     bar.finish_and_clear();
-    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
-    state.wall_ms += wall_ms;
-    state.status = if interrupted {
+    let status = if interrupted {
         Status::Incomplete
     } else {
         Status::Complete
     };
-    state.finished_at = Some(now());
-    dir.save_state(state)?;
+    let wall_ms = stopped(dir, state, started, status)?;
     Ok(RunResult {
         dir: dir.clone(),
         state: state.clone(),
@@ -229,6 +210,42 @@ pub async fn execute(
     })
 }
 
+/// The samples already in `samples.jsonl`; a malformed line stops the run before anything runs.
+fn read_samples(log_path: &std::path::Path) -> Result<Vec<Sample>> {
+    if !log_path.exists() {
+        return Ok(Vec::new());
+    }
+    let (existing, bad) = sample::read_all(log_path)?;
+    if let Some(b) = bad.first() {
+        bail!(
+            "{} line {} is malformed ({}); fix or remove that line, then resume",
+            log_path.display(),
+            b.line,
+            b.error
+        );
+    }
+    Ok(existing)
+}
+
+/// The cells of the plan that have no sample yet, in plan order.
+fn missing_cells(study: &Study, existing: &[Sample]) -> Vec<Cell> {
+    let done: BTreeSet<_> = existing.iter().map(Sample::cell).collect();
+    plan(study)
+        .into_iter()
+        .filter(|c| !done.contains(&(study.probes[c.probe].id.clone(), c.tasks, c.repeat)))
+        .collect()
+}
+
+/// Records in run.json that this invocation stopped with `status`; returns its wall time, ms.
+fn stopped(dir: &RunDir, state: &mut RunState, started: Instant, status: Status) -> Result<f64> {
+    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+    state.wall_ms += wall_ms;
+    state.status = status;
+    state.finished_at = Some(now());
+    dir.save_state(state)?;
+    Ok(wall_ms)
+}
+
 /// Marks the run incomplete after an Engine error and says where the samples so far are.
 fn stop(
     dir: &RunDir,
@@ -238,10 +255,7 @@ fn stop(
     cell: &Cell,
     probe: &str,
 ) -> anyhow::Error {
-    state.wall_ms += started.elapsed().as_secs_f64() * 1000.0;
-    state.status = Status::Incomplete;
-    state.finished_at = Some(now());
-    if let Err(e) = dir.save_state(state) {
+    if let Err(e) = stopped(dir, state, started, Status::Incomplete) {
         eprintln!("warning: {e:#}");
     }
     error.context(format!(
