@@ -251,7 +251,8 @@ impl Measure for PeakKind {
         };
         let bytes = |v: Option<u64>| v.map(|b| b as f64);
         [
-            ("peak_bytes", bytes(p.ru_maxrss_bytes)),
+            ("peak_bytes", bytes(p.peak_bytes())),
+            ("ru_maxrss_bytes", bytes(p.ru_maxrss_bytes)),
             ("vm_hwm_bytes", bytes(p.vm_hwm_bytes)),
             ("threads_max", bytes(p.threads_max)),
             ("wall_ms", p.wall_ms),
@@ -273,9 +274,9 @@ impl Measure for PeakKind {
     fn describe(&self, p: &Protocol) -> String {
         format!(
             "peak: the unmodified program runs to its end; /proc/<pid>/status is polled every {} ms \
-             (VmHWM, VmRSS) and the peak is ru_maxrss from wait4 at exit (what /usr/bin/time -v \
-             calls \"Maximum resident set size\"); per task = (peak at N − peak at the smallest \
-             scale) ÷ (N − that scale's N).",
+             (VmHWM, VmRSS) and ru_maxrss comes from wait4 at exit (what /usr/bin/time -v calls \
+             \"Maximum resident set size\"); a process's peak is the larger of the two high-water \
+             marks; per task = (peak at N − peak at the smallest scale) ÷ (N − that scale's N).",
             p.interval_ms
         )
     }
@@ -283,7 +284,7 @@ impl Measure for PeakKind {
         let p = s.peak.clone().unwrap_or_default();
         format!(
             "peak={} wall={}",
-            mib(p.ru_maxrss_bytes),
+            mib(p.peak_bytes()),
             p.wall_ms
                 .map_or("-".into(), |w| format!("{:.2} s", w / 1000.0))
         )

@@ -121,6 +121,18 @@ pub struct Peak {
     pub other_lines: u64,
 }
 
+impl Peak {
+    /// The process's peak: the larger of `ru_maxrss` and the largest VmHWM polled, bytes. Each can
+    /// miss what the other sees: the kernel updates the high-water mark behind `ru_maxrss` lazily
+    /// (pages freed before exit on some paths are not counted), and polling can miss a peak between
+    /// two polls; on recent kernels `/proc`'s counters are per-CPU sums read approximately (a few
+    /// hundred KiB at most). `ru_maxrss` also counts the sampler's own few MiB from before the exec,
+    /// a floor that only tiny programs reach.
+    pub fn peak_bytes(&self) -> Option<u64> {
+        self.ru_maxrss_bytes.max(self.vm_hwm_bytes)
+    }
+}
+
 /// Phase durations of one process, milliseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -152,11 +164,11 @@ impl Sample {
     }
 
     /// The process's memory as its kind measures it: steady, the median RSS with every task parked;
-    /// peak and the others, `ru_maxrss`. Bytes.
+    /// peak and the others, the peak (see [`Peak::peak_bytes`]). Bytes.
     pub fn memory_bytes(&self) -> Option<u64> {
         match self.kind {
             Kind::Steady => self.rss_median_bytes,
-            _ => self.peak.as_ref()?.ru_maxrss_bytes,
+            _ => self.peak.as_ref()?.peak_bytes(),
         }
     }
 

@@ -36,9 +36,10 @@ pub fn tables(study: &Study, summary: &Summary) -> String {
 fn legend(kind: Kind) -> &'static str {
     match kind {
         Kind::Peak => {
-            "Peak is `ru_maxrss` from wait4 at exit; VmHWM is the largest high-water mark seen \
-             while polling. Values are medians over processes (range, CV); MiB = 1,048,576 bytes. \
-             Per task = (peak at N − peak at the smallest scale) ÷ (N − that N).\n"
+            "A process's peak is the larger of `ru_maxrss` (from wait4 at exit) and the largest \
+             VmHWM seen while polling; both are listed. Values are medians over processes (range, \
+             CV); MiB = 1,048,576 bytes; times in ms. Per task = (peak at N − peak at the smallest \
+             scale) ÷ (N − that N).\n"
         }
         _ => {
             "Each value is the median over processes of each process's own value (range, CV); \

@@ -50,7 +50,7 @@ impl Format for Figure {
         );
         let peak = input.study.probes.iter().any(|p| p.kind == Kind::Peak);
         let sub = if peak {
-            "Peak RSS of each process (ru_maxrss at exit). Dot: one process; bar: median of the \
+            "Peak RSS of each process (ru_maxrss or polled VmHWM). Dot: one process; bar: median of the \
              processes. Lower is better."
         } else {
             "Process RSS with every task parked. Dot: one process (median of its readings); \

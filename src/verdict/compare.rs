@@ -53,7 +53,13 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
         return Err(format!("nothing to compare with: {}", missing.join("; ")));
     }
     let (id, ratio) = binding(claim, a, &values)?;
-    notes.push(format!("ratio against {id}"));
+    let b = values.iter().find(|(v, _)| *v == id).map_or(0.0, |x| x.1);
+    notes.push(format!(
+        "{} {} ÷ {id} {}",
+        claim.probe,
+        show(of, a),
+        show(of, b)
+    ));
     Ok(Found {
         measured: Measured::Value(ratio),
         notes,
@@ -83,6 +89,15 @@ fn binding(claim: &Claim, a: f64, values: &[(String, f64)]) -> Result<(String, f
         _ => return Err("a ratio against several probes needs a bound (`above`/`below`)".into()),
     };
     Ok((id, divide(a, b)?))
+}
+
+/// A value of statistic `of` for a note: memory in MiB, anything else as a plain number.
+fn show(of: Stat, v: f64) -> String {
+    match of {
+        Stat::RssMedian | Stat::PeakMedian => format!("{:.2} MiB", v / 1048576.0),
+        Stat::PerTaskBytes => format!("{v:.1} B"),
+        _ => format!("{v:.3}"),
+    }
 }
 
 fn divide(a: f64, b: f64) -> Result<f64, String> {
@@ -121,7 +136,7 @@ pub(super) fn order(claim: &Claim, summary: &Summary) -> Result<Found, String> {
     notes.push(
         values
             .iter()
-            .map(|(id, v)| format!("{id} {v:.0}"))
+            .map(|(id, v)| format!("{id} {}", show(of, *v)))
             .collect::<Vec<_>>()
             .join(" < "),
     );

@@ -179,7 +179,10 @@ fn judge_one(study: &Study, claim: &Claim, summary: &Summary) -> Verdict {
         accepted,
         delta,
         ratio,
-        tolerance: describe(&claim.tolerance, claim.unit),
+        tolerance: match claim.expected {
+            Expected::Bound(_) | Expected::Order(_) => "—".into(),
+            _ => describe(&claim.tolerance, claim.unit),
+        },
         status,
         note: (!notes.is_empty()).then(|| notes.join("; ")),
     }
