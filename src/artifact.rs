@@ -74,7 +74,7 @@ fn produce(cache: &Cache, pin: &Pin, source: &Source) -> Result<PathBuf> {
     let scratch = cache.scratch()?;
     let mut blob = cache.writer()?;
     match source {
-        Source::Mmdebstrap(m) => rootfs::build(m, scratch.path(), &mut blob)?,
+        Source::Mmdebstrap(m) => rootfs::build(&pin.name, m, scratch.path(), &mut blob)?,
         Source::Rustup(r) => rust::from_rustup(r, &mut blob)?,
         Source::Pip(p) => {
             let wheel = download::pip(p, scratch.path())?;

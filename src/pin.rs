@@ -53,13 +53,19 @@ pub struct Mmdebstrap {
     pub source_date_epoch: u64,
     /// Where packages come from: `host` or a snapshot timestamp (`20250520T000000Z`).
     pub mirror: Mirror,
+    /// Files deleted from the finished root filesystem, as absolute paths inside it
+    /// (`/etc/ssl/certs/java/cacerts`): files the install writes differently every time, which
+    /// would make the tar differ from one production to the next. Each must exist.
+    #[serde(default)]
+    pub remove: Vec<String>,
 }
 
 /// The package mirror of an mmdebstrap source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum Mirror {
-    /// The host's configured apt sources for the suite; their content moves with point releases.
+    /// The host's configured apt sources for the suite (or, when it lists none, the mirrors of the
+    /// host's own release asked for this suite); their content moves with point releases.
     Host,
     /// Debian's snapshot archive at this timestamp (`YYYYMMDDTHHMMSSZ`); content never moves.
     Snapshot(String),
@@ -217,6 +223,13 @@ impl Mmdebstrap {
                 "packages: {p:?} is not a Debian package name"
             );
         }
+        for path in &self.remove {
+            ensure!(
+                is_rootfs_path(path),
+                "remove: {path:?} is not an absolute path of letters, digits and `._+-` \
+                 (no `..`, no trailing `/`)"
+            );
+        }
         Ok(())
     }
 }
@@ -317,6 +330,18 @@ fn is_plain_name(s: &str) -> bool {
     !s.is_empty() && matches!(parts.next(), Some(Component::Normal(_))) && parts.next().is_none()
 }
 
+/// An absolute path inside a root filesystem that is safe to quote in a shell hook.
+fn is_rootfs_path(s: &str) -> bool {
+    let Some(rest) = s.strip_prefix('/') else {
+        return false;
+    };
+    let safe = |b: u8| b.is_ascii_alphanumeric() || b"._+-".contains(&b);
+    !rest.is_empty()
+        && rest
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != ".." && part.bytes().all(safe))
+}
+
 fn is_package_name(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
@@ -360,6 +385,52 @@ mod tests {
             pin.sources[1].to_string(),
             "rustup 1.95.0-x86_64-unknown-linux-gnu"
         );
+    }
+
+    fn rootfs_removing(paths: &str) -> String {
+        pin_with(&format!(
+            "  - kind: mmdebstrap\n    suite: trixie\n    variant: minbase\n    \
+             source_date_epoch: 1\n    mirror: host\n    remove: {paths}\n"
+        ))
+    }
+
+    #[test]
+    fn remove_lists_absolute_paths() {
+        let pin = Pin::parse(&rootfs_removing(
+            "[/etc/ssl/certs/java/cacerts, /a/b_c+d-1.x]",
+        ))
+        .unwrap();
+        let Source::Mmdebstrap(m) = &pin.sources[0] else {
+            panic!("not mmdebstrap")
+        };
+        assert_eq!(m.remove, ["/etc/ssl/certs/java/cacerts", "/a/b_c+d-1.x"]);
+        let pin = Pin::parse(&rootfs_removing("[]")).unwrap();
+        assert!(matches!(&pin.sources[0], Source::Mmdebstrap(m) if m.remove.is_empty()));
+    }
+
+    #[test]
+    fn remove_refuses_paths_a_hook_could_misread() {
+        for bad in [
+            "etc/x",
+            "/",
+            "/etc/../x",
+            "/etc/./x",
+            "/etc/x/",
+            "/etc//x",
+            "'/etc/a b'",
+            "'/etc/$(id)'",
+            "/etc/*",
+            "'/etc/\"x'",
+        ] {
+            let err = format!(
+                "{:#}",
+                Pin::parse(&rootfs_removing(&format!("[{bad}]"))).unwrap_err()
+            );
+            assert!(
+                err.contains("remove: ") && err.contains("absolute path"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]
