@@ -13,7 +13,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cache::Cache;
+use crate::cache::{Cache, HashMismatch};
 use crate::pin::{Pin, Source, UrlFormat, WheelLayout};
 
 /// A pinned artifact on disk, its bytes verified against the pin.
@@ -32,9 +32,39 @@ pub struct Artifact {
     pub source: String,
 }
 
+/// Why [`ensure`] could not hand out a pin's artifact. The caller branches on it: an unavailable
+/// pin is data (the images that need it are skipped and recorded), anything else stops the build.
+#[derive(Debug)]
+pub enum EnsureError {
+    /// Every source failed without producing bytes (not reachable, not installed, not
+    /// implemented): the artifact cannot be had on this machine now.
+    Unavailable {
+        /// The pin's name.
+        pin: String,
+        /// Every source and why it failed, one `  - <source>: <error>` line each.
+        reason: String,
+    },
+    /// A source produced bytes with another sha256 than the pin's (both hashes are named), the
+    /// cached blob is corrupt, or the cache itself failed. Nothing may be built from this pin.
+    Stop(anyhow::Error),
+}
+
+impl std::fmt::Display for EnsureError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EnsureError::Unavailable { pin, reason } => {
+                write!(f, "no source of pin {pin} produced its artifact:\n{reason}")
+            }
+            EnsureError::Stop(e) => write!(f, "{e:#}"),
+        }
+    }
+}
+
+impl std::error::Error for EnsureError {}
+
 /// The pin's artifact: the cached blob if present (verified), else the first source that
-/// produces bytes with the pin's sha256. Fails listing every source and why it failed.
-pub fn ensure(cache: &Cache, pin: &Pin) -> Result<Artifact> {
+/// produces bytes with the pin's sha256. A source whose bytes have another sha256 stops at once.
+pub fn ensure(cache: &Cache, pin: &Pin) -> Result<Artifact, EnsureError> {
     let artifact = |path, source| Artifact {
         name: pin.name.clone(),
         version: pin.version.clone(),
@@ -42,10 +72,8 @@ pub fn ensure(cache: &Cache, pin: &Pin) -> Result<Artifact> {
         path,
         source,
     };
-    if let Some(path) = cache
-        .get(&pin.sha256)
-        .with_context(|| format!("pin {}", pin.name))?
-    {
+    let stop = |e: anyhow::Error| EnsureError::Stop(e.context(format!("pin {}", pin.name)));
+    if let Some(path) = cache.get(&pin.sha256).map_err(stop)? {
         let from = cache
             .provenance(&pin.sha256)
             .unwrap_or_else(|| "unrecorded source".into());
@@ -56,18 +84,19 @@ pub fn ensure(cache: &Cache, pin: &Pin) -> Result<Artifact> {
         match produce(cache, pin, source) {
             Ok(path) => {
                 let described = source.to_string();
-                cache.set_provenance(&pin.sha256, &described)?;
+                cache
+                    .set_provenance(&pin.sha256, &described)
+                    .map_err(stop)?;
                 return Ok(artifact(path, described));
             }
+            Err(e) if HashMismatch::find(&e).is_some() => return Err(stop(e)),
             Err(e) => failures.push(format!("  - {source}: {e:#}")),
         }
     }
-    bail!(
-        "no source of pin {} produced its artifact (sha256 {}):\n{}",
-        pin.name,
-        pin.sha256,
-        failures.join("\n")
-    )
+    Err(EnsureError::Unavailable {
+        pin: pin.name.clone(),
+        reason: failures.join("\n"),
+    })
 }
 
 /// Runs one source and stores its output in the cache if it hashes to the pin's sha256.
@@ -157,7 +186,7 @@ fn vendor_hint(stderr: &str) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::pin::Pip;
 
@@ -182,7 +211,9 @@ mod tests {
             sources: vec![rustup("no-such-toolchain-a"), rustup("no-such-toolchain-b")],
             notes: vec![],
         };
-        let err = format!("{:#}", ensure(&cache, &pin).unwrap_err());
+        let err = ensure(&cache, &pin).unwrap_err();
+        assert!(matches!(&err, EnsureError::Unavailable { pin, .. } if pin == "rust"));
+        let err = err.to_string();
         assert!(err.contains("no source of pin rust"), "{err}");
         assert!(err.contains("  - rustup no-such-toolchain-a: "), "{err}");
         assert!(err.contains("  - rustup no-such-toolchain-b: "), "{err}");
@@ -192,6 +223,86 @@ mod tests {
                 .count(),
             0
         );
+    }
+
+    /// A Go release tarball holding `go/VERSION`, and the url source that downloads it.
+    fn go_tarball(dir: &Path) -> Source {
+        let tgz = dir.join("go.tar.gz");
+        let gz =
+            flate2::write::GzEncoder::new(std::fs::File::create(&tgz).unwrap(), Default::default());
+        let mut builder = tar::Builder::new(gz);
+        let mut h = tar::Header::new_ustar();
+        h.set_size(4);
+        h.set_mode(0o644);
+        builder
+            .append_data(&mut h, "go/VERSION", &b"go1\n"[..])
+            .unwrap();
+        builder.into_inner().unwrap().finish().unwrap();
+        url_source(&format!("file://{}", tgz.display()))
+    }
+
+    fn url_source(url: &str) -> Source {
+        Source::Url(crate::pin::Url {
+            url: url.into(),
+            sha256: None,
+            format: UrlFormat::GoTarball,
+        })
+    }
+
+    /// A url-only pin whose download fails, as when its server cannot be reached.
+    pub(crate) fn unreachable_pin(name: &str) -> Pin {
+        Pin {
+            name: name.into(),
+            version: "0".into(),
+            sha256: ZERO.into(),
+            sources: vec![url_source("file:///nonexistent/parkbench/go.tar.gz")],
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn a_source_that_produces_nothing_leaves_the_pin_unavailable() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        match ensure(&cache, &unreachable_pin("go")) {
+            Err(EnsureError::Unavailable { pin, reason }) => {
+                assert_eq!(pin, "go");
+                assert!(
+                    reason.contains("  - url file:///nonexistent/parkbench/go.tar.gz: curl"),
+                    "{reason}"
+                );
+            }
+            other => panic!("expected an unavailable pin, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bytes_with_another_hash_stop_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&dir.path().join("cache")).unwrap();
+        let good = go_tarball(dir.path());
+        let mut pin = unreachable_pin("go");
+        pin.sources = vec![good.clone(), good];
+        let err = ensure(&cache, &pin).unwrap_err();
+        let EnsureError::Stop(e) = &err else {
+            panic!("expected a stop, got {err:?}");
+        };
+        let mismatch = HashMismatch::find(e).expect("a typed mismatch");
+        assert_eq!(mismatch.expected, ZERO);
+        let text = err.to_string();
+        assert!(
+            text.contains(ZERO) && text.contains(&mismatch.actual) && text.contains("pin go"),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("produced sha256").count(),
+            1,
+            "the second source is not tried: {text}"
+        );
+        // With the right hash the same source gives the artifact.
+        pin.sha256 = mismatch.actual.clone();
+        let a = ensure(&cache, &pin).unwrap();
+        assert!(a.source.starts_with("url file://"), "{}", a.source);
     }
 
     #[test]
@@ -299,7 +410,7 @@ mod tests {
             .unwrap();
         let cache = Cache::from_env().unwrap();
         let mut failed = 0;
-        for pin in [&pins.base, &pins.rust, &pins.go] {
+        for pin in pins.iter() {
             let start = std::time::Instant::now();
             let result = ensure(&cache, pin);
             let secs = start.elapsed().as_secs_f64();

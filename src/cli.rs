@@ -143,12 +143,19 @@ pub async fn run_study(paths: &Paths, args: &RunArgs) -> Result<run::RunResult> 
     };
     let manifest = cmd_build(repo, &BuildArgs::default()).await?;
     for probe in &study.probes {
+        if let Some(reason) = manifest.unavailable(&probe.image) {
+            bail!(
+                "probe {:?} needs image {:?}, which is unavailable on this machine: {reason}",
+                probe.id,
+                probe.image
+            );
+        }
         if manifest.get(&probe.image).is_none() {
             bail!(
                 "probe {:?} names image {:?}; known probe images: {}",
                 probe.id,
                 probe.image,
-                image::probe_names().join(", ")
+                image::probe_names(repo)?.join(", ")
             );
         }
     }
@@ -300,11 +307,8 @@ async fn cmd_archive(
                 .context("reading the run's manifest.json")?,
         )?;
         let engine = Engine::connect().await?;
-        for img in manifest
-            .images
-            .iter()
-            .filter(|i| image::probe_names().contains(&i.name.as_str()))
-        {
+        let probes = image::probe_names(repo)?;
+        for img in manifest.images.iter().filter(|i| probes.contains(&i.name)) {
             let path = images.path().join(format!("{}.tar", img.name));
             eprintln!("exporting {}", img.tag);
             engine.export_image(&img.tag, &path).await?;

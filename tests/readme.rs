@@ -1,5 +1,6 @@
-//! The README's examples still hold: the study example is the embedded default study and parses, every
-//! `just` recipe it names exists, and every `parkbench` subcommand it names answers `--help`.
+//! The README's examples still hold: the study example is the embedded default study and parses, the
+//! image recipe example parses, every `just` recipe it names exists, and every `parkbench` subcommand it
+//! names answers `--help`.
 
 mod common;
 
@@ -31,6 +32,17 @@ fn the_study_example_is_the_default_study_and_parses() {
         DEFAULT_STUDY.trim_end(),
         "README example drifted from results/wait-1m/study.yaml"
     );
+}
+
+#[test]
+fn the_image_recipe_example_parses_with_every_field() {
+    use parkbench::image::recipe::Recipe;
+    let example = block_after(&readme(), "<!-- image-recipe -->");
+    let recipe =
+        Recipe::parse("example", &example).expect("the README's image.yaml example parses");
+    assert!(recipe.vendor && recipe.probe);
+    assert!(!recipe.parents.is_empty() && !recipe.artifacts.is_empty());
+    assert!(!recipe.binaries.is_empty() && !recipe.versions.is_empty());
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::cache::hash_file;
+use crate::cache::{HashMismatch, hash_file};
 use crate::pin::{Pip, Url};
 
 /// Downloads the wheel with `pip download --no-deps` into `dir` and checks its sha256.
@@ -78,10 +78,14 @@ pub fn url(u: &Url, dir: &Path) -> Result<PathBuf> {
 
 fn verify(file: &Path, expected: &str, what: &str) -> Result<()> {
     let actual = hash_file(file)?;
-    ensure!(
-        actual == expected,
-        "download {what} has sha256 {actual}, but the pin expects {expected}; it was not used"
-    );
+    if actual != expected {
+        return Err(HashMismatch {
+            what: format!("download {what}"),
+            expected: expected.to_owned(),
+            actual,
+        }
+        .into());
+    }
     Ok(())
 }
 
@@ -97,7 +101,10 @@ mod tests {
         let good = hash_file(&f).unwrap();
         verify(&f, &good, "w").unwrap();
         let bad = "0".repeat(64);
-        let err = verify(&f, &bad, "w").unwrap_err().to_string();
+        let err = verify(&f, &bad, "w").unwrap_err();
+        let mismatch = HashMismatch::find(&err).expect("a typed mismatch");
+        assert_eq!((&mismatch.actual, &mismatch.expected), (&good, &bad));
+        let err = err.to_string();
         assert!(err.contains(&good) && err.contains(&bad), "{err}");
     }
 }

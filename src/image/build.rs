@@ -1,0 +1,257 @@
+//! Building one recipe's image through the Engine: its input hashes and tag, its deterministic build
+//! context (folder, pinned artifacts, vendored crates), and what is read back from the image.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+
+use super::recipe::{FILE, Recipe};
+use super::{BuildOptions, BuiltImage, Manifest, Outcome, namespace};
+use crate::artifact::{self, EnsureError};
+use crate::cache::Cache;
+use crate::context;
+use crate::engine::Engine;
+use crate::pin::Pins;
+
+/// What a build needs besides the recipe.
+pub struct Kit<'a> {
+    pub engine: &'a Engine,
+    pub cache: &'a Cache,
+    pub pins: &'a Pins,
+    pub repo: &'a Path,
+    pub options: &'a BuildOptions,
+}
+
+/// Builds (or reuses) the image of `recipe`, whose parents are all in `done`.
+pub async fn build(kit: &Kit<'_>, recipe: &Recipe, done: &Manifest) -> Result<Outcome> {
+    let dir = kit.repo.join("docker").join(&recipe.name);
+    let inputs = inputs(kit, &dir, recipe, done)?;
+    let tag = format!(
+        "{}/{}:{}",
+        namespace(),
+        recipe.name,
+        &hash_inputs(&recipe.name, &inputs)[..16]
+    );
+    let existing = kit.engine.image(&tag).await?;
+    let built = existing.is_none() || kit.options.no_cache;
+    if built {
+        let started = std::time::Instant::now();
+        let scratch = kit.cache.scratch()?;
+        // Blocking work (hashing, tar writing, vendoring) must not stall the images built beside this one.
+        let artifacts = match tokio::task::block_in_place(|| artifacts(kit, recipe)) {
+            Ok(artifacts) => artifacts,
+            Err(EnsureError::Unavailable { pin, reason }) => {
+                return Ok(Outcome::Unavailable { pin, reason });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let context = tokio::task::block_in_place(|| {
+            write_context(kit.cache, &dir, recipe, artifacts, scratch.path())
+        })?;
+        eprintln!(
+            "{}: context ready in {:.1} s",
+            recipe.name,
+            started.elapsed().as_secs_f64()
+        );
+        run_build(kit, recipe, &context.path, &tag, &inputs, done).await?;
+        eprintln!(
+            "{}: built in {:.1} s",
+            recipe.name,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let facts = kit
+        .engine
+        .image(&tag)
+        .await?
+        .with_context(|| format!("{tag} is missing after its build"))?;
+    let (binaries, versions) = contents(kit.engine, kit.cache, &tag, &facts.id, recipe).await?;
+    Ok(Outcome::Built(BuiltImage {
+        name: recipe.name.clone(),
+        tag,
+        id: facts.id,
+        layers: facts.layers,
+        inputs,
+        binaries,
+        versions,
+        built,
+    }))
+}
+
+/// Runs the Engine's build of `context` as `tag`; a failure carries the last lines the build printed.
+async fn run_build(
+    kit: &Kit<'_>,
+    recipe: &Recipe,
+    context: &Path,
+    tag: &str,
+    inputs: &BTreeMap<String, String>,
+    done: &Manifest,
+) -> Result<()> {
+    let buildargs = recipe
+        .parents
+        .iter()
+        .map(|(arg, parent)| Ok((arg.clone(), parent_tag(done, parent)?)))
+        .collect::<Result<BTreeMap<_, _>>>()?;
+    let labels = BTreeMap::from([
+        ("parkbench.image".to_string(), recipe.name.clone()),
+        (
+            "parkbench.inputs".to_string(),
+            serde_json::to_string(inputs)?,
+        ),
+    ]);
+    eprintln!("{}: building {tag}", recipe.name);
+    let mut tail = Vec::new();
+    let verbose = kit.options.verbose;
+    let result = kit
+        .engine
+        .build(
+            context,
+            tag,
+            &buildargs,
+            &labels,
+            kit.options.no_cache,
+            |line| {
+                if verbose {
+                    eprintln!("  {line}");
+                }
+                tail.push(line.to_string());
+            },
+        )
+        .await;
+    if let Err(e) = result {
+        let tail = tail[tail.len().saturating_sub(30)..].join("\n");
+        return Err(e).context(format!("build output (last lines):\n{tail}"));
+    }
+    Ok(())
+}
+
+/// The input hashes of a recipe: its source tree, its lockfile, its artifacts and its parents' tags.
+fn inputs(
+    kit: &Kit<'_>,
+    dir: &Path,
+    recipe: &Recipe,
+    done: &Manifest,
+) -> Result<BTreeMap<String, String>> {
+    let mut inputs = BTreeMap::new();
+    let scratch = kit.cache.scratch()?;
+    let tree = context::write(dir, &[], &[FILE], &scratch.path().join("source-tree.tar"))?;
+    inputs.insert("source tree".to_string(), tree.sha256);
+    for lock in ["Cargo.lock", "go.sum"] {
+        if dir.join(lock).is_file() {
+            inputs.insert(lock.to_string(), crate::cache::hash_file(&dir.join(lock))?);
+        }
+    }
+    for pin in recipe.artifacts.values() {
+        let pin = kit.pins.get(pin)?;
+        inputs.insert(
+            format!("artifact {} {}", pin.name, pin.version),
+            pin.sha256.clone(),
+        );
+    }
+    for (arg, parent) in &recipe.parents {
+        inputs.insert(format!("parent {arg}"), parent_tag(done, parent)?);
+    }
+    Ok(inputs)
+}
+
+/// The recipe's pinned artifacts (verified now, right before use), as context entries.
+fn artifacts(kit: &Kit<'_>, recipe: &Recipe) -> Result<Vec<(String, PathBuf)>, EnsureError> {
+    let mut out = Vec::new();
+    for (file, pin) in &recipe.artifacts {
+        let pin = kit.pins.get(pin).map_err(EnsureError::Stop)?;
+        out.push((file.clone(), artifact::ensure(kit.cache, pin)?.path));
+    }
+    Ok(out)
+}
+
+/// The build context: the recipe's folder (without its recipe file), its pinned artifacts and its
+/// vendored crates.
+fn write_context(
+    cache: &Cache,
+    dir: &Path,
+    recipe: &Recipe,
+    mut extra: Vec<(String, PathBuf)>,
+    scratch: &Path,
+) -> Result<context::Context> {
+    if recipe.vendor {
+        extra.push(("vendor".to_string(), vendored(cache, dir, scratch)?));
+    }
+    context::write(
+        dir,
+        &extra,
+        &[FILE],
+        &scratch.join(format!("context-{}.tar", recipe.name)),
+    )
+}
+
+/// The crates of `dir`'s Cargo.lock, vendored once per lockfile into the cache.
+fn vendored(cache: &Cache, dir: &Path, scratch: &Path) -> Result<PathBuf> {
+    let vendor = vendor_dir(cache, dir)?;
+    if !vendor.is_dir() {
+        // Vendored into a scratch folder and renamed, so an interrupted vendoring leaves nothing.
+        let tmp = scratch.join("vendor");
+        artifact::vendor(dir, &tmp)?;
+        let parent = vendor.parent().context("vendor folder")?;
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        std::fs::rename(&tmp, &vendor)
+            .with_context(|| format!("moving vendored crates to {}", vendor.display()))?;
+    }
+    Ok(vendor)
+}
+
+/// Where the crates of `dir`'s Cargo.lock are vendored in the cache.
+pub fn vendor_dir(cache: &Cache, dir: &Path) -> Result<PathBuf> {
+    let lock = crate::cache::hash_file(&dir.join("Cargo.lock"))?;
+    Ok(cache.root().join("vendor").join(lock))
+}
+
+fn parent_tag(done: &Manifest, name: &str) -> Result<String> {
+    done.get(name)
+        .map(|i| i.tag.clone())
+        .with_context(|| format!("parent image {name} was not built first"))
+}
+
+fn hash_inputs(name: &str, inputs: &BTreeMap<String, String>) -> String {
+    let mut h = Sha256::new();
+    h.update(name.as_bytes());
+    for (k, v) in inputs {
+        h.update(format!("\n{k}={v}").as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// Binary hashes and tool versions of an image, read through the Engine once per image ID and kept
+/// in the cache (an image's contents never change under the same ID).
+async fn contents(
+    engine: &Engine,
+    cache: &Cache,
+    tag: &str,
+    id: &str,
+    recipe: &Recipe,
+) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>)> {
+    let memo = cache
+        .root()
+        .join("images")
+        .join(format!("{}.json", id.trim_start_matches("sha256:")));
+    if let Ok(text) = std::fs::read_to_string(&memo)
+        && let Ok(found) = serde_json::from_str(&text)
+    {
+        return Ok(found);
+    }
+    let mut binaries = BTreeMap::new();
+    for path in &recipe.binaries {
+        let data = engine.read_file(tag, path).await?;
+        binaries.insert(path.clone(), hex::encode(Sha256::digest(&data)));
+    }
+    let mut versions = BTreeMap::new();
+    for (label, cmd) in &recipe.versions {
+        let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        versions.insert(label.clone(), engine.output(tag, &cmd, "version").await?);
+    }
+    let found = (binaries, versions);
+    crate::cache::write_atomic(&memo, serde_json::to_string_pretty(&found)?.as_bytes())?;
+    Ok(found)
+}

@@ -1,0 +1,304 @@
+//! Image recipes: every `docker/<name>/` folder with an `image.yaml` is an image. The folder is the
+//! build context (without its `image.yaml`); the recipe says what else goes in and what to read back.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path};
+
+use anyhow::{Context, Result, bail, ensure};
+use serde::{Deserialize, Serialize};
+
+/// The recipe file in every image folder.
+pub const FILE: &str = "image.yaml";
+
+/// `docker/<name>/image.yaml`: how to build the image `<name>`. Unknown fields are errors with line
+/// and column. Every field may be left out; an empty file builds the folder's Dockerfile as it is.
+///
+/// ```yaml
+/// parents: {BASE: base, RUST: toolchain-rust, SAMPLER: sampler}
+/// artifacts: {rust.tar: rust}
+/// vendor: true
+/// probe: true
+/// binaries: [/usr/local/bin/probe, /usr/local/bin/sampler]
+/// versions: {"rustc -vV": [rustc, -vV]}
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    /// The image's name: its folder under `docker/` (not written in the file).
+    #[serde(skip)]
+    pub name: String,
+    /// Build args naming parent images: ARG → image name (another folder's image, `base`, or the
+    /// image of a root filesystem pin). The Dockerfile's `FROM ${ARG}` gets the parent's tag, and
+    /// the tag is an input of this image's own tag.
+    #[serde(default)]
+    pub parents: BTreeMap<String, String>,
+    /// Pinned artifacts placed in the build context: file name in the context → pin name
+    /// (`toolchains/<pin>.yaml`). Each artifact's pin name, version and sha256 are inputs.
+    #[serde(default)]
+    pub artifacts: BTreeMap<String, String>,
+    /// Vendor the folder's crates (`cargo vendor --locked`) into `vendor/` of the context; the
+    /// folder needs a `Cargo.lock` (an input, as `go.sum` is when present).
+    #[serde(default)]
+    pub vendor: bool,
+    /// A probe image: one that a study's `probes[].image` may name.
+    #[serde(default)]
+    pub probe: bool,
+    /// Absolute paths of files in the image whose sha256 the manifest records, read back from the
+    /// built image.
+    #[serde(default)]
+    pub binaries: Vec<String>,
+    /// Tool versions the manifest records: label → command (program and arguments) run in the
+    /// image; the label keys its trimmed output.
+    #[serde(default)]
+    pub versions: BTreeMap<String, Vec<String>>,
+}
+
+impl Recipe {
+    /// Parses and checks recipe YAML for the image `name`; errors carry line and column.
+    pub fn parse(name: &str, text: &str) -> Result<Self> {
+        // An empty file is YAML null, not an empty mapping.
+        let text = if text.trim().is_empty() { "{}" } else { text };
+        let mut recipe: Recipe = crate::yaml::parse(text)?;
+        recipe.name = name.to_owned();
+        recipe.validate()?;
+        Ok(recipe)
+    }
+
+    /// Reads `docker/<name>/image.yaml` and checks it against its folder.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let file = dir.join(FILE);
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .with_context(|| format!("{} is not a UTF-8 folder name", dir.display()))?;
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading image recipe {}", file.display()))?;
+        let recipe = Self::parse(name, &text)
+            .with_context(|| format!("in image recipe {}", file.display()))?;
+        ensure!(
+            dir.join("Dockerfile").is_file(),
+            "{} has {FILE} but no Dockerfile: add the Dockerfile, or remove the folder",
+            dir.display()
+        );
+        ensure!(
+            !recipe.vendor || dir.join("Cargo.lock").is_file(),
+            "in image recipe {}: vendor is true but {} has no Cargo.lock: \
+             run `cargo generate-lockfile` there and commit it",
+            file.display(),
+            dir.display()
+        );
+        Ok(recipe)
+    }
+
+    fn validate(&self) -> Result<()> {
+        ensure!(
+            is_image_name(&self.name),
+            "image name {:?} (the folder's name) must be lowercase letters, digits, `.`, `_` or `-`",
+            self.name
+        );
+        for arg in self.parents.keys() {
+            ensure!(
+                is_build_arg(arg),
+                "parents: {arg:?} is not a build arg name (letters, digits and `_`)"
+            );
+        }
+        for (file, pin) in &self.artifacts {
+            let mut parts = Path::new(file).components();
+            let plain =
+                matches!(parts.next(), Some(Component::Normal(_))) && parts.next().is_none();
+            ensure!(
+                plain && file != "vendor" && file != FILE && file != "Dockerfile",
+                "artifacts: {file:?} must be a plain file name in the context \
+                 (not vendor, Dockerfile or {FILE})"
+            );
+            ensure!(!pin.is_empty(), "artifacts: {file:?} names no pin");
+        }
+        for path in &self.binaries {
+            ensure!(
+                path.starts_with('/'),
+                "binaries: {path:?} must be an absolute path inside the image"
+            );
+        }
+        for (label, command) in &self.versions {
+            ensure!(
+                command.first().is_some_and(|p| !p.is_empty()),
+                "versions: {label:?} has no command; write it as [program, arg, …]"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Every image recipe under `docker_dir`, sorted by name. A folder without `image.yaml` is left
+/// out when it has no Dockerfile either (a helper folder) and is an error when it has one.
+pub fn discover(docker_dir: &Path) -> Result<Vec<Recipe>> {
+    let entries = std::fs::read_dir(docker_dir)
+        .with_context(|| format!("reading the image folder {}", docker_dir.display()))?;
+    let mut dirs = Vec::new();
+    for entry in entries {
+        let path = entry
+            .with_context(|| format!("listing {}", docker_dir.display()))?
+            .path();
+        if path.is_dir() {
+            dirs.push(path);
+        }
+    }
+    dirs.sort();
+    let mut recipes = Vec::new();
+    for dir in dirs {
+        if dir.join(FILE).is_file() {
+            recipes.push(Recipe::load(&dir)?);
+        } else if dir.join("Dockerfile").is_file() {
+            bail!(
+                "{} has a Dockerfile but no {FILE}: add {FILE} (its fields are documented on \
+                 `Recipe` in src/image/recipe.rs), or move the Dockerfile out of docker/",
+                dir.display()
+            );
+        }
+    }
+    Ok(recipes)
+}
+
+/// Docker's repository name component: lowercase letters, digits and separators.
+pub fn is_image_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b[0].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"._-".contains(c))
+}
+
+fn is_build_arg(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && !b[0].is_ascii_digit()
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: &str = r#"
+# Build args naming parent images.
+parents: {BASE: base, RUST: toolchain-rust, SAMPLER: sampler}
+artifacts: {rust.tar: rust}
+vendor: true
+probe: true
+binaries: [/usr/local/bin/probe, /usr/local/bin/sampler]
+versions: {"rustc -vV": [rustc, -vV]}
+"#;
+
+    #[test]
+    fn parses_every_field() {
+        let r = Recipe::parse("rust-tokio", FULL).unwrap();
+        assert_eq!(r.name, "rust-tokio");
+        assert_eq!(
+            r.parents.iter().collect::<Vec<_>>(),
+            [
+                (&"BASE".to_string(), &"base".to_string()),
+                (&"RUST".to_string(), &"toolchain-rust".to_string()),
+                (&"SAMPLER".to_string(), &"sampler".to_string())
+            ]
+        );
+        assert_eq!(r.artifacts["rust.tar"], "rust");
+        assert!(r.vendor && r.probe);
+        assert_eq!(
+            r.binaries,
+            ["/usr/local/bin/probe", "/usr/local/bin/sampler"]
+        );
+        assert_eq!(r.versions["rustc -vV"], ["rustc", "-vV"]);
+        let empty = Recipe::parse("x", "# nothing\n").unwrap();
+        assert_eq!(
+            empty,
+            Recipe {
+                name: "x".into(),
+                ..Recipe::default()
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_field_reports_line_and_column() {
+        let err = format!(
+            "{:#}",
+            Recipe::parse("x", "probe: true\n  \nprobes: 1\n").unwrap_err()
+        );
+        assert!(
+            err.contains("line 3, column 1") && err.contains("probes"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let cases = [
+            ("parents: {base: base, 1X: a}", "\"1X\" is not a build arg"),
+            ("artifacts: {../rust.tar: rust}", "plain file name"),
+            ("artifacts: {vendor: rust}", "plain file name"),
+            ("binaries: [usr/bin/x]", "absolute path"),
+            ("versions: {go: []}", "has no command"),
+            ("vendor: yes please", "line 1, column 9"),
+        ];
+        for (text, want) in cases {
+            let err = format!("{:#}", Recipe::parse("x", text).unwrap_err());
+            assert!(err.contains(want), "{text}: {err}");
+        }
+        let err = format!("{:#}", Recipe::parse("Rust", "").unwrap_err());
+        assert!(err.contains("lowercase"), "{err}");
+    }
+
+    #[test]
+    fn discovery_needs_a_recipe_beside_every_dockerfile() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for (folder, files) in [
+            ("b-probe", &["Dockerfile", FILE][..]),
+            ("a-tool", &["Dockerfile", FILE][..]),
+            ("notes", &["README.md"][..]),
+        ] {
+            std::fs::create_dir_all(d.join(folder)).unwrap();
+            for f in files {
+                std::fs::write(d.join(folder).join(f), "").unwrap();
+            }
+        }
+        std::fs::write(d.join("README.md"), "").unwrap();
+        let names: Vec<_> = discover(d).unwrap().into_iter().map(|r| r.name).collect();
+        assert_eq!(names, ["a-tool", "b-probe"]);
+
+        std::fs::create_dir_all(d.join("c-new")).unwrap();
+        std::fs::write(d.join("c-new/Dockerfile"), "").unwrap();
+        let err = format!("{:#}", discover(d).unwrap_err());
+        assert!(
+            err.contains("c-new") && err.contains("no image.yaml"),
+            "{err}"
+        );
+        std::fs::write(d.join("c-new").join(FILE), "vendor: true\n").unwrap();
+        let err = format!("{:#}", discover(d).unwrap_err());
+        assert!(
+            err.contains("c-new") && err.contains("no Cargo.lock"),
+            "{err}"
+        );
+        std::fs::remove_file(d.join("c-new/Dockerfile")).unwrap();
+        let err = format!("{:#}", discover(d).unwrap_err());
+        assert!(
+            err.contains("c-new") && err.contains("no Dockerfile"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn checked_in_recipes_load() {
+        let docker = Path::new(env!("CARGO_MANIFEST_DIR")).join("docker");
+        let recipes = discover(&docker).unwrap();
+        for name in [
+            "toolchain-rust",
+            "toolchain-go",
+            "sampler",
+            "rust-tokio",
+            "go",
+        ] {
+            assert!(recipes.iter().any(|r| r.name == name), "{name}");
+        }
+    }
+}
