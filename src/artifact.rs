@@ -401,7 +401,8 @@ pub(crate) mod tests {
     }
 
     /// Produces the real artifacts of `toolchains/` in the cache the environment names (slow; needs
-    /// mmdebstrap, rustup's toolchain and the package mirrors):
+    /// mmdebstrap, rustup's toolchain and the package mirrors); an unavailable pin is printed, a
+    /// wrong hash fails:
     /// `cargo test --release real_artifacts -- --ignored --nocapture`.
     #[test]
     #[ignore]
@@ -422,12 +423,16 @@ pub(crate) mod tests {
                     a.source,
                     a.path.display()
                 ),
+                // Pins with no source reachable or implemented here (dotnet, graalvm) are data.
+                Err(e @ EnsureError::Unavailable { .. }) => {
+                    eprintln!("{}: unavailable after {secs:.1} s: {e}", pin.name)
+                }
                 Err(e) => {
                     failed += 1;
                     eprintln!("{}: FAILED after {secs:.1} s: {e:#}", pin.name);
                 }
             }
         }
-        assert_eq!(failed, 0, "some pins could not be produced");
+        assert_eq!(failed, 0, "some pins stopped the build");
     }
 }
