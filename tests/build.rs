@@ -11,6 +11,15 @@ use std::path::Path;
 use common::*;
 use serde_json::Value;
 
+/// Every probe image of the kit.
+const PROBES: &[&str] = &[
+    "rust-tokio",
+    "go",
+    "rust-tokio-join",
+    "rust-async-std",
+    "go-sleep",
+];
+
 fn build_in(
     namespace: &str,
     cache: &Path,
@@ -106,8 +115,8 @@ fn cold_build_then_warm_no_op_then_no_cache_rebuild_gives_identical_binaries() {
         1,
         "the base is one imported layer"
     );
-    for probe in ["rust-tokio", "go"] {
-        let img = images.iter().find(|i| i["name"] == probe).unwrap();
+    for probe in PROBES {
+        let img = images.iter().find(|i| i["name"] == *probe).unwrap();
         assert!(
             img["tag"]
                 .as_str()
@@ -322,7 +331,47 @@ fn an_unavailable_toolchain_skips_its_images_and_the_rest_builds() {
     );
 }
 
+#[test]
+fn article_001_probes_sleep_then_exit_quietly() {
+    ensure_built();
+    let manifest = tempfile::tempdir().unwrap().path().join("m.json");
+    let out = parkbench()
+        .arg("build")
+        .arg("--manifest")
+        .arg(&manifest)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for probe in ["rust-tokio-join", "rust-async-std", "go-sleep"] {
+        let tag = m["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["name"] == probe)
+            .unwrap()["tag"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let cmd = ["/usr/local/bin/probe", "1000", "300"];
+        let (code, stdout, took) = rt.block_on(run_with_status(&tag, &cmd));
+        assert_eq!(code, 0, "{probe}: exit code");
+        assert_eq!(stdout, "", "{probe}: prints nothing on stdout");
+        assert!(
+            took >= std::time::Duration::from_millis(300),
+            "{probe}: finished before its tasks slept 300 ms ({took:?})"
+        );
+    }
+}
+
 async fn run_by_hand(image: &str, cmd: &[&str]) -> String {
+    run_with_status(image, cmd).await.1
+}
+
+/// Runs `cmd` in a container of `image`: exit code, stdout, and the container's run time from the
+/// Engine's start and finish timestamps.
+async fn run_with_status(image: &str, cmd: &[&str]) -> (i64, String, std::time::Duration) {
     use bollard::models::ContainerCreateBody;
     use bollard::query_parameters::{LogsOptionsBuilder, RemoveContainerOptionsBuilder};
     use futures_util::StreamExt;
@@ -348,7 +397,24 @@ async fn run_by_hand(image: &str, cmd: &[&str]) -> String {
         )
         .await
         .unwrap();
-    let _ = docker.wait_container(&id, None).next().await;
+    let code = match docker.wait_container(&id, None).next().await {
+        Some(Ok(exit)) => exit.status_code,
+        Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => code,
+        other => panic!("waiting for {image}: {other:?}"),
+    };
+    let state = docker
+        .inspect_container(
+            &id,
+            None::<bollard::query_parameters::InspectContainerOptions>,
+        )
+        .await
+        .unwrap()
+        .state
+        .unwrap();
+    let time = |t: Option<String>| chrono::DateTime::parse_from_rfc3339(&t.unwrap()).unwrap();
+    let took = (time(state.finished_at) - time(state.started_at))
+        .to_std()
+        .unwrap();
     let mut logs = docker.logs(
         &id,
         Some(LogsOptionsBuilder::default().stdout(true).build()),
@@ -364,7 +430,7 @@ async fn run_by_hand(image: &str, cmd: &[&str]) -> String {
         )
         .await
         .unwrap();
-    out
+    (code, out, took)
 }
 
 fn images_in(namespace: &str) -> Vec<String> {

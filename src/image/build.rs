@@ -17,10 +17,15 @@ use crate::pin::Pins;
 
 /// What a build needs besides the recipe.
 pub struct Kit<'a> {
+    /// Where images are built.
     pub engine: &'a Engine,
+    /// Verified artifacts, vendored crates and image memos.
     pub cache: &'a Cache,
+    /// Every pin of the repository.
     pub pins: &'a Pins,
+    /// The repository root (holding `docker/`).
     pub repo: &'a Path,
+    /// How to build.
     pub options: &'a BuildOptions,
 }
 

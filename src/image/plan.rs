@@ -81,6 +81,13 @@ impl Graph {
             .collect();
         let mut names = BTreeSet::new();
         for node in &nodes {
+            if !super::recipe::is_image_name(node.name()) {
+                bail!(
+                    "toolchains/{}.yaml is a root filesystem pin, so its name is an image name: \
+                     use lowercase letters, digits, `.`, `_` or `-`",
+                    node.pins()[0]
+                );
+            }
             names.insert(node.name().to_owned());
         }
         for r in &recipes {

@@ -248,3 +248,13 @@ fn a_url_only_pin_whose_download_fails_is_unavailable_with_its_children() {
     let built = plan.iter().filter(|(_, why)| why.is_none()).count();
     assert_eq!(built, plan.len() - 2);
 }
+
+#[test]
+fn a_rootfs_pin_needs_an_image_name() {
+    let pins = Pins::from_pins(Path::new("toolchains"), [rootfs("Debian-Sid")]);
+    let err = format!("{:#}", Graph::new(vec![], &pins).unwrap_err());
+    assert!(
+        err.contains("toolchains/Debian-Sid.yaml") && err.contains("lowercase"),
+        "{err}"
+    );
+}

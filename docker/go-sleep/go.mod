@@ -1,0 +1,3 @@
+module parkbench/probe
+
+go 1.26
