@@ -386,7 +386,7 @@ pub(crate) mod tests {
             let scratch = tempfile::tempdir_in(&keep).unwrap();
             let path = keep.join(format!("{name}-{round}.tar"));
             let file = std::fs::File::create(&path).unwrap();
-            let mut out = crate::cache::HashingWriter::new(std::io::BufWriter::new(file));
+            let mut out = crate::digest::Writer::new(std::io::BufWriter::new(file));
             write_source(&pin, &pin.sources[0], scratch.path(), &mut out).unwrap();
             let (mut file, sha, size) = out.finish();
             file.flush().unwrap();
