@@ -67,7 +67,9 @@ fn unmodified_programs_give_peaks_and_verdicts_with_unavailable_toolchains_named
         assert_eq!(s["valid"], true, "{s}");
         let peak = &s["peak"];
         let ru = peak["ru_maxrss_bytes"].as_u64().unwrap();
-        assert!(ru >= peak["vm_hwm_bytes"].as_u64().unwrap_or(0), "{s}");
+        let hwm = peak["vm_hwm_bytes"].as_u64().unwrap_or(0);
+        assert!(ru > 0 && peak["polls"].as_u64().unwrap() > 0, "{s}");
+        assert!(hwm >= peak["vm_rss_max_bytes"].as_u64().unwrap_or(0), "{s}");
         assert!(
             peak["wall_ms"].as_f64().unwrap() >= 300.0,
             "the program slept: {s}"
