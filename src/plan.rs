@@ -89,6 +89,20 @@ impl Estimates {
     }
 }
 
+impl Estimates {
+    /// `ETA 12 min 05 s` for these processes, `ETA unknown` while some have no estimate, `done`
+    /// when none are left.
+    pub fn eta(&self, study: &Study, cells: &[Cell]) -> String {
+        if cells.is_empty() {
+            return "done".into();
+        }
+        match self.total(study, cells) {
+            (left, 0) => format!("ETA {}", clock(left)),
+            _ => "ETA unknown".into(),
+        }
+    }
+}
+
 /// The plan printed before a run starts: processes by probe and scale, and the expected time.
 pub fn describe(study: &Study, todo: &[Cell], already: usize, est: &Estimates) -> String {
     let p = &study.protocol;

@@ -163,14 +163,12 @@ pub async fn execute(
     let mut invalid = existing.iter().filter(|s| failed(s)).count();
     for (i, cell) in todo.iter().enumerate() {
         let probe = &study.probes[cell.probe];
-        let (left, unknown) = estimates.total(study, &todo[i..]);
-        let eta = match unknown {
-            0 => format!("ETA {}", plan::clock(left)),
-            _ => "ETA unknown".to_string(),
-        };
         bar.set_message(format!(
-            "{eta}  {} × {} tasks, repeat {}",
-            probe.id, cell.tasks, cell.repeat
+            "{}  {} × {} tasks, repeat {}",
+            estimates.eta(study, &todo[i..]),
+            probe.id,
+            cell.tasks,
+            cell.repeat
         ));
         let measured_cell = measure(engine, study, manifest, state, cell, cancel).await;
         let sample = match measured_cell {
@@ -189,7 +187,7 @@ pub async fn execute(
         measured += 1;
         probe_ms += sample.timings.probe_ms.unwrap_or(0.0);
         invalid += usize::from(failed(&sample));
-        report_line(&bar, &sample);
+        report_line(&bar, &sample, &estimates.eta(study, &todo[i + 1..]));
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -431,7 +429,8 @@ fn progress(todo: usize) -> ProgressBar {
     bar
 }
 
-fn report_line(bar: &ProgressBar, s: &Sample) {
+/// One line per finished process; without a terminal it also carries the ETA of the rest.
+fn report_line(bar: &ProgressBar, s: &Sample, eta: &str) {
     let line = format!(
         "{} tasks={} repeat={} {} {}",
         s.probe,
@@ -445,7 +444,7 @@ fn report_line(bar: &ProgressBar, s: &Sample) {
         }
     );
     if bar.is_hidden() {
-        eprintln!("{line}")
+        eprintln!("{line}  [{eta}]")
     } else {
         bar.println(line)
     }
