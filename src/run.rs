@@ -276,9 +276,8 @@ pub async fn measure(
     cancel: &CancellationToken,
 ) -> Result<Option<Sample>> {
     let probe = &study.probes[cell.probe];
-    if let Some(why) = manifest.unavailable(&probe.image) {
+    if let Some(why) = unavailable_reason(manifest, &probe.image) {
         let mut s = blank(study, state, cell, now());
-        let why = why.lines().next().unwrap_or_default();
         s.error = Some(format!("{}{why}", sample::UNAVAILABLE));
         return Ok(Some(s));
     }
@@ -325,6 +324,28 @@ pub async fn measure(
     let error = fill(&mut s, &outcome);
     sample::judge_validity(&mut s, error.as_deref(), &probe.results);
     Ok(Some(s))
+}
+
+/// Why an image is unavailable, down to the pin at the root (an image below an unavailable one
+/// says only that its parent is): `image toolchain-dotnet: pin dotnet (toolchains/dotnet.yaml) …`.
+fn unavailable_reason(manifest: &Manifest, image: &str) -> Option<String> {
+    let mut name = image;
+    let mut why = manifest.unavailable(name)?;
+    for _ in 0..16 {
+        let parent = why
+            .strip_prefix("its parent image ")
+            .and_then(|r| r.split_whitespace().next());
+        match parent.and_then(|p| Some((p, manifest.unavailable(p)?))) {
+            Some((p, w)) => (name, why) = (p, w),
+            None => break,
+        }
+    }
+    let first = why.lines().next().unwrap_or_default().trim_end_matches(':');
+    Some(if name == image {
+        first.to_string()
+    } else {
+        format!("image {name}: {first}")
+    })
 }
 
 /// A sample of this cell with nothing measured yet: invalid until the sampler's output says otherwise.

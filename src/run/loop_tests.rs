@@ -223,6 +223,14 @@ async fn an_unavailable_toolchain_is_not_measured_and_starts_no_container() {
         go.error.as_deref(),
         Some("toolchain unavailable: pin go cannot be produced here")
     );
+    manifest.unavailable.push(crate::image::UnavailableImage {
+        name: "child".into(),
+        reason: "its parent image go is unavailable".into(),
+    });
+    assert_eq!(
+        super::unavailable_reason(&manifest, "child").as_deref(),
+        Some("image go: pin go cannot be produced here")
+    );
     assert!(got.iter().any(|s| s.probe == "rust-tokio" && s.valid));
     assert_eq!(engine.runs().len(), 1, "only the available probe ran");
 }
