@@ -40,6 +40,12 @@ fn unavailable(m: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// An image namespace of this test process alone: test runs from other checkouts on the same Engine
+/// clean their namespaces, and must not remove the images this one is building on.
+fn own_namespace(test: &str) -> String {
+    format!("parkbench-test-{test}-{}", std::process::id())
+}
+
 fn build_in(
     namespace: &str,
     cache: &Path,
@@ -84,7 +90,7 @@ fn clean(namespace: &str, cache: &Path) {
 
 #[test]
 fn cold_build_then_warm_no_op_then_no_cache_rebuild_gives_identical_binaries() {
-    let ns = "parkbench-test-cold";
+    let ns = &own_namespace("cold");
     let cache = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     clean(ns, cache.path());
@@ -182,7 +188,7 @@ fn cold_build_then_warm_no_op_then_no_cache_rebuild_gives_identical_binaries() {
 
 #[test]
 fn a_tampered_cached_artifact_is_refused_and_nothing_is_built() {
-    let ns = "parkbench-test-tamper";
+    let ns = &own_namespace("tamper");
     let cache = tempfile::tempdir().unwrap();
     let manifest = tempfile::tempdir().unwrap().path().join("m.json");
     // A cached blob under the base rootfs's name whose bytes are not the rootfs (a corrupt download,
