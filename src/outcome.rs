@@ -219,6 +219,13 @@ fn ours_version(name: &str, e: &Environment) -> Option<String> {
             .nth(2)
             .map(|v| v.trim_start_matches("go").to_owned()),
         "cargo" => find("cargo")?.split_whitespace().nth(1).map(str::to_owned),
-        other => find(other).map(|v| v.trim().to_owned()),
+        // The first word with a digit on the first line: `Python 3.13.5`, `v22.20.0`,
+        // `openjdk 21.0.13.1 2026-11-17`.
+        other => find(other)?
+            .lines()
+            .next()?
+            .split_whitespace()
+            .find(|w| w.chars().any(|c| c.is_ascii_digit()))
+            .map(str::to_owned),
     }
 }

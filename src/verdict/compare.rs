@@ -46,7 +46,7 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
                 notes.extend(more);
                 values.push((id.clone(), v));
             }
-            Err(why) => missing.push(why),
+            Err(_) => missing.push(why_missing(summary, id, tasks)),
         }
     }
     if values.is_empty() {
@@ -91,6 +91,16 @@ fn binding(claim: &Claim, a: f64, values: &[(String, f64)]) -> Result<(String, f
     Ok((id, divide(a, b)?))
 }
 
+/// A participant left out, in short: `csharp (toolchain unavailable: …)`, `go (no valid sample)`.
+fn why_missing(summary: &Summary, probe: &str, tasks: u64) -> String {
+    let why = summary
+        .invalid_samples
+        .iter()
+        .find(|i| i.probe == probe && i.tasks == tasks)
+        .map_or("no valid sample", |i| i.error.as_str());
+    format!("{probe} ({why})")
+}
+
 /// A value of statistic `of` for a note: memory in MiB, anything else as a plain number.
 fn show(of: Stat, v: f64) -> String {
     match of {
@@ -123,7 +133,7 @@ pub(super) fn order(claim: &Claim, summary: &Summary) -> Result<Found, String> {
                 notes.extend(more);
                 values.push((id.clone(), v));
             }
-            Err(why) => missing.push(why),
+            Err(_) => missing.push(why_missing(summary, id, tasks)),
         }
     }
     if values.len() < 2 {

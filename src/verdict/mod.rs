@@ -145,10 +145,7 @@ fn judge_one(study: &Study, claim: &Claim, summary: &Summary) -> Verdict {
         .map(|f| f.missing.clone())
         .unwrap_or_default();
     if !missing.is_empty() {
-        notes.push(format!(
-            "partial: judged without {} (not measured)",
-            missing.join("; ")
-        ));
+        notes.push(format!("partial, not measured: {}", missing.join("; ")));
     }
     let measured = found.map(|f| f.measured);
     let accepted = accepted(&claim.expected, &claim.tolerance);
