@@ -36,6 +36,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Recompute statistics and verdicts from an archive or run directory, offline, and print them.
     Verify(VerifyArgs),
+    /// Compare two runs (run folders or archives, any mix), each recomputed from its raw samples.
+    Compare(CompareArgs),
     /// The whole job: doctor → build → run → report → verdicts → archive.
     Reproduce(ReproduceArgs),
     /// Remove parkbench's images (`--images`) and its artifact cache (`--cache`). Runs are never touched.
@@ -70,6 +72,20 @@ pub struct CheckArgs {
 pub struct VerifyArgs {
     /// An archive (`<run-id>.tar.gz`) or a run directory.
     pub path: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The reference run: an archive (`<run-id>.tar.gz`) or a run directory.
+    pub a: PathBuf,
+    /// The run compared with it: an archive or a run directory.
+    pub b: PathBuf,
+    /// Also write `compare.md` and `compare.svg` into this folder.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Exit with code 4 when any cell's B ÷ A differs from 1 by more than this many percent.
+    #[arg(long, value_name = "PCT")]
+    pub fail_above: Option<f64>,
 }
 
 #[derive(Debug, Args)]

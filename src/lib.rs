@@ -11,6 +11,7 @@ pub mod bench;
 pub mod cache;
 pub mod claim;
 pub mod cli;
+pub mod compare;
 pub mod context;
 pub mod cpuset;
 pub mod digest;

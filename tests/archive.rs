@@ -1,6 +1,7 @@
 //! `parkbench reproduce` end to end on a small study, then what a reviewer does with its archive:
 //! `check` passes, `verify` prints the same verdicts, a flipped byte is caught, a malformed sample
-//! line is named and the verdicts are marked partial.
+//! line is named and the verdicts are marked partial; the archive unpacked and repacked with the
+//! system `tar` (members named `./…`) still passes `check` and `verify`.
 
 mod common;
 
@@ -84,6 +85,8 @@ fn reproduce_then_check_and_verify_the_archive() {
         "verify prints the verdicts the run printed"
     );
 
+    repacked_by_hand_still_checks(&archive, tmp.path());
+
     // The same run directory archived again, named through the `latest` link, gives the same bytes.
     let before = std::fs::read(&archive).unwrap();
     let latest = tmp.path().join("tiny/runs/latest");
@@ -117,4 +120,47 @@ fn reproduce_then_check_and_verify_the_archive() {
         "{said}"
     );
     assert!(said.contains("go-rss-10k"), "{said}");
+}
+
+/// Unpacks `archive` and repacks it the way a reviewer would (`tar -czf x.tgz -C dir .`, which names
+/// every member `./…`); `check` and `verify` accept the result.
+fn repacked_by_hand_still_checks(archive: &std::path::Path, tmp: &std::path::Path) {
+    let unpacked = tmp.join("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    let tar = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new("tar")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "tar {args:?}: {}", describe(&out));
+    };
+    tar(&[
+        "-xzf".as_ref(),
+        archive.as_os_str(),
+        "-C".as_ref(),
+        unpacked.as_os_str(),
+    ]);
+    let repacked = tmp.join("repacked.tgz");
+    tar(&[
+        "-czf".as_ref(),
+        repacked.as_os_str(),
+        "-C".as_ref(),
+        unpacked.as_os_str(),
+        ".".as_ref(),
+    ]);
+    let out = std::process::Command::new("tar")
+        .arg("-tzf")
+        .arg(&repacked)
+        .output()
+        .unwrap();
+    assert!(
+        text(&out.stdout).lines().all(|l| l.starts_with("./")),
+        "{}",
+        describe(&out)
+    );
+
+    for command in ["check", "verify"] {
+        let out = parkbench().arg(command).arg(&repacked).output().unwrap();
+        assert!(out.status.success(), "{command}: {}", describe(&out));
+    }
 }

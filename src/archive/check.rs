@@ -212,6 +212,88 @@ mod tests {
         }
     }
 
+    /// The archive's entries renamed `./…`, after a `./` entry, as `tar -C dir .` writes them.
+    fn dot_prefixed(entries: &[Raw]) -> Vec<Raw> {
+        let mut dot = Raw::file("./", b"");
+        dot.kind = EntryType::Directory;
+        dot.mode = 0o755;
+        let renamed = entries.iter().map(|e| {
+            let mut e = e.clone();
+            e.name = [b"./".as_slice(), &e.name].concat();
+            e
+        });
+        std::iter::once(dot).chain(renamed).collect()
+    }
+
+    #[test]
+    fn dot_prefixed_member_names_are_accepted() {
+        let fx = Fixture::new();
+        let info = fx.write();
+        let repacked = dot_prefixed(&read_raw(&info.path));
+        let report = rejected_or(&fx, &repacked).unwrap();
+        assert_eq!(
+            (report.root.as_str(), report.members),
+            ("run-1", info.members)
+        );
+
+        // A `./` hard-link target resolves too: the link fails only for being absent from SHA256SUMS.
+        let link = Raw::link(
+            "./run-1/again.jsonl",
+            EntryType::Link,
+            "./run-1/samples.jsonl",
+        );
+        let err = format!(
+            "{:#}",
+            rejected_or(&fx, &[repacked, vec![link]].concat()).unwrap_err()
+        );
+        assert!(
+            err.contains("run-1/again.jsonl: not listed in SHA256SUMS"),
+            "{err}"
+        );
+    }
+
+    fn rejected_or(fx: &Fixture, entries: &[Raw]) -> Result<CheckReport> {
+        let archive = fx.path("repacked.tar.gz");
+        write_raw(entries, &archive);
+        check(&archive)
+    }
+
+    #[test]
+    fn dot_prefixes_do_not_hide_unsafe_entries() {
+        let fx = Fixture::new();
+        let fresh = dot_prefixed(&read_raw(&fx.write().path));
+        let with = |extra: Raw| [fresh.clone(), vec![extra]].concat();
+        let cases = [
+            (with(Raw::file("./../evil", b"x")), "`..` component in path"),
+            (with(Raw::file(".//etc/x", b"x")), "absolute path"),
+            (
+                with(Raw::file("./run-1/./x", b"x")),
+                "`.` component in path",
+            ),
+            (with(Raw::file("./", b"x")), "./: `.` must be a folder"),
+            (
+                with(Raw::link("./run-1/l", EntryType::Symlink, "../../outside")),
+                "run-1/l: symlink to \"../../outside\" points outside run-1/",
+            ),
+            (
+                with(Raw::link("./run-1/h", EntryType::Link, "./outside")),
+                "run-1/h: hard link to \"./outside\"",
+            ),
+            (
+                with(Raw::file("./run-1/samples.jsonl", b"{}\n")),
+                "run-1/samples.jsonl: appears twice",
+            ),
+            (
+                with(Raw::file("run-1/samples.jsonl", b"{}\n")),
+                "run-1/samples.jsonl: appears twice",
+            ),
+        ];
+        for (entries, wanted) in cases {
+            let err = rejected(&fx, &entries);
+            assert!(err.contains(wanted), "{err:?} lacks {wanted:?}");
+        }
+    }
+
     #[test]
     fn members_below_a_symlink_are_rejected() {
         let fx = Fixture::new();

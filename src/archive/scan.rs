@@ -118,8 +118,16 @@ impl Seen {
             path.strip_suffix('/').unwrap_or(path)
         } else {
             path
-        }
-        .to_string();
+        };
+        // `tar -czf x.tgz -C dir .` names every member `./…` and adds a `./` entry for `dir` itself.
+        let Some(path) = without_dot_prefix(path) else {
+            ensure!(
+                kind == EntryType::Directory,
+                "{path}: `.` must be a folder; {UNSAFE}"
+            );
+            return Ok(());
+        };
+        let path = path.to_string();
         let parts = self.place(&path, kind)?;
         self.members += 1;
         let rel = parts[1..].join("/");
@@ -220,13 +228,14 @@ impl Seen {
         rel: String,
         entry: &tar::Entry<'_, R>,
     ) -> Result<()> {
-        let target = link_target(path, entry)?;
+        let raw_target = link_target(path, entry)?;
+        let target = without_dot_prefix(&raw_target).unwrap_or(&raw_target);
         let inside = target
             .strip_prefix(&format!("{}/", self.root))
             .filter(|t| tarball::components(t).is_ok());
         let Some(sha256) = inside.and_then(|t| self.files.get(t)).cloned() else {
             bail!(
-                "{path}: hard link to {target:?}, which is not an earlier file inside {}/; {UNSAFE}",
+                "{path}: hard link to {raw_target:?}, which is not an earlier file inside {}/; {UNSAFE}",
                 self.root
             );
         };
@@ -274,9 +283,48 @@ impl Seen {
     }
 }
 
+/// `path` without its leading `./` components (`./a/b` is the same member as `a/b`); `None` for a
+/// bare `.` (the folder the archive was made from). Anything else is left for the path rules.
+fn without_dot_prefix(path: &str) -> Option<&str> {
+    let mut rest = path;
+    while let Some(after) = rest.strip_prefix("./") {
+        rest = after;
+    }
+    match rest {
+        "." => None,
+        "" if !path.is_empty() => None,
+        rest => Some(rest),
+    }
+}
+
 fn link_target<R: Read>(path: &str, entry: &tar::Entry<'_, R>) -> Result<String> {
     let raw = entry.link_name_bytes().unwrap_or_default();
     let target = std::str::from_utf8(&raw)
         .map_err(|_| anyhow::anyhow!("{path}: link target is not UTF-8: {UNSAFE}"))?;
     Ok(target.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_dot_prefix;
+
+    #[test]
+    fn leading_dot_components_are_dropped() {
+        assert_eq!(without_dot_prefix("run-1/a"), Some("run-1/a"));
+        assert_eq!(without_dot_prefix("./run-1/a"), Some("run-1/a"));
+        assert_eq!(without_dot_prefix("././run-1"), Some("run-1"));
+        assert_eq!(without_dot_prefix("."), None);
+        assert_eq!(without_dot_prefix("./"), None);
+        assert_eq!(without_dot_prefix("./."), None);
+    }
+
+    #[test]
+    fn only_leading_dot_components_are_dropped() {
+        assert_eq!(without_dot_prefix("./../evil"), Some("../evil"));
+        assert_eq!(without_dot_prefix(".//etc/x"), Some("/etc/x"));
+        assert_eq!(without_dot_prefix("/./x"), Some("/./x"));
+        assert_eq!(without_dot_prefix("run-1/./a"), Some("run-1/./a"));
+        assert_eq!(without_dot_prefix(""), Some(""));
+        assert_eq!(without_dot_prefix(".hidden"), Some(".hidden"));
+    }
 }

@@ -6,6 +6,7 @@ mod bench;
 mod build;
 mod check;
 mod clean;
+mod compare;
 mod doctor;
 mod interrupt;
 mod prepare;
@@ -30,7 +31,7 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_KIT: u8 = 1;
 /// Exit code: the run finished but some probe processes failed (invalid samples).
 pub const EXIT_PROBES_FAILED: u8 = 3;
-/// Exit code: with `--strict`, a claim was not reproduced.
+/// Exit code: with `--strict`, a claim was not reproduced; with `compare --fail-above`, a cell moved.
 pub const EXIT_CLAIMS_DIFFER: u8 = 4;
 /// Exit code: interrupted; the run is kept and can be resumed.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -46,6 +47,8 @@ pub enum Ending {
     ProbesFailed,
     /// `--strict` and a claim was not reproduced.
     ClaimsDiffer,
+    /// `compare --fail-above` and a cell's B ÷ A moved past the threshold.
+    RunsDiffer,
     /// Ctrl-C: the running container was removed, the run is kept.
     Interrupted,
 }
@@ -56,7 +59,7 @@ impl Ending {
             Ending::Ok => EXIT_OK,
             Ending::NotReady => EXIT_KIT,
             Ending::ProbesFailed => EXIT_PROBES_FAILED,
-            Ending::ClaimsDiffer => EXIT_CLAIMS_DIFFER,
+            Ending::ClaimsDiffer | Ending::RunsDiffer => EXIT_CLAIMS_DIFFER,
             Ending::Interrupted => EXIT_INTERRUPTED,
         }
     }
@@ -114,6 +117,7 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
             .map(|_| Ending::Ok),
         Command::Check(args) => check::command(&args.archive),
         Command::Verify(args) => verify::command(&args.path),
+        Command::Compare(args) => compare::command(&args),
         Command::Reproduce(args) => reproduce::command(paths, &args, interrupt).await,
         Command::Clean(args) => clean::command(&args).await,
         Command::Bench(BenchCommand::Fidelity(args)) => bench::fidelity(&paths.repo, &args).await,

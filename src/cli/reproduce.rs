@@ -72,7 +72,7 @@ fn worse(a: Ending, b: Ending) -> Ending {
     let rank = |e: Ending| match e {
         Ending::Ok => 0,
         Ending::ProbesFailed => 1,
-        Ending::ClaimsDiffer => 2,
+        Ending::ClaimsDiffer | Ending::RunsDiffer => 2,
         Ending::NotReady | Ending::Interrupted => 3,
     };
     if rank(b) > rank(a) { b } else { a }

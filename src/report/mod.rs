@@ -7,8 +7,8 @@ mod csv;
 mod json;
 mod kinds;
 pub(crate) mod markdown;
-mod number;
-mod svg;
+pub(crate) mod number;
+pub(crate) mod svg;
 pub mod terminal;
 
 #[cfg(test)]

@@ -15,16 +15,16 @@ use crate::summary::{Cell, Memory, Summary};
 /// `figure.svg`.
 pub struct Figure;
 
-const PANEL_W: f64 = 250.0;
-const PANEL_H: f64 = 350.0;
-const HEADER_H: f64 = 66.0;
-const MARGIN: f64 = 10.0;
+pub(crate) const PANEL_W: f64 = 250.0;
+pub(crate) const PANEL_H: f64 = 350.0;
+pub(crate) const HEADER_H: f64 = 66.0;
+pub(crate) const MARGIN: f64 = 10.0;
 /// Plot area inside a panel: left, right, top, bottom offsets from the panel's corner.
-const PLOT: [f64; 4] = [62.0, PANEL_W - 14.0, 48.0, PANEL_H - 56.0];
-const COLORS: [&str; 6] = [
+pub(crate) const PLOT: [f64; 4] = [62.0, PANEL_W - 14.0, 48.0, PANEL_H - 56.0];
+pub(crate) const COLORS: [&str; 6] = [
     "#00758f", "#b7410e", "#6a51a3", "#238b45", "#b8860b", "#525252",
 ];
-const FONT: &str = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\"";
+pub(crate) const FONT: &str = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\"";
 
 impl Format for Figure {
     fn name(&self) -> &'static str {
@@ -72,15 +72,15 @@ impl Format for Figure {
 }
 
 /// The y axis of a panel: unit name, bytes per unit, top value and tick step (in the unit).
-struct Axis {
-    unit: &'static str,
-    per_unit: f64,
-    top: f64,
-    step: f64,
+pub(crate) struct Axis {
+    pub(crate) unit: &'static str,
+    pub(crate) per_unit: f64,
+    pub(crate) top: f64,
+    pub(crate) step: f64,
 }
 
 impl Axis {
-    fn new(max_bytes: f64) -> Self {
+    pub(crate) fn new(max_bytes: f64) -> Self {
         let (unit, per_unit) = if max_bytes >= GIB {
             ("GiB", GIB)
         } else {
@@ -107,7 +107,7 @@ impl Axis {
 
 /// A round tick step (1, 2, 2.5 or 5 × 10ⁿ) giving the number of intervals up to `max` closest to
 /// `ticks`; on a tie, the larger step.
-fn nice_step(max: f64, ticks: f64) -> f64 {
+pub(crate) fn nice_step(max: f64, ticks: f64) -> f64 {
     if max <= 0.0 {
         return 1.0;
     }
@@ -126,17 +126,17 @@ fn nice_step(max: f64, ticks: f64) -> f64 {
 }
 
 /// A panel's plot area in pixels and its y axis.
-struct Plot {
-    left: f64,
-    right: f64,
-    top: f64,
-    bottom: f64,
-    axis: Axis,
+pub(crate) struct Plot {
+    pub(crate) left: f64,
+    pub(crate) right: f64,
+    pub(crate) top: f64,
+    pub(crate) bottom: f64,
+    pub(crate) axis: Axis,
 }
 
 impl Plot {
     /// The y pixel of a value in bytes.
-    fn y(&self, bytes: f64) -> f64 {
+    pub(crate) fn y(&self, bytes: f64) -> f64 {
         self.bottom - (bytes / self.axis.per_unit / self.axis.top) * (self.bottom - self.top)
     }
 }
@@ -201,7 +201,7 @@ fn panel(x0: f64, y0: f64, tasks: u64, probes: &[&str], summary: &Summary) -> St
     out
 }
 
-fn y_axis(plot: &Plot) -> String {
+pub(crate) fn y_axis(plot: &Plot) -> String {
     let (axis, left, right) = (&plot.axis, plot.left, plot.right);
     let mut out = String::new();
     let ticks = (axis.top / axis.step).round() as usize;
@@ -294,7 +294,7 @@ fn column(plot: &Plot, cx: f64, bar_w: f64, color: &str, cell: &Cell, repeats: u
     out
 }
 
-fn text(x: f64, y: f64, size: u32, anchor: &str, weight: &str, content: &str) -> String {
+pub(crate) fn text(x: f64, y: f64, size: u32, anchor: &str, weight: &str, content: &str) -> String {
     format!(
         "<text x=\"{x:.1}\" y=\"{y:.1}\" font-size=\"{size}\" text-anchor=\"{anchor}\" font-weight=\"{weight}\">{}</text>",
         escape(content)

@@ -1,0 +1,197 @@
+//! `parkbench compare A B`: two runs of a study side by side, each recomputed from its raw files
+//! (a run folder or an archive, any mix). Per cell the headline value of both runs, B ÷ A and whether
+//! the difference exceeds the runs' own dispersion; per claim both findings; both environments; and
+//! whether the same probe binaries ran.
+
+mod markdown;
+mod svg;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::archive;
+use crate::image::Manifest;
+use crate::outcome::{self, Outcome};
+use crate::run_dir::{RunDir, RunFiles};
+use crate::summary::{Cell, Summary};
+use crate::verdict::Verdict;
+
+pub use markdown::markdown;
+pub use svg::figure;
+
+/// The dispersion rule, as printed in the report.
+pub const RULE: &str = "a difference is beyond dispersion when |B − A| > 2 × max(A's half-range, \
+                        B's half-range), a half-range being (max − min) ÷ 2 of the cell's process values";
+
+/// One run, recomputed.
+pub struct Side {
+    /// The path given on the command line.
+    pub path: String,
+    /// Statistics and verdicts recomputed from the raw files.
+    pub outcome: Outcome,
+    /// The run's build manifest; `None` when the run has no manifest.json.
+    pub manifest: Option<Manifest>,
+}
+
+/// Reads and recomputes a run folder or archive; errors name `path`.
+pub fn load(path: &Path) -> Result<Side> {
+    let shown = path.display().to_string();
+    let files =
+        read_files(path).with_context(|| format!("{shown}: not a readable parkbench run"))?;
+    let outcome =
+        outcome::recompute(&files).with_context(|| format!("{shown}: recomputing the run"))?;
+    let manifest = files
+        .manifest_json
+        .as_deref()
+        .map(serde_json::from_str)
+        .transpose()
+        .with_context(|| format!("{shown}: parsing manifest.json"))?;
+    Ok(Side {
+        path: shown,
+        outcome,
+        manifest,
+    })
+}
+
+fn read_files(path: &Path) -> Result<RunFiles> {
+    if path.is_dir() {
+        RunDir::at(path).read_files()
+    } else if path.exists() {
+        archive::read_run(path)
+    } else {
+        anyhow::bail!("no such file or folder")
+    }
+}
+
+/// The headline of a cell: the statistic's name and the value of each valid process.
+pub struct Headline {
+    /// `rss_median_bytes`, `peak_bytes`, or the name of the kind's first statistic.
+    pub name: String,
+    /// The cell's value: the median over its processes.
+    pub value: f64,
+    /// One value per valid process.
+    pub values: Vec<f64>,
+}
+
+impl Headline {
+    /// The kind's headline: its memory figure for a memory kind, else its first statistic.
+    pub fn of(cell: &Cell) -> Option<Headline> {
+        if let Some(memory) = cell.memory() {
+            let name = match cell.kind {
+                crate::kind::Kind::Steady => "rss_median_bytes",
+                _ => "peak_bytes",
+            };
+            return Some(Headline {
+                name: name.into(),
+                value: memory.median,
+                values: memory.each.iter().map(|(_, v)| *v).collect(),
+            });
+        }
+        let (name, spread) = cell.stats.iter().next()?;
+        Some(Headline {
+            name: name.clone(),
+            value: spread.median,
+            values: spread.values.clone(),
+        })
+    }
+
+    /// Half of max − min of the process values.
+    pub fn half_range(&self) -> f64 {
+        let max = self.values.iter().copied().fold(f64::MIN, f64::max);
+        let min = self.values.iter().copied().fold(f64::MAX, f64::min);
+        if self.values.is_empty() {
+            0.0
+        } else {
+            (max - min) / 2.0
+        }
+    }
+
+    /// True for a value in bytes.
+    pub fn is_bytes(&self) -> bool {
+        self.name.ends_with("_bytes")
+    }
+}
+
+/// One probe at one scale in both runs.
+pub struct CellRow {
+    pub probe: String,
+    pub tasks: u64,
+    pub a: Headline,
+    pub b: Headline,
+}
+
+impl CellRow {
+    /// B ÷ A; `None` when A is 0.
+    pub fn ratio(&self) -> Option<f64> {
+        (self.a.value != 0.0).then(|| self.b.value / self.a.value)
+    }
+
+    /// True when |B − A| exceeds twice the larger half-range (see [`RULE`]).
+    pub fn beyond_dispersion(&self) -> bool {
+        let allowed = 2.0 * self.a.half_range().max(self.b.half_range());
+        (self.b.value - self.a.value).abs() > allowed
+    }
+
+    /// True when B ÷ A differs from 1 by more than `percent` percent (or A is 0 and B is not).
+    pub fn differs_by_more_than(&self, percent: f64) -> bool {
+        match self.ratio() {
+            Some(r) => (r - 1.0).abs() * 100.0 > percent,
+            None => self.b.value != 0.0,
+        }
+    }
+}
+
+/// Every cell present in both summaries with a headline of the same statistic, in A's order.
+pub fn cells(a: &Summary, b: &Summary) -> Vec<CellRow> {
+    a.cells
+        .iter()
+        .filter_map(|ca| {
+            let cb = b.cell(&ca.probe, ca.tasks)?;
+            let (ha, hb) = (Headline::of(ca)?, Headline::of(cb)?);
+            (ha.name == hb.name).then(|| CellRow {
+                probe: ca.probe.clone(),
+                tasks: ca.tasks,
+                a: ha,
+                b: hb,
+            })
+        })
+        .collect()
+}
+
+/// Claims judged in both runs, by claim id, in A's order.
+pub fn claims<'a>(a: &'a [Verdict], b: &'a [Verdict]) -> Vec<(&'a Verdict, &'a Verdict)> {
+    a.iter()
+        .filter_map(|va| Some((va, b.iter().find(|vb| vb.claim == va.claim)?)))
+        .collect()
+}
+
+/// Whether the same binaries ran: every binary sha256 of every probe image of both studies.
+pub fn same_binaries(a: &Side, b: &Side) -> String {
+    let (Some(ma), Some(mb)) = (&a.manifest, &b.manifest) else {
+        let which = if a.manifest.is_none() { "A" } else { "B" };
+        return format!("unknown: {which} has no manifest.json");
+    };
+    let images: BTreeSet<&str> = [&a.outcome, &b.outcome]
+        .iter()
+        .flat_map(|o| o.study.probes.iter().map(|p| p.image.as_str()))
+        .collect();
+    for image in images {
+        let (Some(ia), Some(ib)) = (ma.get(image), mb.get(image)) else {
+            let which = if ma.get(image).is_none() { "A" } else { "B" };
+            return format!("no: {image} is not in {which}'s manifest");
+        };
+        let paths: BTreeSet<&String> = ia.binaries.keys().chain(ib.binaries.keys()).collect();
+        if let Some(path) = paths
+            .into_iter()
+            .find(|p| ia.binaries.get(*p) != ib.binaries.get(*p))
+        {
+            return format!("no: {image} {path} differs");
+        }
+    }
+    "yes".into()
+}
+
+#[cfg(test)]
+mod tests;
