@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use sha2::{Digest, Sha256};
 
 use super::recipe::{FILE, Recipe};
 use super::{BuildOptions, BuiltImage, Manifest, Outcome, namespace};
 use crate::artifact::{self, EnsureError};
 use crate::cache::Cache;
 use crate::context;
+use crate::digest;
 use crate::engine::Engine;
 use crate::pin::Pins;
 
@@ -145,7 +145,7 @@ fn inputs(
     inputs.insert("source tree".to_string(), tree.sha256);
     for lock in ["Cargo.lock", "go.sum"] {
         if dir.join(lock).is_file() {
-            inputs.insert(lock.to_string(), crate::cache::hash_file(&dir.join(lock))?);
+            inputs.insert(lock.to_string(), digest::file(&dir.join(lock))?);
         }
     }
     for pin in recipe.artifacts.values() {
@@ -209,7 +209,7 @@ fn vendored(cache: &Cache, dir: &Path, scratch: &Path) -> Result<PathBuf> {
 
 /// Where the crates of `dir`'s Cargo.lock are vendored in the cache.
 pub fn vendor_dir(cache: &Cache, dir: &Path) -> Result<PathBuf> {
-    let lock = crate::cache::hash_file(&dir.join("Cargo.lock"))?;
+    let lock = digest::file(&dir.join("Cargo.lock"))?;
     Ok(cache.root().join("vendor").join(lock))
 }
 
@@ -219,13 +219,13 @@ fn parent_tag(done: &Manifest, name: &str) -> Result<String> {
         .with_context(|| format!("parent image {name} was not built first"))
 }
 
+/// The hash a tag is named after: the image's name, then one `\n<input>=<hash or tag>` per input.
 fn hash_inputs(name: &str, inputs: &BTreeMap<String, String>) -> String {
-    let mut h = Sha256::new();
-    h.update(name.as_bytes());
+    let mut text = name.to_owned();
     for (k, v) in inputs {
-        h.update(format!("\n{k}={v}").as_bytes());
+        text.push_str(&format!("\n{k}={v}"));
     }
-    hex::encode(h.finalize())
+    digest::bytes(text.as_bytes())
 }
 
 /// Binary hashes and tool versions of an image, read through the Engine once per image ID and kept
@@ -249,7 +249,7 @@ async fn contents(
     let mut binaries = BTreeMap::new();
     for path in &recipe.binaries {
         let data = engine.read_file(tag, path).await?;
-        binaries.insert(path.clone(), hex::encode(Sha256::digest(&data)));
+        binaries.insert(path.clone(), digest::bytes(&data));
     }
     let mut versions = BTreeMap::new();
     for (label, cmd) in &recipe.versions {
