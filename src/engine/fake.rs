@@ -1,6 +1,9 @@
-//! A scripted stand-in for the Engine, for unit tests of the run loop, the environment record and
-//! the container guard: each `run` takes the next [`Step`] and turns it into the outcome the real
-//! Engine would give (or its error), and every container created is tracked until removed.
+//! A scripted stand-in for the Engine, for unit tests of the run loop, the environment record, the
+//! container guard and image builds: each `run` takes the next [`Step`] and turns it into the
+//! outcome the real Engine would give (or its error), and every container created is tracked until
+//! removed; image builds play the [`Build`] scripted for their image (`images`).
+
+mod images;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -10,6 +13,7 @@ use anyhow::{Result, bail};
 use tokio_util::sync::CancellationToken;
 
 use super::{ContainerOutcome, ContainerSpec, Containers, EngineFacts};
+pub use images::Build;
 
 /// What the next container does.
 #[derive(Debug, Clone)]
@@ -43,10 +47,11 @@ struct State {
     next_id: u64,
 }
 
-/// The fake Engine; clones share their script and their containers.
+/// The fake Engine; clones share their script, their containers and their images.
 #[derive(Clone, Default)]
 pub struct FakeEngine {
     state: Arc<Mutex<State>>,
+    images: Arc<Mutex<images::Store>>,
 }
 
 impl FakeEngine {

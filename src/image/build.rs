@@ -12,13 +12,13 @@ use crate::artifact::{self, EnsureError};
 use crate::cache::Cache;
 use crate::context;
 use crate::digest;
-use crate::engine::Engine;
+use crate::engine::{BuildSpec, Images};
 use crate::pin::Pins;
 
 /// What a build needs besides the recipe.
-pub struct Kit<'a> {
+pub struct Kit<'a, E: Images> {
     /// Where images are built.
-    pub engine: &'a Engine,
+    pub engine: &'a E,
     /// Verified artifacts, vendored crates and image memos.
     pub cache: &'a Cache,
     /// Every pin of the repository.
@@ -30,7 +30,11 @@ pub struct Kit<'a> {
 }
 
 /// Builds (or reuses) the image of `recipe`, whose parents are all in `done`.
-pub async fn build(kit: &Kit<'_>, recipe: &Recipe, done: &Manifest) -> Result<Outcome> {
+pub async fn build<E: Images>(
+    kit: &Kit<'_, E>,
+    recipe: &Recipe,
+    done: &Manifest,
+) -> Result<Outcome> {
     let dir = kit.repo.join("docker").join(&recipe.name);
     let inputs = inputs(kit, &dir, recipe, done)?;
     let tag = format!(
@@ -86,8 +90,8 @@ pub async fn build(kit: &Kit<'_>, recipe: &Recipe, done: &Manifest) -> Result<Ou
 }
 
 /// Runs the Engine's build of `context` as `tag`; a failure carries the last lines the build printed.
-async fn run_build(
-    kit: &Kit<'_>,
+async fn run_build<E: Images>(
+    kit: &Kit<'_, E>,
     recipe: &Recipe,
     context: &Path,
     tag: &str,
@@ -106,24 +110,24 @@ async fn run_build(
             serde_json::to_string(inputs)?,
         ),
     ]);
+    let spec = BuildSpec {
+        context: context.to_owned(),
+        tag: tag.to_owned(),
+        buildargs,
+        labels,
+        no_cache: kit.options.no_cache,
+    };
     eprintln!("{}: building {tag}", recipe.name);
     let mut tail = Vec::new();
     let verbose = kit.options.verbose;
     let result = kit
         .engine
-        .build(
-            context,
-            tag,
-            &buildargs,
-            &labels,
-            kit.options.no_cache,
-            |line| {
-                if verbose {
-                    eprintln!("  {line}");
-                }
-                tail.push(line.to_string());
-            },
-        )
+        .build(&spec, |line| {
+            if verbose {
+                eprintln!("  {line}");
+            }
+            tail.push(line.to_string());
+        })
         .await;
     if let Err(e) = result {
         let tail = tail[tail.len().saturating_sub(30)..].join("\n");
@@ -133,8 +137,8 @@ async fn run_build(
 }
 
 /// The input hashes of a recipe: its source tree, its lockfile, its artifacts and its parents' tags.
-fn inputs(
-    kit: &Kit<'_>,
+fn inputs<E: Images>(
+    kit: &Kit<'_, E>,
     dir: &Path,
     recipe: &Recipe,
     done: &Manifest,
@@ -162,7 +166,10 @@ fn inputs(
 }
 
 /// The recipe's pinned artifacts (verified now, right before use), as context entries.
-fn artifacts(kit: &Kit<'_>, recipe: &Recipe) -> Result<Vec<(String, PathBuf)>, EnsureError> {
+fn artifacts<E: Images>(
+    kit: &Kit<'_, E>,
+    recipe: &Recipe,
+) -> Result<Vec<(String, PathBuf)>, EnsureError> {
     let mut out = Vec::new();
     for (file, pin) in &recipe.artifacts {
         let pin = kit.pins.get(pin).map_err(EnsureError::Stop)?;
@@ -230,8 +237,8 @@ fn hash_inputs(name: &str, inputs: &BTreeMap<String, String>) -> String {
 
 /// Binary hashes and tool versions of an image, read through the Engine once per image ID and kept
 /// in the cache (an image's contents never change under the same ID).
-async fn contents(
-    engine: &Engine,
+async fn contents<E: Images>(
+    engine: &E,
     cache: &Cache,
     tag: &str,
     id: &str,
