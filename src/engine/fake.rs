@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use tokio_util::sync::CancellationToken;
 
-use super::{ContainerOutcome, ContainerSpec, Containers, EngineFacts};
+use super::{ContainerGuard, ContainerOutcome, ContainerSpec, Containers, EngineFacts};
 pub use images::Build;
 
 /// What the next container does.
@@ -34,6 +34,9 @@ pub enum Step {
     EngineError(String),
     /// Ctrl-C arrives while it runs: the token is cancelled.
     Interrupt,
+    /// It never ends: only dropping the command that waits for it (as Ctrl-C does before a run
+    /// loop claims it) stops it, and its guard removes the container.
+    Hang,
 }
 
 #[derive(Default)]
@@ -141,6 +144,7 @@ impl FakeEngine {
                 cancel.cancel();
                 outcome.interrupted = true;
             }
+            Step::Hang => unreachable!("a hanging container is waited for in run"),
         }
         Ok(outcome)
     }
@@ -183,7 +187,7 @@ impl Containers for FakeEngine {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let id = self.add_container(&labels);
+        let container = ContainerGuard::new(self.clone(), self.add_container(&labels));
         let step = {
             let mut state = self.lock();
             state.runs.push(spec.clone());
@@ -194,6 +198,7 @@ impl Containers for FakeEngine {
                 interrupted: true,
                 ..Default::default()
             }),
+            Some(Step::Hang) => std::future::pending().await,
             Some(step) => self.play(step, spec, cancel),
             None => Err(anyhow::anyhow!(
                 "the fake Engine has no step left for {:?}",
@@ -201,7 +206,7 @@ impl Containers for FakeEngine {
             )),
         };
         // Like the real Engine, the container goes whichever way it ended.
-        self.remove_container(&id).await?;
+        container.remove().await;
         result
     }
 
