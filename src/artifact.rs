@@ -15,6 +15,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::cache::{Cache, HashMismatch};
 use crate::pin::{Pin, Source, UrlFormat, WheelLayout};
+use crate::tarball::{self, Layout, Tree};
 
 /// A pinned artifact on disk, its bytes verified against the pin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,6 +141,23 @@ fn write_source(pin: &Pin, source: &Source, scratch: &Path, out: &mut impl Write
     }
 }
 
+/// Writes the folder `dir` as a toolchain tar to `out`, every member under `top/`.
+fn write_tree(dir: &Path, top: &str, out: impl Write) -> Result<()> {
+    let mut tree = Tree::new(Layout::Context);
+    tree.add(dir, &[top.to_owned()], &|_, _| false)
+        .with_context(|| format!("reading {}", dir.display()))?;
+    write_tar(&tree, out)
+}
+
+/// Writes `tree` as a toolchain tar to `out`. Toolchain pins hash these bytes, so toolchain tars
+/// keep the layout of build contexts.
+fn write_tar(tree: &Tree, out: impl Write) -> Result<()> {
+    let mut tar = tarball::Writer::new(out);
+    tar.tree(tree, None)?;
+    tar.into_inner()?;
+    Ok(())
+}
+
 /// Vendors the dependencies of the crate in `crate_dir` into `out` with
 /// `cargo vendor --locked`, so that image builds need no network. The same Cargo.lock gives the
 /// same files (only mtimes differ, which context tars drop); stale crates in `out` are removed.
@@ -230,14 +248,9 @@ pub(crate) mod tests {
         let tgz = dir.join("go.tar.gz");
         let gz =
             flate2::write::GzEncoder::new(std::fs::File::create(&tgz).unwrap(), Default::default());
-        let mut builder = tar::Builder::new(gz);
-        let mut h = tar::Header::new_ustar();
-        h.set_size(4);
-        h.set_mode(0o644);
-        builder
-            .append_data(&mut h, "go/VERSION", &b"go1\n"[..])
-            .unwrap();
-        builder.into_inner().unwrap().finish().unwrap();
+        let mut tar = tarball::Writer::new(gz);
+        tar.file("go/VERSION", 4, false, &b"go1\n"[..]).unwrap();
+        tar.into_inner().unwrap().finish().unwrap();
         url_source(&format!("file://{}", tgz.display()))
     }
 
@@ -319,7 +332,7 @@ pub(crate) mod tests {
     fn cached_blob_is_used_without_running_sources() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
-        let sha = crate::cache::hash_reader(&b"tar"[..]).unwrap();
+        let sha = crate::digest::bytes(b"tar");
         cache.put(&sha, "test", &b"tar"[..]).unwrap();
         let pin = Pin {
             name: "go".into(),

@@ -247,16 +247,6 @@ fn set_readable(_file: &File) -> io::Result<()> {
     Ok(())
 }
 
-/// The hex sha256 of everything `reader` yields (kept for the artifact code; see [`digest::reader`]).
-pub fn hash_reader(reader: impl Read) -> io::Result<String> {
-    digest::reader(reader)
-}
-
-/// The hex sha256 of a file (kept for the image and artifact code; see [`digest::file`]).
-pub fn hash_file(path: &Path) -> Result<String> {
-    digest::file(path)
-}
-
 /// Writes a small file whole or not at all: a temporary file in the same directory, synced, then renamed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path

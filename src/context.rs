@@ -1,15 +1,14 @@
 //! Build contexts: a probe's `docker/` folder plus the artifacts its Dockerfile adds, written as a
 //! deterministic tar (see `tarball` for the format, which the toolchain tars share).
 
-use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result, bail, ensure};
+use anyhow::{Context as _, Result, ensure};
 
 use crate::digest;
-use crate::tarball::{self, Entry, Layout, Tree};
+use crate::tarball::{self, Layout, Tree};
 
 /// A build context written to disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,13 +37,23 @@ pub fn write(
         "build context {} is not a directory",
         dir.display()
     );
-    let mut members = BTreeMap::new();
-    collect(dir, "", true, &mut members)
+    let tree = tree(dir, extra, skip)?;
+    let sha256 = write_file(out, &tree)?;
+    Ok(Context {
+        path: out.to_owned(),
+        sha256,
+    })
+}
+
+/// The members of a build context (see [`write`]).
+fn tree(dir: &Path, extra: &[(String, PathBuf)], skip: &[&str]) -> Result<Tree> {
+    let mut tree = Tree::new(Layout::Context);
+    let build_dirs = |name: &str, is_dir: bool| is_dir && SKIPPED_DIRS.contains(&name);
+    tree.add(dir, &[], &build_dirs)
         .with_context(|| format!("reading build context {}", dir.display()))?;
-    members.retain(|path, _| {
-        let top = path.split('/').next().unwrap_or_default();
-        !skip.contains(&top)
-    });
+    for name in skip {
+        tree.remove(&[name.to_string()]);
+    }
     for (at, source) in extra {
         let at = tarball::normalize(at).with_context(|| format!("extra context entry {at:?}"))?;
         ensure!(
@@ -52,15 +61,18 @@ pub fn write(
             "extra context entry for {} has an empty path",
             source.display()
         );
-        collect(source, &at, false, &mut members)
+        let parts: Vec<String> = at.split('/').map(String::from).collect();
+        // A folder of the context would merge with an extra folder of the same name: refuse it.
+        ensure!(
+            !tree.contains(&parts),
+            "{at} appears twice in the build context (in {} and as {})",
+            dir.display(),
+            source.display()
+        );
+        tree.add(source, &parts, &|_, _| false)
             .with_context(|| format!("adding {} to the build context as {at}", source.display()))?;
     }
-    let tree = tree(&members)?;
-    let sha256 = write_file(out, &tree)?;
-    Ok(Context {
-        path: out.to_owned(),
-        sha256,
-    })
+    Ok(tree)
 }
 
 /// Writes the tar of `tree` to `out` through a synced temporary file in the same directory
@@ -91,62 +103,6 @@ fn write_file(out: &Path, tree: &Tree) -> Result<String> {
     tmp.persist(out)
         .with_context(|| format!("renaming the build context to {}", out.display()))?;
     Ok(sha256)
-}
-
-/// Writes `members` (tar path → file, directory or symlink on disk) as a deterministic tar to
-/// `out`, every missing ancestor directory included in its sorted place, and returns `out`.
-/// Kept for the toolchain tars; new code builds a [`Tree`] and writes it with [`tarball::Writer`].
-pub fn write_members<W: Write>(out: W, members: &BTreeMap<String, PathBuf>) -> Result<W> {
-    let mut tar = tarball::Writer::new(out);
-    tar.tree(&tree(members)?, None)?;
-    tar.into_inner()
-}
-
-/// The tree of `members`: each read from disk (links not followed, and checked to stay inside
-/// the tar).
-fn tree(members: &BTreeMap<String, PathBuf>) -> Result<Tree> {
-    let mut tree = Tree::new(Layout::Context);
-    for (path, source) in members {
-        let parts: Vec<String> = path.split('/').map(String::from).collect();
-        let entry =
-            Entry::from_disk(source).with_context(|| format!("adding {}", source.display()))?;
-        if let Entry::Link { target } = &entry {
-            tarball::check_link(&parts, target)
-                .with_context(|| format!("link {}", source.display()))?;
-        }
-        tree.insert(parts, entry, source)?;
-    }
-    Ok(tree)
-}
-
-/// Adds `source` (a file, or a directory walked recursively, symlinks not followed) at tar path
-/// `at` to `members`; with `skip_build_dirs`, directories named `.git` or `target` are left out.
-/// A path already in `members` is an error.
-pub fn collect(
-    source: &Path,
-    at: &str,
-    skip_build_dirs: bool,
-    members: &mut BTreeMap<String, PathBuf>,
-) -> Result<()> {
-    let skip = |name: &str, is_dir: bool| skip_build_dirs && is_dir && SKIPPED_DIRS.contains(&name);
-    for (rel, disk) in tarball::walk(source, &skip)? {
-        let path = match (at.is_empty(), rel.is_empty()) {
-            (_, true) => at.to_owned(),
-            (true, false) => rel,
-            (false, false) => format!("{at}/{rel}"),
-        };
-        if path.is_empty() {
-            continue; // the context root itself
-        }
-        if let Some(prev) = members.insert(path.clone(), disk.clone()) {
-            bail!(
-                "{path} appears twice in the build context ({} and {})",
-                prev.display(),
-                disk.display()
-            );
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -3,7 +3,9 @@
 //! every path, Ctrl-C and dropped futures included (`guard`).
 //!
 //! What a run needs from the Engine is the [`Containers`] trait, so that the run loop is unit-tested
-//! on a fake (`fake`, in tests) that scripts exits, timeouts, OOM kills, errors and interrupts.
+//! on a fake (`fake`, in tests) that scripts exits, timeouts, OOM kills, errors and interrupts; what
+//! image builds need is the [`Images`] trait, and the same fake scripts builds, their failures and
+//! the images they leave.
 
 mod containers;
 #[cfg(test)]
@@ -13,6 +15,7 @@ mod images;
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
@@ -67,6 +70,41 @@ pub trait Containers: Clone + Send + Sync + 'static {
     }
 }
 
+/// What image builds need from the Engine. Futures are `Send` so that images whose parents are
+/// ready can be built side by side.
+pub trait Images: Clone + Send + Sync + 'static {
+    /// The image behind a tag, or `None` when there is no such tag.
+    fn image(&self, tag: &str) -> impl Future<Output = Result<Option<ImageFacts>>> + Send;
+
+    /// Imports a root filesystem tar as `repo:tag`, a single layer.
+    fn import(
+        &self,
+        rootfs: &Path,
+        repo: &str,
+        tag: &str,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Builds an image; `log` receives every line the build prints. An `Err` carries the Engine's
+    /// message; the lines are the caller's to show.
+    fn build(
+        &self,
+        spec: &BuildSpec,
+        log: impl FnMut(&str) + Send,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// The bytes of one regular file in an image.
+    fn read_file(&self, image: &str, path: &str) -> impl Future<Output = Result<Vec<u8>>> + Send;
+
+    /// The trimmed stdout of a short command in a fresh container from `image`, labelled with
+    /// `role` (tool versions); an error carries its stderr when it does not exit 0.
+    fn output(
+        &self,
+        image: &str,
+        cmd: &[&str],
+        role: &str,
+    ) -> impl Future<Output = Result<String>> + Send;
+}
+
 /// 0..ncpu as the Engine counts them (containers get no cpuset).
 fn cpus_of(facts: &EngineFacts) -> Vec<usize> {
     (0..facts.ncpu.max(0) as usize).collect()
@@ -118,6 +156,21 @@ pub struct ImageFacts {
     pub layers: Vec<String>,
     /// Image labels.
     pub labels: BTreeMap<String, String>,
+}
+
+/// An image to build with the classic builder, with no network.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuildSpec {
+    /// The build context, a tar on disk with the `Dockerfile` at its top.
+    pub context: PathBuf,
+    /// The tag the image gets.
+    pub tag: String,
+    /// Build args (each parent image's tag, by the ARG its `FROM` names).
+    pub buildargs: BTreeMap<String, String>,
+    /// Labels set on the image.
+    pub labels: BTreeMap<String, String>,
+    /// Build without the Engine's build cache.
+    pub no_cache: bool,
 }
 
 /// A container to run to completion.
@@ -230,6 +283,42 @@ impl Containers for Engine {
 
     fn remove_container(&self, id: &str) -> impl Future<Output = Result<()>> + Send {
         Engine::remove_container(self, id)
+    }
+
+    fn output(
+        &self,
+        image: &str,
+        cmd: &[&str],
+        role: &str,
+    ) -> impl Future<Output = Result<String>> + Send {
+        Engine::output(self, image, cmd, role)
+    }
+}
+
+impl Images for Engine {
+    fn image(&self, tag: &str) -> impl Future<Output = Result<Option<ImageFacts>>> + Send {
+        Engine::image(self, tag)
+    }
+
+    fn import(
+        &self,
+        rootfs: &Path,
+        repo: &str,
+        tag: &str,
+    ) -> impl Future<Output = Result<()>> + Send {
+        Engine::import(self, rootfs, repo, tag)
+    }
+
+    fn build(
+        &self,
+        spec: &BuildSpec,
+        log: impl FnMut(&str) + Send,
+    ) -> impl Future<Output = Result<()>> + Send {
+        Engine::build(self, spec, log)
+    }
+
+    fn read_file(&self, image: &str, path: &str) -> impl Future<Output = Result<Vec<u8>>> + Send {
+        Engine::read_file(self, image, path)
     }
 
     fn output(

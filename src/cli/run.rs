@@ -7,11 +7,11 @@ use anyhow::{Context, Result, bail};
 
 use super::{Ending, Interrupt, Paths, Prepared, prepare};
 use crate::args::{BuildArgs, RunArgs};
-use crate::engine::Engine;
+use crate::engine::Containers;
 use crate::env;
 use crate::image::{self, Manifest};
 use crate::run::{self, CpuChoice, RunResult};
-use crate::run_dir::{self, RunDir, RunState};
+use crate::run_dir::{self, RunDir, RunState, Status};
 use crate::study::{self, Study};
 
 pub async fn command(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> Result<Ending> {
@@ -38,7 +38,7 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
     check_runnable(&study, &manifest)?;
     let (dir, mut state) = match resume {
         Some(dir) => {
-            let state = dir.load_state()?;
+            let state = reopen(&engine, &dir, &study, &manifest, &paths.repo).await?;
             (dir, state)
         }
         None => new_run(&engine, paths, &study, args, &manifest).await?,
@@ -101,9 +101,11 @@ fn check_runnable(study: &Study, manifest: &Manifest) -> Result<()> {
     Ok(())
 }
 
-/// A new run folder holding the study, the manifest, the environment record and the run state.
+/// A new run folder holding the study, the manifest, the run state and the environment record.
+/// The state (`incomplete`) is saved before the environment is recorded, so that a run stopped
+/// there (Ctrl-C drops this command) can be resumed.
 async fn new_run(
-    engine: &Engine,
+    engine: &impl Containers,
     paths: &Paths,
     study: &Study,
     args: &RunArgs,
@@ -112,25 +114,19 @@ async fn new_run(
     let available = engine.cpus().await?;
     let choice = args.cpus.clone().unwrap_or(CpuChoice::Study);
     let (cpus, deviations) = run::choose_cpus(&study.protocol.cpus, &available, &choice)?;
-    let dir = RunDir::create(&paths.results, &study.id)?;
     let text = match &args.study {
         Some(path) => {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
         }
         None => study::DEFAULT_STUDY.to_string(),
     };
+    let dir = RunDir::create(&paths.results, &study.id)?;
     dir.write(run_dir::STUDY, text.as_bytes())?;
     dir.write_json(run_dir::MANIFEST, manifest)?;
-    let probe_image = &study
-        .probes
-        .iter()
-        .find_map(|p| manifest.get(&p.image))
-        .context("probe image")?
-        .tag;
-    let environment = env::record(engine, manifest, probe_image, &paths.repo).await?;
-    dir.write_json(run_dir::ENV, &environment)?;
-    let state = run::new_state(&dir.id(), study, &cpus, deviations);
+    let mut state = run::new_state(&dir.id(), study, &cpus, deviations);
+    state.status = Status::Incomplete;
     dir.save_state(&state)?;
+    record_env(engine, &dir, study, manifest, &paths.repo).await?;
     eprintln!(
         "run {}: CPUs {} ({} workers) in {}",
         state.run_id,
@@ -139,4 +135,125 @@ async fn new_run(
         dir.path().display()
     );
     Ok((dir, state))
+}
+
+/// The state of a run to resume; its environment is recorded now if it was stopped before that.
+async fn reopen(
+    engine: &impl Containers,
+    dir: &RunDir,
+    study: &Study,
+    manifest: &Manifest,
+    repo: &Path,
+) -> Result<RunState> {
+    let state = dir.load_state()?;
+    if !dir.file(run_dir::ENV).exists() {
+        record_env(engine, dir, study, manifest, repo).await?;
+    }
+    Ok(state)
+}
+
+/// Writes the run's environment record, seen from the study's first built probe image.
+async fn record_env(
+    engine: &impl Containers,
+    dir: &RunDir,
+    study: &Study,
+    manifest: &Manifest,
+    repo: &Path,
+) -> Result<()> {
+    let probe_image = &study
+        .probes
+        .iter()
+        .find_map(|p| manifest.get(&p.image))
+        .context("probe image")?
+        .tag;
+    let environment = env::record(engine, manifest, probe_image, repo).await?;
+    dir.write_json(run_dir::ENV, &environment)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::engine::fake::{FakeEngine, Step};
+    use crate::image::BuiltImage;
+
+    fn manifest(study: &Study) -> Manifest {
+        let images = study.probes.iter().map(|p| BuiltImage {
+            name: p.image.clone(),
+            tag: format!("parkbench/{}:0", p.image),
+            id: "sha256:0".into(),
+            layers: vec![],
+            inputs: Default::default(),
+            binaries: Default::default(),
+            versions: Default::default(),
+            built: false,
+        });
+        Manifest {
+            images: images.collect(),
+            unavailable: vec![],
+        }
+    }
+
+    fn env_step() -> Step {
+        Step::Exit {
+            code: 0,
+            stdout: "Linux c 6.1.0\n0-1\nldd 2.36\n".into(),
+            stderr: String::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_stopped_while_its_environment_is_recorded_can_be_resumed() {
+        let results = tempfile::tempdir().unwrap();
+        let paths = Paths {
+            repo: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+            results: results.path().to_owned(),
+        };
+        let study = Study::default_study();
+        let manifest = manifest(&study);
+        let args = RunArgs {
+            study: None,
+            cpus: Some(CpuChoice::Auto),
+            resume: None,
+        };
+        // Ctrl-C before the run loop claims it drops the command (cli::dispatch), here while the
+        // environment's container runs.
+        let engine = FakeEngine::new([Step::Hang]);
+        let stopped = tokio::time::timeout(
+            Duration::from_millis(200),
+            new_run(&engine, &paths, &study, &args, &manifest),
+        )
+        .await;
+        assert!(stopped.is_err(), "the environment record never ends");
+        crate::engine::settle().await;
+        assert!(engine.live().is_empty(), "its container is removed");
+
+        let runs = results.path().join(&study.id).join("runs");
+        let folders: Vec<_> = std::fs::read_dir(&runs).unwrap().collect();
+        assert_eq!(folders.len(), 1);
+        let dir = RunDir::open(&folders[0].as_ref().unwrap().path()).unwrap();
+        let state = dir
+            .load_state()
+            .expect("run.json is saved before the environment record");
+        assert_eq!(
+            (state.status, state.run_id.as_str()),
+            (Status::Incomplete, dir.id().as_str())
+        );
+        assert!(!dir.file(run_dir::ENV).exists());
+
+        let engine = FakeEngine::new([env_step()]);
+        let resumed = reopen(&engine, &dir, &study, &manifest, &paths.repo)
+            .await
+            .unwrap();
+        assert_eq!(resumed, state);
+        assert!(dir.file(run_dir::ENV).exists(), "the resume records it");
+        assert_eq!(engine.runs().len(), 1);
+        let engine = FakeEngine::new([]);
+        reopen(&engine, &dir, &study, &manifest, &paths.repo)
+            .await
+            .unwrap();
+        assert!(engine.runs().is_empty(), "recorded once");
+    }
 }

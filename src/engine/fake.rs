@@ -1,6 +1,9 @@
-//! A scripted stand-in for the Engine, for unit tests of the run loop, the environment record and
-//! the container guard: each `run` takes the next [`Step`] and turns it into the outcome the real
-//! Engine would give (or its error), and every container created is tracked until removed.
+//! A scripted stand-in for the Engine, for unit tests of the run loop, the environment record, the
+//! container guard and image builds: each `run` takes the next [`Step`] and turns it into the
+//! outcome the real Engine would give (or its error), and every container created is tracked until
+//! removed; image builds play the [`Build`] scripted for their image (`images`).
+
+mod images;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -9,7 +12,8 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use tokio_util::sync::CancellationToken;
 
-use super::{ContainerOutcome, ContainerSpec, Containers, EngineFacts};
+use super::{ContainerGuard, ContainerOutcome, ContainerSpec, Containers, EngineFacts};
+pub use images::Build;
 
 /// What the next container does.
 #[derive(Debug, Clone)]
@@ -30,6 +34,9 @@ pub enum Step {
     EngineError(String),
     /// Ctrl-C arrives while it runs: the token is cancelled.
     Interrupt,
+    /// It never ends: only dropping the command that waits for it (as Ctrl-C does before a run
+    /// loop claims it) stops it, and its guard removes the container.
+    Hang,
 }
 
 #[derive(Default)]
@@ -43,10 +50,11 @@ struct State {
     next_id: u64,
 }
 
-/// The fake Engine; clones share their script and their containers.
+/// The fake Engine; clones share their script, their containers and their images.
 #[derive(Clone, Default)]
 pub struct FakeEngine {
     state: Arc<Mutex<State>>,
+    images: Arc<Mutex<images::Store>>,
 }
 
 impl FakeEngine {
@@ -136,6 +144,7 @@ impl FakeEngine {
                 cancel.cancel();
                 outcome.interrupted = true;
             }
+            Step::Hang => unreachable!("a hanging container is waited for in run"),
         }
         Ok(outcome)
     }
@@ -178,7 +187,7 @@ impl Containers for FakeEngine {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let id = self.add_container(&labels);
+        let container = ContainerGuard::new(self.clone(), self.add_container(&labels));
         let step = {
             let mut state = self.lock();
             state.runs.push(spec.clone());
@@ -189,6 +198,7 @@ impl Containers for FakeEngine {
                 interrupted: true,
                 ..Default::default()
             }),
+            Some(Step::Hang) => std::future::pending().await,
             Some(step) => self.play(step, spec, cancel),
             None => Err(anyhow::anyhow!(
                 "the fake Engine has no step left for {:?}",
@@ -196,7 +206,7 @@ impl Containers for FakeEngine {
             )),
         };
         // Like the real Engine, the container goes whichever way it ended.
-        self.remove_container(&id).await?;
+        container.remove().await;
         result
     }
 

@@ -1,6 +1,6 @@
 //! Images through the Engine: inspect, import, build, read files out of, remove and export.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
@@ -15,7 +15,7 @@ use bollard::query_parameters::{
 use futures_util::{StreamExt, TryStreamExt};
 use tokio_util::io::ReaderStream;
 
-use super::{Engine, ImageFacts};
+use super::{BuildSpec, Engine, ImageFacts};
 
 impl Engine {
     /// The image behind a tag, or `None` when there is no such tag.
@@ -58,15 +58,14 @@ impl Engine {
 
     /// Builds an image with the classic builder from a context tar on disk, with no network.
     /// `log` receives every line the build prints.
-    pub async fn build(
-        &self,
-        context: &Path,
-        tag: &str,
-        buildargs: &BTreeMap<String, String>,
-        labels: &BTreeMap<String, String>,
-        no_cache: bool,
-        mut log: impl FnMut(&str),
-    ) -> Result<()> {
+    pub async fn build(&self, spec: &BuildSpec, mut log: impl FnMut(&str)) -> Result<()> {
+        let BuildSpec {
+            context,
+            tag,
+            buildargs,
+            labels,
+            no_cache,
+        } = spec;
         let file = tokio::fs::File::open(context)
             .await
             .with_context(|| format!("opening build context {}", context.display()))?;
@@ -78,7 +77,7 @@ impl Engine {
             .t(tag)
             .rm(true)
             .forcerm(true)
-            .nocache(no_cache)
+            .nocache(*no_cache)
             .networkmode("none")
             .buildargs(&buildargs)
             .labels(&labels)

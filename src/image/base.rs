@@ -9,11 +9,16 @@ use anyhow::{Context, Result, bail};
 use super::{BuiltImage, Outcome, namespace};
 use crate::artifact::{self, EnsureError};
 use crate::cache::Cache;
-use crate::engine::Engine;
+use crate::engine::Images;
 use crate::pin::Pin;
 
 /// Imports (or reuses) the base image `name` from the root filesystem of `pin`.
-pub async fn import(engine: &Engine, cache: &Cache, name: &str, pin: &Pin) -> Result<Outcome> {
+pub async fn import<E: Images>(
+    engine: &E,
+    cache: &Cache,
+    name: &str,
+    pin: &Pin,
+) -> Result<Outcome> {
     let diff_id = format!("sha256:{}", pin.sha256);
     let repo = format!("{}/{name}", namespace());
     let tag = format!("{repo}:{}", &pin.sha256[..16]);

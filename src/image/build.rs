@@ -5,20 +5,20 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use sha2::{Digest, Sha256};
 
 use super::recipe::{FILE, Recipe};
 use super::{BuildOptions, BuiltImage, Manifest, Outcome, namespace};
 use crate::artifact::{self, EnsureError};
 use crate::cache::Cache;
 use crate::context;
-use crate::engine::Engine;
+use crate::digest;
+use crate::engine::{BuildSpec, Images};
 use crate::pin::Pins;
 
 /// What a build needs besides the recipe.
-pub struct Kit<'a> {
+pub struct Kit<'a, E: Images> {
     /// Where images are built.
-    pub engine: &'a Engine,
+    pub engine: &'a E,
     /// Verified artifacts, vendored crates and image memos.
     pub cache: &'a Cache,
     /// Every pin of the repository.
@@ -30,7 +30,11 @@ pub struct Kit<'a> {
 }
 
 /// Builds (or reuses) the image of `recipe`, whose parents are all in `done`.
-pub async fn build(kit: &Kit<'_>, recipe: &Recipe, done: &Manifest) -> Result<Outcome> {
+pub async fn build<E: Images>(
+    kit: &Kit<'_, E>,
+    recipe: &Recipe,
+    done: &Manifest,
+) -> Result<Outcome> {
     let dir = kit.repo.join("docker").join(&recipe.name);
     let inputs = inputs(kit, &dir, recipe, done)?;
     let tag = format!(
@@ -86,8 +90,8 @@ pub async fn build(kit: &Kit<'_>, recipe: &Recipe, done: &Manifest) -> Result<Ou
 }
 
 /// Runs the Engine's build of `context` as `tag`; a failure carries the last lines the build printed.
-async fn run_build(
-    kit: &Kit<'_>,
+async fn run_build<E: Images>(
+    kit: &Kit<'_, E>,
     recipe: &Recipe,
     context: &Path,
     tag: &str,
@@ -106,24 +110,24 @@ async fn run_build(
             serde_json::to_string(inputs)?,
         ),
     ]);
+    let spec = BuildSpec {
+        context: context.to_owned(),
+        tag: tag.to_owned(),
+        buildargs,
+        labels,
+        no_cache: kit.options.no_cache,
+    };
     eprintln!("{}: building {tag}", recipe.name);
     let mut tail = Vec::new();
     let verbose = kit.options.verbose;
     let result = kit
         .engine
-        .build(
-            context,
-            tag,
-            &buildargs,
-            &labels,
-            kit.options.no_cache,
-            |line| {
-                if verbose {
-                    eprintln!("  {line}");
-                }
-                tail.push(line.to_string());
-            },
-        )
+        .build(&spec, |line| {
+            if verbose {
+                eprintln!("  {line}");
+            }
+            tail.push(line.to_string());
+        })
         .await;
     if let Err(e) = result {
         let tail = tail[tail.len().saturating_sub(30)..].join("\n");
@@ -133,8 +137,8 @@ async fn run_build(
 }
 
 /// The input hashes of a recipe: its source tree, its lockfile, its artifacts and its parents' tags.
-fn inputs(
-    kit: &Kit<'_>,
+fn inputs<E: Images>(
+    kit: &Kit<'_, E>,
     dir: &Path,
     recipe: &Recipe,
     done: &Manifest,
@@ -145,7 +149,7 @@ fn inputs(
     inputs.insert("source tree".to_string(), tree.sha256);
     for lock in ["Cargo.lock", "go.sum"] {
         if dir.join(lock).is_file() {
-            inputs.insert(lock.to_string(), crate::cache::hash_file(&dir.join(lock))?);
+            inputs.insert(lock.to_string(), digest::file(&dir.join(lock))?);
         }
     }
     for pin in recipe.artifacts.values() {
@@ -162,7 +166,10 @@ fn inputs(
 }
 
 /// The recipe's pinned artifacts (verified now, right before use), as context entries.
-fn artifacts(kit: &Kit<'_>, recipe: &Recipe) -> Result<Vec<(String, PathBuf)>, EnsureError> {
+fn artifacts<E: Images>(
+    kit: &Kit<'_, E>,
+    recipe: &Recipe,
+) -> Result<Vec<(String, PathBuf)>, EnsureError> {
     let mut out = Vec::new();
     for (file, pin) in &recipe.artifacts {
         let pin = kit.pins.get(pin).map_err(EnsureError::Stop)?;
@@ -209,7 +216,7 @@ fn vendored(cache: &Cache, dir: &Path, scratch: &Path) -> Result<PathBuf> {
 
 /// Where the crates of `dir`'s Cargo.lock are vendored in the cache.
 pub fn vendor_dir(cache: &Cache, dir: &Path) -> Result<PathBuf> {
-    let lock = crate::cache::hash_file(&dir.join("Cargo.lock"))?;
+    let lock = digest::file(&dir.join("Cargo.lock"))?;
     Ok(cache.root().join("vendor").join(lock))
 }
 
@@ -219,19 +226,19 @@ fn parent_tag(done: &Manifest, name: &str) -> Result<String> {
         .with_context(|| format!("parent image {name} was not built first"))
 }
 
+/// The hash a tag is named after: the image's name, then one `\n<input>=<hash or tag>` per input.
 fn hash_inputs(name: &str, inputs: &BTreeMap<String, String>) -> String {
-    let mut h = Sha256::new();
-    h.update(name.as_bytes());
+    let mut text = name.to_owned();
     for (k, v) in inputs {
-        h.update(format!("\n{k}={v}").as_bytes());
+        text.push_str(&format!("\n{k}={v}"));
     }
-    hex::encode(h.finalize())
+    digest::bytes(text.as_bytes())
 }
 
 /// Binary hashes and tool versions of an image, read through the Engine once per image ID and kept
 /// in the cache (an image's contents never change under the same ID).
-async fn contents(
-    engine: &Engine,
+async fn contents<E: Images>(
+    engine: &E,
     cache: &Cache,
     tag: &str,
     id: &str,
@@ -249,7 +256,7 @@ async fn contents(
     let mut binaries = BTreeMap::new();
     for path in &recipe.binaries {
         let data = engine.read_file(tag, path).await?;
-        binaries.insert(path.clone(), hex::encode(Sha256::digest(&data)));
+        binaries.insert(path.clone(), digest::bytes(&data));
     }
     let mut versions = BTreeMap::new();
     for (label, cmd) in &recipe.versions {

@@ -17,7 +17,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::cache::Cache;
-use crate::engine::Engine;
+use crate::engine::Images;
 use crate::pin::Pins;
 use plan::{Graph, Node, Schedule};
 
@@ -120,8 +120,8 @@ pub fn graph(repo: &Path, pins: &Pins) -> Result<Graph> {
 
 /// Builds (or reuses) every image, parents first, and returns the manifest. Fails when no probe
 /// image can be built.
-pub async fn build_all(
-    engine: &Engine,
+pub async fn build_all<E: Images>(
+    engine: &E,
     cache: &Cache,
     pins: &Pins,
     repo: &Path,
@@ -175,7 +175,11 @@ pub async fn build_all(
     Ok(manifest)
 }
 
-async fn build_node(kit: &build::Kit<'_>, node: &Node, done: &Manifest) -> Result<Outcome> {
+async fn build_node<E: Images>(
+    kit: &build::Kit<'_, E>,
+    node: &Node,
+    done: &Manifest,
+) -> Result<Outcome> {
     match node {
         Node::Rootfs { name, pin } => {
             base::import(kit.engine, kit.cache, name, kit.pins.get(pin)?).await
@@ -270,3 +274,6 @@ pub fn table(manifest: &Manifest) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

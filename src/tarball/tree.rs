@@ -14,10 +14,12 @@ use super::member;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
     /// Build contexts and toolchain tars: members in byte order of their whole path (image tags and
-    /// toolchain pins hash these bytes, so the order never changes); any UTF-8 name.
+    /// toolchain pins hash these bytes, so the order never changes); any UTF-8 name; a symlink may
+    /// point anywhere inside the tar (a vendored folder's link to the context's files is kept).
     Context,
     /// Run archives: a folder right before its contents, component by component; names must pass
-    /// [`member::components`], since `parkbench check` refuses any other.
+    /// [`member::components`], since `parkbench check` refuses any other; a symlink must point
+    /// inside the folder it is taken from.
     Archive,
 }
 
@@ -112,7 +114,7 @@ impl Tree {
 
     /// Adds `source` at `at`: a file, or a folder walked recursively with everything below it but
     /// what `skip(name, is_dir)` leaves out (the walk does not enter a skipped folder). Links must
-    /// stay inside `source`.
+    /// stay inside `source` ([`Layout::Archive`]) or inside the tree ([`Layout::Context`]).
     pub fn add(
         &mut self,
         source: &Path,
@@ -128,10 +130,14 @@ impl Tree {
             }
             .with_context(|| format!("reading {}", disk.display()))?;
             let entry = Entry::from_meta(&disk, &meta)?;
+            let path: Vec<String> = at.iter().chain(&rel).cloned().collect();
             if let Entry::Link { target } = &entry {
-                check_link(&rel, target).with_context(|| format!("{}", disk.display()))?;
+                let inside = match self.layout {
+                    Layout::Context => &path,
+                    Layout::Archive => &rel,
+                };
+                check_link(inside, target).with_context(|| format!("{}", disk.display()))?;
             }
-            let path: Vec<String> = at.iter().cloned().chain(rel).collect();
             if !path.is_empty() {
                 self.insert(path, entry, &disk)?;
             }
@@ -151,6 +157,13 @@ impl Tree {
             })?,
         };
         Ok(parts.into_iter().map(String::from).collect())
+    }
+
+    /// Removes the member at `path` and every member below it; returns whether there was one.
+    pub fn remove(&mut self, path: &[String]) -> bool {
+        let before = self.entries.len();
+        self.entries.retain(|p, _| !p.starts_with(path));
+        self.entries.len() != before
     }
 
     /// Whether a member is at `path`.
@@ -284,6 +297,44 @@ mod tests {
             "{err}"
         );
         assert_eq!(tree.len(), 2);
+    }
+
+    #[test]
+    fn a_context_link_may_leave_its_folder_but_not_the_tree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let vendored = tmp.path().join("vendored");
+        fs::create_dir_all(&vendored).unwrap();
+        std::os::unix::fs::symlink("../Dockerfile", vendored.join("link")).unwrap();
+        let none = |_: &str, _: bool| false;
+        let mut context = Tree::new(Layout::Context);
+        context.add(&vendored, &parts("vendored"), &none).unwrap();
+        assert!(context.contains(&parts("vendored/link")));
+        let err = format!(
+            "{:#}",
+            Tree::new(Layout::Context)
+                .add(&vendored, &[], &none)
+                .unwrap_err()
+        );
+        assert!(err.contains("points outside"), "{err}");
+        let mut archive = Tree::new(Layout::Archive);
+        let err = format!(
+            "{:#}",
+            archive
+                .add(&vendored, &parts("vendored"), &none)
+                .unwrap_err()
+        );
+        assert!(err.contains("points outside"), "{err}");
+    }
+
+    #[test]
+    fn removing_a_member_removes_what_is_below_it() {
+        let mut tree = Tree::new(Layout::Context);
+        for p in ["a/b/c", "a-b", "ab"] {
+            tree.insert(parts(p), Entry::Dir, Path::new("x")).unwrap();
+        }
+        assert!(tree.remove(&parts("a")));
+        assert!(!tree.remove(&parts("a")));
+        assert_eq!(names(&tree), ["a-b", "ab"]);
     }
 
     #[test]
