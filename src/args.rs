@@ -149,6 +149,9 @@ pub struct BuildArgs {
     /// Print every line of the builds.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Build only these images (comma-separated) and the images they are built from.
+    #[arg(long, value_delimiter = ',', value_name = "IMAGE,…")]
+    pub only: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]

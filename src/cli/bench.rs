@@ -5,16 +5,13 @@ use std::path::Path;
 use anyhow::{Result, bail};
 
 use super::{Ending, Prepared, prepare};
-use crate::args::{BuildArgs, FidelityArgs};
+use crate::args::FidelityArgs;
 use crate::run;
 use crate::study::Study;
 
 /// The same probe binaries in containers and natively, side by side.
 /// Ctrl-C drops the measurement in progress; its container is removed.
 pub async fn fidelity(repo: &Path, args: &FidelityArgs) -> Result<Ending> {
-    let Prepared {
-        engine, manifest, ..
-    } = prepare(repo, &BuildArgs::default()).await?;
     let mut study = match &args.study {
         Some(path) => Study::load(path)?,
         None => Study::default_study(),
@@ -30,6 +27,9 @@ pub async fn fidelity(repo: &Path, args: &FidelityArgs) -> Result<Ending> {
     study.claims.clear();
     study.protocol.scales = vec![args.tasks];
     study.protocol.repeats = args.repeats;
+    let Prepared {
+        engine, manifest, ..
+    } = prepare(repo, &super::run::study_images(&study)).await?;
     let available = engine.cpus().await?;
     let (cpus, deviations) = run::choose_cpus(&study.protocol.cpus, &available, &args.cpus)?;
     let state = run::new_state("bench-fidelity", &study, &cpus, deviations);

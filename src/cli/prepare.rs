@@ -27,6 +27,7 @@ pub async fn prepare(repo: &Path, args: &BuildArgs) -> Result<Prepared> {
     let options = BuildOptions {
         no_cache: args.no_cache,
         verbose: args.verbose,
+        only: args.only.clone(),
     };
     let manifest = image::build_all(&engine, &cache, &pins, repo, &options).await?;
     print!("{}", image::table(&manifest));

@@ -34,7 +34,7 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
     check_probe_images(&paths.repo, &study, file.as_deref())?;
     let Prepared {
         engine, manifest, ..
-    } = prepare(&paths.repo, &BuildArgs::default()).await?;
+    } = prepare(&paths.repo, &study_images(&study)).await?;
     check_runnable(&study, &manifest)?;
     let (dir, mut state) = match resume {
         Some(dir) => {
@@ -84,6 +84,17 @@ fn check_probe_images(repo: &Path, study: &Study, file: Option<&Path>) -> Result
         probe.image,
         probes.join(", ")
     )
+}
+
+/// The build a study needs: its probe images and what they are built from.
+pub fn study_images(study: &Study) -> BuildArgs {
+    let mut only: Vec<String> = study.probes.iter().map(|p| p.image.clone()).collect();
+    only.sort();
+    only.dedup();
+    BuildArgs {
+        only,
+        ..BuildArgs::default()
+    }
 }
 
 /// At least one probe's image was built (the others are unavailable: their cells are `not measured`).

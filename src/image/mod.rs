@@ -85,6 +85,8 @@ impl Manifest {
 pub struct BuildOptions {
     /// Rebuild every image without the Engine's build cache.
     pub no_cache: bool,
+    /// Build only these images and the images they are built from; empty: every image.
+    pub only: Vec<String>,
     /// Print every line the builds print.
     pub verbose: bool,
 }
@@ -127,7 +129,10 @@ pub async fn build_all<E: Images>(
     repo: &Path,
     options: &BuildOptions,
 ) -> Result<Manifest> {
-    let graph = graph(repo, pins)?;
+    let graph = match options.only.as_slice() {
+        [] => graph(repo, pins)?,
+        names => graph(repo, pins)?.only(names)?,
+    };
     let kit = build::Kit {
         engine,
         cache,

@@ -116,6 +116,32 @@ impl Graph {
     pub fn get(&self, name: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.name() == name)
     }
+
+    /// Only the named images and every image they are built from, in the same order.
+    pub fn only(&self, names: &[String]) -> Result<Graph> {
+        let mut keep: BTreeSet<&str> = BTreeSet::new();
+        let mut todo: Vec<&str> = Vec::new();
+        for name in names {
+            if self.get(name).is_none() {
+                let known: Vec<&str> = self.nodes.iter().map(Node::name).collect();
+                bail!("--only: no image {name:?}; images: {}", known.join(", "));
+            }
+            todo.push(name);
+        }
+        while let Some(name) = todo.pop() {
+            if keep.insert(name) {
+                todo.extend(self.get(name).map(Node::parents).unwrap_or_default());
+            }
+        }
+        Ok(Graph {
+            nodes: self
+                .nodes
+                .iter()
+                .filter(|n| keep.contains(n.name()))
+                .cloned()
+                .collect(),
+        })
+    }
 }
 
 fn check_references(r: &Recipe, images: &BTreeSet<String>, pins: &Pins) -> Result<()> {

@@ -98,7 +98,7 @@ impl Repo {
     async fn build(&self, engine: &FakeEngine, no_cache: bool) -> Result<Manifest> {
         let options = BuildOptions {
             no_cache,
-            verbose: false,
+            ..BuildOptions::default()
         };
         build_all(engine, &self.cache, &self.pins, self.dir.path(), &options).await
     }

@@ -258,3 +258,18 @@ fn a_rootfs_pin_needs_an_image_name() {
         "{err}"
     );
 }
+
+#[test]
+fn only_keeps_the_named_images_and_what_they_are_built_from() {
+    let graph = Graph::new(kit(), &pins()).unwrap();
+    let only = graph.only(&["rust-tokio".into()]).unwrap();
+    assert_eq!(
+        names(&only),
+        ["base", "toolchain-rust", "sampler", "rust-tokio"]
+    );
+    let err = graph.only(&["nope".into()]).unwrap_err().to_string();
+    assert!(
+        err.contains("\"nope\"") && err.contains("rust-tokio"),
+        "{err}"
+    );
+}
