@@ -87,8 +87,14 @@ pub async fn record(
     for img in &manifest.images {
         toolchains.extend(img.versions.clone());
     }
-    if let Some(v) = tokio_version(&repo.join("docker/rust-tokio/Cargo.lock")) {
-        toolchains.insert("tokio".into(), v);
+    // The async runtimes each Rust probe locked, e.g. `tokio (rust-tokio)`.
+    for img in &manifest.images {
+        let lock = repo.join("docker").join(&img.name).join("Cargo.lock");
+        for krate in ["tokio", "async-std"] {
+            if let Some(v) = locked_version(&lock, krate) {
+                toolchains.insert(format!("{krate} ({})", img.name), v);
+            }
+        }
     }
     Ok(Environment {
         recorded_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -114,12 +120,12 @@ async fn container_view(engine: &impl Containers, image: &str) -> Result<Contain
     })
 }
 
-/// The tokio version locked in a Cargo.lock.
-pub fn tokio_version(lock: &Path) -> Option<String> {
+/// The version of `krate` locked in a Cargo.lock.
+pub fn locked_version(lock: &Path, krate: &str) -> Option<String> {
     let text = std::fs::read_to_string(lock).ok()?;
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
-        if line.trim() == "name = \"tokio\"" {
+        if line.trim() == format!("name = \"{krate}\"") {
             let v = lines
                 .next()?
                 .trim()
@@ -246,6 +252,7 @@ mod tests {
             "[[package]]\nname = \"tokio\"\nversion = \"1.53.2\"\n",
         )
         .unwrap();
-        assert_eq!(tokio_version(&lock).as_deref(), Some("1.53.2"));
+        assert_eq!(locked_version(&lock, "tokio").as_deref(), Some("1.53.2"));
+        assert_eq!(locked_version(&lock, "async-std"), None);
     }
 }

@@ -25,6 +25,10 @@ pub struct Summary {
     pub valid: usize,
     /// Samples not counted because they are invalid; each is listed in `invalid_samples`.
     pub invalid: usize,
+    /// Of the invalid samples, those never measured because the probe's toolchain is unavailable
+    /// here (`not measured`, not a failed process).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_measured: usize,
     /// Samples whose probe or task count is not in the study; not counted, listed in `notes`.
     pub outside: usize,
     /// One cell per scale and probe: scales in study order, probes in study order within a scale.
@@ -203,6 +207,7 @@ pub fn summarize(study: &Study, samples: &[Sample]) -> Summary {
         samples: samples.len(),
         valid: valid.len(),
         invalid: invalid_samples.len(),
+        not_measured: counted.iter().filter(|s| s.is_unavailable()).count(),
         outside,
         ratios: ratios(&cells),
         cells,
@@ -272,6 +277,10 @@ impl Summary {
             .iter()
             .find(|r| r.probe == probe && r.than == than && r.tasks == tasks)
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Median of values; the mean of the two middle values for an even count; `None` when empty.

@@ -9,7 +9,8 @@ use crate::run_dir::{self, RunDir};
 
 /// Recomputes and writes a run's report and verdicts, prints the verdict table.
 pub fn command(run_dir: &Path) -> Result<Outcome> {
-    let run = RunDir::at(run_dir);
+    // `runs/latest` is a link: the report names the run it points at.
+    let run = RunDir::open(run_dir)?;
     let outcome = outcome::recompute(&run.read_files()?)?;
     outcome.write_report(run.path())?;
     print!("{}", outcome.terminal());

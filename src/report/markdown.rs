@@ -53,10 +53,17 @@ fn header(input: &ReportInput) -> String {
             "> **Partial data:** {reason}. Statistics and verdicts cover only the samples read.\n"
         );
     }
+    let not_measured = match s.not_measured {
+        0 => String::new(),
+        n => format!("{n} not measured (toolchain unavailable); "),
+    };
     let _ = writeln!(
         out,
-        "{} of {} processes valid; {} invalid; {} outside the study.",
-        s.valid, s.samples, s.invalid, s.outside
+        "{} of {} processes valid; {} invalid; {not_measured}{} outside the study.",
+        s.valid,
+        s.samples,
+        s.invalid - s.not_measured,
+        s.outside
     );
     out
 }
