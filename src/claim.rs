@@ -107,10 +107,11 @@ pub fn check_fields(c: &Claim) -> Result<()> {
         );
     }
     if inner == Stat::Percentile {
+        let known = crate::kind::PERCENTILES;
         match c.percentile {
-            Some(p) if p > 0.0 && p < 100.0 => {}
-            Some(p) => bail!("percentile {p} is not between 0 and 100"),
-            None => bail!("stat percentile needs `percentile` (e.g. 99 or 99.9)"),
+            Some(p) if known.contains(&p) => {}
+            Some(p) => bail!("percentile {p} is not one the latency kind computes: {known:?}"),
+            None => bail!("stat percentile needs `percentile`, one of {known:?}"),
         }
     }
     ensure!(

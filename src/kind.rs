@@ -174,6 +174,12 @@ fn peak_ok(s: &Sample) -> Option<String> {
     match &s.peak {
         None => Some("the sampler reported no peak".into()),
         Some(p) if p.ru_maxrss_bytes.is_none() => Some("no ru_maxrss from wait4".into()),
+        Some(Peak {
+            signal: Some(sig), ..
+        }) => Some(format!("the program was killed by signal {sig}")),
+        Some(p) if p.exit_code != Some(0) => {
+            Some(format!("the program exited with {:?}", p.exit_code))
+        }
         Some(_) => None,
     }
 }
@@ -264,12 +270,7 @@ impl Measure for PeakKind {
         .collect()
     }
     fn stats(&self) -> &'static [Stat] {
-        &[
-            Stat::PeakMedian,
-            Stat::PeakRange,
-            Stat::PerTaskBytes,
-            Stat::MetricMedian,
-        ]
+        &[Stat::PeakMedian, Stat::PeakRange, Stat::PerTaskBytes]
     }
     fn describe(&self, p: &Protocol) -> String {
         format!(
@@ -309,7 +310,7 @@ impl Measure for Timed {
         result_medians(s)
     }
     fn stats(&self) -> &'static [Stat] {
-        &[Stat::ResultMedian, Stat::MetricMedian]
+        &[Stat::ResultMedian]
     }
     fn describe(&self, _p: &Protocol) -> String {
         "timed: the program times its own loop and prints `result key=value` lines; a process's \
@@ -354,7 +355,7 @@ impl Measure for Latency {
         out
     }
     fn stats(&self) -> &'static [Stat] {
-        &[Stat::Percentile, Stat::ResultMedian, Stat::MetricMedian]
+        &[Stat::Percentile, Stat::ResultMedian]
     }
     fn describe(&self, _p: &Protocol) -> String {
         "latency: the program prints its latency histogram; percentiles (nearest rank) are \
@@ -389,7 +390,10 @@ pub fn percentile(hist: &[[u64; 2]], p: f64) -> Option<u64> {
     if total == 0 {
         return None;
     }
-    let rank = ((p / 100.0) * total as f64).ceil().max(1.0) as u64;
+    // In integers (p in thousandths of a percent): 99.9 % of 1000 is rank 999, where floats give
+    // ⌈999.0000000000001⌉ = 1000.
+    let milli = (p * 1000.0).round() as u128;
+    let rank = (milli * u128::from(total)).div_ceil(100_000).max(1) as u64;
     let mut seen = 0;
     for [value, count] in sorted {
         seen += count;
@@ -411,6 +415,13 @@ mod tests {
         assert_eq!(percentile(&h, 99.0), Some(20));
         assert_eq!(percentile(&h, 99.9), Some(30));
         assert_eq!(percentile(&[], 50.0), None);
+        // 1000 values 1..=1000: P99.9 is the 999th, P99 the 990th, P50 the 500th.
+        let h: Vec<[u64; 2]> = (1..=1000).map(|v| [v, 1]).collect();
+        assert_eq!(percentile(&h, 99.9), Some(999));
+        assert_eq!(percentile(&h, 99.0), Some(990));
+        assert_eq!(percentile(&h, 50.0), Some(500));
+        let h: Vec<[u64; 2]> = (1..=100_000).map(|v| [v, 1]).collect();
+        assert_eq!(percentile(&h, 99.9), Some(99_900));
         assert_eq!(percentile_name(99.9), "p99.9_ns");
         assert_eq!(percentile_name(50.0), "p50_ns");
     }
@@ -421,6 +432,7 @@ mod tests {
         s.kind = Kind::Timed;
         s.peak = Some(Peak {
             ru_maxrss_bytes: Some(1),
+            exit_code: Some(0),
             ..Peak::default()
         });
         let keys = vec!["ns_per_op".to_string()];

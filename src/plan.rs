@@ -19,6 +19,8 @@ pub struct Estimates {
     pub source: Option<String>,
     /// Wall time of each process finished in this invocation, by (probe, tasks), ms.
     finished: BTreeMap<(String, u64), Vec<f64>>,
+    /// Probes that start no process (their toolchain is unavailable): no time.
+    not_run: std::collections::BTreeSet<String>,
 }
 
 impl Estimates {
@@ -46,8 +48,14 @@ impl Estimates {
         Self {
             source: source.filter(|_| !by_cell.is_empty()),
             by_cell,
-            finished: BTreeMap::new(),
+            ..Self::default()
         }
+    }
+
+    /// Marks probes that start no process (an unavailable toolchain): their cells take no time.
+    pub fn not_run(mut self, probes: impl IntoIterator<Item = String>) -> Self {
+        self.not_run.extend(probes);
+        self
     }
 
     /// Records a process this invocation finished.
@@ -62,9 +70,13 @@ impl Estimates {
     /// then this run's times at the same scale.
     fn of(&self, study: &Study, cell: &Cell) -> Option<f64> {
         let key = (study.probes[cell.probe].id.clone(), cell.tasks);
+        if self.not_run.contains(&key.0) {
+            return Some(0.0);
+        }
         let same_scale: Vec<f64> = self
             .finished
             .iter()
+            .filter(|((probe, _), _)| !self.not_run.contains(probe))
             .filter(|((_, t), _)| *t == cell.tasks)
             .flat_map(|(_, v)| v.iter().copied())
             .collect();

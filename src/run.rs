@@ -147,9 +147,15 @@ pub async fn execute(
     let todo = missing_cells(study, &existing);
     let mut log = SampleLog::open(&log_path)?;
     let latest = dir.path().parent().map(|runs| runs.join(run_dir::LATEST));
+    let not_run = study
+        .probes
+        .iter()
+        .filter(|p| manifest.unavailable(&p.image).is_some())
+        .map(|p| p.id.clone());
     let mut estimates = latest
         .map(|l| plan::Estimates::from_run(&l))
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .not_run(not_run);
     eprintln!(
         "{}",
         plan::describe(study, &todo, existing.len(), &estimates)
@@ -182,7 +188,15 @@ pub async fn execute(
                 return Err(stop(dir, state, started, e, cell, &probe.id));
             }
         };
-        log.append(&sample)?;
+        if let Err(e) = log.append(&sample) {
+            bar.finish_and_clear();
+            // The measurement is not lost: it goes to the terminal as the line it should have been.
+            eprintln!(
+                "this sample could not be written to samples.jsonl:\n{}",
+                serde_json::to_string(&sample).unwrap_or_default()
+            );
+            return Err(stop(dir, state, started, e, cell, &probe.id));
+        }
         estimates.finished(&sample);
         measured += 1;
         probe_ms += sample.timings.probe_ms.unwrap_or(0.0);

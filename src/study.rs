@@ -395,6 +395,13 @@ impl Study {
                 ensure!(c.tasks.is_some(), "stat order needs `tasks`");
             }
             Stat::Ratio | Stat::LowerByPercent => {
+                if let Some(Than::Each(ids)) = &c.than {
+                    ensure!(
+                        ids.len() == 1 || matches!(c.expected, Expected::Bound(_)),
+                        "a ratio against each of several probes needs a bound as `expected` \
+                         ({{above: …}} or {{below: …}}): one value cannot hold for every ratio"
+                    );
+                }
                 let kind = self.kind_of(&c.probe)?;
                 let of = match c.stat {
                     Stat::Ratio => {

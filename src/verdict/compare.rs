@@ -200,6 +200,7 @@ mod tests {
         (s.probe, s.tasks, s.repeat, s.kind) = (probe.into(), tasks, 1, Kind::Peak);
         s.peak = peak.map(|b| Peak {
             ru_maxrss_bytes: Some(b),
+            exit_code: Some(0),
             ..Peak::default()
         });
         (s.valid, s.error) = match peak {
