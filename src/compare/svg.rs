@@ -9,7 +9,7 @@ use crate::report::number::scale_label;
 use crate::report::svg::{
     Axis, COLORS, FONT, HEADER_H, MARGIN, PANEL_H, PANEL_W, PLOT, Plot, nice_step, text, y_axis,
 };
-use crate::study::{Dimension, Expected, Study};
+use crate::study::{Dimension, Expected, Stat, Study};
 
 /// The figure of the comparison of `a` and `b`.
 pub fn figure(a: &Side, b: &Side) -> String {
@@ -45,11 +45,18 @@ pub fn figure(a: &Side, b: &Side) -> String {
     out
 }
 
-/// The published value of a claim about `probe` at `tasks`, in bytes, when it is a single memory value.
-fn published(study: &Study, probe: &str, tasks: u64) -> Option<f64> {
+/// The published value of a claim about `probe` at `tasks` on the statistic the headline `headline`
+/// shows (steady: `rss_median`, peak: `peak_median`), in bytes, when it is a single value.
+pub(super) fn published(study: &Study, probe: &str, tasks: u64, headline: &str) -> Option<f64> {
+    let stat = match headline {
+        "rss_median_bytes" => Stat::RssMedian,
+        "peak_bytes" => Stat::PeakMedian,
+        _ => return None,
+    };
     study.claims.iter().find_map(|c| match c.expected {
         Expected::Value(v)
-            if c.probe == probe
+            if c.stat == stat
+                && c.probe == probe
                 && c.tasks == Some(tasks)
                 && c.unit.dimension() == Dimension::Memory =>
         {
@@ -76,7 +83,7 @@ fn axis(max: f64, bytes: bool) -> Axis {
 fn panel(x0: f64, tasks: u64, rows: &[&CellRow], study: &Study) -> String {
     let marks: Vec<Option<f64>> = rows
         .iter()
-        .map(|r| published(study, &r.probe, tasks).filter(|_| r.a.is_bytes()))
+        .map(|r| published(study, &r.probe, tasks, &r.a.name))
         .collect();
     let max = rows
         .iter()
