@@ -37,6 +37,10 @@ fn a_run_compared_with_its_archive() {
     assert!(out.status.success(), "{}", describe(&out));
     let md = text(&out.stdout);
     assert!(md.contains("Same binaries: yes"), "{md}");
+    assert!(
+        !md.contains("lost in B") && !md.contains("new in B"),
+        "{md}"
+    );
     let rows: Vec<&str> = md.lines().filter(|l| l.contains("dispersion |")).collect();
     assert_eq!(rows.len(), 4, "two probes × two scales:\n{md}");
     assert!(

@@ -23,16 +23,12 @@ pub fn command(args: &CompareArgs) -> Result<Ending> {
     let Some(percent) = args.fail_above else {
         return Ok(Ending::Ok);
     };
-    let over: Vec<String> = compare::cells(&a.outcome.summary, &b.outcome.summary)
-        .iter()
-        .filter(|row| row.differs_by_more_than(percent))
-        .map(|row| format!("{} at {} tasks", row.probe, row.tasks))
-        .collect();
+    let over = compare::over_threshold(&a.outcome.summary, &b.outcome.summary, percent);
     if over.is_empty() {
         return Ok(Ending::Ok);
     }
     eprintln!(
-        "B ÷ A differs from 1 by more than {percent} % for: {}",
+        "B ÷ A differs from 1 by more than {percent} %, or the cell was lost in B, for: {}",
         over.join(", ")
     );
     Ok(Ending::RunsDiffer)

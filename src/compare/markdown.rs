@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{CellRow, Headline, RULE, Side, cells, claims, same_binaries};
+use super::{CellRow, Headline, LoneCell, RULE, Side, cells, claims, lone_cells, same_binaries};
 use crate::report::number::{grouped, measured, mib, ratio, scale_label};
 
 /// The whole comparison of `a` (the reference) and `b`.
@@ -26,16 +26,20 @@ pub fn markdown(a: &Side, b: &Side) -> String {
         }
     }
     let _ = writeln!(out, "- Same binaries: {}\n", same_binaries(a, b));
-    out.push_str(&cell_table(&cells(&oa.summary, &ob.summary)));
+    let (rows, lone) = (
+        cells(&oa.summary, &ob.summary),
+        lone_cells(&oa.summary, &ob.summary),
+    );
+    out.push_str(&cell_table(&rows, &lone));
     out.push_str(&claim_table(a, b));
     out.push_str(&environment_table(&oa.environment, &ob.environment));
     out
 }
 
-fn cell_table(rows: &[CellRow]) -> String {
+fn cell_table(rows: &[CellRow], lone: &[LoneCell]) -> String {
     let mut out = String::from("## Cells\n\n");
     let _ = writeln!(out, "Rule: {RULE}.\n");
-    if rows.is_empty() {
+    if rows.is_empty() && lone.is_empty() {
         out.push_str("No probe and scale was measured in both runs.\n\n");
         return out;
     }
@@ -56,6 +60,20 @@ fn cell_table(rows: &[CellRow]) -> String {
             shown(&row.a),
             shown(&row.b),
             ratio(row.ratio()),
+        );
+    }
+    for cell in lone {
+        let (a, b) = match cell.presence {
+            super::Presence::LostInB => (shown(&cell.headline), "—".to_string()),
+            super::Presence::NewInB => ("—".to_string(), shown(&cell.headline)),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {a} | {b} | — | {} |",
+            cell.probe,
+            scale_label(cell.tasks),
+            statistic(&cell.headline),
+            cell.presence.label(),
         );
     }
     out.push('\n');

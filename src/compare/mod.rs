@@ -160,6 +160,75 @@ pub fn cells(a: &Summary, b: &Summary) -> Vec<CellRow> {
         .collect()
 }
 
+/// Which run a cell has a headline value in, when only one of them has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// Measured in A, missing or without a value of the same statistic in B.
+    LostInB,
+    /// Measured in B, missing or without a value of the same statistic in A.
+    NewInB,
+}
+
+impl Presence {
+    /// The finding as the report prints it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Presence::LostInB => "lost in B",
+            Presence::NewInB => "new in B",
+        }
+    }
+}
+
+/// A cell with a headline value in one run only.
+pub struct LoneCell {
+    /// The probe's id.
+    pub probe: String,
+    /// The scale, in tasks.
+    pub tasks: u64,
+    /// The headline of the run that has one.
+    pub headline: Headline,
+    pub presence: Presence,
+}
+
+/// Every cell with a headline in one run but not (or not of the same statistic) in the other: A's
+/// lost cells in A's order, then B's new cells in B's order. These are the cells [`cells`] leaves out.
+pub fn lone_cells(a: &Summary, b: &Summary) -> Vec<LoneCell> {
+    let lone = |from: &Summary, other: &Summary, presence: Presence| -> Vec<LoneCell> {
+        from.cells
+            .iter()
+            .filter_map(|c| {
+                let headline = Headline::of(c)?;
+                let paired = other
+                    .cell(&c.probe, c.tasks)
+                    .and_then(Headline::of)
+                    .is_some_and(|h| h.name == headline.name);
+                (!paired).then(|| LoneCell {
+                    probe: c.probe.clone(),
+                    tasks: c.tasks,
+                    headline,
+                    presence,
+                })
+            })
+            .collect()
+    };
+    let mut out = lone(a, b, Presence::LostInB);
+    out.extend(lone(b, a, Presence::NewInB));
+    out
+}
+
+/// The cells that fail `--fail-above percent`: B ÷ A beyond the threshold, or lost in B.
+pub fn over_threshold(a: &Summary, b: &Summary, percent: f64) -> Vec<String> {
+    let paired = cells(a, b)
+        .into_iter()
+        .filter(|row| row.differs_by_more_than(percent))
+        .map(|row| format!("{} at {} tasks", row.probe, row.tasks));
+    let lost = lone_cells(a, b)
+        .into_iter()
+        .filter(|c| c.presence == Presence::LostInB)
+        .map(|c| format!("{} at {} tasks (lost in B)", c.probe, c.tasks));
+    paired.chain(lost).collect()
+}
+
 /// Claims judged in both runs, by claim id, in A's order.
 pub fn claims<'a>(a: &'a [Verdict], b: &'a [Verdict]) -> Vec<(&'a Verdict, &'a Verdict)> {
     a.iter()
@@ -167,7 +236,9 @@ pub fn claims<'a>(a: &'a [Verdict], b: &'a [Verdict]) -> Vec<(&'a Verdict, &'a V
         .collect()
 }
 
-/// Whether the same binaries ran: every binary sha256 of every probe image of both studies.
+/// Whether the same binaries ran: every binary sha256 of every probe image of both studies. An
+/// image unavailable in both runs ran in neither and is named as such; one unavailable in only one
+/// run is a difference.
 pub fn same_binaries(a: &Side, b: &Side) -> String {
     let (Some(ma), Some(mb)) = (&a.manifest, &b.manifest) else {
         let which = if a.manifest.is_none() { "A" } else { "B" };
@@ -177,7 +248,17 @@ pub fn same_binaries(a: &Side, b: &Side) -> String {
         .iter()
         .flat_map(|o| o.study.probes.iter().map(|p| p.image.as_str()))
         .collect();
+    let mut skipped = Vec::new();
     for image in images {
+        match (ma.unavailable(image), mb.unavailable(image)) {
+            (Some(_), Some(_)) => {
+                skipped.push(image);
+                continue;
+            }
+            (Some(_), None) => return format!("no: {image} is unavailable in A"),
+            (None, Some(_)) => return format!("no: {image} is unavailable in B"),
+            (None, None) => {}
+        }
         let (Some(ia), Some(ib)) = (ma.get(image), mb.get(image)) else {
             let which = if ma.get(image).is_none() { "A" } else { "B" };
             return format!("no: {image} is not in {which}'s manifest");
@@ -190,7 +271,11 @@ pub fn same_binaries(a: &Side, b: &Side) -> String {
             return format!("no: {image} {path} differs");
         }
     }
-    "yes".into()
+    if skipped.is_empty() {
+        "yes".into()
+    } else {
+        format!("yes ({} unavailable in both)", skipped.join(", "))
+    }
 }
 
 #[cfg(test)]

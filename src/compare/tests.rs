@@ -235,3 +235,127 @@ fn bad_input_is_named() {
         );
     }
 }
+
+#[test]
+fn images_unavailable_in_both_runs_are_skipped_and_in_one_run_differ() {
+    let s = fixture::summary;
+    let first = fixture::study().probes[0].image.clone();
+    let without_first = |binary: &str| {
+        let mut m = manifest(binary);
+        m.images.retain(|i| i.name != first);
+        m.unavailable.push(crate::image::UnavailableImage {
+            name: first.clone(),
+            reason: "pin cannot be produced".into(),
+        });
+        m
+    };
+    let both = same_binaries(
+        &side("a", s(), Some(without_first("h1"))),
+        &side("b", s(), Some(without_first("h1"))),
+    );
+    assert_eq!(both, format!("yes ({first} unavailable in both)"));
+    let only_b = same_binaries(
+        &side("a", s(), Some(manifest("h1"))),
+        &side("b", s(), Some(without_first("h1"))),
+    );
+    assert_eq!(only_b, format!("no: {first} is unavailable in B"));
+    let only_a = same_binaries(
+        &side("a", s(), Some(without_first("h1"))),
+        &side("b", s(), Some(manifest("h1"))),
+    );
+    assert_eq!(only_a, format!("no: {first} is unavailable in A"));
+    let md = markdown(
+        &side("a", s(), Some(without_first("h1"))),
+        &side("b", s(), Some(without_first("h1"))),
+    );
+    assert!(md.contains(&format!("Same binaries: yes ({first} unavailable in both)")));
+}
+
+#[test]
+fn a_cell_lost_in_b_is_reported_and_fails_any_threshold() {
+    let a = fixture::summary();
+    let mut b = a.clone();
+    let at = b
+        .cells
+        .iter()
+        .position(|c| Headline::of(c).is_some())
+        .unwrap();
+    let gone = b.cells.remove(at);
+    let lone = lone_cells(&a, &b);
+    assert_eq!(lone.len(), 1);
+    assert_eq!(
+        (lone[0].probe.as_str(), lone[0].tasks, lone[0].presence),
+        (gone.probe.as_str(), gone.tasks, Presence::LostInB)
+    );
+    assert_eq!(cells(&a, &b).len() + 1, cells(&a, &a).len());
+    let over = over_threshold(&a, &b, f64::MAX);
+    assert_eq!(over.len(), 1, "{over:?}");
+    assert!(over[0].contains(&gone.probe) && over[0].contains("lost in B"));
+    assert!(over_threshold(&a, &a, 0.0).is_empty());
+
+    let reversed = lone_cells(&b, &a);
+    assert_eq!(reversed.len(), 1);
+    assert_eq!(reversed[0].presence, Presence::NewInB);
+    assert!(
+        over_threshold(&b, &a, f64::MAX).is_empty(),
+        "a new cell fails nothing"
+    );
+
+    let (sa, sb) = (side("a", a.clone(), None), side("b", b.clone(), None));
+    let md = markdown(&sa, &sb);
+    assert_eq!(md.matches("| lost in B |").count(), 1, "{md}");
+    let md = markdown(&sb, &sa);
+    assert_eq!(md.matches("| new in B |").count(), 1, "{md}");
+}
+
+#[test]
+fn a_cell_without_a_headline_value_in_b_is_lost() {
+    let a = fixture::summary();
+    let mut b = a.clone();
+    let target = b.cells.iter_mut().find(|c| c.valid > 0).unwrap();
+    let (probe, tasks) = (target.probe.clone(), target.tasks);
+    target.rss_median_bytes = None;
+    target.stats.clear();
+    let lone = lone_cells(&a, &b);
+    assert!(
+        lone.iter()
+            .any(|c| c.probe == probe && c.tasks == tasks && c.presence == Presence::LostInB),
+        "{probe} at {tasks} is lost"
+    );
+    assert!(!over_threshold(&a, &b, f64::MAX).is_empty());
+}
+
+#[test]
+fn the_published_line_is_the_claim_on_the_headline_statistic() {
+    let mut study = fixture::study();
+    let rss = study
+        .claims
+        .iter()
+        .find(|c| c.stat == crate::study::Stat::RssMedian)
+        .unwrap()
+        .clone();
+    let crate::study::Expected::Value(v) = rss.expected else {
+        panic!("the rss_median claim has a single value");
+    };
+    let wanted = v * rss.unit.scale();
+    let mut per_task = rss.clone();
+    per_task.id = "per-task".into();
+    per_task.stat = crate::study::Stat::PerTaskBytes;
+    per_task.expected = crate::study::Expected::Value(v * 7.0);
+    study.claims.insert(0, per_task);
+    let tasks = rss.tasks.unwrap();
+    let found = svg::published(&study, &rss.probe, tasks, "rss_median_bytes");
+    assert_eq!(found, Some(wanted));
+    assert_eq!(
+        svg::published(&study, &rss.probe, tasks, "peak_bytes"),
+        None
+    );
+    assert_eq!(
+        svg::published(&study, "elsewhere", tasks, "rss_median_bytes"),
+        None
+    );
+    assert_eq!(
+        svg::published(&study, &rss.probe, tasks + 1, "rss_median_bytes"),
+        None
+    );
+}
