@@ -94,10 +94,22 @@ pub fn ensure(cache: &Cache, pin: &Pin) -> Result<Artifact, EnsureError> {
             Err(e) => failures.push(format!("  - {source}: {e:#}")),
         }
     }
-    Err(EnsureError::Unavailable {
-        pin: pin.name.clone(),
-        reason: failures.join("\n"),
-    })
+    // Only a pin made solely from official downloads can be out of reach on a working machine; a
+    // failing rootfs, rustup or registry source means the machine or the network is broken, and a
+    // probe must not quietly become `not measured` for that.
+    if pin.sources.iter().all(|s| matches!(s, Source::Url(_))) {
+        return Err(EnsureError::Unavailable {
+            pin: pin.name.clone(),
+            reason: failures.join("\n"),
+        });
+    }
+    Err(stop(anyhow::anyhow!(
+        "no source of pin {} produced its artifact (sha256 {}); fix the first source or its \
+         network, then build again:\n{}",
+        pin.name,
+        pin.sha256,
+        failures.join("\n")
+    )))
 }
 
 /// Runs one source and stores its output in the cache if it hashes to the pin's sha256.
@@ -230,8 +242,11 @@ pub(crate) mod tests {
             notes: vec![],
         };
         let err = ensure(&cache, &pin).unwrap_err();
-        assert!(matches!(&err, EnsureError::Unavailable { pin, .. } if pin == "rust"));
-        let err = err.to_string();
+        assert!(
+            matches!(&err, EnsureError::Stop(_)),
+            "a failing local source stops the build; only url-only pins are unavailable: {err:?}"
+        );
+        let err = format!("{err:#}");
         assert!(err.contains("no source of pin rust"), "{err}");
         assert!(err.contains("  - rustup no-such-toolchain-a: "), "{err}");
         assert!(err.contains("  - rustup no-such-toolchain-b: "), "{err}");

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::*;
 use crate::digest;
 use crate::engine::fake::{Build, FakeEngine};
-use crate::pin::{Mirror, Mmdebstrap, Pin, Rustup, Source};
+use crate::pin::{Mirror, Mmdebstrap, Pin, Source};
 
 /// The bytes of the base image's root filesystem and of the toolchain artifact.
 const ROOTFS: &[u8] = b"a root filesystem tar";
@@ -47,13 +47,12 @@ fn pin(name: &str, bytes: &[u8], source: Source) -> Pin {
     }
 }
 
-/// A pin whose only source is a rustup toolchain that is not installed: unavailable unless cached.
+/// A pin whose only source is an official download out of reach: unavailable unless cached.
 fn tool_pin() -> Pin {
-    let source = Source::Rustup(Rustup {
-        toolchain: "no-such-toolchain-parkbench".into(),
-        commit_hash: "0".repeat(40),
-        target: "x86_64-unknown-linux-gnu".into(),
-        components: vec!["rustc".into()],
+    let source = Source::Url(crate::pin::Url {
+        url: "file:///nonexistent/parkbench/tool.tar.gz".into(),
+        sha256: None,
+        format: crate::pin::UrlFormat::GoTarball,
     });
     pin("tool", TOOL, source)
 }
@@ -230,7 +229,7 @@ async fn an_unavailable_pin_leaves_out_its_images_and_the_rest_builds() {
     assert_eq!(lost, ["toolchain-a", "probe-a"]);
     let why = &manifest.unavailable[0].reason;
     assert!(
-        why.contains("pin tool (toolchains/tool.yaml)") && why.contains("no-such-toolchain"),
+        why.contains("pin tool (toolchains/tool.yaml)") && why.contains("/nonexistent/parkbench"),
         "{why}"
     );
     assert_eq!(
