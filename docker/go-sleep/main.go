@@ -5,8 +5,9 @@
 //	probe N [SLEEP_MS]
 //
 // Changes from the article: an optional second argument, the sleep in milliseconds (default
-// 10000, the article's 10 s), so that tests need not wait; and no "fmt" import, which the
-// article's listing imports without using (Go refuses to compile that).
+// 10000, the article's 10 s), so that tests need not wait; it is held in a package-level variable,
+// so that each goroutine's closure captures only wg, as the article's does; and no "fmt" import,
+// which the article's listing imports without using (Go refuses to compile that).
 package main
 
 import (
@@ -16,9 +17,10 @@ import (
 	"time"
 )
 
+var sleep = 10 * time.Second
+
 func main() {
 	numRoutines, _ := strconv.Atoi(os.Args[1])
-	sleep := 10 * time.Second
 	if len(os.Args) > 2 {
 		ms, err := strconv.Atoi(os.Args[2])
 		if err != nil {
