@@ -88,7 +88,10 @@ fn peak_of_a_shell_that_holds_20_mb() {
     assert!(r.num("polls") >= 1.0);
     assert!(hwm >= held_kib, "{}", r.json);
     assert!(hwm >= rss, "{}", r.json);
-    assert!(r.num("ru_maxrss_kib") >= hwm, "{}", r.json);
+    // ru_maxrss and VmHWM come from different kernel counters (lazy high-water marks, per-CPU
+    // RSS counters that /proc reads approximately), so neither bounds the other: only that the
+    // kernel reported one.
+    assert!(r.num("ru_maxrss_kib") > 0.0, "{}", r.json);
     assert!(r.num("threads_max") >= 1.0);
     assert!(r.num("wall_ms") >= 200.0, "{}", r.json);
     assert!(r.num("user_ms") + r.num("sys_ms") > 0.0, "{}", r.json);
