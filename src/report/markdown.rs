@@ -88,7 +88,7 @@ pub(crate) fn verdicts(verdicts: &[Verdict]) -> String {
             number::measured(v.measured.as_ref(), v.unit),
             number::ratio(v.ratio),
             v.tolerance,
-            v.status.label()
+            v.status_label()
         );
     }
     out.push_str(
@@ -105,7 +105,7 @@ pub(crate) fn verdicts(verdicts: &[Verdict]) -> String {
             out,
             "- `{}` ({}): {}{}",
             v.claim,
-            v.status.label(),
+            v.status_label(),
             v.text,
             note
         );

@@ -42,7 +42,7 @@ pub fn verdict_table(verdicts: &[Verdict]) -> String {
 fn row(v: &Verdict) -> [String; 7] {
     [
         v.claim.clone(),
-        v.status.label().to_owned(),
+        v.status_label().to_owned(),
         number::expected(&v.expected, v.unit),
         number::measured(v.measured.as_ref(), v.unit),
         v.delta

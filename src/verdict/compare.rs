@@ -6,7 +6,7 @@ use crate::study::{Bound, Claim, Expected, Stat, Study, Than};
 use crate::summary::Summary;
 
 use super::value::{coverage_note, scalar, valid_cell};
-use super::{Found, Measured};
+use super::{Found, Measured, Settled};
 
 /// `than` in words for the verdict (`go`, `lowest of a, b`, `each of a, b`, `itself at 1 tasks`).
 pub(super) fn than_words(study: &Study, claim: &Claim) -> Option<String> {
@@ -35,6 +35,7 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
             measured: Measured::Value(divide(a, b)?),
             notes,
             missing: Vec::new(),
+            settled: None,
         });
     }
     let others = study.than_probes(claim).map_err(|e| format!("{e:#}"))?;
@@ -60,11 +61,33 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
         show(of, a),
         show(of, b)
     ));
+    let settled = (!missing.is_empty()).then(|| settled_ratio(claim));
     Ok(Found {
         measured: Measured::Value(ratio),
         notes,
         missing,
+        settled,
     })
+}
+
+/// Which finding of a ratio stands whatever the probes not measured would show: against the
+/// lowest, another probe can only lower the denominator (raise the ratio); against the highest,
+/// only raise it; against each of a list, only add a ratio that fails.
+fn settled_ratio(claim: &Claim) -> Settled {
+    let (above, below) = match &claim.expected {
+        Expected::Bound(b) => (b.above.is_some(), b.below.is_some()),
+        _ => return Settled::Neither,
+    };
+    let raises = match &claim.than {
+        Some(Than::One(w)) if w == "lowest" => true,
+        Some(Than::One(w)) if w == "highest" => false,
+        _ => return Settled::Differs,
+    };
+    match (above, below, raises) {
+        (true, false, true) | (false, true, false) => Settled::Reproduced,
+        (false, true, true) | (true, false, false) => Settled::Differs,
+        _ => Settled::Neither,
+    }
 }
 
 /// The ratio that decides the claim: against the lowest or highest other, or the tightest of each.
@@ -150,10 +173,13 @@ pub(super) fn order(claim: &Claim, summary: &Summary) -> Result<Found, String> {
             .collect::<Vec<_>>()
             .join(" < "),
     );
+    // A probe not measured could only break the ranking, never mend it.
+    let settled = (!missing.is_empty()).then_some(Settled::Differs);
     Ok(Found {
         measured: Measured::Order(values.into_iter().map(|(id, _)| id).collect()),
         notes,
         missing,
+        settled,
     })
 }
 
@@ -228,7 +254,11 @@ mod tests {
         assert_eq!(r.status, Status::Reproduced);
         assert_eq!(r.missing.len(), 1, "cs is not measured: {:?}", r.missing);
         assert!(r.note.unwrap().contains("toolchain unavailable"));
-        assert_eq!(by("each").status, Status::Reproduced);
+        assert_eq!(
+            by("each").status,
+            Status::Inconclusive,
+            "cs, not measured, could fail the claim"
+        );
         assert_eq!(by("grow").measured, Some(Measured::Value(1.2)));
         assert_eq!(by("grow").status, Status::Reproduced);
         let o = by("o");
@@ -236,15 +266,19 @@ mod tests {
             o.measured,
             Some(Measured::Order(vec!["rust".into(), "go".into()]))
         );
-        assert_eq!(o.status, Status::Reproduced, "judged on the measured ones");
+        assert_eq!(o.status, Status::Inconclusive, "cs could break the ranking");
         // (1900 − 1000) ÷ (10 − 1)
         assert_eq!(by("pt").measured, Some(Measured::Value(100.0)));
         let mut reversed = samples.clone();
         reversed[3].peak.as_mut().unwrap().ru_maxrss_bytes = Some(5000);
         let v = judge(&study, &crate::summary::summarize(&study, &reversed));
         let o = v.iter().find(|v| v.claim == "o").unwrap();
-        assert_eq!(o.status, Status::Differs);
+        assert_eq!(o.status, Status::Differs, "a broken ranking stays broken");
         let r = v.iter().find(|v| v.claim == "r").unwrap();
-        assert_eq!(r.status, Status::Differs, "1900 ÷ 5000 is not above 13");
+        assert_eq!(
+            r.status,
+            Status::Inconclusive,
+            "1900 ÷ 5000 is not above 13, but cs might be lower still"
+        );
     }
 }

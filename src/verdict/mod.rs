@@ -92,6 +92,9 @@ pub enum Status {
     Differs,
     /// Nothing to compare (no valid sample, missing metric or baseline); the note says why.
     NotMeasured,
+    /// Judged without some participants, and one of them could turn the finding around (e.g.
+    /// "Go uses more than 13× the lowest" when the lowest probe was not measured).
+    Inconclusive,
 }
 
 impl Status {
@@ -101,6 +104,7 @@ impl Status {
             Status::Reproduced => "reproduced",
             Status::Differs => "differs",
             Status::NotMeasured => "not measured",
+            Status::Inconclusive => "inconclusive",
         }
     }
 }
@@ -121,6 +125,30 @@ struct Found {
     measured: Measured,
     notes: Vec<String>,
     missing: Vec<String>,
+    /// With participants missing: which findings they could not turn around (`None`: no effect).
+    settled: Option<Settled>,
+}
+
+/// Which finding of a partial comparison the missing participants cannot change.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Settled {
+    /// Adding participants can only make the claim fail more: a `differs` stands.
+    Differs,
+    /// Adding participants can only help the claim: a `reproduced` stands.
+    Reproduced,
+    /// Adding participants could move the value either way: no finding stands.
+    Neither,
+}
+
+impl Verdict {
+    /// The status as written in tables, with `(partial)` when participants were missing.
+    pub fn status_label(&self) -> String {
+        if self.missing.is_empty() {
+            self.status.label().to_string()
+        } else {
+            format!("{} (partial)", self.status.label())
+        }
+    }
 }
 
 /// Judges every claim of the study against the statistics, in the claims' order.
@@ -144,6 +172,7 @@ fn judge_one(study: &Study, claim: &Claim, summary: &Summary) -> Verdict {
         .as_ref()
         .map(|f| f.missing.clone())
         .unwrap_or_default();
+    let settled = found.as_ref().and_then(|f| f.settled);
     if !missing.is_empty() {
         notes.push(format!("partial, not measured: {}", missing.join("; ")));
     }
@@ -153,6 +182,14 @@ fn judge_one(study: &Study, claim: &Claim, summary: &Summary) -> Verdict {
         None => Status::NotMeasured,
         Some(m) if holds(&claim.expected, m, accepted) => Status::Reproduced,
         Some(_) => Status::Differs,
+    };
+    let status = match (status, settled) {
+        (Status::Reproduced, Some(Settled::Differs | Settled::Neither))
+        | (Status::Differs, Some(Settled::Reproduced | Settled::Neither)) => {
+            notes.push("a probe not measured could turn this finding around".into());
+            Status::Inconclusive
+        }
+        (s, _) => s,
     };
     let mid_expected = midpoint_of(&claim.expected);
     let mid_measured = measured.as_ref().and_then(Measured::bounds).map(midpoint);
@@ -191,6 +228,7 @@ fn measure(study: &Study, claim: &Claim, summary: &Summary) -> Result<Found, Str
         measured,
         notes,
         missing: Vec::new(),
+        settled: None,
     };
     match claim.stat {
         Stat::Ratio => compare::ratio(study, claim, summary),
