@@ -29,9 +29,17 @@ pub async fn fidelity(
     let mut medians: BTreeMap<(String, &str), Vec<u64>> = BTreeMap::new();
     for cell in run::plan(study) {
         let probe = &study.probes[cell.probe];
-        let image = manifest
-            .get(&probe.image)
-            .with_context(|| format!("image {}", probe.image))?;
+        let image = manifest.get(&probe.image).with_context(|| {
+            match manifest.unavailable(&probe.image) {
+                Some(why) => format!(
+                    "probe {}: image {} is unavailable here ({}); leave it out with --probes",
+                    probe.id,
+                    probe.image,
+                    why.lines().next().unwrap_or_default()
+                ),
+                None => format!("probe {}: image {} was not built", probe.id, probe.image),
+            }
+        })?;
         let dir = bins.path().join(&probe.image);
         if !dir.exists() {
             extract_binaries(engine, &image.tag, &dir).await?;

@@ -313,11 +313,11 @@ impl Study {
     /// Parses and validates study YAML. Syntax errors and unknown fields carry line and column.
     pub fn parse(text: &str) -> Result<Self> {
         let study: Study = crate::yaml::parse(text)?;
-        study.validate()?;
+        study.validate(text)?;
         Ok(study)
     }
 
-    fn validate(&self) -> Result<()> {
+    fn validate(&self, text: &str) -> Result<()> {
         let p = &self.protocol;
         ensure!(!self.id.is_empty(), "study id is empty");
         ensure!(
@@ -349,7 +349,7 @@ impl Study {
         for c in &self.claims {
             ensure!(claim_ids.insert(&c.id), "claim id {:?} appears twice", c.id);
             self.validate_claim(c)
-                .with_context(|| format!("claim {:?}", c.id))?;
+                .with_context(|| format!("{}claim {:?}", line_of_id(text, &c.id), c.id))?;
         }
         Ok(())
     }
@@ -454,6 +454,19 @@ impl Study {
             }
         }
     }
+}
+
+/// `line N: ` of the first `id: <id>` in the study text (block or flow style), or nothing.
+fn line_of_id(text: &str, id: &str) -> String {
+    let want = [format!("id: {id}"), format!("id: \"{id}\"")];
+    text.lines()
+        .position(|l| {
+            let l = l.trim().trim_start_matches("- ").trim_start_matches("{");
+            want.iter()
+                .any(|w| l == w || l.starts_with(&format!("{w},")))
+        })
+        .map(|i| format!("line {}: ", i + 1))
+        .unwrap_or_default()
 }
 
 impl Probe {

@@ -110,7 +110,10 @@ fn a_comparison_that_mixes_kinds_is_refused_at_load() {
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let err = text(&out.stderr);
     assert!(
-        err.contains("s.yaml") && err.contains("mixes kinds") && err.contains("rust-tokio is peak"),
+        err.contains("s.yaml")
+            && err.contains("line 26: claim")
+            && err.contains("mixes kinds")
+            && err.contains("rust-tokio is peak"),
         "{err}"
     );
 }
