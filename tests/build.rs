@@ -217,27 +217,10 @@ fn a_tampered_cached_artifact_is_refused_and_nothing_is_built() {
 
 #[test]
 fn each_probe_image_run_by_hand_completes_every_task() {
-    ensure_built();
-    let manifest = tempfile::tempdir().unwrap().path().join("m.json");
-    let out = parkbench()
-        .arg("build")
-        .arg("--manifest")
-        .arg(&manifest)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
-    let m: Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let m = built_manifest();
     let rt = tokio::runtime::Runtime::new().unwrap();
     for (probe, args) in [("rust-tokio", vec!["--workers", "1"]), ("go", vec![])] {
-        let tag = m["images"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|i| i["name"] == probe)
-            .unwrap()["tag"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let tag = tag_of(&m, probe);
         let mut cmd = vec![
             "/usr/local/bin/sampler",
             "--cpus",
@@ -358,16 +341,7 @@ fn an_unavailable_toolchain_skips_its_images_and_the_rest_builds() {
 
 #[test]
 fn article_001_probes_sleep_then_exit_quietly() {
-    ensure_built();
-    let manifest = tempfile::tempdir().unwrap().path().join("m.json");
-    let out = parkbench()
-        .arg("build")
-        .arg("--manifest")
-        .arg(&manifest)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
-    let m: Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let m = built_manifest();
     let rt = tokio::runtime::Runtime::new().unwrap();
     for probe in [
         "rust-tokio-join",
@@ -377,15 +351,7 @@ fn article_001_probes_sleep_then_exit_quietly() {
         "node",
         "java-virtual-threads",
     ] {
-        let tag = m["images"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|i| i["name"] == probe)
-            .unwrap()["tag"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let tag = tag_of(&m, probe);
         let cmd = ["/usr/local/bin/probe", "1000", "300"];
         let (code, stdout, took) = rt.block_on(run_with_status(&tag, &cmd));
         assert_eq!(code, 0, "{probe}: exit code");
@@ -399,16 +365,7 @@ fn article_001_probes_sleep_then_exit_quietly() {
 
 #[test]
 fn article_001_wrappers_exec_the_runtime() {
-    ensure_built();
-    let manifest = tempfile::tempdir().unwrap().path().join("m.json");
-    let out = parkbench()
-        .arg("build")
-        .arg("--manifest")
-        .arg(&manifest)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
-    let m: Value = serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let m = built_manifest();
     let rt = tokio::runtime::Runtime::new().unwrap();
     // The sampler measures the process it starts: a wrapper script must become the runtime.
     let script = "/usr/local/bin/probe 1 3000 & p=$!; sleep 1; cat /proc/$p/comm; wait $p";
@@ -417,17 +374,39 @@ fn article_001_wrappers_exec_the_runtime() {
         ("node", "node"),
         ("java-virtual-threads", "java"),
     ] {
-        let img = m["images"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|i| i["name"] == probe)
-            .unwrap();
-        let tag = img["tag"].as_str().unwrap();
-        let (code, stdout, _) = rt.block_on(run_with_status(tag, &["sh", "-c", script]));
+        let tag = tag_of(&m, probe);
+        let (code, stdout, _) = rt.block_on(run_with_status(&tag, &["sh", "-c", script]));
         assert_eq!(code, 0, "{probe}: exit code");
         assert_eq!(stdout.trim(), runtime, "{probe}: the probe's process");
     }
+}
+
+/// The manifest of every image in the default namespace, built once per test binary.
+fn built_manifest() -> Value {
+    ensure_built();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("m.json");
+    let out = parkbench()
+        .arg("build")
+        .arg("--manifest")
+        .arg(&manifest)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap()
+}
+
+/// The tag of the image `name` in a manifest.
+fn tag_of(m: &Value, name: &str) -> String {
+    m["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == name)
+        .unwrap_or_else(|| panic!("{name} is not in the manifest"))["tag"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 async fn run_by_hand(image: &str, cmd: &[&str]) -> String {
