@@ -54,6 +54,12 @@ impl Interrupt {
         self.token.clone()
     }
 
+    /// Hands Ctrl-C back once the run loop is over: a Ctrl-C during the report or the archive, or
+    /// during the next study of `reproduce --all`, stops the command again.
+    pub fn release(&self) {
+        self.claimed.store(false, Ordering::SeqCst);
+    }
+
     /// Completes on Ctrl-C unless a run loop has claimed it (then never).
     pub async fn unclaimed(&self) {
         self.token.cancelled().await;
@@ -82,5 +88,13 @@ mod tests {
         let interrupt = Interrupt::new();
         interrupt.token.cancel();
         interrupt.unclaimed().await;
+
+        let interrupt = Interrupt::new();
+        let _ = interrupt.claim();
+        interrupt.release();
+        interrupt.token.cancel();
+        tokio::time::timeout(std::time::Duration::from_millis(50), interrupt.unclaimed())
+            .await
+            .expect("a released interrupt stops the command again");
     }
 }

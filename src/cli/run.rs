@@ -44,7 +44,9 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
         None => new_run(&engine, paths, &study, args, &manifest).await?,
     };
     let cancel = interrupt.claim();
-    let result = run::execute(&engine, &study, &manifest, &dir, &mut state, &cancel).await?;
+    let result = run::execute(&engine, &study, &manifest, &dir, &mut state, &cancel).await;
+    interrupt.release();
+    let result = result?;
     dir.link_latest()?;
     if let Some(ratio) = result.overhead() {
         eprintln!(
