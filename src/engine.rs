@@ -284,15 +284,6 @@ impl Containers for Engine {
     fn remove_container(&self, id: &str) -> impl Future<Output = Result<()>> + Send {
         Engine::remove_container(self, id)
     }
-
-    fn output(
-        &self,
-        image: &str,
-        cmd: &[&str],
-        role: &str,
-    ) -> impl Future<Output = Result<String>> + Send {
-        Engine::output(self, image, cmd, role)
-    }
 }
 
 impl Images for Engine {

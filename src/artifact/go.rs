@@ -80,7 +80,7 @@ fn extract_wheel(wheel: &Path, root: &Path) -> Result<()> {
         } else {
             0o644
         };
-        set_mode(&dest, mode)?;
+        super::set_mode(&dest, mode)?;
     }
     Ok(())
 }
@@ -116,18 +116,6 @@ fn executable(name: &str, recorded: Option<u32>, head: &[u8]) -> bool {
             Some(mode) => mode & 0o111 != 0,
             None => sniffed,
         }
-}
-
-#[cfg(unix)]
-fn set_mode(path: &Path, mode: u32) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .with_context(|| format!("setting the mode of {}", path.display()))
-}
-
-#[cfg(not(unix))]
-fn set_mode(_path: &Path, _mode: u32) -> Result<()> {
-    Ok(())
 }
 
 #[cfg(test)]

@@ -35,19 +35,7 @@ fn extract(wheel: &Path, dest: &Path) -> Result<()> {
     let mut f = File::create(dest).with_context(|| format!("creating {}", dest.display()))?;
     io::copy(&mut entry, &mut f).with_context(|| format!("extracting {WHEEL_NODE}"))?;
     // Whatever mode the zip records, the runtime is executed: the tar always gives it 0755.
-    set_executable(dest)
-}
-
-#[cfg(unix)]
-fn set_executable(path: &Path) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
-        .with_context(|| format!("setting the mode of {}", path.display()))
-}
-
-#[cfg(not(unix))]
-fn set_executable(_path: &Path) -> Result<()> {
-    Ok(())
+    super::set_mode(dest, 0o755)
 }
 
 #[cfg(test)]
