@@ -218,13 +218,20 @@ pub struct Bound {
     pub below: Option<f64>,
 }
 
-/// Units of claims. 1 KiB = 1,024 B, 1 MiB = 1,024 KiB, 1 GiB = 1,024 MiB; times are based on ns.
+/// Units of claims. 1 KiB = 1,024 B, 1 MiB = 1,024 KiB, 1 GiB = 1,024 MiB; 1 kB = 1,000 B and
+/// 1 MB = 1,000,000 B, for articles that count in decimal; times are based on ns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Unit {
     B,
     KiB,
     MiB,
     GiB,
+    /// 1,000 bytes.
+    #[serde(rename = "kB")]
+    Kb,
+    /// 1,000,000 bytes.
+    #[serde(rename = "MB")]
+    Mb,
     #[serde(rename = "%")]
     Percent,
     /// Nanoseconds.
@@ -269,6 +276,8 @@ impl Unit {
             Unit::KiB => 1024.0,
             Unit::MiB => 1024.0 * 1024.0,
             Unit::GiB => 1024.0 * 1024.0 * 1024.0,
+            Unit::Kb => 1e3,
+            Unit::Mb => 1e6,
             Unit::Us => 1e3,
             Unit::Ms => 1e6,
             _ => 1.0,
@@ -278,7 +287,7 @@ impl Unit {
     /// What the unit measures.
     pub fn dimension(self) -> Dimension {
         match self {
-            Unit::B | Unit::KiB | Unit::MiB | Unit::GiB => Dimension::Memory,
+            Unit::B | Unit::KiB | Unit::MiB | Unit::GiB | Unit::Kb | Unit::Mb => Dimension::Memory,
             Unit::Ns | Unit::Us | Unit::Ms => Dimension::Time,
             Unit::Percent => Dimension::Percent,
             Unit::Times | Unit::Count => Dimension::Plain,
@@ -513,6 +522,15 @@ mod tests {
             }
         }
         assert!(seen >= 2, "results/ holds the studies");
+    }
+
+    #[test]
+    fn decimal_units_count_in_powers_of_ten() {
+        let unit = |name: &str| serde_yaml::from_str::<Unit>(name).unwrap();
+        assert_eq!(unit("kB").scale(), 1e3);
+        assert_eq!(unit("MB").scale(), 1e6);
+        assert_eq!(unit("MB").dimension(), Dimension::Memory);
+        assert!(serde_yaml::from_str::<Unit>("mb").is_err());
     }
 
     #[test]

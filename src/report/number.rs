@@ -34,7 +34,14 @@ pub fn grouped(v: f64, decimals: usize) -> String {
 fn decimals(v: f64, unit: Unit) -> usize {
     match unit {
         Unit::GiB | Unit::Times => 3,
-        Unit::MiB | Unit::KiB | Unit::Percent | Unit::Ns | Unit::Us | Unit::Ms => 2,
+        Unit::MiB
+        | Unit::KiB
+        | Unit::Kb
+        | Unit::Mb
+        | Unit::Percent
+        | Unit::Ns
+        | Unit::Us
+        | Unit::Ms => 2,
         Unit::B | Unit::Count | Unit::Rank if v.fract() == 0.0 => 0,
         Unit::B | Unit::Count | Unit::Rank => 1,
     }

@@ -337,6 +337,8 @@ pub fn unit_label(unit: Unit) -> &'static str {
         Unit::KiB => "KiB",
         Unit::MiB => "MiB",
         Unit::GiB => "GiB",
+        Unit::Kb => "kB",
+        Unit::Mb => "MB",
         Unit::Percent => "%",
         Unit::Ns => "ns",
         Unit::Us => "µs",
