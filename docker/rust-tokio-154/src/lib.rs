@@ -71,3 +71,17 @@ pub fn wait_line() -> io::Result<()> {
     }
     Ok(())
 }
+
+/// The process's OS threads (`Threads:` of `/proc/self/status`), as the article's program counts
+/// them; 0 when it cannot be read.
+pub fn os_threads() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}

@@ -6,7 +6,7 @@
 //! ```
 //!
 //! Probe protocol (see docker/README.md): prints `baseline`, waits for a line on stdin, spawns the
-//! tasks, sleeps 50 ms and prints `ready tasks=N workers=W completed_before_ready=C
+//! tasks, sleeps 50 ms and prints `ready tasks=N workers=W threads=T completed_before_ready=C
 //! started_before_ready=S`, waits for a line on stdin, waits until every task has finished and
 //! prints `done completed=N`. The release line releases nothing: the tasks end on their own
 //! timers, 500 to 599 ms after each first ran, so with a long settle some have ended before the
@@ -24,7 +24,8 @@
 //! - Each task also adds one to two static counters, when it first runs and when its sleep ends,
 //!   so that `started_before_ready`, `completed_before_ready` and `done` can be told; statics keep
 //!   the task's captures as in the article (`i` only).
-//! - The article prints threads and RSS itself; here the sampler reads them, at `ready`.
+//! - The article prints threads and RSS itself; here the program prints its threads (as the
+//!   article's `threads()`) and the sampler reads RSS, at `ready`.
 //! - The article returns from `main` after measuring (its tasks are dropped with the runtime);
 //!   here the tasks run to their end, as the protocol asks.
 //!
@@ -37,7 +38,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use probes::{Flags, say, usage_error, wait_line};
+use probes::{Flags, os_threads, say, usage_error, wait_line};
 use tokio::sync::Notify;
 use tokio::time::sleep;
 
@@ -75,7 +76,9 @@ fn run(n: u64) -> std::io::Result<()> {
         sleep(Duration::from_millis(50)).await; // the article: until every task has registered
     });
     say(&format!(
-        "ready tasks={n} workers={workers} completed_before_ready={} started_before_ready={}",
+        "ready tasks={n} workers={workers} threads={} completed_before_ready={} \
+         started_before_ready={}",
+        os_threads(),
         COMPLETED.load(Ordering::Acquire),
         STARTED.load(Ordering::Acquire),
     ))?;
