@@ -40,9 +40,9 @@ pub async fn fidelity(
                 None => format!("probe {}: image {} was not built", probe.id, probe.image),
             }
         })?;
-        let dir = bins.path().join(&probe.image);
+        let dir = bins.path().join(&probe.id);
         if !dir.exists() {
-            extract_binaries(engine, &image.tag, &dir).await?;
+            extract_binaries(engine, &image.tag, &probe.program, &dir).await?;
         }
         let kit = run::measure(engine, study, manifest, state, &cell, &cancel)
             .await?
@@ -83,13 +83,12 @@ pub async fn fidelity(
     Ok(out)
 }
 
-async fn extract_binaries(engine: &Engine, tag: &str, dir: &Path) -> Result<()> {
+/// The sampler and the probe's program, as `sampler` and `probe` in `dir`.
+async fn extract_binaries(engine: &Engine, tag: &str, program: &str, dir: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dir)?;
-    for name in ["sampler", "probe"] {
-        let data = engine
-            .read_file(tag, &format!("/usr/local/bin/{name}"))
-            .await?;
+    for (name, path) in [("sampler", "/usr/local/bin/sampler"), ("probe", program)] {
+        let data = engine.read_file(tag, path).await?;
         let path = dir.join(name);
         std::fs::write(&path, data).with_context(|| format!("writing {}", path.display()))?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;

@@ -225,6 +225,68 @@ mod tests {
         assert!(e.contains("not in protocol.scales"), "{e}");
     }
 
+    const OWN: &str = "id: t\ntitle: t\nsource: {article: a, environment: e, cpus: '0'}\n\
+        protocol: {scales: [1, 10], repeats: 1, order: fixed, cpus: '0', interval_ms: 1, timeout_s: 5}\n\
+        probes:\n  - {id: a, image: x, kind: reported, scales: [1]}\n  - {id: b, image: y, kind: reported}\n\
+        claims:\n  - {id: ok, text: t, stat: result_median, probe: a, metric: k, expected: 0, unit: count, tolerance: {absolute: 0}}\n";
+
+    #[test]
+    fn a_scale_the_probe_does_not_run_is_refused_with_file_and_line() {
+        let study = Study::parse(OWN).unwrap();
+        assert_eq!(study.claims[0].tasks, Some(1), "single scale taken");
+        let bad = format!(
+            "{OWN}  - {{id: bad, text: t, stat: result_median, probe: a, metric: k, tasks: 10, expected: 0, unit: count, tolerance: {{absolute: 0}}}}\n"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("study.yaml");
+        std::fs::write(&file, &bad).unwrap();
+        let e = format!("{:#}", Study::load(&file).unwrap_err());
+        assert!(
+            e.contains(&file.display().to_string())
+                && e.contains("line 10: claim \"bad\"")
+                && e.contains("probe a's own scales (1)"),
+            "{e}"
+        );
+        // Several scales: `tasks` is still needed.
+        let e = format!(
+            "{:#}",
+            Study::parse(&OWN.replace("probe: a,", "probe: b,")).unwrap_err()
+        );
+        assert!(e.contains("needs `tasks`"), "{e}");
+        // A ratio across two probes at two scales checks the other probe's scale.
+        let e = format!(
+            "{:#}",
+            Study::parse(&format!(
+                "{OWN}  - {{id: r, text: t, stat: ratio, of: result_median, metric: k, probe: b, tasks: 10, than: a, than_tasks: 10, expected: {{above: 1}}, unit: x}}\n"
+            ))
+            .unwrap_err()
+        );
+        assert!(
+            e.contains("line 10: claim \"r\"") && e.contains("probe a does not run 10 tasks"),
+            "{e}"
+        );
+        Study::parse(&format!(
+            "{OWN}  - {{id: r, text: t, stat: ratio, of: result_median, metric: k, probe: b, tasks: 10, than: a, than_tasks: 1, expected: {{above: 1}}, unit: x}}\n"
+        ))
+        .unwrap();
+        let e = format!(
+            "{:#}",
+            Study::parse(&format!(
+                "{OWN}  - {{id: r, text: t, stat: ratio, of: result_median, metric: k, probe: b, tasks: 10, than: lowest, than_tasks: 1, expected: {{above: 1}}, unit: x}}\n"
+            ))
+            .unwrap_err()
+        );
+        assert!(e.contains("name the probe"), "{e}");
+        let e = format!(
+            "{:#}",
+            Study::parse(&OWN.replace("scales: [1]}", "scales: []}")).unwrap_err()
+        );
+        assert!(
+            e.contains("line 6: probe \"a\"") && e.contains("scales is empty"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn tolerances_are_non_negative_and_fit_the_expectation() {
         let e = err(

@@ -9,6 +9,10 @@
 //! - `timed`: the program prints `result key=value…` lines from its own loop (e.g. `ns_per_op=…`).
 //! - `latency`: the program prints its latency histogram as `latency value_ns=… count=…` lines;
 //!   percentiles are recomputed from it.
+//! - `reported`: the program prints `result key=value…` lines with values it computes itself that
+//!   do not depend on time (sizes, counts, limits); zero is a value. The sampler runs it as `timed`.
+//!
+//! Every kind keeps the program's `note <text>` lines (`Sample::notes`).
 
 use std::collections::BTreeMap;
 
@@ -30,6 +34,8 @@ pub enum Kind {
     Timed,
     /// Latency percentiles, from the program's histogram.
     Latency,
+    /// Values the program computes itself (sizes, counts, limits), from its `result` lines.
+    Reported,
 }
 
 impl Kind {
@@ -40,6 +46,7 @@ impl Kind {
             Kind::Peak => &PeakKind,
             Kind::Timed => &Timed,
             Kind::Latency => &Latency,
+            Kind::Reported => &Reported,
         }
     }
 
@@ -80,6 +87,7 @@ struct Steady;
 struct PeakKind;
 struct Timed;
 struct Latency;
+struct Reported;
 
 const KIB: u64 = 1024;
 
@@ -139,8 +147,9 @@ fn fill_results(s: &mut Sample, out: &SamplerOutput) -> Option<String> {
     problem
 }
 
-/// No result line, an unknown key, or a value that is not positive and finite.
-fn results_invalid(s: &Sample, keys: &[String]) -> Option<String> {
+/// No result line, an unknown key, or a value that is not positive (or, with `zero_ok`,
+/// non-negative) and finite.
+fn results_invalid(s: &Sample, keys: &[String], zero_ok: bool) -> Option<String> {
     if s.results.is_empty() {
         return Some("the program printed no `result` line".into());
     }
@@ -151,8 +160,13 @@ fn results_invalid(s: &Sample, keys: &[String]) -> Option<String> {
                 keys.join(", ")
             ));
         }
-        if !(v.is_finite() && v > 0.0) {
-            return Some(format!("result {k}={v} is not a positive finite number"));
+        let fine = v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0));
+        match (fine, zero_ok) {
+            (true, _) => {}
+            (false, true) => return Some(format!("result {k}={v} is not a finite number >= 0")),
+            (false, false) => {
+                return Some(format!("result {k}={v} is not a positive finite number"));
+            }
         }
     }
     None
@@ -304,7 +318,7 @@ impl Measure for Timed {
         fill_results(s, out)
     }
     fn invalid(&self, s: &Sample, keys: &[String]) -> Option<String> {
-        peak_ok(s).or_else(|| results_invalid(s, keys))
+        peak_ok(s).or_else(|| results_invalid(s, keys, false))
     }
     fn values(&self, s: &Sample) -> BTreeMap<String, f64> {
         result_medians(s)
@@ -343,7 +357,11 @@ impl Measure for Latency {
             return Some("the program printed no `latency` line".into());
         }
         let no_results = s.results.is_empty();
-        peak_ok(s).or_else(|| (!no_results).then(|| results_invalid(s, keys)).flatten())
+        peak_ok(s).or_else(|| {
+            (!no_results)
+                .then(|| results_invalid(s, keys, false))
+                .flatten()
+        })
     }
     fn values(&self, s: &Sample) -> BTreeMap<String, f64> {
         let mut out = result_medians(s);
@@ -369,6 +387,38 @@ impl Measure for Latency {
                 .map_or("-".into(), |x| format!("{:.1} µs", x / 1000.0))
         };
         format!("p50={} p99={} p99.9={}", get(50.0), get(99.0), get(99.9))
+    }
+}
+
+impl Measure for Reported {
+    fn name(&self) -> &'static str {
+        "reported"
+    }
+    fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
+        // The sampler runs it exactly as a timed program: it only collects the lines.
+        unmodified_args("timed", p, cpus)
+    }
+    fn fill(&self, s: &mut Sample, out: &SamplerOutput) -> Option<String> {
+        fill_peak(s, out);
+        fill_results(s, out)
+    }
+    fn invalid(&self, s: &Sample, keys: &[String]) -> Option<String> {
+        peak_ok(s).or_else(|| results_invalid(s, keys, true))
+    }
+    fn values(&self, s: &Sample) -> BTreeMap<String, f64> {
+        result_medians(s)
+    }
+    fn stats(&self) -> &'static [Stat] {
+        &[Stat::ResultMedian]
+    }
+    fn describe(&self, _p: &Protocol) -> String {
+        "reported: the program prints `result key=value` lines with values it computes itself \
+         (sizes, counts, limits; not times); a process's value is the median of its lines, a \
+         cell's the median of its processes."
+            .into()
+    }
+    fn progress(&self, s: &Sample) -> String {
+        Timed.progress(s)
     }
 }
 
@@ -464,8 +514,49 @@ mod tests {
     }
 
     #[test]
+    fn reported_results_may_be_zero_but_not_negative() {
+        let mut s = crate::report::fixture::samples()[0].clone();
+        s.kind = Kind::Reported;
+        s.peak = Some(Peak {
+            ru_maxrss_bytes: Some(1),
+            exit_code: Some(0),
+            ..Peak::default()
+        });
+        let keys = vec!["syscalls_per_switch".to_string()];
+        assert!(
+            Reported
+                .invalid(&s, &keys)
+                .unwrap()
+                .contains("no `result` line")
+        );
+        s.results = vec![BTreeMap::from([("syscalls_per_switch".into(), 0.0)])];
+        assert_eq!(Reported.invalid(&s, &keys), None, "zero is a value");
+        assert_eq!(Reported.values(&s)["syscalls_per_switch"], 0.0);
+        s.results[0] = BTreeMap::from([("syscalls_per_switch".into(), -1.0)]);
+        assert!(Reported.invalid(&s, &keys).unwrap().contains(">= 0"));
+        s.results[0] = BTreeMap::from([("syscalls_per_switch".into(), f64::INFINITY)]);
+        assert!(Reported.invalid(&s, &keys).unwrap().contains(">= 0"));
+        s.results[0] = BTreeMap::from([("other".into(), 1.0)]);
+        assert!(
+            Reported
+                .invalid(&s, &keys)
+                .unwrap()
+                .contains("unknown result key")
+        );
+        assert_eq!(Reported.invalid(&s, &[]), None, "no declared keys: any key");
+        let args = Reported.sampler_args(&crate::study::Study::default_study().protocol, "0");
+        assert_eq!(args[..2], ["--kind".to_string(), "timed".to_string()]);
+    }
+
+    #[test]
     fn kinds_round_trip_by_name() {
-        for k in [Kind::Steady, Kind::Peak, Kind::Timed, Kind::Latency] {
+        for k in [
+            Kind::Steady,
+            Kind::Peak,
+            Kind::Timed,
+            Kind::Latency,
+            Kind::Reported,
+        ] {
             let yaml = serde_yaml::to_string(&k).unwrap();
             assert_eq!(yaml.trim(), k.name());
             assert_eq!(serde_yaml::from_str::<Kind>(&yaml).unwrap(), k);

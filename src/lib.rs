@@ -8,6 +8,7 @@ pub mod archive;
 pub mod args;
 pub mod artifact;
 pub mod bench;
+pub mod bootstrap;
 pub mod cache;
 pub mod claim;
 pub mod cli;

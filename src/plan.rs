@@ -118,12 +118,24 @@ impl Estimates {
 /// The plan printed before a run starts: processes by probe and scale, and the expected time.
 pub fn describe(study: &Study, todo: &[Cell], already: usize, est: &Estimates) -> String {
     let p = &study.protocol;
+    let shape = if study.probes.iter().all(|probe| probe.scales.is_none()) {
+        format!(
+            "{} probes × {} scales × {} repeats",
+            study.probes.len(),
+            p.scales.len(),
+            p.repeats
+        )
+    } else {
+        let cells: usize = study.probes.iter().map(|p| study.scales_of(p).len()).sum();
+        format!(
+            "{cells} probe × scale cells of {} probes, each probe at its own scales, × {} repeats",
+            study.probes.len(),
+            p.repeats
+        )
+    };
     let mut out = format!(
-        "plan: {} processes to run ({} probes × {} scales × {} repeats; {already} already measured)",
-        todo.len(),
-        study.probes.len(),
-        p.scales.len(),
-        p.repeats
+        "plan: {} processes to run ({shape}; {already} already measured)",
+        todo.len()
     );
     let (time, unknown) = est.total(study, todo);
     match (&est.source, unknown) {

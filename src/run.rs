@@ -68,13 +68,15 @@ impl RunResult {
     }
 }
 
-/// The matrix in run order: per scale, per repeat, the probes — reversed on even repeats when the
-/// order alternates.
+/// The matrix in run order: per scale, per repeat, the probes that run that scale (their own
+/// `scales` or `protocol.scales`) — reversed on even repeats when the order alternates.
 pub fn plan(study: &Study) -> Vec<Cell> {
     let mut cells = Vec::new();
-    for &tasks in &study.protocol.scales {
+    for tasks in study.all_scales() {
         for repeat in 1..=study.protocol.repeats {
-            let mut order: Vec<usize> = (0..study.probes.len()).collect();
+            let mut order: Vec<usize> = (0..study.probes.len())
+                .filter(|&i| study.scales_of(&study.probes[i]).contains(&tasks))
+                .collect();
             if study.protocol.order == Order::Alternate && repeat % 2 == 0 {
                 order.reverse();
             }
@@ -306,7 +308,7 @@ pub async fn measure(
     let env = probe.expand_env(cell.tasks, state.workers);
     let mut cmd: Vec<String> = vec!["/usr/local/bin/sampler".into()];
     cmd.extend(sampler_args(probe, p, &state.cpus_pinned));
-    cmd.push("/usr/local/bin/probe".into());
+    cmd.push(probe.program.clone());
     cmd.extend(args.iter().cloned());
     let labels = BTreeMap::from([
         ("parkbench.run".to_string(), state.run_id.clone()),
@@ -380,6 +382,7 @@ fn blank(study: &Study, state: &RunState, cell: &Cell, started_at: String) -> Sa
         workers: state.workers,
         env: probe.expand_env(cell.tasks, state.workers),
         args: probe.expand_args(cell.tasks, state.workers),
+        program: Some(probe.program.clone()),
         baseline_rss_bytes: None,
         rss_bytes: Vec::new(),
         rss_median_bytes: None,
@@ -402,6 +405,7 @@ fn blank(study: &Study, state: &RunState, cell: &Cell, started_at: String) -> Sa
         peak: None,
         results: Vec::new(),
         latency_ns: Vec::new(),
+        notes: Vec::new(),
     }
 }
 
@@ -519,6 +523,31 @@ mod tests {
         assert_eq!(cells.len(), 24);
         let first: Vec<_> = cells.iter().take(6).map(|c| (c.probe, c.repeat)).collect();
         assert_eq!(first, vec![(0, 1), (1, 1), (1, 2), (0, 2), (0, 3), (1, 3)]);
+        assert!(
+            cells
+                .iter()
+                .enumerate()
+                .all(|(i, c)| c.position as usize == i)
+        );
+    }
+
+    #[test]
+    fn plan_runs_each_probe_at_its_own_scales() {
+        let mut study = Study::default_study();
+        study.probes[1].scales = Some(vec![1, 10_000]);
+        let cells = plan(&study);
+        let of = |p: usize| -> Vec<u64> {
+            let mut t: Vec<u64> = cells
+                .iter()
+                .filter(|c| c.probe == p)
+                .map(|c| c.tasks)
+                .collect();
+            t.dedup();
+            t
+        };
+        assert_eq!(of(0), study.protocol.scales);
+        assert_eq!(of(1), vec![10_000, 1]);
+        assert_eq!(cells.len(), 3 * (4 + 2));
         assert!(
             cells
                 .iter()

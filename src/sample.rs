@@ -41,8 +41,12 @@ pub struct Sample {
     pub workers: u32,
     /// Environment variables set for the probe.
     pub env: BTreeMap<String, String>,
-    /// Command line of the probe inside the container.
+    /// Command line of the probe inside the container (its arguments, after the program).
     pub args: Vec<String>,
+    /// The program run inside the container (`probes[].program`); absent in samples written before
+    /// it was recorded, which all ran `/usr/local/bin/probe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
     /// RSS (VmRSS) before any task was created, bytes.
     pub baseline_rss_bytes: Option<u64>,
     /// RSS readings after all tasks were ready and the settle time passed, bytes, in order.
@@ -91,6 +95,11 @@ pub struct Sample {
     /// Latency kind: the program's histogram as [value in ns, count] pairs, by value.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub latency_ns: Vec<[u64; 2]>,
+    /// Every kind: the text of the program's `note <text>` lines, verbatim and in order, as the
+    /// sampler kept them (at most 32, each cut at 300 bytes): why something happened, in the
+    /// program's words (e.g. which limit stopped thread creation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// An unmodified program seen from outside: polled `/proc/<pid>/status` and `wait4` at its exit.
@@ -264,6 +273,9 @@ pub struct SamplerOutput {
     pub latency: Vec<[u64; 2]>,
     #[serde(default)]
     pub other_lines: u64,
+    /// Every kind: the program's `note` lines, without the word `note`.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// The sampler's `peak` object, KiB and ms.
@@ -305,6 +317,7 @@ pub fn median_u64(values: &[u64]) -> Option<u64> {
 /// what makes the output unusable, if anything.
 pub fn fill_from_sampler(sample: &mut Sample, out: &SamplerOutput) -> Option<String> {
     sample.cpus_in_force = out.cpus_in_force.clone();
+    sample.notes = out.notes.clone();
     sample.kind.measure().fill(sample, out)
 }
 
@@ -354,12 +367,33 @@ pub fn judge_validity(sample: &mut Sample, sampler_error: Option<&str>, result_k
         sample.kind.measure().invalid(sample, result_keys)
     };
     sample.valid = reason.is_none();
-    sample.error = reason;
+    sample.error = reason.map(|r| with_notes(r, &sample.notes));
 }
 
-/// The steady kind's checks: every task completed and RSS was read.
+/// Notes of the program shown after an invalid sample's reason.
+const NOTES_IN_REASON: usize = 4;
+
+/// `reason; note: …; note: …`: the program's own words after why its sample is invalid (the
+/// first few; how many more there are).
+pub fn with_notes(reason: String, notes: &[String]) -> String {
+    let mut out = reason;
+    for n in notes.iter().take(NOTES_IN_REASON) {
+        out.push_str(&format!("; note: {n}"));
+    }
+    if notes.len() > NOTES_IN_REASON {
+        out.push_str(&format!("; {} more notes", notes.len() - NOTES_IN_REASON));
+    }
+    out
+}
+
+/// The steady kind's checks: every task was created (a `ready` line's `created=K`, when the probe
+/// reports it), every task completed, and RSS was read.
 pub fn steady_invalid(sample: &Sample) -> Option<String> {
-    if sample.completed != Some(sample.expected) {
+    let created = sample.metrics.get("created").copied();
+    if let Some(k) = created.filter(|&k| k < sample.expected as f64) {
+        // The probe went on with the K it had: `completed=K` says nothing more.
+        Some(format!("created {k} of {} tasks", sample.expected))
+    } else if sample.completed != Some(sample.expected) {
         Some(format!(
             "completed {:?} of {} tasks",
             sample.completed, sample.expected
@@ -380,6 +414,63 @@ mod tests {
         assert_eq!(median_u64(&[5, 1, 3]), Some(3));
         assert_eq!(median_u64(&[4, 1, 3, 2]), Some(2));
         assert_eq!(median_u64(&[]), None);
+    }
+
+    fn steady(created: Option<f64>, completed: u64, notes: &[&str]) -> Sample {
+        let mut s = crate::report::fixture::samples()[0].clone();
+        (s.tasks, s.expected, s.completed) = (10, 10, Some(completed));
+        s.metrics.clear();
+        if let Some(k) = created {
+            s.metrics.insert("created".into(), k);
+        }
+        s.notes = notes.iter().map(|n| n.to_string()).collect();
+        s.exit_code = Some(0);
+        s
+    }
+
+    #[test]
+    fn fewer_created_than_asked_is_one_reason_with_the_notes() {
+        let mut s = steady(
+            Some(3.0),
+            3,
+            &["pthread_create failed: EAGAIN", "limit: pids.max 3"],
+        );
+        judge_validity(&mut s, None, &[]);
+        assert!(!s.valid);
+        assert_eq!(
+            s.error.as_deref(),
+            Some(
+                "created 3 of 10 tasks; note: pthread_create failed: EAGAIN; \
+                 note: limit: pids.max 3"
+            )
+        );
+        let mut s = steady(Some(10.0), 10, &["all fine"]);
+        judge_validity(&mut s, None, &[]);
+        assert!(s.valid, "{:?}", s.error);
+        let mut s = steady(None, 9, &[]);
+        judge_validity(&mut s, None, &[]);
+        assert_eq!(s.error.as_deref(), Some("completed Some(9) of 10 tasks"));
+        let notes: Vec<String> = (0..6).map(|i| format!("n{i}")).collect();
+        assert_eq!(
+            with_notes("x".into(), &notes),
+            "x; note: n0; note: n1; note: n2; note: n3; 2 more notes"
+        );
+    }
+
+    #[test]
+    fn notes_come_from_the_sampler_and_round_trip() {
+        let out: SamplerOutput =
+            serde_json::from_str(r#"{"notes":["a b","c"],"exit_code":0}"#).unwrap();
+        let mut s = crate::report::fixture::samples()[0].clone();
+        assert!(
+            !serde_json::to_string(&s).unwrap().contains("\"notes\""),
+            "no notes, no field"
+        );
+        fill_from_sampler(&mut s, &out);
+        assert_eq!(s.notes, ["a b", "c"]);
+        let line = serde_json::to_string(&s).unwrap();
+        let back: Sample = serde_json::from_str(&line).unwrap();
+        assert_eq!(back.notes, s.notes);
     }
 
     #[test]

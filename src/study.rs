@@ -50,7 +50,9 @@ pub struct Source {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Protocol {
-    /// Task counts, one per scale.
+    /// Task counts, one per scale; a probe may run its own (`probes[].scales`). May be empty only
+    /// when every probe lists its own scales.
+    #[serde(default)]
     pub scales: Vec<u64>,
     /// Independent processes per probe and scale.
     pub repeats: u32,
@@ -70,6 +72,22 @@ pub struct Protocol {
     pub interval_ms: u64,
     /// A process still running after this many seconds is killed and recorded invalid.
     pub timeout_s: u64,
+    /// Timed kind: the coefficient of variation across process medians a cell should stay under,
+    /// a fraction (0.02 = 2 %); a cell above it is flagged in the report and the run's output.
+    /// Optional: without it nothing is flagged (the CV is still reported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_cv: Option<f64>,
+}
+
+/// The program a probe runs unless it names another.
+pub const DEFAULT_PROGRAM: &str = "/usr/local/bin/probe";
+
+fn default_program() -> String {
+    DEFAULT_PROGRAM.to_string()
+}
+
+fn is_default_program(p: &String) -> bool {
+    p == DEFAULT_PROGRAM
 }
 
 fn default_settle_ms() -> u64 {
@@ -98,17 +116,29 @@ pub struct Probe {
     pub id: String,
     /// Probe image name: a folder under `docker/` built by `parkbench build`.
     pub image: String,
+    /// Absolute path of the program run in the image (default `/usr/local/bin/probe`); must be one
+    /// of the image's `binaries` in `docker/<image>/image.yaml`.
+    #[serde(
+        default = "default_program",
+        skip_serializing_if = "is_default_program"
+    )]
+    pub program: String,
+    /// Task counts this probe runs, instead of `protocol.scales` (scale-free probes, e.g. timed or
+    /// reported ones, use `[1]`). A claim about a probe with exactly one scale may omit `tasks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scales: Option<Vec<u64>>,
     /// Arguments to the probe; `{tasks}` and `{workers}` are replaced.
     #[serde(default)]
     pub args: Vec<String>,
     /// Environment of the probe; values may use `{tasks}` and `{workers}`.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// How the probe is measured (`steady`, `peak`, `timed`, `latency`; see `kind`). Default `steady`.
+    /// How the probe is measured (`steady`, `peak`, `timed`, `latency`, `reported`; see `kind`).
+    /// Default `steady`.
     #[serde(default, skip_serializing_if = "Kind::is_steady")]
     pub kind: Kind,
-    /// Timed and latency kinds: the keys its `result` lines may carry; any other key makes the sample
-    /// invalid. Empty: any key is accepted.
+    /// Timed, latency and reported kinds: the keys its `result` lines may carry; any other key makes
+    /// the sample invalid. Empty: any key is accepted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub results: Vec<String>,
 }
@@ -129,13 +159,15 @@ pub struct Claim {
     /// For `lower_by_percent` and `ratio`: what the probe is compared against.
     #[serde(default)]
     pub than: Option<Than>,
-    /// For `ratio`: compare the probe with itself at this other scale instead of another probe.
+    /// For `ratio`: the scale of what the probe is compared with: the probe itself at this other
+    /// scale (without `than`), or the one probe named by `than` at this scale (with it).
     #[serde(default)]
     pub than_tasks: Option<u64>,
     /// For `ratio` and `order`: the statistic compared (`rss_median`, `peak_median`, `result_median`, …).
     #[serde(default)]
     pub of: Option<Stat>,
-    /// The scale (task count); omitted for scale-free statistics (e.g. a future size).
+    /// The scale (task count); omitted for scale-free statistics (e.g. a future size), or when the
+    /// probe runs exactly one scale (that one is taken).
     #[serde(default)]
     pub tasks: Option<u64>,
     /// For `metric_median` and `result_median`: the metric's or result key's name (e.g. `ns_per_op`).
@@ -321,7 +353,8 @@ impl Study {
 
     /// Parses and validates study YAML. Syntax errors and unknown fields carry line and column.
     pub fn parse(text: &str) -> Result<Self> {
-        let study: Study = crate::yaml::parse(text)?;
+        let mut study: Study = crate::yaml::parse(text)?;
+        study.take_single_scales();
         study.validate(text)?;
         Ok(study)
     }
@@ -330,13 +363,15 @@ impl Study {
         let p = &self.protocol;
         ensure!(!self.id.is_empty(), "study id is empty");
         ensure!(
-            !p.scales.is_empty(),
-            "protocol.scales is empty: list at least one task count"
-        );
-        ensure!(
             p.scales.iter().all(|&n| n > 0),
             "protocol.scales: task counts must be > 0"
         );
+        if let Some(t) = p.target_cv {
+            ensure!(
+                t.is_finite() && t > 0.0,
+                "protocol.target_cv is {t}: a positive fraction (0.02 = 2 %)"
+            );
+        }
         ensure!(p.repeats > 0, "protocol.repeats must be > 0");
         ensure!(p.samples > 0, "protocol.samples must be > 0");
         ensure!(p.interval_ms > 0, "protocol.interval_ms must be > 0");
@@ -353,6 +388,8 @@ impl Study {
                 "probe id {:?} appears twice",
                 probe.id
             );
+            self.validate_probe(probe)
+                .with_context(|| format!("{}probe {:?}", line_of_id(text, &probe.id), probe.id))?;
         }
         let mut claim_ids = std::collections::BTreeSet::new();
         for c in &self.claims {
@@ -365,6 +402,99 @@ impl Study {
 }
 
 impl Study {
+    /// The task counts a probe runs: its own `scales`, or `protocol.scales`.
+    pub fn scales_of<'a>(&'a self, probe: &'a Probe) -> &'a [u64] {
+        probe.scales.as_deref().unwrap_or(&self.protocol.scales)
+    }
+
+    /// Whether the probe with this identifier runs at this scale.
+    pub fn runs(&self, probe: &str, tasks: u64) -> bool {
+        self.probe(probe)
+            .is_some_and(|p| self.scales_of(p).contains(&tasks))
+    }
+
+    /// Every scale some probe runs: `protocol.scales` in their order, then the probes' own
+    /// scales that are not among them, smallest first.
+    pub fn all_scales(&self) -> Vec<u64> {
+        let mut out = self.protocol.scales.clone();
+        let mut extra: Vec<u64> = self
+            .probes
+            .iter()
+            .flat_map(|p| self.scales_of(p).iter().copied())
+            .filter(|n| !out.contains(n))
+            .collect();
+        extra.sort_unstable();
+        extra.dedup();
+        out.extend(extra);
+        out
+    }
+
+    /// Fails unless probe `id` runs `tasks`, naming the scales it runs.
+    fn check_runs(&self, id: &str, tasks: u64) -> Result<()> {
+        let Some(p) = self.probe(id) else {
+            return Ok(());
+        };
+        let scales = self.scales_of(p);
+        let list = scales
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let whose = if p.scales.is_some() {
+            format!("probe {id}'s own scales")
+        } else {
+            "protocol.scales".to_string()
+        };
+        ensure!(
+            scales.contains(&tasks),
+            "tasks {tasks} is not in {whose} ({list}): probe {id} does not run {tasks} tasks"
+        );
+        Ok(())
+    }
+
+    /// A claim about a probe that runs exactly one scale may omit `tasks`: that scale is taken
+    /// (except for `metric_median`, whose omitted `tasks` means every scale).
+    fn take_single_scales(&mut self) {
+        let mut filled = Vec::new();
+        for (i, c) in self.claims.iter().enumerate() {
+            let skip = matches!(c.stat, Stat::Order | Stat::MetricMedian);
+            if c.tasks.is_some() || skip {
+                continue;
+            }
+            if let Some(p) = self.probe(&c.probe)
+                && let [only] = self.scales_of(p)
+            {
+                filled.push((i, *only));
+            }
+        }
+        for (i, n) in filled {
+            self.claims[i].tasks = Some(n);
+        }
+    }
+
+    /// A probe's own scales and program path.
+    fn validate_probe(&self, probe: &Probe) -> Result<()> {
+        match &probe.scales {
+            Some(s) => {
+                ensure!(
+                    !s.is_empty(),
+                    "scales is empty: list at least one task count, or leave it out"
+                );
+                ensure!(s.iter().all(|&n| n > 0), "scales: task counts must be > 0");
+            }
+            None => ensure!(
+                !self.protocol.scales.is_empty(),
+                "protocol.scales is empty and the probe lists no `scales`: list at least one task count"
+            ),
+        }
+        ensure!(
+            probe.program.starts_with('/'),
+            "program {:?} must be an absolute path inside the image",
+            probe.program
+        );
+        Ok(())
+    }
+
     /// The probe with this identifier.
     pub fn probe(&self, id: &str) -> Option<&Probe> {
         self.probes.iter().find(|p| p.id == id)
@@ -383,9 +513,26 @@ impl Study {
 
     /// Checks one claim against the probes, their kinds and the scales.
     fn validate_claim(&self, c: &Claim) -> Result<()> {
-        let scales = &self.protocol.scales;
-        for n in c.tasks.iter().chain(c.than_tasks.iter()) {
-            ensure!(scales.contains(n), "tasks {n} is not in protocol.scales");
+        let named: Vec<&String> = match (&c.expected, c.stat) {
+            (Expected::Order(ids), Stat::Order) => ids.iter().collect(),
+            _ => vec![&c.probe],
+        };
+        if let Some(n) = c.tasks {
+            for id in named.into_iter().filter(|id| self.probe(id).is_some()) {
+                self.check_runs(id, n)?;
+            }
+        }
+        match (c.than_tasks.or(c.tasks), &c.than) {
+            (Some(n), None) if c.than_tasks.is_some() => self.check_runs(&c.probe, n)?,
+            (Some(n), Some(Than::One(id))) if id != "lowest" && id != "highest" => {
+                self.check_runs(id, n)?
+            }
+            (Some(n), Some(Than::Each(ids))) => {
+                for id in ids {
+                    self.check_runs(id, n)?;
+                }
+            }
+            _ => {}
         }
         crate::claim::check_tolerance(c)?;
         match c.stat {
@@ -449,11 +596,18 @@ impl Study {
             (None, None) => {
                 bail!("needs `than` (a probe, a list, `lowest` or `highest`) or `than_tasks`")
             }
-            (Some(_), Some(_)) => bail!("`than` and `than_tasks` exclude each other"),
+            (Some(Than::One(w)), Some(_)) if w == "lowest" || w == "highest" => {
+                bail!("`than_tasks` names the scale of one probe, not of the {w}: name the probe")
+            }
+            (Some(Than::One(id)), Some(_)) => Ok(vec![id.clone()]),
+            (Some(Than::Each(_)), Some(_)) => {
+                bail!("`than_tasks` names the scale of one probe, not of a list: name one probe")
+            }
             (Some(Than::One(w)), None) if w == "lowest" || w == "highest" => Ok(self
                 .probes
                 .iter()
                 .filter(|p| p.id != c.probe && p.kind == kind)
+                .filter(|p| c.tasks.is_none_or(|n| self.scales_of(p).contains(&n)))
                 .map(|p| p.id.clone())
                 .collect()),
             (Some(Than::One(id)), None) => Ok(vec![id.clone()]),

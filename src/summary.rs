@@ -31,7 +31,8 @@ pub struct Summary {
     pub not_measured: usize,
     /// Samples whose probe or task count is not in the study; not counted, listed in `notes`.
     pub outside: usize,
-    /// One cell per scale and probe: scales in study order, probes in study order within a scale.
+    /// One cell per scale and probe that runs it: scales in study order (`protocol.scales`, then
+    /// the probes' own), probes in study order within a scale.
     pub cells: Vec<Cell>,
     /// Per probe, over every scale: medians of the probe's metrics (for scale-free metrics).
     pub probes: Vec<ProbeSummary>,
@@ -75,10 +76,24 @@ pub struct Cell {
     #[serde(default, skip_serializing_if = "Kind::is_steady")]
     pub kind: Kind,
     /// The kind's per-process values and their spread, by name (peak: `peak_bytes`, `vm_hwm_bytes`,
-    /// `wall_ms`…; timed: each result key; latency: `p50_ns`, `p99_ns`, `p99.9_ns`…). Empty for steady,
-    /// whose statistics are the fields above.
+    /// `wall_ms`…; timed and reported: each result key; latency: `p50_ns`, `p99_ns`, `p99.9_ns`…).
+    /// Empty for steady, whose statistics are the fields above. A timed cell's `cv` of a key is its
+    /// precision across processes, judged against `protocol.target_cv`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stats: BTreeMap<String, Spread>,
+    /// The programs' `note` lines in this cell (valid and invalid processes), each distinct text
+    /// once, in order of first appearance, with how many processes printed it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe_notes: Vec<NoteCount>,
+}
+
+/// One distinct `note` text of a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NoteCount {
+    /// The note, verbatim.
+    pub text: String,
+    /// Processes of the cell that printed it.
+    pub processes: usize,
 }
 
 /// One value per valid process and its spread: bytes, ms or ns as the value's name says.
@@ -122,6 +137,14 @@ pub struct Process {
     pub baseline_rss_bytes: Option<u64>,
     /// (rss_median_bytes − baseline_rss_bytes) / tasks, bytes per task.
     pub per_task_bytes: Option<f64>,
+    /// Timed, latency and reported kinds: the `result` lines (batches) the process printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches: Option<usize>,
+    /// Timed kind, per result key: the bootstrap 95 % interval [low, high] of the median of the
+    /// process's batches (see `bootstrap`: 2000 resamples, seeded from the sample, so the same
+    /// samples.jsonl gives the same intervals).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub intervals: BTreeMap<String, [f64; 2]>,
 }
 
 /// The median of one metric and how many processes reported it.
@@ -187,12 +210,15 @@ pub fn summarize(study: &Study, samples: &[Sample]) -> Summary {
         .collect();
     notes.extend(valid.iter().filter_map(|s| stored_median_note(s)));
     let mut cells = Vec::new();
-    for &tasks in &study.protocol.scales {
-        for probe in &study.probes {
+    for tasks in study.all_scales() {
+        for probe in study.probes.iter().filter(|p| study.runs(&p.id, tasks)) {
             let of_cell = |s: &&Sample| s.probe == probe.id && s.tasks == tasks;
             let cell_valid: Vec<&Sample> = valid.iter().copied().filter(of_cell).collect();
-            let invalid = counted.iter().copied().filter(of_cell).count() - cell_valid.len();
-            cells.push(cell(probe, tasks, &cell_valid, invalid));
+            let all: Vec<&Sample> = counted.iter().copied().filter(of_cell).collect();
+            let invalid = all.len() - cell_valid.len();
+            let mut c = cell(probe, tasks, &cell_valid, invalid);
+            c.probe_notes = note_counts(&all);
+            cells.push(c);
         }
     }
     peak_per_task(study, &mut cells);
@@ -253,8 +279,23 @@ impl Cell {
                     each: repeats.zip(s.values.iter().copied()).collect(),
                 })
             }
-            Kind::Timed | Kind::Latency => None,
+            Kind::Timed | Kind::Latency | Kind::Reported => None,
         }
+    }
+}
+
+impl Cell {
+    /// Timed kind: the result keys whose CV across process medians exceeds `target` (a fraction),
+    /// with that CV. Empty for other kinds or without a target.
+    pub fn above_target_cv(&self, target: Option<f64>) -> Vec<(&str, f64)> {
+        let Some(target) = target.filter(|_| self.kind == Kind::Timed) else {
+            return Vec::new();
+        };
+        self.stats
+            .iter()
+            .filter_map(|(k, s)| Some((k.as_str(), s.cv?)))
+            .filter(|(_, cv)| *cv > target)
+            .collect()
     }
 }
 
@@ -348,8 +389,7 @@ fn split_outside<'a>(
 ) -> (Vec<&'a Sample>, usize) {
     let mut inside = Vec::new();
     for s in samples {
-        let known_probe = study.probes.iter().any(|p| p.id == s.probe);
-        if known_probe && study.protocol.scales.contains(&s.tasks) {
+        if study.runs(&s.probe, s.tasks) {
             inside.push(s);
         } else {
             notes.push(format!(
@@ -394,13 +434,54 @@ fn process(s: &Sample) -> Process {
     let per_task = rss
         .zip(s.baseline_rss_bytes)
         .map(|(rss, b)| (rss - b as f64) / s.tasks as f64);
+    let has_results = matches!(s.kind, Kind::Timed | Kind::Latency | Kind::Reported);
     Process {
         repeat: s.repeat,
         position: s.position,
         rss_median_bytes: rss,
         baseline_rss_bytes: s.baseline_rss_bytes,
         per_task_bytes: per_task,
+        batches: has_results.then_some(s.results.len()),
+        intervals: if s.kind == Kind::Timed {
+            intervals(s)
+        } else {
+            BTreeMap::new()
+        },
     }
+}
+
+/// Per result key, the bootstrap 95 % interval of the median of the process's batches.
+fn intervals(s: &Sample) -> BTreeMap<String, [f64; 2]> {
+    let mut by_key: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for (k, &v) in s.results.iter().flatten() {
+        by_key.entry(k).or_default().push(v);
+    }
+    by_key
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let i = crate::bootstrap::median_interval(&v, crate::bootstrap::seed(s, k))?;
+            Some((k.to_string(), i))
+        })
+        .collect()
+}
+
+/// Each distinct note of these processes once, in order of first appearance, with how many
+/// processes printed it.
+fn note_counts(samples: &[&Sample]) -> Vec<NoteCount> {
+    let mut out: Vec<NoteCount> = Vec::new();
+    for s in samples {
+        let mut seen = BTreeSet::new();
+        for text in s.notes.iter().filter(|n| seen.insert(*n)) {
+            match out.iter_mut().find(|n| &n.text == text) {
+                Some(n) => n.processes += 1,
+                None => out.push(NoteCount {
+                    text: text.clone(),
+                    processes: 1,
+                }),
+            }
+        }
+    }
+    out
 }
 
 fn cell(probe: &crate::study::Probe, tasks: u64, valid: &[&Sample], invalid: usize) -> Cell {
@@ -429,6 +510,7 @@ fn cell(probe: &crate::study::Probe, tasks: u64, valid: &[&Sample], invalid: usi
         kind: probe.kind,
         stats: kind_stats(probe.kind, &valid),
         processes,
+        probe_notes: Vec::new(),
     }
 }
 
@@ -448,10 +530,10 @@ fn kind_stats(kind: Kind, valid: &[&Sample]) -> BTreeMap<String, Spread> {
 
 /// Peak kind: per task = (median peak at N − median peak at the smallest scale) ÷ (N − that N).
 fn peak_per_task(study: &Study, cells: &mut [Cell]) {
-    let Some(&smallest) = study.protocol.scales.iter().min() else {
-        return;
-    };
     for probe in study.probes.iter().filter(|p| p.kind == Kind::Peak) {
+        let Some(&smallest) = study.scales_of(probe).iter().min() else {
+            continue;
+        };
         let peak = |c: &Cell| c.stats.get("peak_bytes").map(|s| s.median);
         let base = cells
             .iter()
@@ -611,6 +693,79 @@ mod tests {
                 .iter()
                 .any(|i| i.error.contains("no RSS readings"))
         );
+    }
+
+    fn timed(probe: &str, tasks: u64, repeat: u32, batches: &[f64], notes: &[&str]) -> Sample {
+        let mut s = fixture::samples()[0].clone();
+        (s.probe, s.tasks, s.expected, s.repeat, s.kind) =
+            (probe.into(), tasks, tasks, repeat, Kind::Timed);
+        s.peak = Some(crate::sample::Peak {
+            ru_maxrss_bytes: Some(1),
+            exit_code: Some(0),
+            ..Default::default()
+        });
+        s.results = batches
+            .iter()
+            .map(|&v| BTreeMap::from([("ns".to_string(), v)]))
+            .collect();
+        s.notes = notes.iter().map(|n| n.to_string()).collect();
+        s
+    }
+
+    const TIMED: &str = "id: t\ntitle: t\nsource: {article: a, environment: e, cpus: '0'}\n\
+        protocol: {scales: [10, 100], repeats: 2, order: fixed, cpus: '0', interval_ms: 1, timeout_s: 5, target_cv: 0.05}\n\
+        probes:\n  - {id: sw, image: x, kind: timed, scales: [1]}\n  - {id: st, image: y}\n";
+
+    #[test]
+    fn timed_cells_have_intervals_batches_and_notes_at_their_own_scales() {
+        let study = Study::parse(TIMED).unwrap();
+        let samples = vec![
+            timed(
+                "sw",
+                1,
+                1,
+                &[10.0, 11.0, 10.5, 10.2],
+                &["pinned", "pinned", "warm"],
+            ),
+            timed("sw", 1, 2, &[20.0, 21.0, 20.5], &["pinned"]),
+            timed("sw", 10, 1, &[1.0], &[]),
+        ];
+        let s = summarize(&study, &samples);
+        assert_eq!(s.outside, 1, "sw does not run 10 tasks");
+        let scales: Vec<(&str, u64)> = s
+            .cells
+            .iter()
+            .map(|c| (c.probe.as_str(), c.tasks))
+            .collect();
+        assert_eq!(scales, [("st", 10), ("st", 100), ("sw", 1)]);
+        let c = s.cell("sw", 1).unwrap();
+        assert_eq!(c.processes[0].batches, Some(4));
+        let i = c.processes[0].intervals["ns"];
+        assert!(i[0] >= 10.0 && i[1] <= 11.0 && i[0] <= i[1], "{i:?}");
+        let again = summarize(&study, &samples);
+        assert_eq!(
+            again.cell("sw", 1).unwrap().processes,
+            c.processes,
+            "reproducible"
+        );
+        assert_eq!(
+            c.probe_notes,
+            [
+                NoteCount {
+                    text: "pinned".into(),
+                    processes: 2
+                },
+                NoteCount {
+                    text: "warm".into(),
+                    processes: 1
+                },
+            ]
+        );
+        // Medians 10.35 and 20.5: far apart, CV about 33 % > 5 %.
+        let flagged = c.above_target_cv(study.protocol.target_cv);
+        assert_eq!(flagged.len(), 1);
+        assert!((flagged[0].1 - c.stats["ns"].cv.unwrap()).abs() < 1e-12);
+        assert!(c.above_target_cv(None).is_empty());
     }
 
     #[test]

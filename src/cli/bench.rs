@@ -26,6 +26,9 @@ pub async fn fidelity(repo: &Path, args: &FidelityArgs) -> Result<Ending> {
     }
     study.claims.clear();
     study.protocol.scales = vec![args.tasks];
+    for p in &mut study.probes {
+        p.scales = None;
+    }
     study.protocol.repeats = args.repeats;
     let Prepared {
         engine, manifest, ..

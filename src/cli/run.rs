@@ -48,6 +48,13 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
     interrupt.release();
     let result = result?;
     dir.link_latest()?;
+    if let Ok((samples, _)) = crate::sample::read_all(&dir.file(run_dir::SAMPLES)) {
+        let summary = crate::summary::summarize(&study, &samples);
+        eprint!(
+            "{}",
+            crate::report::terminal::timed_precision(&study, &summary)
+        );
+    }
     if let Some(ratio) = result.overhead() {
         eprintln!(
             "kit overhead: {:.1} s wall for {:.1} s of probe lifetimes ({ratio:.3}×)",
@@ -59,13 +66,11 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
     Ok(result)
 }
 
-/// Every probe names a probe image (a `docker/` folder whose image.yaml says `probe: true`); checked
-/// before anything is built. The error names the study file and the probe's line.
+/// Every probe names a probe image (a `docker/` folder whose image.yaml says `probe: true`) and a
+/// program among that image's `binaries`; checked before anything is built. The error names the
+/// study file and the probe's line.
 fn check_probe_images(repo: &Path, study: &Study, file: Option<&Path>) -> Result<()> {
-    let probes = image::probe_names(repo)?;
-    let Some(probe) = study.probes.iter().find(|p| !probes.contains(&p.image)) else {
-        return Ok(());
-    };
+    let recipes = image::recipe::discover(&repo.join("docker"))?;
     let (name, text) = match file {
         Some(f) => (
             f.display().to_string(),
@@ -73,19 +78,56 @@ fn check_probe_images(repo: &Path, study: &Study, file: Option<&Path>) -> Result
         ),
         None => ("the default study".into(), study::DEFAULT_STUDY.to_string()),
     };
-    let line = text
-        .lines()
-        .position(|l| l.trim().trim_start_matches("- ") == format!("image: {}", probe.image))
-        .map(|i| format!(" line {}", i + 1))
-        .unwrap_or_default();
-    bail!(
-        "{name}{line}: probe {:?} names image {:?}, which is no probe image; add docker/{}/ with a \
-         Dockerfile and an image.yaml saying `probe: true`, or name one of: {}",
-        probe.id,
-        probe.image,
-        probe.image,
-        probes.join(", ")
-    )
+    check_probes_against(&recipes, study, &name, &text)
+}
+
+/// [`check_probe_images`] on recipes already read; `name` and `text` are the study file's.
+fn check_probes_against(
+    recipes: &[image::recipe::Recipe],
+    study: &Study,
+    name: &str,
+    text: &str,
+) -> Result<()> {
+    let line_of = |want: &str| {
+        text.lines()
+            .position(|l| l.trim().trim_start_matches("- ").trim_start_matches('{') == want)
+            .map(|i| format!(" line {}", i + 1))
+            .unwrap_or_default()
+    };
+    let probes: Vec<&str> = recipes
+        .iter()
+        .filter(|r| r.probe)
+        .map(|r| r.name.as_str())
+        .collect();
+    for probe in &study.probes {
+        let Some(recipe) = recipes.iter().find(|r| r.probe && r.name == probe.image) else {
+            let line = line_of(&format!("image: {}", probe.image));
+            bail!(
+                "{name}{line}: probe {:?} names image {:?}, which is no probe image; add docker/{}/ \
+                 with a Dockerfile and an image.yaml saying `probe: true`, or name one of: {}",
+                probe.id,
+                probe.image,
+                probe.image,
+                probes.join(", ")
+            );
+        };
+        if !recipe.binaries.contains(&probe.program) {
+            let line = match line_of(&format!("program: {}", probe.program)) {
+                l if l.is_empty() => line_of(&format!("id: {}", probe.id)),
+                l => l,
+            };
+            bail!(
+                "{name}{line}: probe {:?} runs program {:?}, which is not among the binaries of \
+                 image {:?} ({}); name one of them, or add it to `binaries` in docker/{}/image.yaml",
+                probe.id,
+                probe.program,
+                probe.image,
+                recipe.binaries.join(", "),
+                probe.image
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The build a study needs: its probe images and what they are built from.

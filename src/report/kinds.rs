@@ -21,13 +21,21 @@ pub fn tables(study: &Study, summary: &Summary) -> String {
     for kind in kinds {
         let _ = writeln!(out, "\n### {} kind\n", kind.name());
         out.push_str(legend(kind));
-        for &tasks in &study.protocol.scales {
+        for tasks in study.all_scales() {
             let cells: Vec<&Cell> = summary
                 .cells
                 .iter()
                 .filter(|c| c.kind == kind && c.tasks == tasks)
                 .collect();
-            out.push_str(&table(tasks, &cells, summary.repeats));
+            if cells.is_empty() {
+                continue;
+            }
+            let target = study.protocol.target_cv;
+            out.push_str(&table(tasks, &cells, summary.repeats, target));
+            if kind == Kind::Timed {
+                out.push_str(&precision(&cells));
+            }
+            out.push_str(&crate::report::markdown::probe_notes(&cells));
         }
     }
     out
@@ -41,6 +49,12 @@ fn legend(kind: Kind) -> &'static str {
              CV); MiB = 1,048,576 bytes; times in ms. Per task = (peak at N − peak at the smallest \
              scale) ÷ (N − that N).\n"
         }
+        Kind::Timed => {
+            "Each value is the median over processes of each process's own value (range, CV); \
+             times in the unit their name says. Batches: `result` lines per process. A process's \
+             interval is the bootstrap 95 % interval of the median of its batches (2000 \
+             resamples, seeded from the sample). ⚠ marks a CV above `protocol.target_cv`.\n"
+        }
         _ => {
             "Each value is the median over processes of each process's own value (range, CV); \
              times in the unit their name says.\n"
@@ -48,7 +62,7 @@ fn legend(kind: Kind) -> &'static str {
     }
 }
 
-fn table(tasks: u64, cells: &[&Cell], repeats: u32) -> String {
+fn table(tasks: u64, cells: &[&Cell], repeats: u32, target_cv: Option<f64>) -> String {
     let names: BTreeSet<&str> = cells
         .iter()
         .flat_map(|c| c.stats.keys().map(String::as_str))
@@ -65,8 +79,13 @@ fn table(tasks: u64, cells: &[&Cell], repeats: u32) -> String {
     out.push('\n');
     for c in cells {
         let _ = write!(out, "| {} | {} of {repeats} |", c.probe, c.valid);
+        let flagged = c.above_target_cv(target_cv);
         for n in &names {
-            let cell = c.stats.get(*n).map_or("—".into(), |s| spread(n, s));
+            let mut cell = c.stats.get(*n).map_or("—".into(), |s| spread(n, s));
+            if flagged.iter().any(|(k, _)| k == n) {
+                let t = target_cv.unwrap_or_default();
+                cell.push_str(&format!(" ⚠ CV above {} %", grouped(t * 100.0, 2)));
+            }
             let _ = write!(out, " {cell} |");
         }
         let per_task = c
@@ -75,6 +94,48 @@ fn table(tasks: u64, cells: &[&Cell], repeats: u32) -> String {
         let _ = writeln!(out, " {per_task} |");
     }
     out
+}
+
+/// Timed cells: per process, its batches and the bootstrap interval of each key's median.
+fn precision(cells: &[&Cell]) -> String {
+    let mut out = String::new();
+    for c in cells.iter().filter(|c| !c.processes.is_empty()) {
+        let each: Vec<String> = c
+            .processes
+            .iter()
+            .map(|p| {
+                let intervals: Vec<String> = p
+                    .intervals
+                    .iter()
+                    .map(|(k, [lo, hi])| format!("{k} {}–{}", number(*lo), number(*hi)))
+                    .collect();
+                format!(
+                    "r{} {} batches{}",
+                    p.repeat,
+                    p.batches.unwrap_or(0),
+                    if intervals.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {}", intervals.join(", "))
+                    }
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "{}- {}: {}",
+            if out.is_empty() { "\n" } else { "" },
+            c.probe,
+            each.join("; ")
+        );
+    }
+    out
+}
+
+/// A result value as written: up to 3 decimals, without trailing zeros.
+fn number(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// `median (min–max, CV)` in the value's unit: `_bytes` in MiB, `_ms` in ms, `_ns` in µs.

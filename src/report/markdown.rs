@@ -157,6 +157,26 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
     };
     let mut out = String::from("## Protocol\n\n");
     let _ = writeln!(out, "- Scales: {} tasks.", scales.join("; "));
+    for probe in study.probes.iter().filter(|p| p.scales.is_some()) {
+        let own: Vec<String> = study
+            .scales_of(probe)
+            .iter()
+            .map(|&n| grouped(n as f64, 0))
+            .collect();
+        let _ = writeln!(
+            out,
+            "- {} runs its own scales: {} tasks.",
+            probe.id,
+            own.join("; ")
+        );
+    }
+    if let Some(t) = p.target_cv {
+        let _ = writeln!(
+            out,
+            "- Timed precision: a cell whose CV across process medians is above {} % is flagged.",
+            grouped(t * 100.0, 2)
+        );
+    }
     let _ = writeln!(
         out,
         "- Repeats: {} independent processes per probe and scale; order {order}.",
@@ -219,14 +239,25 @@ fn results(study: &Study, summary: &Summary) -> String {
             "RSS in MiB (1 MiB = 1,048,576 bytes). CV is the population standard deviation of the ",
         );
         out.push_str("process medians ÷ their mean. Per task is the median over processes of (RSS − baseline), ÷ tasks.\n");
-        for &tasks in &study.protocol.scales {
+        let scales = study.all_scales();
+        let steady = |c: &&Cell| c.kind == Kind::Steady;
+        for tasks in scales {
+            let cells: Vec<&Cell> = summary
+                .cells
+                .iter()
+                .filter(steady)
+                .filter(|c| c.tasks == tasks)
+                .collect();
+            if cells.is_empty() {
+                continue;
+            }
             let _ = writeln!(out, "\n### {} tasks\n", grouped(tasks as f64, 0));
             out.push_str("| Probe | Valid | Process medians (MiB) | Median | Min | Max | CV | Per task | Metrics (median) |\n");
             out.push_str("|---|--:|---|--:|--:|--:|--:|--:|---|\n");
-            let steady = summary.cells.iter().filter(|c| c.kind == Kind::Steady);
-            for cell in steady.filter(|c| c.tasks == tasks) {
+            for cell in &cells {
                 out.push_str(&cell_row(cell, summary.repeats));
             }
+            out.push_str(&probe_notes(&cells));
         }
     }
     out.push_str(&crate::report::kinds::tables(study, summary));
@@ -274,6 +305,36 @@ fn cell_row(c: &Cell, repeats: u32) -> String {
     )
 }
 
+/// The programs' notes of these cells, one line per cell that has any: each distinct note with
+/// how many processes printed it. Empty when no cell has a note.
+pub(crate) fn probe_notes(cells: &[&Cell]) -> String {
+    let mut out = String::new();
+    for c in cells.iter().filter(|c| !c.probe_notes.is_empty()) {
+        if out.is_empty() {
+            out.push('\n');
+        }
+        let notes: Vec<String> = c
+            .probe_notes
+            .iter()
+            .map(|n| {
+                let who = match n.processes {
+                    1 => "1 process".to_string(),
+                    k => format!("{k} processes"),
+                };
+                format!("“{}” ({who})", cell_text(&n.text))
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "- Notes of {} at {} tasks: {}",
+            c.probe,
+            grouped(c.tasks as f64, 0),
+            notes.join("; ")
+        );
+    }
+    out
+}
+
 /// Metrics named `*_bytes` in MiB; others as plain numbers.
 fn metric_value(name: &str, v: f64) -> String {
     if name.ends_with("_bytes") {
@@ -285,7 +346,7 @@ fn metric_value(name: &str, v: f64) -> String {
 
 fn lower_by(study: &Study, summary: &Summary) -> String {
     let mut lines = Vec::new();
-    for &tasks in &study.protocol.scales {
+    for tasks in study.all_scales() {
         for (i, a) in study.probes.iter().enumerate() {
             for b in &study.probes[i + 1..] {
                 let pair = [
@@ -367,7 +428,7 @@ fn recompute() -> String {
 }
 
 /// Text safe inside a table cell: no pipes, no line breaks.
-fn cell_text(s: &str) -> String {
+pub(crate) fn cell_text(s: &str) -> String {
     s.replace('|', "\\|").replace(['\r', '\n'], " ")
 }
 
@@ -400,6 +461,56 @@ mod tests {
         assert!(text.contains("This study states no claims; no verdicts."));
         assert!(text.contains("> **Partial data:** samples.jsonl line 7 malformed."));
         assert!(!text.contains("| Claim |"));
+    }
+
+    #[test]
+    fn notes_intervals_batches_and_flags_beside_the_cells() {
+        let text = "id: t\ntitle: t\nsource: {article: a, environment: e, cpus: '0'}\n\
+            protocol: {scales: [10], repeats: 2, order: fixed, cpus: '0', interval_ms: 1, timeout_s: 5, target_cv: 0.05}\n\
+            probes:\n  - {id: sw, image: x, kind: timed, scales: [1]}\n  - {id: st, image: y}\n";
+        let study = Study::parse(text).unwrap();
+        let mut samples = Vec::new();
+        for (repeat, base) in [(1, 10.0), (2, 20.0)] {
+            let mut s = fixture::samples()[0].clone();
+            (s.probe, s.tasks, s.expected, s.repeat, s.kind) =
+                ("sw".into(), 1, 1, repeat, Kind::Timed);
+            s.peak = Some(crate::sample::Peak {
+                ru_maxrss_bytes: Some(1),
+                exit_code: Some(0),
+                ..Default::default()
+            });
+            s.results = (0..5)
+                .map(|i| std::collections::BTreeMap::from([("ns".into(), base + f64::from(i))]))
+                .collect();
+            s.notes = vec!["pinned to CPU 0".into()];
+            (s.rss_bytes, s.baseline_rss_bytes) = (Vec::new(), None);
+            samples.push(s);
+        }
+        let mut st = fixture::samples()[0].clone();
+        (st.probe, st.tasks, st.expected, st.completed) = ("st".into(), 10, 10, Some(10));
+        st.metrics.clear();
+        st.notes = vec!["limit | reached".into()];
+        samples.push(st);
+        let summary = crate::summary::summarize(&study, &samples);
+        let input = fixture::input(&study, &samples, &summary, &[]);
+        let md = String::from_utf8(Markdown.render(&input).unwrap()).unwrap();
+        assert!(md.contains("- sw runs its own scales: 1 tasks."), "{md}");
+        assert!(
+            md.contains("(12–22, CV 29.41 %) ⚠ CV above 5.00 % |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- sw: r1 5 batches, ns 10–14; r2 5 batches, ns 20–24"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- Notes of sw at 1 tasks: “pinned to CPU 0” (2 processes)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- Notes of st at 10 tasks: “limit \\| reached” (1 process)"),
+            "{md}"
+        );
     }
 
     #[test]

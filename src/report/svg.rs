@@ -32,7 +32,19 @@ impl Format for Figure {
     }
 
     fn render(&self, input: &ReportInput) -> Result<Vec<u8>> {
-        let scales = &input.study.protocol.scales;
+        // A panel per scale where some probe measures memory.
+        let scales: Vec<u64> = input
+            .study
+            .all_scales()
+            .into_iter()
+            .filter(|&n| {
+                input
+                    .summary
+                    .cells
+                    .iter()
+                    .any(|c| c.tasks == n && matches!(c.kind, Kind::Steady | Kind::Peak))
+            })
+            .collect();
         let width = 2.0 * MARGIN + PANEL_W * scales.len() as f64;
         let height = HEADER_H + PANEL_H + MARGIN;
         let mut out = format!(
@@ -61,7 +73,13 @@ impl Format for Figure {
             "{}",
             text(MARGIN + 4.0, 48.0, 12, "start", "normal", sub)
         );
-        let probes: Vec<&str> = input.study.probes.iter().map(|p| p.id.as_str()).collect();
+        let probes: Vec<&str> = input
+            .study
+            .probes
+            .iter()
+            .filter(|p| matches!(p.kind, Kind::Steady | Kind::Peak))
+            .map(|p| p.id.as_str())
+            .collect();
         for (i, &tasks) in scales.iter().enumerate() {
             let x0 = MARGIN + PANEL_W * i as f64;
             out.push_str(&panel(x0, HEADER_H, tasks, &probes, input.summary));

@@ -2,7 +2,10 @@
 
 use std::fmt::Write as _;
 
+use crate::kind::Kind;
 use crate::report::number;
+use crate::study::Study;
+use crate::summary::Summary;
 use crate::verdict::Verdict;
 
 const HEADER: [&str; 7] = [
@@ -39,6 +42,37 @@ pub fn verdict_table(verdicts: &[Verdict]) -> String {
     out
 }
 
+/// Each timed cell's CV across process medians, per result key, flagged when above
+/// `protocol.target_cv`; empty when the study has no timed cell.
+pub fn timed_precision(study: &Study, summary: &Summary) -> String {
+    let target = study.protocol.target_cv;
+    let mut out = String::new();
+    for c in summary.cells.iter().filter(|c| c.kind == Kind::Timed) {
+        let flagged = c.above_target_cv(target);
+        for (key, s) in &c.stats {
+            let cv =
+                s.cv.map_or("CV —".into(), |v| format!("CV {:.2} %", v * 100.0));
+            let flag = if flagged.iter().any(|(k, _)| k == key) {
+                format!("  ABOVE TARGET {:.2} %", target.unwrap_or_default() * 100.0)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "  {} × {} tasks  {key} median {:.3}  {cv} over {} processes{flag}",
+                c.probe,
+                c.tasks,
+                s.median,
+                s.values.len()
+            );
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("timed cells (CV across process medians):\n{out}")
+}
+
 fn row(v: &Verdict) -> [String; 7] {
     [
         v.claim.clone(),
@@ -72,6 +106,27 @@ mod tests {
         let text = verdict_table(&v);
         assert_eq!(text, verdict_table(&v), "deterministic");
         insta::assert_snapshot!("verdict_table", text);
+    }
+
+    #[test]
+    fn timed_cells_print_their_cv_and_flag() {
+        let mut study = Study::default_study();
+        study.protocol.target_cv = Some(0.01);
+        let mut summary = fixture::summary();
+        assert_eq!(timed_precision(&study, &summary), "", "no timed cell");
+        let c = &mut summary.cells[0];
+        c.kind = Kind::Timed;
+        c.stats.insert(
+            "ns".into(),
+            crate::summary::Spread::of(vec![10.0, 12.0]).unwrap(),
+        );
+        let text = timed_precision(&study, &summary);
+        assert!(
+            text.contains("ns median 11.000  CV 9.09 % over 2 processes  ABOVE TARGET 1.00 %"),
+            "{text}"
+        );
+        study.protocol.target_cv = Some(0.5);
+        assert!(!timed_precision(&study, &summary).contains("ABOVE"));
     }
 
     #[test]

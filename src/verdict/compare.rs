@@ -10,8 +10,10 @@ use super::{Found, Measured, Settled};
 
 /// `than` in words for the verdict (`go`, `lowest of a, b`, `each of a, b`, `itself at 1 tasks`).
 pub(super) fn than_words(study: &Study, claim: &Claim) -> Option<String> {
-    if let Some(n) = claim.than_tasks {
-        return Some(format!("itself at {n} tasks"));
+    match (claim.than_tasks, &claim.than) {
+        (Some(n), None) => return Some(format!("itself at {n} tasks")),
+        (Some(n), Some(Than::One(id))) => return Some(format!("{id} at {n} tasks")),
+        _ => {}
     }
     match claim.than.as_ref()? {
         Than::One(w) if w == "lowest" || w == "highest" => {
@@ -29,8 +31,19 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
     let tasks = claim.tasks.ok_or("ratio names no task count")?;
     let (a, mut notes) = scalar(of, claim, &claim.probe, tasks, summary)?;
     if let Some(n) = claim.than_tasks {
-        let (b, more) = scalar(of, claim, &claim.probe, n, summary)?;
+        // Itself at another scale, or the one probe named by `than` at that scale.
+        let other = match &claim.than {
+            Some(Than::One(id)) => id.as_str(),
+            _ => claim.probe.as_str(),
+        };
+        let (b, more) = scalar(of, claim, other, n, summary)?;
         notes.extend(more);
+        notes.push(format!(
+            "{} at {tasks} tasks {} ÷ {other} at {n} tasks {}",
+            claim.probe,
+            show(of, a),
+            show(of, b)
+        ));
         return Ok(Found {
             measured: Measured::Value(divide(a, b)?),
             notes,
@@ -236,6 +249,37 @@ mod tests {
         s
     }
 
+    const ACROSS: &str = "id: t\ntitle: t\nsource: {article: a, environment: e, cpus: '0'}\n\
+        protocol: {scales: [1, 10], repeats: 1, order: fixed, cpus: '0', interval_ms: 1, timeout_s: 5}\n\
+        probes:\n  - {id: go, image: x, kind: peak}\n  - {id: one, image: y, kind: peak, scales: [1]}\n\
+        claims:\n\
+        \x20 - {id: x, text: t, stat: ratio, of: peak_median, probe: go, tasks: 10, than: one, than_tasks: 1, expected: 19, unit: x, tolerance: {relative: 0.01}}\n\
+        \x20 - {id: y, text: t, stat: ratio, of: peak_median, probe: one, than: go, than_tasks: 10, expected: {below: 1}, unit: x}\n\
+        \x20 - {id: z, text: t, stat: peak_median, probe: one, expected: 100, unit: B, tolerance: {absolute: 0}}\n";
+
+    #[test]
+    fn ratio_of_two_probes_at_two_scales() {
+        let study = Study::parse(ACROSS).unwrap();
+        assert_eq!(
+            study.claims[1].tasks,
+            Some(1),
+            "one scale: tasks may be left out"
+        );
+        let samples = vec![
+            sample("go", 1, Some(1000)),
+            sample("go", 10, Some(1900)),
+            sample("one", 1, Some(100)),
+        ];
+        let v = judge(&study, &crate::summary::summarize(&study, &samples));
+        assert_eq!(v[0].measured, Some(Measured::Value(19.0)));
+        assert_eq!(v[0].status, Status::Reproduced);
+        assert_eq!(v[0].than.as_deref(), Some("one at 1 tasks"));
+        assert!(v[0].note.as_deref().unwrap().contains("÷ one at 1 tasks"));
+        assert_eq!(v[1].measured, Some(Measured::Value(100.0 / 1900.0)));
+        assert_eq!(v[2].measured, Some(Measured::Value(100.0)));
+        assert_eq!(v[2].tasks, Some(1));
+    }
+
     #[test]
     fn ratios_orders_and_partial_participants() {
         let study = Study::parse(STUDY).unwrap();
@@ -260,6 +304,7 @@ mod tests {
             "cs, not measured, could fail the claim"
         );
         assert_eq!(by("grow").measured, Some(Measured::Value(1.2)));
+        assert_eq!(by("grow").than.as_deref(), Some("itself at 1 tasks"));
         assert_eq!(by("grow").status, Status::Reproduced);
         let o = by("o");
         assert_eq!(

@@ -26,7 +26,15 @@
 //!    takes `--samples` readings of `/proc/<pid>/status` `--interval-ms` apart, writes a newline;
 //! 3. probe releases its tasks, prints `done completed=<n> key=value…` and exits 0.
 //!
-//! Anything else is a protocol error.
+//! Anything else is a protocol error, except `note <text>` lines (below), which may come at any
+//! point.
+//!
+//! ## notes (every kind)
+//!
+//! A stdout line `note <free text>` is the program saying why something happened (e.g. which
+//! limit stopped thread creation). Its text is kept verbatim, in order, at most 32 of them, each
+//! cut at 300 bytes, in the output's `notes`; it is never a protocol error and never an other
+//! line.
 //!
 //! ## peak, timed, latency
 //!
@@ -58,7 +66,9 @@
 //!                             // spawn: baseline acknowledged → ready line; measure: ready line →
 //!                             // last reading; release: release line written → done line;
 //!                             // probe: spawn → exit. null when not reached
+//!  "notes":["…"],             // the program's note lines, without the word `note`
 //!  "exit_code":0,"signal":null,   // how the probe ended; null when unknown
+//!  "notes":["…"],            // the program's note lines, without the word `note`
 //!  "error":null}              // why the protocol failed: protocol error, timeout, crash, …
 //! ```
 //!
@@ -76,7 +86,8 @@
 //!                              // start → exit; CPU times from wait4 (children included)
 //!  "results":[{"ns_per_op":12.5,"batch":1}],   // the result lines' metrics, in order
 //!  "latency":[[1000,2],[2000,4]],  // [value_ns,count] by value; [] unless kind latency
-//!  "other_lines":0,            // stdout lines that were neither
+//!  "other_lines":0,            // stdout lines that were none of these (nor notes)
+//!  "notes":["…"],              // the program's note lines, without the word `note`
 //!  "exit_code":0,"signal":null,"error":null}
 //! ```
 //!
@@ -86,6 +97,7 @@
 
 mod args;
 mod json;
+mod notes;
 mod parse;
 mod process;
 mod results;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::args::Options;
 use crate::json::Value;
+use crate::notes::Notes;
 use crate::parse::{ProbeLine, ProcStatus, parse_probe_line, parse_status};
 use crate::process::{self, Event, MAX_LINE, describe, excerpt, ms};
 
@@ -29,6 +30,7 @@ pub struct Report {
     measure_ms: Option<f64>,
     release_ms: Option<f64>,
     probe_ms: Option<f64>,
+    notes: Notes,
     status: Option<ExitStatus>,
     error: Option<String>,
 }
@@ -76,6 +78,7 @@ impl Report {
                     field("probe", Value::opt_ms(self.probe_ms)),
                 ]),
             ),
+            field("notes", self.notes.to_json()),
             field(
                 "exit_code",
                 self.status
@@ -104,6 +107,8 @@ struct Probe {
     eof_at: Option<Instant>,
     exited_at: Option<Instant>,
     status: Option<ExitStatus>,
+    /// The probe's `note` lines, from any phase.
+    notes: Notes,
 }
 
 impl Probe {
@@ -122,6 +127,7 @@ impl Probe {
             eof_at: None,
             exited_at: None,
             status: None,
+            notes: Notes::default(),
         })
     }
 
@@ -183,6 +189,8 @@ impl Probe {
         let when = format!("before {phase}");
         loop {
             match self.next_event(phase, &when)? {
+                Event::Line(line) if self.notes.take(&line) => {}
+                Event::LineTooLong(start) if self.notes.take(&start) => {}
                 Event::Line(line) => return Ok(line),
                 Event::LineTooLong(_) => {
                     return Err(format!(
@@ -227,6 +235,8 @@ impl Probe {
             }
             match self.events.recv_timeout(t.min(self.deadline) - now) {
                 Err(RecvTimeoutError::Timeout) => {}
+                Ok(Event::Line(line)) if self.notes.take(&line) => {}
+                Ok(Event::LineTooLong(start)) if self.notes.take(&start) => {}
                 Ok(Event::Line(line)) => {
                     return Err(format!(
                         "protocol: unexpected output in phase {phase}: {}",
@@ -294,6 +304,8 @@ impl Probe {
         while self.exited_at.is_none() {
             let left = self.deadline.saturating_duration_since(Instant::now());
             match self.events.recv_timeout(left) {
+                Ok(Event::Line(line)) if self.notes.take(&line) => {}
+                Ok(Event::LineTooLong(start)) if self.notes.take(&start) => {}
                 Ok(Event::Line(line)) => return Err(unexpected(&line)),
                 Ok(Event::LineTooLong(_)) => return Err(unexpected("(line too long)")),
                 Ok(Event::ReadError(e)) => return Err(format!("reading the probe's stdout: {e}")),
@@ -308,6 +320,8 @@ impl Probe {
         while self.eof_at.is_none() {
             let left = until.saturating_duration_since(Instant::now());
             match self.events.recv_timeout(left) {
+                Ok(Event::Line(line)) if self.notes.take(&line) => {}
+                Ok(Event::LineTooLong(start)) if self.notes.take(&start) => {}
                 Ok(Event::Line(line)) => return Err(unexpected(&line)),
                 Ok(Event::LineTooLong(_)) => return Err(unexpected("(line too long)")),
                 Ok(Event::Eof) => self.eof_at = Some(Instant::now()),
@@ -400,6 +414,7 @@ fn run(opts: &Options, rep: &mut Report) -> Result<(), String> {
         probe.kill();
     }
     rep.status = probe.status;
+    rep.notes = std::mem::take(&mut probe.notes);
     rep.probe_ms = probe.exited_at.map(|t| ms(t - probe.started));
     result
 }
@@ -444,7 +459,7 @@ mod tests {
         };
         assert_eq!(
             rep.to_json().to_json(),
-            r#"{"schema":1,"cpus_requested":null,"cpus_in_force":null,"baseline":null,"samples":[],"ready":{},"done":{},"timings_ms":{"spawn":null,"measure":null,"release":null,"probe":null},"exit_code":null,"signal":null,"error":"x \"y\""}"#
+            r#"{"schema":1,"cpus_requested":null,"cpus_in_force":null,"baseline":null,"samples":[],"ready":{},"done":{},"timings_ms":{"spawn":null,"measure":null,"release":null,"probe":null},"notes":[],"exit_code":null,"signal":null,"error":"x \"y\""}"#
         );
     }
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::args::{Kind, Options};
 use crate::json::Value;
+use crate::notes::Notes;
 use crate::parse::{ProbeLine, ProcStatus, parse_status};
 use crate::process::{self, Event, MAX_LINE, Reaped, describe, excerpt, ms};
 use crate::results::{self, Histogram, Output};
@@ -82,6 +83,7 @@ pub struct Report {
     results: Vec<ProbeLine>,
     latency: Histogram,
     other_lines: u64,
+    notes: Notes,
     status: Option<ExitStatus>,
     error: Option<String>,
 }
@@ -96,6 +98,7 @@ impl Report {
             results: Vec::new(),
             latency: Histogram::default(),
             other_lines: 0,
+            notes: Notes::default(),
             status: None,
             error: None,
         }
@@ -127,6 +130,7 @@ impl Report {
             ),
             field("latency", self.latency.to_json()),
             field("other_lines", Value::UInt(self.other_lines)),
+            field("notes", self.notes.to_json()),
             field("exit_code", status(ExitStatus::code)),
             field("signal", status(ExitStatus::signal)),
             field("error", Value::opt_str(self.error.as_deref())),
@@ -137,6 +141,8 @@ impl Report {
     fn take(&mut self, ev: Event) -> Option<String> {
         let with_latency = self.kind == Kind::Latency;
         match ev {
+            Event::Line(line) if self.notes.take(&line) => {}
+            Event::LineTooLong(start) if self.notes.take(&start) => {}
             Event::Line(line) => match results::classify(&line, with_latency) {
                 Ok(Output::Result(l)) => self.results.push(l),
                 Ok(Output::Latency { value_ns, count }) => {
@@ -361,7 +367,7 @@ mod tests {
         rep.status = Some(ExitStatus::from_raw(0));
         assert_eq!(
             rep.to_json().to_json(),
-            r#"{"schema":1,"kind":"latency","cpus_requested":"0-1","cpus_in_force":"0-1","peak":{"polls":12,"vm_hwm_kib":2048,"vm_rss_max_kib":2000,"threads_max":3,"ru_maxrss_kib":2100,"wall_ms":612.250,"user_ms":400.000,"sys_ms":20.500},"results":[{"ns_per_op":12.5,"batch":1},{"ns_per_op":13,"batch":2}],"latency":[[1000,2],[2000,4]],"other_lines":4,"exit_code":0,"signal":null,"error":null}"#
+            r#"{"schema":1,"kind":"latency","cpus_requested":"0-1","cpus_in_force":"0-1","peak":{"polls":12,"vm_hwm_kib":2048,"vm_rss_max_kib":2000,"threads_max":3,"ru_maxrss_kib":2100,"wall_ms":612.250,"user_ms":400.000,"sys_ms":20.500},"results":[{"ns_per_op":12.5,"batch":1},{"ns_per_op":13,"batch":2}],"latency":[[1000,2],[2000,4]],"other_lines":4,"notes":[],"exit_code":0,"signal":null,"error":null}"#
         );
     }
 
@@ -371,7 +377,7 @@ mod tests {
         rep.error = Some("usage: x".into());
         assert_eq!(
             rep.to_json().to_json(),
-            r#"{"schema":1,"kind":"peak","cpus_requested":null,"cpus_in_force":null,"peak":{"polls":0,"vm_hwm_kib":null,"vm_rss_max_kib":null,"threads_max":null,"ru_maxrss_kib":null,"wall_ms":null,"user_ms":null,"sys_ms":null},"results":[],"latency":[],"other_lines":0,"exit_code":null,"signal":null,"error":"usage: x"}"#
+            r#"{"schema":1,"kind":"peak","cpus_requested":null,"cpus_in_force":null,"peak":{"polls":0,"vm_hwm_kib":null,"vm_rss_max_kib":null,"threads_max":null,"ru_maxrss_kib":null,"wall_ms":null,"user_ms":null,"sys_ms":null},"results":[],"latency":[],"other_lines":0,"notes":[],"exit_code":null,"signal":null,"error":"usage: x"}"#
         );
         rep.status = Some(ExitStatus::from_raw(9));
         assert!(
@@ -399,7 +405,10 @@ mod tests {
             rep.take(line("result x")),
             Some("protocol: malformed `result` line \"result x\": \"x\" is not key=value".into())
         );
+        assert_eq!(rep.take(line("note why: because")), None);
+        assert_eq!(rep.take(Event::LineTooLong("note long".into())), None);
         assert_eq!((rep.results.len(), rep.other_lines), (1, 3));
+        assert_eq!(rep.notes.to_json().to_json(), r#"["why: because","long"]"#);
         assert_eq!(rep.latency, Histogram::default());
 
         let mut rep = Report::new(Kind::Latency, None);

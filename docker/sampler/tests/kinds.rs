@@ -267,3 +267,55 @@ fn steady_output_has_no_kind() {
     assert!(!r.json.contains(r#""kind""#), "{}", r.json);
     assert_eq!(r.raw("done"), r#"{"completed":1}"#);
 }
+
+#[test]
+fn note_lines_are_kept_in_every_phase_of_the_handshake() {
+    let r = sampler(&[
+        "--settle-ms",
+        "0",
+        "--samples",
+        "1",
+        "--interval-ms",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        r#"echo "note starting"; echo baseline; read x; echo "ready tasks=10 created=3"; echo "note limit: pids.max 3 reached"; read x; echo "done completed=3"; echo "note bye""#,
+    ]);
+    assert!(r.success, "{}", r.json);
+    assert_eq!(r.error(), "null");
+    assert_eq!(
+        r.raw("notes"),
+        r#"["starting","limit: pids.max 3 reached","bye"]"#
+    );
+    assert_eq!(r.num("created"), 3.0);
+    // Any other line between ready and release is still a protocol error.
+    let r = sampler(&[
+        "--settle-ms",
+        "200",
+        "--samples",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        r#"echo baseline; read x; echo "ready tasks=1"; echo chatter; read x; echo "done completed=1""#,
+    ]);
+    assert!(!r.success);
+    assert!(r.error().contains("unexpected output"), "{}", r.json);
+}
+
+#[test]
+fn note_lines_of_a_timed_program_are_not_other_lines() {
+    let r = sampler(&[
+        "--kind",
+        "timed",
+        "--",
+        "sh",
+        "-c",
+        r#"echo "note 0 system calls seen"; echo "result syscalls_per_switch=0"; echo hello"#,
+    ]);
+    assert!(r.success, "{}", r.json);
+    assert_eq!(r.raw("notes"), r#"["0 system calls seen"]"#);
+    assert_eq!(r.num("other_lines"), 1.0);
+    assert_eq!(r.raw("results"), r#"[{"syscalls_per_switch":0}]"#);
+}
