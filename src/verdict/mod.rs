@@ -462,7 +462,7 @@ mod tests {
     #[test]
     fn metric_without_tasks_uses_every_scale() {
         let v = one(
-            "{id: f, text: t, probe: rust-tokio, stat: metric_median, metric: future_size_64b, expected: 152, unit: B, tolerance: {absolute: 0}}",
+            "{id: f, text: t, probe: rust-tokio, stat: metric_median, metric: future_size_64b_arc, expected: 152, unit: B, tolerance: {absolute: 0}}",
         );
         assert_eq!(
             (v.status, v.measured),
