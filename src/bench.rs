@@ -105,16 +105,18 @@ fn measure_native(
     mut s: Sample,
 ) -> Result<Sample> {
     let probe = &study.probes[cell.probe];
+    let cpus = run::probe_cpus(probe, state).map_err(anyhow::Error::msg)?;
+    let workers = cpus.len() as u32;
     let output = Command::new(dir.join("sampler"))
         .args(run::sampler_args(
             probe,
             &study.protocol,
-            &state.cpus_pinned,
+            &crate::cpuset::format(&cpus),
         ))
         .arg(dir.join("probe"))
-        .args(probe.expand_args(cell.tasks, state.workers))
+        .args(probe.expand_args(cell.tasks, workers))
         .env_clear()
-        .envs(probe.expand_env(cell.tasks, state.workers))
+        .envs(probe.expand_env(cell.tasks, workers))
         .output()
         .context("running the sampler natively")?;
     let out: SamplerOutput =

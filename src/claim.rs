@@ -106,6 +106,11 @@ pub fn check_fields(c: &Claim) -> Result<()> {
             name(inner)
         );
     }
+    ensure!(
+        c.than_metric.is_none()
+            || (c.stat == Stat::Ratio && matches!(inner, Stat::MetricMedian | Stat::ResultMedian)),
+        "`than_metric` is for a ratio of metric_median or result_median: the other side's metric"
+    );
     if inner == Stat::Percentile {
         let known = crate::kind::PERCENTILES;
         match c.percentile {

@@ -304,10 +304,19 @@ pub async fn measure(
         )
     })?;
     let p = &study.protocol;
-    let args = probe.expand_args(cell.tasks, state.workers);
-    let env = probe.expand_env(cell.tasks, state.workers);
+    let cpus = match probe_cpus(probe, state) {
+        Ok(cpus) => cpus,
+        Err(why) => {
+            let mut s = blank(study, state, cell, now());
+            s.error = Some(why);
+            return Ok(Some(s));
+        }
+    };
+    let workers = cpus.len() as u32;
+    let args = probe.expand_args(cell.tasks, workers);
+    let env = probe.expand_env(cell.tasks, workers);
     let mut cmd: Vec<String> = vec!["/usr/local/bin/sampler".into()];
-    cmd.extend(sampler_args(probe, p, &state.cpus_pinned));
+    cmd.extend(sampler_args(probe, p, &cpuset::format(&cpus)));
     cmd.push(probe.program.clone());
     cmd.extend(args.iter().cloned());
     let labels = BTreeMap::from([
@@ -364,9 +373,19 @@ fn unavailable_reason(manifest: &Manifest, image: &str) -> Option<String> {
     })
 }
 
+/// The CPUs a probe runs on: the run's pinned list, or its first `cpus` when the probe asks for fewer.
+pub fn probe_cpus(probe: &crate::study::Probe, state: &RunState) -> Result<Vec<usize>, String> {
+    let run_cpus = cpuset::parse(&state.cpus_pinned).map_err(|e| format!("{e:#}"))?;
+    probe.pinned_cpus(&run_cpus)
+}
+
 /// A sample of this cell with nothing measured yet: invalid until the sampler's output says otherwise.
 fn blank(study: &Study, state: &RunState, cell: &Cell, started_at: String) -> Sample {
     let probe = &study.probes[cell.probe];
+    let cpus = probe_cpus(probe, state)
+        .map(|c| cpuset::format(&c))
+        .unwrap_or_else(|_| state.cpus_pinned.clone());
+    let workers = cpuset::parse(&cpus).map_or(state.workers, |c| c.len() as u32);
     Sample {
         run_id: state.run_id.clone(),
         study: study.id.clone(),
@@ -377,11 +396,11 @@ fn blank(study: &Study, state: &RunState, cell: &Cell, started_at: String) -> Sa
         repeat: cell.repeat,
         position: cell.position,
         cpus_requested: state.cpus_requested.clone(),
-        cpus_pinned: state.cpus_pinned.clone(),
+        cpus_pinned: cpus,
         cpus_in_force: None,
-        workers: state.workers,
-        env: probe.expand_env(cell.tasks, state.workers),
-        args: probe.expand_args(cell.tasks, state.workers),
+        workers,
+        env: probe.expand_env(cell.tasks, workers),
+        args: probe.expand_args(cell.tasks, workers),
         program: Some(probe.program.clone()),
         baseline_rss_bytes: None,
         rss_bytes: Vec::new(),

@@ -141,6 +141,28 @@ pub struct Probe {
     /// the sample invalid. Empty: any key is accepted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub results: Vec<String>,
+    /// Pin this probe to the first N of the run's CPUs instead of all of them (its `{workers}` is
+    /// then N). A one-thread timed program is steadier on one CPU; a two-thread ping-pong can be
+    /// measured on one CPU and on two. A run with fewer CPUs records the probe's cells invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<usize>,
+}
+
+impl Probe {
+    /// The CPUs this probe runs on, from the run's pinned list: the first `cpus` of them, or all.
+    /// `Err` says why the run cannot give the probe what it asks for.
+    pub fn pinned_cpus(&self, run_cpus: &[usize]) -> std::result::Result<Vec<usize>, String> {
+        match self.cpus {
+            None => Ok(run_cpus.to_vec()),
+            Some(n) if n <= run_cpus.len() => Ok(run_cpus[..n].to_vec()),
+            Some(n) => Err(format!(
+                "probe {:?} asks for {n} CPUs but this run has {} ({}); pass --cpus with more",
+                self.id,
+                run_cpus.len(),
+                crate::cpuset::format(run_cpus)
+            )),
+        }
+    }
 }
 
 /// A published claim and how to judge it.
@@ -173,6 +195,10 @@ pub struct Claim {
     /// For `metric_median` and `result_median`: the metric's or result key's name (e.g. `ns_per_op`).
     #[serde(default)]
     pub metric: Option<String>,
+    /// For `ratio`: the metric or result key of what the probe is compared against, when it is not
+    /// `metric` (e.g. `ns_per_poll` of one program ÷ `ns_per_switch` of another).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub than_metric: Option<String>,
     /// For `percentile`: which one (50, 99, 99.9).
     #[serde(default)]
     pub percentile: Option<f64>,
@@ -492,6 +518,10 @@ impl Study {
             "program {:?} must be an absolute path inside the image",
             probe.program
         );
+        ensure!(
+            probe.cpus != Some(0),
+            "cpus: 0 — a probe needs at least one CPU (leave it out to use all of the run's)"
+        );
         Ok(())
     }
 
@@ -676,6 +706,23 @@ mod tests {
             }
         }
         assert!(seen >= 2, "results/ holds the studies");
+    }
+
+    #[test]
+    fn a_probe_takes_the_first_of_the_runs_cpus() {
+        let mut probe = Study::default_study().probes[0].clone();
+        assert_eq!(probe.pinned_cpus(&[2, 3]).unwrap(), vec![2, 3]);
+        probe.cpus = Some(1);
+        assert_eq!(probe.pinned_cpus(&[2, 3]).unwrap(), vec![2]);
+        probe.cpus = Some(4);
+        let err = probe.pinned_cpus(&[2, 3]).unwrap_err();
+        assert!(
+            err.contains("asks for 4 CPUs but this run has 2 (2-3)"),
+            "{err}"
+        );
+        let text = DEFAULT_STUDY.replacen("    image: go\n", "    image: go\n    cpus: 0\n", 1);
+        let err = format!("{:#}", Study::parse(&text).unwrap_err());
+        assert!(err.contains("cpus: 0"), "{err}");
     }
 
     #[test]

@@ -18,7 +18,7 @@ probes:
   - {id: asm-switch, image: c-costs, program: /usr/local/bin/asm-switch, kind: timed, scales: [1], args: []}
   - {id: ucontext-syscalls, image: c-costs, program: /usr/local/bin/ucontext-syscalls, kind: reported, scales: [1], args: []}
   - {id: thread-limit, image: c-costs, program: /usr/local/bin/thread-limit, kind: reported, scales: [1], args: ["2000"]}
-  - {id: busy-poll, image: rust-costs, program: /usr/local/bin/busy-poll, kind: timed, scales: [1], results: [ns_per_poll, polls]}
+  - {id: busy-poll, image: rust-costs, program: /usr/local/bin/busy-poll, kind: timed, scales: [1], results: [ns_per_poll]}
   - {id: std-threads, image: rust-costs, program: /usr/local/bin/threads, args: ["--tasks", "{tasks}"]}
   - {id: layouts-002, image: rust-costs, program: /usr/local/bin/layouts, kind: reported, scales: [1], results: [small, big]}
   - {id: layouts-004, image: rust-tokio-154, program: /usr/local/bin/layouts, kind: reported, scales: [1]}

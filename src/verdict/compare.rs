@@ -30,13 +30,15 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
     let of = claim.of.ok_or("ratio names no `of`")?;
     let tasks = claim.tasks.ok_or("ratio names no task count")?;
     let (a, mut notes) = scalar(of, claim, &claim.probe, tasks, summary)?;
+    let than_claim = compared_with(claim);
+    let claim_b = than_claim.as_ref().unwrap_or(claim);
     if let Some(n) = claim.than_tasks {
         // Itself at another scale, or the one probe named by `than` at that scale.
         let other = match &claim.than {
             Some(Than::One(id)) => id.as_str(),
             _ => claim.probe.as_str(),
         };
-        let (b, more) = scalar(of, claim, other, n, summary)?;
+        let (b, more) = scalar(of, claim_b, other, n, summary)?;
         notes.extend(more);
         notes.push(format!(
             "{} at {tasks} tasks {} ÷ {other} at {n} tasks {}",
@@ -55,7 +57,7 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
     let mut values = Vec::new();
     let mut missing = Vec::new();
     for id in &others {
-        match scalar(of, claim, id, tasks, summary) {
+        match scalar(of, claim_b, id, tasks, summary) {
             Ok((v, more)) => {
                 notes.extend(more);
                 values.push((id.clone(), v));
@@ -80,6 +82,15 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
         notes,
         missing,
         settled,
+    })
+}
+
+/// The claim as read for the other side of a ratio: with `than_metric` as its metric, if it names one.
+fn compared_with(claim: &Claim) -> Option<Claim> {
+    let metric = claim.than_metric.clone()?;
+    Some(Claim {
+        metric: Some(metric),
+        ..claim.clone()
     })
 }
 
@@ -278,6 +289,43 @@ mod tests {
         assert_eq!(v[1].measured, Some(Measured::Value(100.0 / 1900.0)));
         assert_eq!(v[2].measured, Some(Measured::Value(100.0)));
         assert_eq!(v[2].tasks, Some(1));
+    }
+
+    #[test]
+    fn ratio_of_two_result_keys() {
+        let study = Study::parse(
+            "id: t\ntitle: t\nsource: {article: a, environment: e, cpus: '0'}\n\
+             protocol: {scales: [1], repeats: 1, order: fixed, cpus: '0', interval_ms: 1, timeout_s: 5}\n\
+             probes:\n  - {id: poll, image: x, kind: timed}\n  - {id: asm, image: y, kind: timed}\n\
+             claims:\n\
+             \x20 - {id: r, text: t, stat: ratio, of: result_median, metric: ns_per_poll, than: asm, than_metric: ns_per_switch, probe: poll, expected: 2, unit: x, tolerance: {relative: 0.01}}\n",
+        )
+        .unwrap();
+        let timed = |probe: &str, key: &str, v: f64| {
+            let mut s = sample(probe, 1, Some(1));
+            s.kind = crate::kind::Kind::Timed;
+            s.results = vec![std::collections::BTreeMap::from([(key.to_string(), v)])];
+            s
+        };
+        let samples = vec![
+            timed("poll", "ns_per_poll", 9.0),
+            timed("asm", "ns_per_switch", 4.5),
+        ];
+        let v = judge(&study, &crate::summary::summarize(&study, &samples));
+        assert_eq!(v[0].measured, Some(Measured::Value(2.0)), "{:?}", v[0]);
+        let refused = Study::parse(&study_text_with(
+            "stat: result_median, metric: ns_per_poll, than_metric: ns_per_switch, probe: poll",
+        ));
+        assert!(format!("{:#}", refused.unwrap_err()).contains("than_metric"));
+    }
+
+    fn study_text_with(claim: &str) -> String {
+        format!(
+            "id: t\ntitle: t\nsource: {{article: a, environment: e, cpus: '0'}}\n\
+             protocol: {{scales: [1], repeats: 1, order: fixed, cpus: '0', interval_ms: 1, timeout_s: 5}}\n\
+             probes:\n  - {{id: poll, image: x, kind: timed}}\n\
+             claims:\n  - {{id: r, text: t, {claim}, expected: 2, unit: x, tolerance: {{relative: 0.01}}}}\n"
+        )
     }
 
     #[test]
