@@ -1,6 +1,7 @@
 //! Bootstrap intervals: how precisely a process's batches pin down its median. Resampling is
-//! seeded from what identifies the sample (run, probe, scale, repeat, key), so the same
-//! `samples.jsonl` always gives the same intervals.
+//! seeded from what identifies the sample (run, probe, scale, repeat), so the same `samples.jsonl`
+//! always gives the same intervals. Every key of a sample is resampled with the same seed, so keys
+//! that are fixed multiples of each other (per switch, per round trip) get intervals in proportion.
 
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
@@ -39,10 +40,9 @@ fn index(rng: &mut ChaCha8Rng, n: usize) -> usize {
     ((u128::from(rng.next_u64()) * n as u128) >> 64) as usize
 }
 
-/// The seed of one sample's interval for one result key: the first 8 bytes of
-/// sha256(`run_id/probe/tasks/repeat/key`).
-pub fn seed(s: &Sample, key: &str) -> u64 {
-    let text = format!("{}/{}/{}/{}/{key}", s.run_id, s.probe, s.tasks, s.repeat);
+/// The seed of one sample's intervals: the first 8 bytes of sha256(`run_id/probe/tasks/repeat`).
+pub fn seed(s: &Sample) -> u64 {
+    let text = format!("{}/{}/{}/{}", s.run_id, s.probe, s.tasks, s.repeat);
     let hash = Sha256::digest(text.as_bytes());
     u64::from_le_bytes(hash[..8].try_into().expect("8 bytes"))
 }
@@ -74,10 +74,20 @@ mod tests {
     #[test]
     fn the_seed_comes_from_the_sample() {
         let s = crate::report::fixture::samples()[0].clone();
-        assert_eq!(seed(&s, "k"), seed(&s.clone(), "k"));
-        assert_ne!(seed(&s, "k"), seed(&s, "j"));
+        assert_eq!(seed(&s), seed(&s.clone()));
         let mut t = s.clone();
         t.repeat += 1;
-        assert_ne!(seed(&s, "k"), seed(&t, "k"));
+        assert_ne!(seed(&s), seed(&t));
+        let batches: Vec<f64> = (0..40).map(|i| 10.0 + f64::from(i % 9)).collect();
+        let doubled: Vec<f64> = batches.iter().map(|v| v * 2.0).collect();
+        let (a, b) = (
+            median_interval(&batches, seed(&s)).unwrap(),
+            median_interval(&doubled, seed(&s)).unwrap(),
+        );
+        assert_eq!(
+            [a[0] * 2.0, a[1] * 2.0],
+            b,
+            "keys in proportion, intervals in proportion"
+        );
     }
 }

@@ -459,7 +459,7 @@ fn intervals(s: &Sample) -> BTreeMap<String, [f64; 2]> {
     by_key
         .into_iter()
         .filter_map(|(k, v)| {
-            let i = crate::bootstrap::median_interval(&v, crate::bootstrap::seed(s, k))?;
+            let i = crate::bootstrap::median_interval(&v, crate::bootstrap::seed(s))?;
             Some((k.to_string(), i))
         })
         .collect()

@@ -69,10 +69,6 @@ fn programs_time_switches_park_threads_and_tasks_and_report_sizes() {
         for r in results {
             let (switch, round_trip) = (number(r, "ns_per_switch"), number(r, "ns_per_round_trip"));
             assert!(switch > 0.0 && round_trip > 0.0, "{probe}: {r}");
-            assert!(
-                (round_trip - 2.0 * switch).abs() <= 0.01 * round_trip,
-                "{probe}: a round trip is two switches: {r}"
-            );
         }
     }
 

@@ -9,7 +9,8 @@
  * follows the child from system call to system call (PTRACE_SYSCALL) and counts, by number, the
  * system call entries between the two markers.
  *
- *   result syscalls_per_switch=… rt_sigprocmask_per_switch=… switches=… syscalls=…
+ *   result syscalls_per_switch=… rt_sigprocmask_per_switch=… rt_sigprocmask_per_round_trip=…
+ *          switches=… syscalls=…
  *   note the system calls seen, by name and count
  *
  * One switch is one swapcontext call. If ptrace is refused, no result line: a `note` with the

@@ -41,9 +41,10 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
         let (b, more) = scalar(of, claim_b, other, n, summary)?;
         notes.extend(more);
         notes.push(format!(
-            "{} at {tasks} tasks {} ÷ {other} at {n} tasks {}",
+            "{} at {tasks} tasks {} ÷ {} at {n} tasks {}",
             claim.probe,
             show(of, a),
+            with_metric(claim, other),
             show(of, b)
         ));
         return Ok(Found {
@@ -62,7 +63,7 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
                 notes.extend(more);
                 values.push((id.clone(), v));
             }
-            Err(_) => missing.push(why_missing(summary, id, tasks)),
+            Err(e) => missing.push(why_missing(summary, id, tasks, &e)),
         }
     }
     if values.is_empty() {
@@ -71,9 +72,10 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
     let (id, ratio) = binding(claim, a, &values)?;
     let b = values.iter().find(|(v, _)| *v == id).map_or(0.0, |x| x.1);
     notes.push(format!(
-        "{} {} ÷ {id} {}",
+        "{} {} ÷ {} {}",
         claim.probe,
         show(of, a),
+        with_metric(claim, &id),
         show(of, b)
     ));
     let settled = (!missing.is_empty()).then(|| settled_ratio(claim));
@@ -83,6 +85,14 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
         missing,
         settled,
     })
+}
+
+/// The other side of a ratio for a note: the probe, and its metric when `than_metric` names one.
+fn with_metric(claim: &Claim, probe: &str) -> String {
+    match &claim.than_metric {
+        Some(m) => format!("{probe} {m}"),
+        None => probe.to_string(),
+    }
 }
 
 /// The claim as read for the other side of a ratio: with `than_metric` as its metric, if it names one.
@@ -138,8 +148,16 @@ fn binding(claim: &Claim, a: f64, values: &[(String, f64)]) -> Result<(String, f
     Ok((id, divide(a, b)?))
 }
 
-/// A participant left out, in short: `csharp (toolchain unavailable: …)`, `go (no valid sample)`.
-fn why_missing(summary: &Summary, probe: &str, tasks: u64) -> String {
+/// A participant left out, in short: `csharp (toolchain unavailable: …)`, `go (no valid sample)`,
+/// or, when the probe has valid samples, why its value could not be had (`error`, e.g. a missing key).
+fn why_missing(summary: &Summary, probe: &str, tasks: u64, error: &str) -> String {
+    let measured = summary
+        .cells
+        .iter()
+        .any(|c| c.probe == probe && c.tasks == tasks && c.valid > 0);
+    if measured {
+        return format!("{probe} ({error})");
+    }
     let why = summary
         .invalid_samples
         .iter()
@@ -180,7 +198,7 @@ pub(super) fn order(claim: &Claim, summary: &Summary) -> Result<Found, String> {
                 notes.extend(more);
                 values.push((id.clone(), v));
             }
-            Err(_) => missing.push(why_missing(summary, id, tasks)),
+            Err(e) => missing.push(why_missing(summary, id, tasks, &e)),
         }
     }
     if values.len() < 2 {

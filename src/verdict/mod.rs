@@ -462,11 +462,11 @@ mod tests {
     #[test]
     fn metric_without_tasks_uses_every_scale() {
         let v = one(
-            "{id: f, text: t, probe: rust-tokio, stat: metric_median, metric: future_size_64b_arc, expected: 152, unit: B, tolerance: {absolute: 0}}",
+            "{id: f, text: t, probe: rust-tokio, stat: metric_median, metric: future_size_64b, expected: 144, unit: B, tolerance: {absolute: 0}}",
         );
         assert_eq!(
             (v.status, v.measured),
-            (Status::Reproduced, Some(Measured::Value(152.0)))
+            (Status::Reproduced, Some(Measured::Value(144.0)))
         );
         assert_eq!(
             v.note.as_deref(),
