@@ -93,6 +93,30 @@ fn a_probe_without_an_image_is_named_with_its_file_and_line_before_any_build() {
 }
 
 #[test]
+fn a_program_the_image_does_not_hold_is_named_with_the_images_binaries_before_any_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = small_study("no-program", "1000", 1, "0", 0, "").replace(
+        "    image: go\n",
+        "    image: go\n    program: /usr/local/bin/nope\n",
+    );
+    let study = write_study(tmp.path(), "s.yaml", &yaml);
+    let out = parkbench()
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .args(["run", "--results"])
+        .arg(tmp.path())
+        .arg(&study)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("/usr/local/bin/nope") && err.contains("/usr/local/bin/probe"),
+        "the error names the program and what the image holds: {err}"
+    );
+    assert!(!tmp.path().join("no-program").exists(), "nothing written");
+}
+
+#[test]
 fn a_comparison_that_mixes_kinds_is_refused_at_load() {
     let tmp = tempfile::tempdir().unwrap();
     let yaml = small_study("mixed", "1000", 1, "0", 0, "").replace(

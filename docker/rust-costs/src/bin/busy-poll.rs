@@ -85,7 +85,9 @@ fn main() {
     for _ in 0..WARMUP_BATCHES {
         batch(k);
     }
-    println!("note one batch is {k} polls (the first count of the doubling to take at least 10 ms)");
+    println!(
+        "note one batch is {k} polls (the first count of the doubling to take at least 10 ms)"
+    );
     for _ in 0..BATCHES {
         let ns = batch(k).as_nanos() as f64 / k as f64;
         println!("result ns_per_poll={ns:.3}");

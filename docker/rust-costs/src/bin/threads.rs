@@ -177,9 +177,10 @@ fn run(tasks: u64) -> io::Result<()> {
             state = shared.all_parked.wait(state).unwrap();
         }
     }
+    // `threads=` only when /proc could be read: a metric is a number or absent.
+    let threads = threads_now().map_or_else(String::new, |t| format!(" threads={t}"));
     say(&format!(
-        "ready tasks={tasks} created={created} threads={} stack_bytes={}",
-        threads_now().map_or_else(|| "unknown".to_owned(), |t| t.to_string()),
+        "ready tasks={tasks} created={created}{threads} stack_bytes={}",
         default_stack_bytes(),
     ))?;
     wait_line()?;
