@@ -212,20 +212,29 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
         }
     }
     let _ = writeln!(out, "- Timeout: {} s per process.\n", p.timeout_s);
-    out.push_str("| Probe | Image | Arguments | Environment |\n|---|---|---|---|\n");
+    out.push_str(
+        "| Probe | Image | Program | Arguments | Environment | CPUs |\n|---|---|---|---|---|---|\n",
+    );
+    let code = |text: &str| {
+        if text.is_empty() {
+            "—".to_string()
+        } else {
+            format!("`{}`", cell_text(text))
+        }
+    };
     for probe in &study.probes {
         let env: Vec<String> = probe.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let cpus = probe
+            .cpus
+            .map_or("all of the run's".to_string(), |n| format!("the first {n}"));
         let _ = writeln!(
             out,
-            "| {} | {} | `{}` | {} |",
+            "| {} | {} | `{}` | {} | {} | {cpus} |",
             probe.id,
             probe.image,
-            cell_text(&probe.args.join(" ")),
-            if env.is_empty() {
-                "—".into()
-            } else {
-                format!("`{}`", cell_text(&env.join(" ")))
-            }
+            probe.program,
+            code(&probe.args.join(" ")),
+            code(&env.join(" ")),
         );
     }
     out
