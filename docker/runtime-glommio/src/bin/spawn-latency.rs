@@ -1,0 +1,59 @@
+//! parkbench probe for article 003's scheduling-latency table on glommio: the article's Tokio
+//! program on glommio, with the latencies kept in a histogram and printed (the latency kind,
+//! docker/README.md).
+//!
+//! ```text
+//! spawn-latency [SPAWNS]   (default 10000, the article's)
+//! ```
+//!
+//! `LocalExecutorBuilder::default().spawn(…)` (one executor on a thread of its own, as the
+//! article's glommio server starts it), then `SPAWNS` times `Instant::now()`,
+//! `glommio::spawn_local` of a task that returns `start.elapsed()`, and the task awaited before
+//! the next spawn. Each latency goes into an hdrhistogram (ns, 3 significant digits), printed as
+//! `latency value_ns=… count=…` lines; the kit computes the percentiles. An executor that cannot
+//! be made (io_uring refused, locked memory) is said in a `note`, exit 1.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use glommio::LocalExecutorBuilder;
+use probes::{note, ns_histogram, print_histogram, usage_error};
+
+fn main() -> ExitCode {
+    let spawns: u64 = match std::env::args().nth(1).map(|a| a.parse()) {
+        None => 10_000,
+        Some(Ok(n)) if n > 0 => n,
+        Some(_) => {
+            return usage_error(
+                "spawn-latency",
+                "usage: spawn-latency [SPAWNS]",
+                "SPAWNS is a positive integer",
+            );
+        }
+    };
+    let handle = LocalExecutorBuilder::default().spawn(move || async move {
+        let mut latencies = ns_histogram();
+        for _ in 0..spawns {
+            let start = Instant::now();
+            let handle = glommio::spawn_local(async move { start.elapsed() });
+            let latency = handle.await;
+            latencies.saturating_record(latency.as_nanos().max(1) as u64);
+        }
+        latencies
+    });
+    let latencies = match handle.map(|h| h.join()) {
+        Ok(Ok(h)) => h,
+        Ok(Err(e)) | Err(e) => {
+            note(&format!("glommio could not run its executor: {e}"));
+            eprintln!("spawn-latency: glommio could not run its executor: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match print_histogram(&latencies) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("spawn-latency: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
