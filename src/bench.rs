@@ -44,7 +44,8 @@ pub async fn fidelity(
         if !dir.exists() {
             extract_binaries(engine, &image.tag, &probe.program, &dir).await?;
         }
-        let kit = run::measure(engine, study, manifest, state, &cell, &cancel)
+        // The Engine's default profile, as the native run has none of the study's.
+        let kit = run::measure(engine, study, manifest, state, &cell, &None, &cancel)
             .await?
             .context("interrupted")?;
         let native = measure_native(&dir, study, state, &cell, kit.clone())?;
@@ -105,18 +106,17 @@ fn measure_native(
     mut s: Sample,
 ) -> Result<Sample> {
     let probe = &study.probes[cell.probe];
-    let cpus = run::probe_cpus(probe, state).map_err(anyhow::Error::msg)?;
-    let workers = cpus.len() as u32;
+    let words = run::placeholders(probe, state, cell.tasks).map_err(anyhow::Error::msg)?;
     let output = Command::new(dir.join("sampler"))
         .args(run::sampler_args(
             probe,
             &study.protocol,
-            &crate::cpuset::format(&cpus),
+            &crate::cpuset::format(&words.cpus),
         ))
         .arg(dir.join("probe"))
-        .args(probe.expand_args(cell.tasks, workers))
+        .args(probe.expand_args(&words))
         .env_clear()
-        .envs(probe.expand_env(cell.tasks, workers))
+        .envs(probe.expand_env(&words))
         .output()
         .context("running the sampler natively")?;
     let out: SamplerOutput =

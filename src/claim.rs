@@ -10,6 +10,7 @@ use crate::study::{Claim, Dimension, Expected, Stat};
 pub const SCALAR: &[Stat] = &[
     Stat::RssMedian,
     Stat::PerTaskBytes,
+    Stat::BaselineMedian,
     Stat::MetricMedian,
     Stat::PeakMedian,
     Stat::ResultMedian,
@@ -140,12 +141,16 @@ fn dimensions(stat: Stat) -> &'static [Dimension] {
         Stat::RssMedian
         | Stat::RssRange
         | Stat::PerTaskBytes
+        | Stat::BaselineMedian
         | Stat::PeakMedian
         | Stat::PeakRange => &[Dimension::Memory],
         Stat::LowerByPercent => &[Dimension::Percent],
-        Stat::MetricMedian | Stat::ResultMedian => {
-            &[Dimension::Memory, Dimension::Time, Dimension::Plain]
-        }
+        Stat::MetricMedian | Stat::ResultMedian => &[
+            Dimension::Memory,
+            Dimension::Time,
+            Dimension::Percent,
+            Dimension::Plain,
+        ],
         Stat::Percentile => &[Dimension::Time],
         Stat::Ratio => &[Dimension::Plain],
         Stat::Order => &[Dimension::Rank],
@@ -158,6 +163,7 @@ pub fn name(stat: Stat) -> &'static str {
         Stat::RssMedian => "rss_median",
         Stat::RssRange => "rss_range",
         Stat::PerTaskBytes => "per_task_bytes",
+        Stat::BaselineMedian => "baseline_median",
         Stat::LowerByPercent => "lower_by_percent",
         Stat::MetricMedian => "metric_median",
         Stat::PeakMedian => "peak_median",

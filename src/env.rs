@@ -28,6 +28,9 @@ pub struct Environment {
     pub toolchains: BTreeMap<String, String>,
     /// The view from inside a probe container.
     pub container: ContainerView,
+    /// The study's seccomp profile; `None`: the Engine's default profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp: Option<crate::seccomp::Seccomp>,
 }
 
 /// Host facts, from /proc and /sys.
@@ -90,7 +93,7 @@ pub async fn record(
     // The async runtimes each Rust probe locked, e.g. `tokio (rust-tokio)`.
     for img in &manifest.images {
         let lock = repo.join("docker").join(&img.name).join("Cargo.lock");
-        for krate in ["tokio", "async-std"] {
+        for krate in ["tokio", "async-std", "smol", "glommio"] {
             if let Some(v) = locked_version(&lock, krate) {
                 toolchains.insert(format!("{krate} ({})", img.name), v);
             }
@@ -104,6 +107,7 @@ pub async fn record(
         images: manifest.clone(),
         toolchains,
         container: container_view(engine, probe_image).await?,
+        seccomp: None,
     })
 }
 

@@ -231,6 +231,7 @@ impl Measure for Steady {
             Stat::RssMedian,
             Stat::RssRange,
             Stat::PerTaskBytes,
+            Stat::BaselineMedian,
             Stat::MetricMedian,
         ]
     }

@@ -29,6 +29,7 @@ pub mod report;
 pub mod run;
 pub mod run_dir;
 pub mod sample;
+pub mod seccomp;
 pub mod study;
 pub mod summary;
 pub mod tarball;

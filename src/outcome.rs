@@ -160,6 +160,10 @@ fn environment_labels(e: &Environment) -> Vec<(String, String)> {
             format!("v{} ({})", e.engine.cgroup_version, e.engine.cgroup_driver),
         ),
         ("Container glibc".into(), e.container.glibc.clone()),
+        (
+            "Seccomp".into(),
+            crate::seccomp::describe(e.seccomp.as_ref()),
+        ),
     ];
     for (k, v) in &e.toolchains {
         out.push((k.clone(), v.lines().next().unwrap_or_default().to_string()));

@@ -12,7 +12,7 @@ use crate::engine::{ContainerOutcome, ContainerSpec, Containers};
 use crate::image::Manifest;
 use crate::run_dir::{self, RunDir, RunState, Status};
 use crate::sample::{self, Sample, SampleLog, SamplerOutput};
-use crate::study::{Order, Study};
+use crate::study::{Order, Placeholders, Study};
 use crate::{cpuset, plan};
 
 /// How to choose the CPUs the probes are pinned to.
@@ -144,6 +144,7 @@ pub async fn execute(
     state: &mut RunState,
     cancel: &CancellationToken,
 ) -> Result<RunResult> {
+    let seccomp = seccomp_of(study, dir)?.map(|p| p.security_opt());
     let log_path = dir.file(run_dir::SAMPLES);
     let existing = read_samples(&log_path)?;
     let todo = missing_cells(study, &existing);
@@ -178,7 +179,7 @@ pub async fn execute(
             cell.tasks,
             cell.repeat
         ));
-        let measured_cell = measure(engine, study, manifest, state, cell, cancel).await;
+        let measured_cell = measure(engine, study, manifest, state, cell, &seccomp, cancel).await;
         let sample = match measured_cell {
             Ok(Some(sample)) => sample,
             Ok(None) => {
@@ -282,13 +283,33 @@ fn stop(
     ))
 }
 
-/// Runs one process in a fresh container; `None` when interrupted (the container is gone, no sample).
+/// The study's seccomp profile, from the run folder's copy (the bytes the run started with); `None`
+/// when the study names none (the Engine's default profile).
+pub fn seccomp_of(study: &Study, dir: &RunDir) -> Result<Option<crate::seccomp::Profile>> {
+    let Some(file) = &study.protocol.seccomp else {
+        return Ok(None);
+    };
+    let path = dir.file(run_dir::SECCOMP);
+    let bytes = std::fs::read(&path).with_context(|| {
+        format!(
+            "reading {}, the run's copy of the seccomp profile {file:?}: a run of this study keeps              it there; start a new run",
+            path.display()
+        )
+    })?;
+    crate::seccomp::Profile::parse(file, &bytes)
+        .map(Some)
+        .with_context(|| format!("in {}", path.display()))
+}
+
+/// Runs one process in a fresh container (with `seccomp`, the security option of the study's
+/// profile, if any); `None` when interrupted (the container is gone, no sample).
 pub async fn measure(
     engine: &impl Containers,
     study: &Study,
     manifest: &Manifest,
     state: &RunState,
     cell: &Cell,
+    seccomp: &Option<String>,
     cancel: &CancellationToken,
 ) -> Result<Option<Sample>> {
     let probe = &study.probes[cell.probe];
@@ -304,19 +325,18 @@ pub async fn measure(
         )
     })?;
     let p = &study.protocol;
-    let cpus = match probe_cpus(probe, state) {
-        Ok(cpus) => cpus,
+    let words = match placeholders(probe, state, cell.tasks) {
+        Ok(words) => words,
         Err(why) => {
             let mut s = blank(study, state, cell, now());
             s.error = Some(why);
             return Ok(Some(s));
         }
     };
-    let workers = cpus.len() as u32;
-    let args = probe.expand_args(cell.tasks, workers);
-    let env = probe.expand_env(cell.tasks, workers);
+    let args = probe.expand_args(&words);
+    let env = probe.expand_env(&words);
     let mut cmd: Vec<String> = vec!["/usr/local/bin/sampler".into()];
-    cmd.extend(sampler_args(probe, p, &cpuset::format(&cpus)));
+    cmd.extend(sampler_args(probe, p, &cpuset::format(&words.cpus)));
     cmd.push(probe.program.clone());
     cmd.extend(args.iter().cloned());
     let labels = BTreeMap::from([
@@ -333,6 +353,7 @@ pub async fn measure(
         labels,
         // The sampler enforces the study's timeout itself; this margin covers a sampler that cannot.
         timeout: Duration::from_secs(p.timeout_s + 30),
+        seccomp: seccomp.clone(),
     };
     let started_at = now();
     let outcome = engine.run(&spec, cancel).await?;
@@ -373,19 +394,32 @@ fn unavailable_reason(manifest: &Manifest, image: &str) -> Option<String> {
     })
 }
 
-/// The CPUs a probe runs on: the run's pinned list, or its first `cpus` when the probe asks for fewer.
-pub fn probe_cpus(probe: &crate::study::Probe, state: &RunState) -> Result<Vec<usize>, String> {
+/// A cell's placeholder words; its CPUs are the run's pinned list, or its first `cpus` when the
+/// probe asks for fewer.
+pub fn placeholders(
+    probe: &crate::study::Probe,
+    state: &RunState,
+    tasks: u64,
+) -> Result<Placeholders, String> {
     let run_cpus = cpuset::parse(&state.cpus_pinned).map_err(|e| format!("{e:#}"))?;
-    probe.pinned_cpus(&run_cpus)
+    Placeholders::of(probe, tasks, &run_cpus)
 }
 
 /// A sample of this cell with nothing measured yet: invalid until the sampler's output says otherwise.
 fn blank(study: &Study, state: &RunState, cell: &Cell, started_at: String) -> Sample {
     let probe = &study.probes[cell.probe];
-    let cpus = probe_cpus(probe, state)
-        .map(|c| cpuset::format(&c))
-        .unwrap_or_else(|_| state.cpus_pinned.clone());
-    let workers = cpuset::parse(&cpus).map_or(state.workers, |c| c.len() as u32);
+    // A probe the run cannot pin is recorded with the run's CPUs.
+    let words = placeholders(probe, state, cell.tasks).unwrap_or_else(|_| Placeholders {
+        tasks: cell.tasks,
+        cpus: cpuset::parse(&state.cpus_pinned).unwrap_or_default(),
+        other_cpus: Vec::new(),
+    });
+    let cpus = cpuset::format(&words.cpus);
+    let workers = if words.cpus.is_empty() {
+        state.workers
+    } else {
+        words.cpus.len() as u32
+    };
     Sample {
         run_id: state.run_id.clone(),
         study: study.id.clone(),
@@ -399,8 +433,8 @@ fn blank(study: &Study, state: &RunState, cell: &Cell, started_at: String) -> Sa
         cpus_pinned: cpus,
         cpus_in_force: None,
         workers,
-        env: probe.expand_env(cell.tasks, workers),
-        args: probe.expand_args(cell.tasks, workers),
+        env: probe.expand_env(&words),
+        args: probe.expand_args(&words),
         program: Some(probe.program.clone()),
         baseline_rss_bytes: None,
         rss_bytes: Vec::new(),

@@ -15,6 +15,8 @@ pub const SAMPLES: &str = "samples.jsonl";
 pub const ENV: &str = "env.json";
 /// The build manifest of the images used.
 pub const MANIFEST: &str = "manifest.json";
+/// The study's seccomp profile as the run started with it (only when the study names one).
+pub const SECCOMP: &str = "seccomp.json";
 /// The run state ([`RunState`]).
 pub const STATE: &str = "run.json";
 /// Report files, written by `parkbench report`.

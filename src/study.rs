@@ -77,6 +77,11 @@ pub struct Protocol {
     /// Optional: without it nothing is flagged (the CV is still reported).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_cv: Option<f64>,
+    /// A seccomp profile (JSON) every probe container is started with instead of the Engine's
+    /// default: a path absolute or relative to the repository. Recorded, with its sha256, in the
+    /// environment and the report (see `seccomp`). Without it: the Engine's default profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp: Option<String>,
 }
 
 /// The program a probe runs unless it names another.
@@ -127,10 +132,11 @@ pub struct Probe {
     /// reported ones, use `[1]`). A claim about a probe with exactly one scale may omit `tasks`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scales: Option<Vec<u64>>,
-    /// Arguments to the probe; `{tasks}` and `{workers}` are replaced.
+    /// Arguments to the probe; `{tasks}`, `{workers}` (how many CPUs the probe has), `{cpus}` (its
+    /// CPU list) and `{other_cpus}` (the run's CPUs it does not have) are replaced.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Environment of the probe; values may use `{tasks}` and `{workers}`.
+    /// Environment of the probe; values may use the words of `args`.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// How the probe is measured (`steady`, `peak`, `timed`, `latency`, `reported`; see `kind`).
@@ -211,6 +217,12 @@ pub struct Claim {
     /// take none.
     #[serde(default)]
     pub tolerance: Tolerance,
+    /// Claims of this study whose finding this one's measurement rests on (e.g. a check that the
+    /// load generator was not what limited a server): unless every one of them reproduced, this
+    /// claim is `inconclusive`, with the one that did not named. A claim named here may not itself
+    /// have `requires`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
 }
 
 /// What a `ratio` or `lower_by_percent` claim compares its probe against.
@@ -234,6 +246,9 @@ pub enum Stat {
     RssRange,
     /// Median over processes of (median RSS − baseline), divided by tasks.
     PerTaskBytes,
+    /// Steady kind: median over processes of the baseline RSS, read at the probe's `baseline` line
+    /// (the runtime up, no task created yet): what an article calls base memory.
+    BaselineMedian,
     /// (1 − probe median RSS / `than` median RSS) × 100.
     LowerByPercent,
     /// Median over processes of a probe metric.
@@ -421,7 +436,22 @@ impl Study {
         for c in &self.claims {
             ensure!(claim_ids.insert(&c.id), "claim id {:?} appears twice", c.id);
             self.validate_claim(c)
+                .and_then(|()| self.validate_requires(c))
                 .with_context(|| format!("{}claim {:?}", line_of_id(text, &c.id), c.id))?;
+        }
+        Ok(())
+    }
+
+    fn validate_requires(&self, c: &Claim) -> Result<()> {
+        for id in &c.requires {
+            let Some(r) = self.claims.iter().find(|r| &r.id == id) else {
+                bail!("requires {id:?}, which is not a claim of this study");
+            };
+            ensure!(id != &c.id, "requires itself");
+            ensure!(
+                r.requires.is_empty(),
+                "requires {id:?}, which has `requires` of its own; name what it requires here instead"
+            );
         }
         Ok(())
     }
@@ -522,6 +552,14 @@ impl Study {
             probe.cpus != Some(0),
             "cpus: 0 — a probe needs at least one CPU (leave it out to use all of the run's)"
         );
+        for text in probe.args.iter().chain(probe.env.values()) {
+            if let Some(word) = unknown_placeholder(text) {
+                bail!(
+                    "{word} in {text:?} is not a placeholder; use {}",
+                    PLACEHOLDERS.join(", ")
+                );
+            }
+        }
         Ok(())
     }
 
@@ -662,27 +700,73 @@ fn line_of_id(text: &str, id: &str) -> String {
         .unwrap_or_default()
 }
 
-impl Probe {
-    /// Arguments with `{tasks}` and `{workers}` replaced.
-    pub fn expand_args(&self, tasks: u64, workers: u32) -> Vec<String> {
-        self.args
+/// The words `args` and `env` may hold, each replaced per cell.
+pub const PLACEHOLDERS: &[&str] = &["{tasks}", "{workers}", "{cpus}", "{other_cpus}"];
+
+/// The first `{word}` of `text` that is not one of [`PLACEHOLDERS`].
+fn unknown_placeholder(text: &str) -> Option<&str> {
+    let mut rest = text;
+    while let Some(start) = rest.find('{') {
+        let end = rest[start..].find('}')? + start + 1;
+        let word = &rest[start..end];
+        if !PLACEHOLDERS.contains(&word) {
+            return Some(word);
+        }
+        rest = &rest[end..];
+    }
+    None
+}
+
+/// What the `{…}` words of a probe's arguments and environment stand for in one cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placeholders {
+    /// `{tasks}`: the cell's task count.
+    pub tasks: u64,
+    /// `{cpus}`: the CPUs the probe is pinned to; `{workers}` is how many.
+    pub cpus: Vec<usize>,
+    /// `{other_cpus}`: the run's CPUs the probe is not pinned to (empty when it has them all), for
+    /// a helper the probe starts on CPUs of its own, such as a load generator.
+    pub other_cpus: Vec<usize>,
+}
+
+impl Placeholders {
+    /// The words of a cell of `probe` at `tasks` in a run pinned to `run_cpus`; `Err` says why the
+    /// run cannot give the probe its CPUs.
+    pub fn of(probe: &Probe, tasks: u64, run_cpus: &[usize]) -> std::result::Result<Self, String> {
+        let cpus = probe.pinned_cpus(run_cpus)?;
+        let other_cpus = run_cpus
             .iter()
-            .map(|a| expand(a, tasks, workers))
-            .collect()
+            .filter(|c| !cpus.contains(c))
+            .copied()
+            .collect();
+        Ok(Self {
+            tasks,
+            cpus,
+            other_cpus,
+        })
     }
 
-    /// Environment with `{tasks}` and `{workers}` replaced.
-    pub fn expand_env(&self, tasks: u64, workers: u32) -> BTreeMap<String, String> {
-        self.env
-            .iter()
-            .map(|(k, v)| (k.clone(), expand(v, tasks, workers)))
-            .collect()
+    fn expand(&self, s: &str) -> String {
+        s.replace("{tasks}", &self.tasks.to_string())
+            .replace("{workers}", &self.cpus.len().to_string())
+            .replace("{other_cpus}", &crate::cpuset::format(&self.other_cpus))
+            .replace("{cpus}", &crate::cpuset::format(&self.cpus))
     }
 }
 
-fn expand(s: &str, tasks: u64, workers: u32) -> String {
-    s.replace("{tasks}", &tasks.to_string())
-        .replace("{workers}", &workers.to_string())
+impl Probe {
+    /// Arguments with `{tasks}`, `{workers}`, `{cpus}` and `{other_cpus}` replaced.
+    pub fn expand_args(&self, words: &Placeholders) -> Vec<String> {
+        self.args.iter().map(|a| words.expand(a)).collect()
+    }
+
+    /// Environment with the same words replaced.
+    pub fn expand_env(&self, words: &Placeholders) -> BTreeMap<String, String> {
+        self.env
+            .iter()
+            .map(|(k, v)| (k.clone(), words.expand(v)))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -723,6 +807,44 @@ mod tests {
         let text = DEFAULT_STUDY.replacen("    image: go\n", "    image: go\n    cpus: 0\n", 1);
         let err = format!("{:#}", Study::parse(&text).unwrap_err());
         assert!(err.contains("cpus: 0"), "{err}");
+    }
+
+    #[test]
+    fn placeholders_name_the_cells_cpus_and_the_others() {
+        let mut probe = Study::default_study().probes[1].clone();
+        probe.args = vec![
+            "-n={tasks}".into(),
+            "{workers}".into(),
+            "{cpus}".into(),
+            "{other_cpus}".into(),
+        ];
+        probe.env = BTreeMap::from([("CPUS".to_string(), "{cpus}/{other_cpus}".to_string())]);
+        let all = Placeholders::of(&probe, 10, &[0, 1, 2, 3]).unwrap();
+        assert_eq!(probe.expand_args(&all), ["-n=10", "4", "0-3", ""]);
+        probe.cpus = Some(1);
+        let one = Placeholders::of(&probe, 10, &[0, 1, 2, 3]).unwrap();
+        assert_eq!(probe.expand_args(&one), ["-n=10", "1", "0", "1-3"]);
+        assert_eq!(probe.expand_env(&one)["CPUS"], "0/1-3");
+        probe.cpus = Some(5);
+        assert!(Placeholders::of(&probe, 10, &[0, 1]).is_err());
+    }
+
+    #[test]
+    fn an_unknown_placeholder_is_refused_at_load() {
+        let text = DEFAULT_STUDY.replacen(
+            "\"--workers\", \"{workers}\"",
+            "\"--workers\", \"{worker}\"",
+            1,
+        );
+        assert_ne!(text, DEFAULT_STUDY);
+        let err = format!("{:#}", Study::parse(&text).unwrap_err());
+        assert!(err.contains("probe \"rust-tokio\""), "{err}");
+        assert!(
+            err.contains("{worker} in \"{worker}\" is not a placeholder; use {tasks}"),
+            "{err}"
+        );
+        assert_eq!(unknown_placeholder("a {tasks} {cpus}"), None);
+        assert_eq!(unknown_placeholder("{tasks}{x}"), Some("{x}"));
     }
 
     #[test]

@@ -285,6 +285,16 @@ impl Cell {
 }
 
 impl Cell {
+    /// Steady kind: the median of the valid processes' baseline RSS, bytes; `None` without one.
+    pub fn baseline_median_bytes(&self) -> Option<f64> {
+        let baselines: Vec<f64> = self
+            .processes
+            .iter()
+            .filter_map(|p| Some(p.baseline_rss_bytes? as f64))
+            .collect();
+        median(&baselines)
+    }
+
     /// Timed kind: the result keys whose CV across process medians exceeds `target` (a fraction),
     /// with that CV. Empty for other kinds or without a target.
     pub fn above_target_cv(&self, target: Option<f64>) -> Vec<(&str, f64)> {

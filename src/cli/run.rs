@@ -12,6 +12,7 @@ use crate::env;
 use crate::image::{self, Manifest};
 use crate::run::{self, CpuChoice, RunResult};
 use crate::run_dir::{self, RunDir, RunState, Status};
+use crate::seccomp::Profile;
 use crate::study::{self, Study};
 
 pub async fn command(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> Result<Ending> {
@@ -32,6 +33,11 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
         (None, path) => path.clone(),
     };
     check_probe_images(&paths.repo, &study, file.as_deref())?;
+    // A resumed run keeps the copy it started with.
+    let seccomp = match (&resume, &study.protocol.seccomp) {
+        (None, Some(file)) => Some(Profile::load(&paths.repo, file)?),
+        _ => None,
+    };
     let Prepared {
         engine, manifest, ..
     } = prepare(&paths.repo, &study_images(&study)).await?;
@@ -41,7 +47,7 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
             let state = reopen(&engine, &dir, &study, &manifest, &paths.repo).await?;
             (dir, state)
         }
-        None => new_run(&engine, paths, &study, args, &manifest).await?,
+        None => new_run(&engine, paths, &study, args, &manifest, seccomp).await?,
     };
     let cancel = interrupt.claim();
     let result = run::execute(&engine, &study, &manifest, &dir, &mut state, &cancel).await;
@@ -165,6 +171,7 @@ async fn new_run(
     study: &Study,
     args: &RunArgs,
     manifest: &Manifest,
+    seccomp: Option<Profile>,
 ) -> Result<(RunDir, RunState)> {
     let available = engine.cpus().await?;
     let choice = args.cpus.clone().unwrap_or(CpuChoice::Study);
@@ -178,6 +185,9 @@ async fn new_run(
     let dir = RunDir::create(&paths.results, &study.id)?;
     dir.write(run_dir::STUDY, text.as_bytes())?;
     dir.write_json(run_dir::MANIFEST, manifest)?;
+    if let Some(p) = &seccomp {
+        dir.write(run_dir::SECCOMP, p.json.as_bytes())?;
+    }
     let mut state = run::new_state(&dir.id(), study, &cpus, deviations);
     state.status = Status::Incomplete;
     dir.save_state(&state)?;
@@ -221,7 +231,8 @@ async fn record_env(
         .find_map(|p| manifest.get(&p.image))
         .context("probe image")?
         .tag;
-    let environment = env::record(engine, manifest, probe_image, repo).await?;
+    let mut environment = env::record(engine, manifest, probe_image, repo).await?;
+    environment.seccomp = run::seccomp_of(study, dir)?.map(|p| p.record);
     dir.write_json(run_dir::ENV, &environment)
 }
 
@@ -278,7 +289,7 @@ mod tests {
         let engine = FakeEngine::new([Step::Hang]);
         let stopped = tokio::time::timeout(
             Duration::from_millis(200),
-            new_run(&engine, &paths, &study, &args, &manifest),
+            new_run(&engine, &paths, &study, &args, &manifest, None),
         )
         .await;
         assert!(stopped.is_err(), "the environment record never ends");

@@ -169,6 +169,7 @@ impl ContainerSpec {
     /// A short command in a fresh container, labelled with `role`, given a minute.
     pub fn command(image: &str, cmd: &[&str], role: &str) -> ContainerSpec {
         ContainerSpec {
+            seccomp: None,
             image: image.to_string(),
             cmd: cmd.iter().map(|s| s.to_string()).collect(),
             env: Default::default(),
@@ -208,7 +209,11 @@ fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
         host_config: Some(HostConfig {
             network_mode: Some("none".into()),
             // No CPU quota, no cpuset, no memory limit: pinning is done inside by sched_setaffinity.
-            security_opt: Some(vec!["no-new-privileges:true".into()]),
+            security_opt: Some(
+                std::iter::once("no-new-privileges:true".to_string())
+                    .chain(spec.seccomp.clone())
+                    .collect(),
+            ),
             privileged: Some(false),
             ..Default::default()
         }),

@@ -234,3 +234,52 @@ async fn an_unavailable_toolchain_is_not_measured_and_starts_no_container() {
     assert!(got.iter().any(|s| s.probe == "rust-tokio" && s.valid));
     assert_eq!(engine.runs().len(), 1, "only the available probe ran");
 }
+
+#[tokio::test]
+async fn every_container_gets_the_run_folders_seccomp_profile() {
+    let mut study = study(1);
+    study.protocol.seccomp = Some("deny.json".into());
+    let (_tmp, dir, mut state) = new_run(&study);
+    let cancel = CancellationToken::new();
+    let engine = FakeEngine::new([]);
+    let Err(err) = execute(&engine, &study, &manifest(), &dir, &mut state, &cancel).await else {
+        panic!("a run without its profile's copy must not start");
+    };
+    let err = format!("{err:#}");
+    assert!(
+        err.contains("the run's copy of the seccomp profile \"deny.json\""),
+        "{err}"
+    );
+    assert!(engine.runs().is_empty(), "nothing runs without it");
+
+    let profile = r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}"#;
+    dir.write(run_dir::SECCOMP, profile.as_bytes()).unwrap();
+    let engine = FakeEngine::new([Step::Valid, Step::Valid]);
+    execute(&engine, &study, &manifest(), &dir, &mut state, &cancel)
+        .await
+        .unwrap();
+    let runs = engine.runs();
+    assert_eq!(runs.len(), 2);
+    for spec in runs {
+        assert_eq!(spec.seccomp, Some(format!("seccomp={profile}")));
+    }
+    let none = study_without_profile_runs_with_the_default().await;
+    assert!(none.iter().all(|s| s.seccomp.is_none()));
+}
+
+async fn study_without_profile_runs_with_the_default() -> Vec<ContainerSpec> {
+    let study = study(1);
+    let (_tmp, dir, mut state) = new_run(&study);
+    let engine = FakeEngine::new([Step::Valid, Step::Valid]);
+    execute(
+        &engine,
+        &study,
+        &manifest(),
+        &dir,
+        &mut state,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    engine.runs()
+}

@@ -100,6 +100,7 @@ fn compared_with(claim: &Claim) -> Option<Claim> {
     let metric = claim.than_metric.clone()?;
     Some(Claim {
         metric: Some(metric),
+        requires: Vec::new(),
         ..claim.clone()
     })
 }
@@ -169,7 +170,9 @@ fn why_missing(summary: &Summary, probe: &str, tasks: u64, error: &str) -> Strin
 /// A value of statistic `of` for a note: memory in MiB, anything else as a plain number.
 fn show(of: Stat, v: f64) -> String {
     match of {
-        Stat::RssMedian | Stat::PeakMedian => format!("{:.2} MiB", v / 1048576.0),
+        Stat::RssMedian | Stat::PeakMedian | Stat::BaselineMedian => {
+            format!("{:.2} MiB", v / 1048576.0)
+        }
         Stat::PerTaskBytes => format!("{v:.1} B"),
         _ => format!("{v:.3}"),
     }

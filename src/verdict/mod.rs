@@ -93,7 +93,8 @@ pub enum Status {
     /// Nothing to compare (no valid sample, missing metric or baseline); the note says why.
     NotMeasured,
     /// Judged without some participants, and one of them could turn the finding around (e.g.
-    /// "Go uses more than 13× the lowest" when the lowest probe was not measured).
+    /// "Go uses more than 13× the lowest" when the lowest probe was not measured); or measured, but
+    /// resting on a claim (`requires`) that did not reproduce.
     Inconclusive,
 }
 
@@ -153,11 +154,39 @@ impl Verdict {
 
 /// Judges every claim of the study against the statistics, in the claims' order.
 pub fn judge(study: &Study, summary: &Summary) -> Vec<Verdict> {
-    study
+    let mut verdicts: Vec<Verdict> = study
         .claims
         .iter()
         .map(|c| judge_one(study, c, summary))
-        .collect()
+        .collect();
+    let premises = verdicts.clone();
+    for (v, claim) in verdicts.iter_mut().zip(&study.claims) {
+        rest_on(v, &claim.requires, &premises);
+    }
+    verdicts
+}
+
+/// A finding resting on a claim that did not reproduce (`requires`) cannot stand: it becomes
+/// `inconclusive`, and the note names that claim. Nothing measured stays `not measured`.
+fn rest_on(v: &mut Verdict, requires: &[String], premises: &[Verdict]) {
+    let failed: Vec<String> = requires
+        .iter()
+        .filter_map(|id| premises.iter().find(|p| &p.claim == id))
+        .filter(|p| p.status != Status::Reproduced)
+        .map(|p| format!("{} ({})", p.claim, p.status_label()))
+        .collect();
+    if failed.is_empty() || v.status == Status::NotMeasured {
+        return;
+    }
+    let why = format!(
+        "rests on {}, which did not reproduce: this finding cannot stand",
+        failed.join(", ")
+    );
+    v.note = Some(match v.note.take() {
+        Some(n) => format!("{n}; {why}"),
+        None => why,
+    });
+    v.status = Status::Inconclusive;
 }
 
 fn judge_one(study: &Study, claim: &Claim, summary: &Summary) -> Verdict {
@@ -431,6 +460,91 @@ mod tests {
             (outside.delta.unwrap() + 0.25).abs() < 1e-9,
             "delta on midpoints"
         );
+    }
+
+    #[test]
+    fn a_claim_resting_on_one_that_differs_is_inconclusive() {
+        let median = fixture::summary()
+            .cell("go", 10_000)
+            .unwrap()
+            .rss_median_bytes
+            .unwrap();
+        let value = |id: &str, expected: f64, requires: &str| {
+            claim(&format!(
+                "{{id: {id}, text: t, probe: go, tasks: 10000, unit: B, stat: rss_median, \
+                 expected: {expected}, tolerance: {{relative: 0.01}}{requires}}}"
+            ))
+        };
+        let claims = vec![
+            value("holds", median, ""),
+            value("fails", median * 2.0, ""),
+            value("on-holds", median, ", requires: [holds]"),
+            value("on-fails", median, ", requires: [holds, fails]"),
+            value("off-on-fails", median * 2.0, ", requires: [fails]"),
+        ];
+        let v = judge(&with_claims(claims), &fixture::summary());
+        let status: Vec<Status> = v.iter().map(|v| v.status).collect();
+        use Status::*;
+        assert_eq!(
+            status,
+            [Reproduced, Differs, Reproduced, Inconclusive, Inconclusive]
+        );
+        let note = v[3].note.as_deref().unwrap();
+        assert!(note.contains("rests on fails (differs)"), "{note}");
+        assert!(!note.contains("holds"), "{note}");
+    }
+
+    #[test]
+    fn baseline_median_is_the_median_of_the_processes_baselines() {
+        let cell = fixture::summary().cell("go", 10_000).unwrap().clone();
+        let mut baselines: Vec<f64> = cell
+            .processes
+            .iter()
+            .map(|p| p.baseline_rss_bytes.unwrap() as f64)
+            .collect();
+        baselines.sort_by(f64::total_cmp);
+        let want = baselines[baselines.len() / 2];
+        let v = one(&format!(
+            "{BASE} stat: baseline_median, expected: {want}, tolerance: {{absolute: 0}}}}"
+        ));
+        assert_eq!(v.status, Status::Reproduced, "{v:?}");
+        assert_eq!(v.measured, Some(Measured::Value(want)));
+    }
+
+    #[test]
+    fn requires_names_claims_of_the_study_one_level_deep() {
+        let study = |requires: &str| {
+            let text = crate::study::DEFAULT_STUDY.replacen(
+                "  - id: rust-rss-1m\n",
+                &format!("  - id: rust-rss-1m\n    requires: {requires}\n"),
+                1,
+            );
+            crate::study::Study::parse(&text).map_err(|e| format!("{e:#}"))
+        };
+        assert!(study("[go-rss-1m]").is_ok());
+        let err = study("[nope]").unwrap_err();
+        assert!(
+            err.contains("claim \"rust-rss-1m\": requires \"nope\", which is not a claim"),
+            "{err}"
+        );
+        assert!(
+            study("[rust-rss-1m]")
+                .unwrap_err()
+                .contains("requires itself")
+        );
+        let text = crate::study::DEFAULT_STUDY
+            .replacen(
+                "  - id: rust-rss-1m\n",
+                "  - id: rust-rss-1m\n    requires: [go-rss-1m]\n",
+                1,
+            )
+            .replacen(
+                "  - id: go-rss-1m\n",
+                "  - id: go-rss-1m\n    requires: [rust-lower-1m]\n",
+                1,
+            );
+        let err = format!("{:#}", crate::study::Study::parse(&text).unwrap_err());
+        assert!(err.contains("has `requires` of its own"), "{err}");
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub(super) fn scalar(
                  peak: needs a valid smaller scale to subtract)"
             )
         })?,
+        Stat::BaselineMedian => cell.baseline_median_bytes().ok_or_else(|| {
+            format!("no valid sample of {probe} at {tasks} tasks has a baseline RSS")
+        })?,
         Stat::PeakMedian => stat_value("peak_bytes")?,
         Stat::ResultMedian => stat_value(claim.metric.as_deref().ok_or("claim names no metric")?)?,
         Stat::Percentile => stat_value(&percentile_name(
