@@ -31,6 +31,7 @@ reproduce *ARGS: driver
 # Every test: unit, snapshot, README examples, and integration tests against the real Engine.
 test:
     cargo test --locked --manifest-path docker/sampler/Cargo.toml
+    cargo test --locked --manifest-path docker/echo-load/Cargo.toml
     cargo test --locked -- --test-threads 1
 
 # Formatting and lints, as CI wants them.

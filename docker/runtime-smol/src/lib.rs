@@ -183,6 +183,24 @@ pub fn vm_hwm_kib(pid: u32) -> Result<u64, String> {
         .ok_or_else(|| format!("{path} has no VmHWM"))
 }
 
+/// Whether this process may use io_uring: one `io_uring_setup` of a one-entry ring, closed at once.
+/// `Err` names the error and where a refusal comes from, for a runtime that needs io_uring to say
+/// so before it starts (glommio panics in its executor's thread instead).
+pub fn io_uring_available() -> Result<(), String> {
+    // struct io_uring_params is 120 bytes; the kernel fills it in.
+    let mut params = [0u8; 120];
+    let fd = unsafe { libc::syscall(libc::SYS_io_uring_setup, 1u32, params.as_mut_ptr()) };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return Err(format!(
+            "io_uring refused: io_uring_setup failed: {e} (a seccomp profile, the sysctl \
+             kernel.io_uring_disabled, or a kernel without io_uring)"
+        ));
+    }
+    unsafe { libc::close(fd as libc::c_int) };
+    Ok(())
+}
+
 /// Starts the load generator named after `--` on the command line, with `--port PORT` appended and
 /// this process's stdout, and a thread that waits for it and then ends this process with the
 /// generator's exit status. A server calls it once it listens on `port`.

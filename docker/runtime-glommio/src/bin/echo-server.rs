@@ -13,15 +13,15 @@
 //! compile (`accept` returns a `Result`), so an accept error ends the loop; once listening it
 //! starts the generator given after `--` and exits with its status when it ends. The article
 //! leaves `handle_connection` empty; here it reads into a 4 KiB buffer and writes back what it
-//! read (`write_all`) until the peer closes. An executor that cannot be made (io_uring refused,
-//! locked memory) is said in a `note`, exit 1.
+//! read (`write_all`) until the peer closes. io_uring refused (checked with one `io_uring_setup`
+//! first), or an executor that cannot be made, is said in a `note`, exit 1.
 
 use std::process::ExitCode;
 
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 use glommio::{LocalExecutorBuilder, Placement};
-use probes::{note, start_load};
+use probes::{io_uring_available, note, start_load};
 
 async fn handle_connection(mut stream: TcpStream) {
     let mut buf = [0u8; 4096];
@@ -51,11 +51,13 @@ async fn serve() -> Result<(), String> {
 
 fn main() -> ExitCode {
     // serve() returns only on an error: the generator's waiter thread ends the process.
-    let outcome = LocalExecutorBuilder::new(Placement::Unbound)
-        .spawn(serve)
-        .map_err(|e| format!("glommio could not make its executor: {e}"))
-        .and_then(|h| h.join().map_err(|e| e.to_string()))
-        .and_then(|r| r);
+    let outcome = io_uring_available().and_then(|()| {
+        LocalExecutorBuilder::new(Placement::Unbound)
+            .spawn(serve)
+            .map_err(|e| format!("glommio could not make its executor: {e}"))
+            .and_then(|h| h.join().map_err(|e| e.to_string()))
+            .and_then(|r| r)
+    });
     if let Err(e) = outcome {
         note(&format!("echo-server: {e}"));
         eprintln!("echo-server: {e}");

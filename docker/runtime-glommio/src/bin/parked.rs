@@ -21,7 +21,8 @@
 //! The executor is `LocalExecutorBuilder::default()` (glommio's thread-per-core model: one
 //! executor, on the thread that runs it, unbound) made on the main thread. Stdin is read on that
 //! thread while the tasks wait: blocking it holds every task where it is, which is the point.
-//! An executor that cannot be made (io_uring refused, locked memory) is said in a `note`, exit 1.
+//! io_uring refused (checked with one `io_uring_setup` first), or an executor that cannot be made
+//! (locked memory), is said in a `note`, exit 1.
 
 use std::cell::Cell;
 use std::future::poll_fn;
@@ -33,7 +34,7 @@ use std::time::Duration;
 
 use glommio::LocalExecutorBuilder;
 use glommio::sync::Semaphore;
-use probes::{Flags, note, os_threads, say, usage_error, wait_line};
+use probes::{Flags, io_uring_available, note, os_threads, say, usage_error, wait_line};
 
 const USAGE: &str = "usage: parked --tasks N --wait signal|sleep [--sleep-ms MS]";
 
@@ -136,6 +137,11 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => return usage_error("parked", USAGE, &e),
     };
+    if let Err(e) = io_uring_available() {
+        note(&e);
+        eprintln!("parked: {e}");
+        return ExitCode::FAILURE;
+    }
     let ex = match LocalExecutorBuilder::default().make() {
         Ok(ex) => ex,
         Err(e) => {

@@ -10,14 +10,14 @@
 //! article's glommio server starts it), then `SPAWNS` times `Instant::now()`,
 //! `glommio::spawn_local` of a task that returns `start.elapsed()`, and the task awaited before
 //! the next spawn. Each latency goes into an hdrhistogram (ns, 3 significant digits), printed as
-//! `latency value_ns=… count=…` lines; the kit computes the percentiles. An executor that cannot
-//! be made (io_uring refused, locked memory) is said in a `note`, exit 1.
+//! `latency value_ns=… count=…` lines; the kit computes the percentiles. io_uring refused (checked
+//! with one `io_uring_setup` first), or an executor that cannot be made, is said in a `note`, exit 1.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
 use glommio::LocalExecutorBuilder;
-use probes::{note, ns_histogram, print_histogram, usage_error};
+use probes::{io_uring_available, note, ns_histogram, print_histogram, usage_error};
 
 fn main() -> ExitCode {
     let spawns: u64 = match std::env::args().nth(1).map(|a| a.parse()) {
@@ -31,6 +31,11 @@ fn main() -> ExitCode {
             );
         }
     };
+    if let Err(e) = io_uring_available() {
+        note(&e);
+        eprintln!("spawn-latency: {e}");
+        return ExitCode::FAILURE;
+    }
     let handle = LocalExecutorBuilder::default().spawn(move || async move {
         let mut latencies = ns_histogram();
         for _ in 0..spawns {

@@ -1,0 +1,115 @@
+//! The load generator against servers made here: one that echoes, one that answers wrongly, one
+//! that drops its connections. Every echoed byte is checked; a failure is a
+//! `note` and exit status 1.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Output};
+
+/// A server on a free port; `serve` runs on each accepted connection, on a thread of its own.
+fn server(serve: fn(TcpStream)) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || serve(stream));
+        }
+    });
+    port
+}
+
+fn echo(mut s: TcpStream) {
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 || s.write_all(&buf[..n]).is_err() {
+            return;
+        }
+    }
+}
+
+fn generator(port: u16, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_echo-load"))
+        .args(["--cpus", "0", "--connections", "4", "--bytes", "32"])
+        .args(["--warmup-s", "0", "--seconds", "1", "--port", &port.to_string()])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn an_echo_server_gives_a_rate_and_a_histogram_of_every_message() {
+    let out = generator(server(echo), &[]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}");
+    let result = text.lines().find(|l| l.starts_with("result ")).unwrap();
+    let value = |key: &str| -> f64 {
+        result
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+            .unwrap_or_else(|| panic!("{key} in {result}"))
+            .parse()
+            .unwrap()
+    };
+    assert!(value("qps") > 0.0, "{result}");
+    assert_eq!(value("connections"), 4.0);
+    let counted: u64 = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("latency "))
+        .map(|l| {
+            let count = l.split_whitespace().nth(1).unwrap();
+            count.strip_prefix("count=").unwrap().parse::<u64>().unwrap()
+        })
+        .sum();
+    assert_eq!(counted as f64, value("messages"), "one value per echoed message");
+    assert!(value("server_hwm_bytes") > 0.0, "the test process's VmHWM: {result}");
+}
+
+#[test]
+fn a_wrong_byte_is_caught() {
+    fn flips_one(mut s: TcpStream) {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                return;
+            }
+            buf[n - 1] ^= 0x40;
+            let _ = s.write_all(&buf[..n]);
+        }
+    }
+    let out = generator(server(flips_one), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.contains("note connection "), "{text}");
+    assert!(text.contains("of echo 0 is "), "{text}");
+    assert!(!text.contains("result "), "{text}");
+}
+
+#[test]
+fn a_dropped_connection_is_caught() {
+    fn drops(s: TcpStream) {
+        drop(s);
+    }
+    let out = generator(server(drops), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.contains("was closed by the server after 0 messages") || text.contains("failed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_arguments_and_no_cpu_are_said() {
+    let out = generator(server(echo), &["--connections", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = Command::new(env!("CARGO_BIN_EXE_echo-load"))
+        .args(["--cpus", "", "--port", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("no CPU is left for it"), "{}", stdout(&out));
+}
