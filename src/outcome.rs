@@ -202,8 +202,27 @@ fn environment_deviations(study: &Study, e: &Environment) -> Vec<String> {
             "kernel {} {ours}; the article ran {published}",
             e.host.kernel_release
         ));
+    } else if let Some(theirs) = published_kernel(published)
+        && !e.host.kernel_release.starts_with(theirs)
+    {
+        out.push(format!(
+            "kernel {} instead of the published {theirs}",
+            e.host.kernel_release
+        ));
     }
     out
+}
+
+/// The version after the word "kernel" in a published environment (`Ubuntu 22.04 (kernel 5.15)`).
+fn published_kernel(environment: &str) -> Option<&str> {
+    let lower = environment.to_ascii_lowercase();
+    let at = lower.find("kernel ")? + "kernel ".len();
+    let version = environment[at..]
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+        .next()?;
+    version
+        .starts_with(|c: char| c.is_ascii_digit())
+        .then_some(version)
 }
 
 /// This run's version of a named toolchain (`rustc`, `go`, `tokio`, `cargo`).
@@ -231,5 +250,21 @@ fn ours_version(name: &str, e: &Environment) -> Option<String> {
             .split_whitespace()
             .find(|w| w.chars().any(|c| c.is_ascii_digit()))
             .map(str::to_owned),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::published_kernel;
+
+    #[test]
+    fn the_published_kernel_is_the_version_after_the_word() {
+        assert_eq!(published_kernel("Ubuntu 22.04 (Kernel 5.15)"), Some("5.15"));
+        assert_eq!(
+            published_kernel("kernel 6.1.0-31-amd64, x86"),
+            Some("6.1.0-31-amd64")
+        );
+        assert_eq!(published_kernel("WSL2 Linux 6.6.87.2"), None);
+        assert_eq!(published_kernel("a kernel of its own"), None);
     }
 }
