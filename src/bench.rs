@@ -45,7 +45,7 @@ pub async fn fidelity(
             extract_binaries(engine, &image.tag, &probe.program, &dir).await?;
         }
         // The Engine's default profile, as the native run has none of the study's.
-        let kit = run::measure(engine, study, manifest, state, &cell, &None, &cancel)
+        let kit = run::measure(engine, study, manifest, state, &cell, None, &cancel)
             .await?
             .context("interrupted")?;
         let native = measure_native(&dir, study, state, &cell, kit.clone())?;

@@ -186,7 +186,7 @@ pub struct ContainerSpec {
     pub labels: BTreeMap<String, String>,
     /// Killed (and reported as timed out) after this long.
     pub timeout: Duration,
-    /// `seccomp=<profile JSON>` to start with instead of the Engine's default profile.
+    /// A seccomp profile (its JSON) to start with instead of the Engine's default profile.
     pub seccomp: Option<String>,
 }
 

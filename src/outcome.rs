@@ -203,7 +203,7 @@ fn environment_deviations(study: &Study, e: &Environment) -> Vec<String> {
             e.host.kernel_release
         ));
     } else if let Some(theirs) = published_kernel(published)
-        && !e.host.kernel_release.starts_with(theirs)
+        && !same_version(&e.host.kernel_release, theirs)
     {
         out.push(format!(
             "kernel {} instead of the published {theirs}",
@@ -211,6 +211,14 @@ fn environment_deviations(study: &Study, e: &Environment) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Whether a kernel release is the published version: every dotted part the article gives is the
+/// same (`5.15.0-91-generic` is `5.15`; `5.15.0` is not `5.1`).
+fn same_version(release: &str, published: &str) -> bool {
+    let parts = |v: &str| -> Vec<String> { v.split(['.', '-', '+']).map(str::to_owned).collect() };
+    let (ours, theirs) = (parts(release), parts(published));
+    ours.len() >= theirs.len() && ours[..theirs.len()] == theirs[..]
 }
 
 /// The version after the word "kernel" in a published environment (`Ubuntu 22.04 (kernel 5.15)`).
@@ -266,5 +274,14 @@ mod tests {
         );
         assert_eq!(published_kernel("WSL2 Linux 6.6.87.2"), None);
         assert_eq!(published_kernel("a kernel of its own"), None);
+    }
+
+    #[test]
+    fn a_kernel_matches_on_every_part_the_article_gives() {
+        use super::same_version;
+        assert!(same_version("5.15.0-91-generic", "5.15"));
+        assert!(!same_version("5.15.0", "5.1"));
+        assert!(!same_version("6.18.44-fc-v1147", "5.15"));
+        assert!(same_version("6.1.0-31-amd64", "6.1.0-31-amd64"));
     }
 }

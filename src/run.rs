@@ -144,7 +144,7 @@ pub async fn execute(
     state: &mut RunState,
     cancel: &CancellationToken,
 ) -> Result<RunResult> {
-    let seccomp = seccomp_of(study, dir)?.map(|p| p.security_opt());
+    let seccomp = seccomp_of(study, dir)?.map(|p| p.json);
     let log_path = dir.file(run_dir::SAMPLES);
     let existing = read_samples(&log_path)?;
     let todo = missing_cells(study, &existing);
@@ -179,7 +179,16 @@ pub async fn execute(
             cell.tasks,
             cell.repeat
         ));
-        let measured_cell = measure(engine, study, manifest, state, cell, &seccomp, cancel).await;
+        let measured_cell = measure(
+            engine,
+            study,
+            manifest,
+            state,
+            cell,
+            seccomp.as_deref(),
+            cancel,
+        )
+        .await;
         let sample = match measured_cell {
             Ok(Some(sample)) => sample,
             Ok(None) => {
@@ -292,7 +301,8 @@ pub fn seccomp_of(study: &Study, dir: &RunDir) -> Result<Option<crate::seccomp::
     let path = dir.file(run_dir::SECCOMP);
     let bytes = std::fs::read(&path).with_context(|| {
         format!(
-            "reading {}, the run's copy of the seccomp profile {file:?}: a run of this study keeps              it there; start a new run",
+            "reading {}, the run's copy of the seccomp profile {file:?}: a run of this study \
+             keeps it there; start a new run",
             path.display()
         )
     })?;
@@ -301,15 +311,15 @@ pub fn seccomp_of(study: &Study, dir: &RunDir) -> Result<Option<crate::seccomp::
         .with_context(|| format!("in {}", path.display()))
 }
 
-/// Runs one process in a fresh container (with `seccomp`, the security option of the study's
-/// profile, if any); `None` when interrupted (the container is gone, no sample).
+/// Runs one process in a fresh container (with `seccomp`, the JSON of the study's profile, if
+/// any); `None` when interrupted (the container is gone, no sample).
 pub async fn measure(
     engine: &impl Containers,
     study: &Study,
     manifest: &Manifest,
     state: &RunState,
     cell: &Cell,
-    seccomp: &Option<String>,
+    seccomp: Option<&str>,
     cancel: &CancellationToken,
 ) -> Result<Option<Sample>> {
     let probe = &study.probes[cell.probe];
@@ -353,7 +363,7 @@ pub async fn measure(
         labels,
         // The sampler enforces the study's timeout itself; this margin covers a sampler that cannot.
         timeout: Duration::from_secs(p.timeout_s + 30),
-        seccomp: seccomp.clone(),
+        seccomp: seccomp.map(str::to_owned),
     };
     let started_at = now();
     let outcome = engine.run(&spec, cancel).await?;

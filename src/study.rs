@@ -703,16 +703,22 @@ fn line_of_id(text: &str, id: &str) -> String {
 /// The words `args` and `env` may hold, each replaced per cell.
 pub const PLACEHOLDERS: &[&str] = &["{tasks}", "{workers}", "{cpus}", "{other_cpus}"];
 
-/// The first `{word}` of `text` that is not one of [`PLACEHOLDERS`].
+/// The first `{word}` of `text` (a word of lowercase letters and `_`) that is not one of
+/// [`PLACEHOLDERS`]; other braces (`{}`, JSON, `${VAR}`) are left alone.
 fn unknown_placeholder(text: &str) -> Option<&str> {
-    let mut rest = text;
-    while let Some(start) = rest.find('{') {
-        let end = rest[start..].find('}')? + start + 1;
-        let word = &rest[start..end];
-        if !PLACEHOLDERS.contains(&word) {
-            return Some(word);
+    let mut from = 0;
+    while let Some(at) = text[from..].find('{').map(|i| i + from) {
+        let len = text[at + 1..]
+            .find(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+            .unwrap_or(text.len() - at - 1);
+        let end = at + 1 + len;
+        if len > 0 && text[end..].starts_with('}') {
+            let word = &text[at..=end];
+            if !PLACEHOLDERS.contains(&word) {
+                return Some(word);
+            }
         }
-        rest = &rest[end..];
+        from = at + 1;
     }
     None
 }
@@ -845,6 +851,11 @@ mod tests {
         );
         assert_eq!(unknown_placeholder("a {tasks} {cpus}"), None);
         assert_eq!(unknown_placeholder("{tasks}{x}"), Some("{x}"));
+        assert_eq!(
+            unknown_placeholder("{\"a\": {}} ${HOME} {Tasks} {tasks"),
+            None
+        );
+        assert_eq!(unknown_placeholder("{{cpu}}"), Some("{cpu}"));
     }
 
     #[test]

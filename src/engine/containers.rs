@@ -211,7 +211,7 @@ fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
             // No CPU quota, no cpuset, no memory limit: pinning is done inside by sched_setaffinity.
             security_opt: Some(
                 std::iter::once("no-new-privileges:true".to_string())
-                    .chain(spec.seccomp.clone())
+                    .chain(spec.seccomp.as_ref().map(|json| format!("seccomp={json}")))
                     .collect(),
             ),
             privileged: Some(false),

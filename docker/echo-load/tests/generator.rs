@@ -1,6 +1,6 @@
 //! The load generator against servers made here: one that echoes, one that answers wrongly, one
-//! that drops its connections. Every echoed byte is checked; a failure is a
-//! `note` and exit status 1.
+//! that drops its connections, one that never answers. Every echoed byte is checked; a failure is
+//! a `note` and exit status 1.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -30,7 +30,14 @@ fn echo(mut s: TcpStream) {
 fn generator(port: u16, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_echo-load"))
         .args(["--cpus", "0", "--connections", "4", "--bytes", "32"])
-        .args(["--warmup-s", "0", "--seconds", "1", "--port", &port.to_string()])
+        .args([
+            "--warmup-s",
+            "0",
+            "--seconds",
+            "1",
+            "--port",
+            &port.to_string(),
+        ])
         .args(extra)
         .output()
         .unwrap()
@@ -61,11 +68,22 @@ fn an_echo_server_gives_a_rate_and_a_histogram_of_every_message() {
         .filter_map(|l| l.strip_prefix("latency "))
         .map(|l| {
             let count = l.split_whitespace().nth(1).unwrap();
-            count.strip_prefix("count=").unwrap().parse::<u64>().unwrap()
+            count
+                .strip_prefix("count=")
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
         })
         .sum();
-    assert_eq!(counted as f64, value("messages"), "one value per echoed message");
-    assert!(value("server_hwm_bytes") > 0.0, "the test process's VmHWM: {result}");
+    assert_eq!(
+        counted as f64,
+        value("messages"),
+        "one value per echoed message"
+    );
+    assert!(
+        value("server_hwm_bytes") > 0.0,
+        "the test process's VmHWM: {result}"
+    );
 }
 
 #[test]
@@ -111,5 +129,28 @@ fn bad_arguments_and_no_cpu_are_said() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout(&out).contains("no CPU is left for it"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("(the run's CPUs besides the server's): the list is empty"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_connection_that_never_echoes_is_caught() {
+    fn swallows(mut s: TcpStream) {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                return;
+            }
+        }
+    }
+    let out = generator(server(swallows), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.contains("echoed nothing in the measured window"),
+        "{text}"
+    );
 }

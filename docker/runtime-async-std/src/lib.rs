@@ -134,7 +134,7 @@ pub fn pin_self(list: &str) -> Result<(), String> {
         }
     }
     if !any {
-        return Err("no CPU is left for it (the run has no CPU besides the server's)".into());
+        return Err("the list is empty".into());
     }
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
     if rc != 0 {
@@ -181,6 +181,30 @@ pub fn vm_hwm_kib(pid: u32) -> Result<u64, String> {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .ok_or_else(|| format!("{path} has no VmHWM"))
+}
+
+/// The arguments of every `parked` program: `--tasks N --wait signal|sleep [--sleep-ms 5000]`;
+/// the sleep, for `--wait sleep`.
+pub fn parked_args() -> Result<(u64, Option<std::time::Duration>), String> {
+    let f = Flags::parse(&["--tasks", "--wait", "--sleep-ms"])?;
+    let n = f.count("--tasks")?;
+    let sleep_ms = f
+        .get("--sleep-ms")
+        .map_or(Ok(5000), |_| f.count("--sleep-ms"))?;
+    match f.get("--wait") {
+        Some("signal") => Ok((n, None)),
+        Some("sleep") => Ok((n, Some(std::time::Duration::from_millis(sleep_ms)))),
+        other => Err(format!("--wait: {other:?} is neither signal nor sleep")),
+    }
+}
+
+/// The argument of every `spawn-latency` program: `[SPAWNS]`, 10000 (the article's) when left out.
+pub fn spawns_arg() -> Result<u64, String> {
+    match std::env::args().nth(1).map(|a| a.parse()) {
+        None => Ok(10_000),
+        Some(Ok(n)) if n > 0 => Ok(n),
+        Some(_) => Err("SPAWNS is a positive integer".into()),
+    }
 }
 
 /// Whether this process may use io_uring: one `io_uring_setup` of a one-entry ring, closed at once.

@@ -27,7 +27,8 @@ struct Conn {
 }
 
 /// Reads what there is and writes back what the socket takes; `false` when the connection ended.
-fn serve(c: &mut Conn, buf: &mut [u8]) -> bool {
+/// `closed`: the peer has closed its side, so the socket is read to its end.
+fn serve(c: &mut Conn, buf: &mut [u8], closed: bool) -> bool {
     let mut drained = false;
     loop {
         while !c.pending.is_empty() {
@@ -39,8 +40,8 @@ fn serve(c: &mut Conn, buf: &mut [u8]) -> bool {
             }
         }
         // A read shorter than the buffer took all there was: what comes next raises a new edge,
-        // so the read that would only say EAGAIN is skipped.
-        if drained {
+        // so the read that would only say EAGAIN is skipped (not after a close, which raises none).
+        if drained && !closed {
             return true;
         }
         match c.stream.read(buf) {
@@ -93,7 +94,7 @@ fn run() -> std::io::Result<()> {
                 }
             } else if let Some(slot) = conns.get_mut(ev.token().0)
                 && let Some(c) = slot.as_mut()
-                && !serve(c, &mut buf)
+                && !serve(c, &mut buf, ev.is_read_closed() || ev.is_error())
             {
                 *slot = None;
             }

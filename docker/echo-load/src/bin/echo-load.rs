@@ -18,9 +18,11 @@
 //!   hdrhistogram (3 significant digits; each bucket printed at its highest equivalent value).
 //!
 //! The server is its parent process. Every echoed byte is checked against what was sent: a
-//! connection that cannot be made within 10 s, is closed or reset, or echoes a wrong byte ends
-//! the run with a `note` saying which and exit status 1, so that the sample is invalid with that
-//! reason. Bytes differ from message to message, so an echo of an older message is caught too.
+//! connection refused for 10 s (nothing listening), closed or reset, a wrong byte, or a connection
+//! with no echo in the whole measured window (a server that accepts nothing, or starves some
+//! connections) ends the run with a `note` saying which and exit status 1, so that the sample is
+//! invalid with that reason. A message's bytes differ from the 255 before it on its connection,
+//! so an echo of an older message is caught too.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
@@ -59,19 +61,20 @@ fn parse_args() -> Result<Args, String> {
             Some(_) => flags.count(name),
         }
     };
-    let connections = count_or("--connections", 64)? as usize;
-    let bytes = count_or("--bytes", 64)? as usize;
-    let measure = count_or("--seconds", 10)?;
-    if connections == 0 || bytes == 0 || measure == 0 {
-        return Err("--connections, --bytes and --seconds must be at least 1".into());
-    }
+    let within = |name: &str, default: u64, min: u64, max: u64| -> Result<u64, String> {
+        let v = count_or(name, default)?;
+        if v < min || v > max {
+            return Err(format!("{name} {v} is outside {min}..={max}"));
+        }
+        Ok(v)
+    };
     Ok(Args {
         port,
         cpus: flags.get("--cpus").ok_or("--cpus is required")?.to_owned(),
-        connections,
-        bytes,
-        warmup: Duration::from_secs(count_or("--warmup-s", 2)?),
-        measure: Duration::from_secs(measure),
+        connections: within("--connections", 64, 1, 10_000)? as usize,
+        bytes: within("--bytes", 64, 1, 1 << 20)? as usize,
+        warmup: Duration::from_secs(within("--warmup-s", 2, 0, 3600)?),
+        measure: Duration::from_secs(within("--seconds", 10, 1, 3600)?),
     })
 }
 
@@ -80,13 +83,15 @@ struct Conn {
     stream: TcpStream,
     /// Messages fully echoed so far (also what makes the next message's bytes).
     done: u64,
+    /// `done` when the measured window began.
+    done_at_start: u64,
     out: Vec<u8>,
     written: usize,
     echoed: usize,
     sent_at: Instant,
 }
 
-/// Byte `i` of message `k` on connection `c`.
+/// Byte `i` of message `k` on connection `c` (it repeats every 256 messages).
 fn byte(c: usize, k: u64, i: usize) -> u8 {
     (c as u64)
         .wrapping_mul(131)
@@ -190,8 +195,12 @@ fn read_some(conn: &mut Conn, id: usize, buf: &mut [u8], w: &mut Window) -> Resu
 }
 
 fn run(args: &Args) -> Result<(), String> {
-    pin_self(&args.cpus)
-        .map_err(|e| format!("pinning the load generator to {:?}: {e}", args.cpus))?;
+    pin_self(&args.cpus).map_err(|e| {
+        format!(
+            "pinning the load generator to {:?} (the run's CPUs besides the server's): {e}",
+            args.cpus
+        )
+    })?;
     let server = std::os::unix::process::parent_id();
     let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
     let mut poll = Poll::new().map_err(|e| format!("epoll: {e}"))?;
@@ -213,6 +222,7 @@ fn run(args: &Args) -> Result<(), String> {
         conns.push(Conn {
             stream,
             done: 0,
+            done_at_start: 0,
             out: vec![0; args.bytes],
             written: 0,
             echoed: 0,
@@ -240,6 +250,9 @@ fn run(args: &Args) -> Result<(), String> {
             let own_cpu = ProcStat::read(std::process::id())?;
             begin = Some((now, server_cpu, own_cpu));
             w.recording = true;
+            for c in &mut conns {
+                c.done_at_start = c.done;
+            }
         }
         if now >= end {
             break;
@@ -259,6 +272,11 @@ fn run(args: &Args) -> Result<(), String> {
             if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                 read_some(c, id, &mut buf, &mut w)?;
             }
+            // read_some stops at the end of an echo; a close that came with it is read now, as
+            // no later event will say it again.
+            if ev.is_read_closed() || ev.is_error() {
+                read_some(c, id, &mut buf, &mut w)?;
+            }
         }
     }
     let (t0, server0, own0) = begin.ok_or("the measured window never began")?;
@@ -266,8 +284,16 @@ fn run(args: &Args) -> Result<(), String> {
     let server_cpu = ProcStat::read(server)?.cpu_s - server0.cpu_s;
     let own_cpu = ProcStat::read(std::process::id())?.cpu_s - own0.cpu_s;
     let hwm = echo_load::vm_hwm_kib(server)?;
-    if w.messages == 0 {
-        return Err("no message was echoed in the measured window".into());
+    if let Some((id, c)) = conns
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.done == c.done_at_start)
+    {
+        return Err(format!(
+            "connection {id} echoed nothing in the measured window ({} messages before it): the \
+             server stalled it",
+            c.done
+        ));
     }
     say(&format!(
         "result qps={:.1} server_cpu_pct={:.2} server_hwm_bytes={} load_cpu_pct={:.2} \

@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use async_std::channel::{Receiver, Sender, bounded};
 use async_std::task;
-use probes::{Flags, note, os_threads, say, usage_error, wait_line};
+use probes::{note, os_threads, parked_args, say, usage_error, wait_line};
 
 const USAGE: &str = "usage: parked --tasks N --wait signal|sleep [--sleep-ms MS]";
 
@@ -126,18 +126,7 @@ fn run(n: u64, sleep: Option<Duration>) -> std::io::Result<()> {
 }
 
 fn main() -> ExitCode {
-    let parsed = Flags::parse(&["--tasks", "--wait", "--sleep-ms"]).and_then(|f| {
-        let n = f.count("--tasks")?;
-        let sleep_ms = f
-            .get("--sleep-ms")
-            .map_or(Ok(5000), |_| f.count("--sleep-ms"))?;
-        match f.get("--wait") {
-            Some("signal") => Ok((n, None)),
-            Some("sleep") => Ok((n, Some(Duration::from_millis(sleep_ms)))),
-            other => Err(format!("--wait: {other:?} is neither signal nor sleep")),
-        }
-    });
-    let (n, sleep) = match parsed {
+    let (n, sleep) = match parked_args() {
         Ok(a) => a,
         Err(e) => return usage_error("parked", USAGE, &e),
     };

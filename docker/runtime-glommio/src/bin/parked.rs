@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use glommio::LocalExecutorBuilder;
 use glommio::sync::Semaphore;
-use probes::{Flags, io_uring_available, note, os_threads, say, usage_error, wait_line};
+use probes::{io_uring_available, note, os_threads, parked_args, say, usage_error, wait_line};
 
 const USAGE: &str = "usage: parked --tasks N --wait signal|sleep [--sleep-ms MS]";
 
@@ -122,18 +122,7 @@ async fn run(n: u64, sleep: Option<Duration>) -> std::io::Result<()> {
 }
 
 fn main() -> ExitCode {
-    let parsed = Flags::parse(&["--tasks", "--wait", "--sleep-ms"]).and_then(|f| {
-        let n = f.count("--tasks")?;
-        let sleep_ms = f
-            .get("--sleep-ms")
-            .map_or(Ok(5000), |_| f.count("--sleep-ms"))?;
-        match f.get("--wait") {
-            Some("signal") => Ok((n, None)),
-            Some("sleep") => Ok((n, Some(Duration::from_millis(sleep_ms)))),
-            other => Err(format!("--wait: {other:?} is neither signal nor sleep")),
-        }
-    });
-    let (n, sleep) = match parsed {
+    let (n, sleep) = match parked_args() {
         Ok(a) => a,
         Err(e) => return usage_error("parked", USAGE, &e),
     };

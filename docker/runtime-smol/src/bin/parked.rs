@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
-use probes::{Flags, note, os_threads, say, usage_error, wait_line};
+use probes::{note, os_threads, parked_args, say, usage_error, wait_line};
 use smol::Timer;
 use smol::channel::{Receiver, Sender, bounded};
 
@@ -126,18 +126,7 @@ fn run(n: u64, sleep: Option<Duration>) -> std::io::Result<()> {
 }
 
 fn main() -> ExitCode {
-    let parsed = Flags::parse(&["--tasks", "--wait", "--sleep-ms"]).and_then(|f| {
-        let n = f.count("--tasks")?;
-        let sleep_ms = f
-            .get("--sleep-ms")
-            .map_or(Ok(5000), |_| f.count("--sleep-ms"))?;
-        match f.get("--wait") {
-            Some("signal") => Ok((n, None)),
-            Some("sleep") => Ok((n, Some(Duration::from_millis(sleep_ms)))),
-            other => Err(format!("--wait: {other:?} is neither signal nor sleep")),
-        }
-    });
-    let (n, sleep) = match parsed {
+    let (n, sleep) = match parked_args() {
         Ok(a) => a,
         Err(e) => return usage_error("parked", USAGE, &e),
     };

@@ -13,7 +13,8 @@
 //!
 //! - `--wait signal`: every task waits on one shared `tokio::sync::Notify` (pinned and enabled
 //!   before the task counts itself), released by `notify_waiters()`.
-//! - `--wait sleep`: every task sleeps `--sleep-ms` in `tokio::time::sleep`; the release line
+//! - `--wait sleep`: every task sleeps `--sleep-ms` in `tokio::time::sleep` (polled once, so that
+//!   its timer is registered, before the task counts itself); the release line
 //!   releases nothing, `done` comes once every sleep has ended. `created` is the tasks still asleep
 //!   at `ready` (below N, with a `note`, when the sleeps began to end before the last task ran).
 //!
@@ -21,13 +22,15 @@
 //! affinity, IO and timer drivers on) written out as `Builder::new_multi_thread().enable_all()`, so
 //! that stdin is read on the main thread outside the runtime.
 
+use std::future::poll_fn;
 use std::pin::pin;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
-use probes::{Flags, note, os_threads, say, usage_error, wait_line};
+use probes::{note, os_threads, parked_args, say, usage_error, wait_line};
 use tokio::sync::Notify;
 
 const USAGE: &str = "usage: parked --tasks N --wait signal|sleep [--sleep-ms MS]";
@@ -58,9 +61,13 @@ async fn wait_signal(s: Arc<Shared>) {
 }
 
 async fn wait_sleep(s: Arc<Shared>, sleep: Duration) {
-    let timer = tokio::time::sleep(sleep);
+    // Polled once, so that the timer is registered before the task counts itself.
+    let mut timer = pin!(tokio::time::sleep(sleep));
+    let first = poll_fn(|cx| Poll::Ready(timer.as_mut().poll(cx))).await;
     s.count(&s.started, &s.all_started);
-    timer.await;
+    if first.is_pending() {
+        timer.await;
+    }
     s.count(&s.completed, &s.all_completed);
 }
 
@@ -116,18 +123,7 @@ fn run(n: u64, sleep: Option<Duration>) -> std::io::Result<()> {
 }
 
 fn main() -> ExitCode {
-    let parsed = Flags::parse(&["--tasks", "--wait", "--sleep-ms"]).and_then(|f| {
-        let n = f.count("--tasks")?;
-        let sleep_ms = f
-            .get("--sleep-ms")
-            .map_or(Ok(5000), |_| f.count("--sleep-ms"))?;
-        match f.get("--wait") {
-            Some("signal") => Ok((n, None)),
-            Some("sleep") => Ok((n, Some(Duration::from_millis(sleep_ms)))),
-            other => Err(format!("--wait: {other:?} is neither signal nor sleep")),
-        }
-    });
-    let (n, sleep) = match parsed {
+    let (n, sleep) = match parked_args() {
         Ok(a) => a,
         Err(e) => return usage_error("parked", USAGE, &e),
     };

@@ -14,20 +14,13 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use probes::{ns_histogram, print_histogram, usage_error};
+use probes::{ns_histogram, print_histogram, spawns_arg, usage_error};
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let spawns: u64 = match std::env::args().nth(1).map(|a| a.parse()) {
-        None => 10_000,
-        Some(Ok(n)) if n > 0 => n,
-        Some(_) => {
-            return usage_error(
-                "spawn-latency",
-                "usage: spawn-latency [SPAWNS]",
-                "SPAWNS is a positive integer",
-            );
-        }
+    let spawns = match spawns_arg() {
+        Ok(n) => n,
+        Err(e) => return usage_error("spawn-latency", "usage: spawn-latency [SPAWNS]", &e),
     };
     let mut latencies = ns_histogram();
     for _ in 0..spawns {
