@@ -72,7 +72,7 @@ pub struct Protocol {
     pub interval_ms: u64,
     /// A process still running after this many seconds is killed and recorded invalid.
     pub timeout_s: u64,
-    /// Timed kind: the coefficient of variation across process medians a cell should stay under,
+    /// Timed and latency kinds: the coefficient of variation across processes a cell should stay under,
     /// a fraction (0.02 = 2 %); a cell above it is flagged in the report and the run's output.
     /// Optional: without it nothing is flagged (the CV is still reported).
     #[serde(default, skip_serializing_if = "Option::is_none")]

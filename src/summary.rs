@@ -295,10 +295,11 @@ impl Cell {
         median(&baselines)
     }
 
-    /// Timed kind: the result keys whose CV across process medians exceeds `target` (a fraction),
-    /// with that CV. Empty for other kinds or without a target.
+    /// Timed and latency kinds: the keys (result keys, percentiles) whose CV across processes
+    /// exceeds `target` (a fraction), with that CV. Empty for other kinds or without a target.
     pub fn above_target_cv(&self, target: Option<f64>) -> Vec<(&str, f64)> {
-        let Some(target) = target.filter(|_| self.kind == Kind::Timed) else {
+        let precise = matches!(self.kind, Kind::Timed | Kind::Latency);
+        let Some(target) = target.filter(|_| precise) else {
             return Vec::new();
         };
         self.stats
@@ -776,6 +777,33 @@ mod tests {
         assert_eq!(flagged.len(), 1);
         assert!((flagged[0].1 - c.stats["ns"].cv.unwrap()).abs() < 1e-12);
         assert!(c.above_target_cv(None).is_empty());
+    }
+
+    #[test]
+    fn latency_percentiles_far_apart_are_flagged_against_the_target() {
+        let study = Study::parse(&TIMED.replace("kind: timed", "kind: latency")).unwrap();
+        let latency = |repeat: u32, ns: u64| {
+            let mut s = timed("sw", 1, repeat, &[], &[]);
+            s.kind = Kind::Latency;
+            s.results.clear();
+            s.latency_ns = vec![[ns, 10]];
+            s
+        };
+        let s = summarize(&study, &[latency(1, 1000), latency(2, 3000)]);
+        let c = s.cell("sw", 1).unwrap();
+        let flagged: Vec<&str> = c
+            .above_target_cv(study.protocol.target_cv)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert!(flagged.contains(&"p50_ns"), "{flagged:?}");
+        let same = summarize(&study, &[latency(1, 1000), latency(2, 1000)]);
+        assert!(
+            same.cell("sw", 1)
+                .unwrap()
+                .above_target_cv(study.protocol.target_cv)
+                .is_empty()
+        );
     }
 
     #[test]

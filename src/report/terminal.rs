@@ -42,12 +42,13 @@ pub fn verdict_table(verdicts: &[Verdict]) -> String {
     out
 }
 
-/// Each timed cell's CV across process medians, per result key, flagged when above
-/// `protocol.target_cv`; empty when the study has no timed cell.
+/// Each timed and latency cell's CV across processes, per key, flagged when above
+/// `protocol.target_cv`; empty when the study has no such cell.
 pub fn timed_precision(study: &Study, summary: &Summary) -> String {
     let target = study.protocol.target_cv;
     let mut out = String::new();
-    for c in summary.cells.iter().filter(|c| c.kind == Kind::Timed) {
+    let precise = |c: &&crate::summary::Cell| matches!(c.kind, Kind::Timed | Kind::Latency);
+    for c in summary.cells.iter().filter(precise) {
         let flagged = c.above_target_cv(target);
         for (key, s) in &c.stats {
             let cv =
@@ -70,7 +71,7 @@ pub fn timed_precision(study: &Study, summary: &Summary) -> String {
     if out.is_empty() {
         return out;
     }
-    format!("timed cells (CV across process medians):\n{out}")
+    format!("timed and latency cells (CV across processes):\n{out}")
 }
 
 fn row(v: &Verdict) -> [String; 7] {
