@@ -124,21 +124,66 @@ async fn container_view(engine: &impl Containers, image: &str) -> Result<Contain
     })
 }
 
-/// The version of `krate` locked in a Cargo.lock.
+/// The version of `krate` in a Cargo.lock, when a package of the lockfile's own (one without a
+/// `source`) depends on it directly: a crate locked only as another's optional or foreign-platform
+/// dependency (tokio under async-std's wasm support, say) is not reported.
 pub fn locked_version(lock: &Path, krate: &str) -> Option<String> {
     let text = std::fs::read_to_string(lock).ok()?;
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        if line.trim() == format!("name = \"{krate}\"") {
-            let v = lines
-                .next()?
-                .trim()
-                .strip_prefix("version = \"")?
-                .strip_suffix('"')?;
-            return Some(v.to_string());
+    let packages: Vec<Locked> = text
+        .split("[[package]]")
+        .skip(1)
+        .map(Locked::parse)
+        .collect();
+    let dep = packages
+        .iter()
+        .filter(|p| !p.registry)
+        .flat_map(|p| &p.dependencies)
+        .find(|d| d.split_whitespace().next() == Some(krate))?;
+    // "name" when one version is locked, "name version" when several are.
+    match dep.split_whitespace().nth(1) {
+        Some(v) => Some(v.to_string()),
+        None => packages
+            .iter()
+            .find(|p| p.name == krate)
+            .map(|p| p.version.clone()),
+    }
+}
+
+/// One `[[package]]` of a Cargo.lock, as far as [`locked_version`] reads it.
+struct Locked {
+    name: String,
+    version: String,
+    /// Has a `source`: from a registry or git, not the lockfile's own.
+    registry: bool,
+    dependencies: Vec<String>,
+}
+
+impl Locked {
+    fn parse(block: &str) -> Locked {
+        let value = |key: &str| {
+            block
+                .lines()
+                .find_map(|l| l.trim().strip_prefix(key)?.trim().strip_prefix("= \""))
+                .map(|v| v.trim_end_matches('"').to_string())
+                .unwrap_or_default()
+        };
+        let dependencies = block
+            .split_once("dependencies = [")
+            .and_then(|(_, rest)| rest.split_once(']'))
+            .map(|(list, _)| {
+                list.lines()
+                    .map(|l| l.trim().trim_end_matches(',').trim_matches('"').to_string())
+                    .filter(|l| !l.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Locked {
+            name: value("name "),
+            version: value("version "),
+            registry: block.lines().any(|l| l.trim().starts_with("source = ")),
+            dependencies,
         }
     }
-    None
 }
 
 /// Host facts; anything unreadable is left empty rather than failing the run.
@@ -248,15 +293,43 @@ mod tests {
     }
 
     #[test]
+    fn the_probes_lockfiles_name_their_own_runtimes() {
+        let docker = Path::new(env!("CARGO_MANIFEST_DIR")).join("docker");
+        let of = |image: &str, krate: &str| {
+            locked_version(&docker.join(image).join("Cargo.lock"), krate)
+        };
+        assert!(of("rust-tokio", "tokio").is_some());
+        assert_eq!(of("runtime-tokio", "tokio").as_deref(), Some("1.54.1"));
+        assert_eq!(
+            of("runtime-async-std", "async-std").as_deref(),
+            Some("1.13.2")
+        );
+        assert_eq!(
+            of("runtime-async-std", "tokio"),
+            None,
+            "locked only for wasm"
+        );
+        assert_eq!(of("runtime-glommio", "glommio").as_deref(), Some("0.9.0"));
+    }
+
+    #[test]
     fn finds_tokio_in_a_lockfile() {
         let dir = tempfile::tempdir().unwrap();
         let lock = dir.path().join("Cargo.lock");
-        std::fs::write(
-            &lock,
-            "[[package]]\nname = \"tokio\"\nversion = \"1.53.2\"\n",
-        )
-        .unwrap();
+        let text = "[[package]]\nname = \"probe\"\nversion = \"0.1.0\"\ndependencies = [\n \"futures 0.3.1\",\n \"tokio\",\n]\n\n\
+            [[package]]\nname = \"tokio\"\nversion = \"1.53.2\"\nsource = \"registry+x\"\n\n\
+            [[package]]\nname = \"futures\"\nversion = \"0.3.1\"\nsource = \"registry+x\"\n\n\
+            [[package]]\nname = \"async-std\"\nversion = \"1.13.2\"\nsource = \"registry+x\"\n\
+            dependencies = [\n \"smol\",\n]\n\n\
+            [[package]]\nname = \"smol\"\nversion = \"2.0.2\"\nsource = \"registry+x\"\n";
+        std::fs::write(&lock, text).unwrap();
         assert_eq!(locked_version(&lock, "tokio").as_deref(), Some("1.53.2"));
-        assert_eq!(locked_version(&lock, "async-std"), None);
+        assert_eq!(locked_version(&lock, "futures").as_deref(), Some("0.3.1"));
+        assert_eq!(
+            locked_version(&lock, "async-std"),
+            None,
+            "not a dependency of the probe"
+        );
+        assert_eq!(locked_version(&lock, "smol"), None, "only async-std's");
     }
 }
