@@ -40,6 +40,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// The whole job: doctor → build → run → report → verdicts → archive.
     Reproduce(ReproduceArgs),
+    /// Rerun an archive's study here with its binaries (loaded from it, or rebuilt and checked), then
+    /// compare the new run with the archived one.
+    Rerun(RerunArgs),
     /// Remove parkbench's images (`--images`) and its artifact cache (`--cache`). Runs are never touched.
     Clean(CleanArgs),
     /// Benchmarks of the kit itself.
@@ -86,6 +89,23 @@ pub struct CompareArgs {
     /// Exit with code 4 when any cell's B ÷ A differs from 1 by more than this many percent.
     #[arg(long, value_name = "PCT")]
     pub fail_above: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct RerunArgs {
+    /// The archive to rerun (`<run-id>.tar.gz`, written by `parkbench archive` or `reproduce`).
+    pub archive: PathBuf,
+    /// CPUs to pin to: `auto` (the first min(requested, available)) or a list such as `0-1`; the
+    /// archived study's list when omitted.
+    #[arg(long, value_name = "LIST|auto")]
+    pub cpus: Option<CpuChoice>,
+    /// Run images rebuilt from the archive's sources even when a binary's sha256 differs from the
+    /// archive's (each difference is recorded as a deviation).
+    #[arg(long)]
+    pub accept_different_binaries: bool,
+    /// Resume an interrupted rerun of this archive: run only its missing cells.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub resume: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

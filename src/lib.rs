@@ -26,6 +26,7 @@ pub mod outcome;
 pub mod pin;
 pub mod plan;
 pub mod report;
+pub mod rerun;
 pub mod run;
 pub mod run_dir;
 pub mod sample;

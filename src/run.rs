@@ -569,6 +569,7 @@ pub fn new_state(run_id: &str, study: &Study, cpus: &[usize], deviations: Vec<St
         started_at: now(),
         finished_at: None,
         wall_ms: 0.0,
+        rerun_of: None,
     }
 }
 

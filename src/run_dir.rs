@@ -25,6 +25,9 @@ pub const VERDICTS: &str = "verdicts.json";
 pub const SAMPLES_CSV: &str = "samples.csv";
 pub const FIGURE: &str = "figure.svg";
 pub const REPORT: &str = "report.md";
+/// A rerun's comparison with the archive it reran (Markdown and figure).
+pub const COMPARE_MD: &str = "compare.md";
+pub const COMPARE_SVG: &str = "compare.svg";
 /// The link in `runs/` to the newest run.
 pub const LATEST: &str = "latest";
 
@@ -135,6 +138,9 @@ pub struct RunState {
     pub finished_at: Option<String>,
     /// Wall time spent measuring, summed over every invocation of this run (a resume adds to it), ms.
     pub wall_ms: f64,
+    /// The archive this run reran (`parkbench rerun`); absent for a run of a study file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<crate::rerun::RerunOf>,
 }
 
 /// A run folder on disk.
@@ -289,6 +295,7 @@ mod tests {
             started_at: "2026-01-01T00:00:00Z".into(),
             finished_at: None,
             wall_ms: 0.0,
+            rerun_of: None,
         }
     }
 

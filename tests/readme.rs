@@ -46,6 +46,16 @@ fn the_image_recipe_example_parses_with_every_field() {
 }
 
 #[test]
+fn the_rerun_record_example_parses() {
+    let example = block_after(&readme(), "<!-- rerun-of -->");
+    let record: serde_json::Value =
+        serde_json::from_str(&format!("{{{example}}}")).expect("the rerun_of example is JSON");
+    let of: parkbench::rerun::RerunOf =
+        serde_json::from_value(record["rerun_of"].clone()).expect("it is a rerun_of record");
+    assert_eq!(of.images, parkbench::rerun::Origin::Loaded);
+}
+
+#[test]
 fn every_just_recipe_named_exists() {
     let justfile = std::fs::read_to_string(common::repo().join("Justfile")).unwrap();
     let recipes: BTreeSet<&str> = justfile

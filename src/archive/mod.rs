@@ -14,7 +14,8 @@ mod fixture;
 
 pub use {
     check::{CheckReport, check},
-    run_files::{read_run, read_run_dir},
+    run_files::{read_run, read_run_dir, read_run_unpacking},
+    scan::Unpack,
     write::{ArchiveInfo, write, write_with},
 };
 

@@ -1,12 +1,14 @@
 //! One streaming pass over a run archive's `.tar.gz`: enforces the entry rules (one top folder, no
 //! absolute or `..` paths, no links leaving the folder, no members below a link, no duplicates, no
 //! devices) and hashes every file as it streams; then `SHA256SUMS` is compared with the hashes.
-//! Nothing is written to disk.
+//! Nothing is written to disk, unless the caller asks for some members to be unpacked ([`Unpack`]):
+//! those are written as they stream, after the entry rules passed, and the caller must discard the
+//! folder when the scan fails.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
 use flate2::bufread::GzDecoder;
@@ -30,9 +32,35 @@ pub struct Scan {
     pub too_large: BTreeMap<String, u64>,
 }
 
+/// Members to write to disk during the scan: every file, folder and symlink whose path relative to
+/// the root is one of `members` or lies below one, written below `dest` under that relative path.
+#[derive(Debug, Clone, Default)]
+pub struct Unpack {
+    /// An existing, empty folder.
+    pub dest: PathBuf,
+    /// Relative paths such as `source` or `images`.
+    pub members: Vec<String>,
+}
+
+impl Unpack {
+    /// Where `rel` goes, when it is to be unpacked.
+    fn target(&self, rel: &str) -> Option<PathBuf> {
+        self.members
+            .iter()
+            .any(|m| {
+                rel == m
+                    || rel
+                        .strip_prefix(m.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+            })
+            .then(|| self.dest.join(rel))
+    }
+}
+
 /// Everything learned from the entries, before SHA256SUMS is consulted.
 #[derive(Default)]
 struct Seen {
+    unpack: Unpack,
     root: String,
     members: usize,
     bytes: u64,
@@ -47,6 +75,11 @@ struct Seen {
 
 /// Reads `archive` once and checks it, keeping the members named in `keep` (relative to the root).
 pub fn scan(archive: &Path, keep: &[&str]) -> Result<Scan> {
+    scan_unpacking(archive, keep, Unpack::default())
+}
+
+/// [`scan`], also writing the members `unpack` names as they stream.
+pub fn scan_unpacking(archive: &Path, keep: &[&str], unpack: Unpack) -> Result<Scan> {
     let file =
         File::open(archive).with_context(|| format!("opening archive {}", archive.display()))?;
     let mut input = BufReader::new(file);
@@ -57,7 +90,10 @@ pub fn scan(archive: &Path, keep: &[&str]) -> Result<Scan> {
         archive.display()
     );
     let mut tar = tar::Archive::new(GzDecoder::new(input));
-    let mut seen = Seen::default();
+    let mut seen = Seen {
+        unpack,
+        ..Seen::default()
+    };
     for entry in tar.entries().map_err(|e| corrupt(archive, e))? {
         let entry = entry.map_err(|e| corrupt(archive, e))?;
         seen.entry(entry, keep)
@@ -131,11 +167,38 @@ impl Seen {
         let parts = self.place(&path, kind)?;
         self.members += 1;
         let rel = parts[1..].join("/");
+        let target = self.unpack.target(&rel);
         match kind {
-            EntryType::Directory => {}
-            EntryType::Regular => self.file(&path, rel, &mut entry, keep)?,
-            EntryType::Symlink => self.symlink(&path, &parts, &entry)?,
-            EntryType::Link => self.hardlink(&path, rel, &entry)?,
+            EntryType::Directory => {
+                if let Some(dir) = target {
+                    create_dir(&dir)?;
+                }
+            }
+            EntryType::Regular => match target {
+                Some(to) => self.unpack_file(&path, rel, &mut entry, &to)?,
+                None => self.file(&path, rel, &mut entry, keep)?,
+            },
+            EntryType::Symlink => {
+                self.symlink(&path, &parts, &entry)?;
+                if let Some(to) = target {
+                    let link = link_target(&path, &entry)?;
+                    std::os::unix::fs::symlink(&link, &to)
+                        .map_err(|e| disk(e, &format!("unpacking {path} to"), &to))?;
+                }
+            }
+            EntryType::Link => {
+                self.hardlink(&path, rel.clone(), &entry)?;
+                if let Some(to) = target {
+                    let raw = link_target(&path, &entry)?;
+                    let from = without_dot_prefix(&raw).unwrap_or(&raw);
+                    let from = from
+                        .strip_prefix(&format!("{}/", self.root))
+                        .unwrap_or(from);
+                    let from = self.unpack.dest.join(from);
+                    std::fs::copy(&from, &to)
+                        .map_err(|e| disk(e, &format!("unpacking {path} to"), &to))?;
+                }
+            }
             EntryType::Char | EntryType::Block | EntryType::Fifo => {
                 bail!(
                     "{path}: device or fifo entry: a run archive holds only files, folders and links; {UNSAFE}"
@@ -198,6 +261,45 @@ impl Seen {
             (None, Some(_)) => _ = self.too_large.insert(rel.clone(), size),
             (None, None) => {}
         }
+        self.files.insert(rel, sha256);
+        Ok(())
+    }
+
+    /// Streams a member to `to` while hashing it (mode 0755 when the archive marks it executable).
+    /// A read error is the archive's (an `io::Error`); a write error is the disk's (not one).
+    fn unpack_file<R: Read>(
+        &mut self,
+        path: &str,
+        rel: String,
+        entry: &mut tar::Entry<'_, R>,
+        to: &Path,
+    ) -> Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::PermissionsExt;
+        let executable = entry.header().mode().unwrap_or(0o644) & 0o111 != 0;
+        if let Some(parent) = to.parent() {
+            create_dir(parent)?;
+        }
+        let file = File::create(to).map_err(|e| disk(e, "creating", to))?;
+        let mut out = io::BufWriter::new(file);
+        let mut reader = digest::Reader::new(entry);
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e.into()),
+            };
+            out.write_all(&buf[..n])
+                .map_err(|e| disk(e, &format!("unpacking {path} to"), to))?;
+        }
+        out.flush().map_err(|e| disk(e, "writing", to))?;
+        let mode = if executable { 0o755 } else { 0o644 };
+        std::fs::set_permissions(to, std::fs::Permissions::from_mode(mode))
+            .map_err(|e| disk(e, "setting the mode of", to))?;
+        let (size, sha256) = reader.finish();
+        self.bytes += size;
         self.files.insert(rel, sha256);
         Ok(())
     }
@@ -281,6 +383,16 @@ impl Seen {
             too_large: self.too_large,
         })
     }
+}
+
+/// A failure writing below the unpack folder, kept apart from the archive's own read errors (which
+/// the scan reports as a damaged archive).
+fn disk(e: io::Error, doing: &str, path: &Path) -> anyhow::Error {
+    anyhow::anyhow!("{doing} {}: {e}", path.display())
+}
+
+fn create_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| disk(e, "creating", dir))
 }
 
 /// `path` without its leading `./` components (`./a/b` is the same member as `a/b`); `None` for a

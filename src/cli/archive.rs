@@ -11,6 +11,9 @@ use crate::engine::Engine;
 use crate::image::{self, Manifest};
 use crate::run_dir::{self, RunDir};
 
+/// The source bundle's folder of vendored crates' checksums (see [`image::vendored_checksums`]).
+const VENDOR_CHECKSUMS: &str = "vendor-checksums";
+
 /// Writes `<run-id>.tar.gz` beside the run folder (a `runs/latest` link names the run it points at).
 pub async fn command(repo: &Path, run_dir: &Path, with_images: bool) -> Result<ArchiveInfo> {
     let run = RunDir::open(run_dir)?;
@@ -64,6 +67,12 @@ fn sources(repo: &Path) -> Result<Vec<(String, PathBuf)>> {
     .map(|p| (p.to_string(), repo.join(p)))
     .filter(|(_, p)| p.exists())
     .collect();
-    out.extend(image::vendored_checksums(&Cache::from_env()?, repo)?);
+    // An unpacked archive's source bundle (a rerun's) carries the checksums it was written with.
+    let carried = repo.join(VENDOR_CHECKSUMS);
+    if carried.is_dir() {
+        out.push((VENDOR_CHECKSUMS.to_string(), carried));
+    } else {
+        out.extend(image::vendored_checksums(&Cache::from_env()?, repo)?);
+    }
     Ok(out)
 }

@@ -12,6 +12,7 @@ mod interrupt;
 mod prepare;
 mod report;
 mod reproduce;
+mod rerun;
 mod run;
 mod verify;
 
@@ -119,6 +120,7 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
         Command::Verify(args) => verify::command(&args.path),
         Command::Compare(args) => compare::command(&args),
         Command::Reproduce(args) => reproduce::command(paths, &args, interrupt).await,
+        Command::Rerun(args) => rerun::command(paths, &args, interrupt).await,
         Command::Clean(args) => clean::command(&args).await,
         Command::Bench(BenchCommand::Fidelity(args)) => bench::fidelity(&paths.repo, &args).await,
     }

@@ -10,6 +10,7 @@ use crate::args::{BuildArgs, RunArgs};
 use crate::engine::Containers;
 use crate::env;
 use crate::image::{self, Manifest};
+use crate::rerun::RerunOf;
 use crate::run::{self, CpuChoice, RunResult};
 use crate::run_dir::{self, RunDir, RunState, Status};
 use crate::seccomp::Profile;
@@ -42,23 +43,65 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
         engine, manifest, ..
     } = prepare(&paths.repo, &study_images(&study)).await?;
     check_runnable(&study, &manifest)?;
-    let (dir, mut state) = match resume {
+    let (dir, state) = match resume {
         Some(dir) => {
             let state = reopen(&engine, &dir, &study, &manifest, &paths.repo).await?;
+            if let Some(of) = &state.rerun_of {
+                bail!(
+                    "{} reran the archive {}: resume it with `parkbench rerun {} --resume {}`",
+                    dir.path().display(),
+                    of.archive,
+                    of.archive,
+                    dir.path().display()
+                );
+            }
             (dir, state)
         }
-        None => new_run(&engine, paths, &study, args, &manifest, seccomp).await?,
+        None => {
+            let text = study_text(args)?;
+            let fresh = Fresh {
+                text: &text,
+                cpus: args.cpus.as_ref(),
+                seccomp,
+                repo: &paths.repo,
+                rerun_of: None,
+            };
+            new_run(&engine, paths, &study, &manifest, fresh).await?
+        }
     };
+    measure(&engine, &study, &manifest, dir, state, interrupt).await
+}
+
+/// The text of the study file (the embedded default study when none is named).
+fn study_text(args: &RunArgs) -> Result<String> {
+    match &args.study {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+        }
+        None => Ok(study::DEFAULT_STUDY.to_string()),
+    }
+}
+
+/// Runs the missing cells of a run folder, then says where the samples are and how precise and
+/// costly the run was.
+pub async fn measure(
+    engine: &impl Containers,
+    study: &Study,
+    manifest: &Manifest,
+    dir: RunDir,
+    mut state: RunState,
+    interrupt: &Interrupt,
+) -> Result<RunResult> {
     let cancel = interrupt.claim();
-    let result = run::execute(&engine, &study, &manifest, &dir, &mut state, &cancel).await;
+    let result = run::execute(engine, study, manifest, &dir, &mut state, &cancel).await;
     interrupt.release();
     let result = result?;
     dir.link_latest()?;
     if let Ok((samples, _)) = crate::sample::read_all(&dir.file(run_dir::SAMPLES)) {
-        let summary = crate::summary::summarize(&study, &samples);
+        let summary = crate::summary::summarize(study, &samples);
         eprint!(
             "{}",
-            crate::report::terminal::timed_precision(&study, &summary)
+            crate::report::terminal::timed_precision(study, &summary)
         );
     }
     if let Some(ratio) = result.overhead() {
@@ -148,7 +191,7 @@ pub fn study_images(study: &Study) -> BuildArgs {
 }
 
 /// At least one probe's image was built (the others are unavailable: their cells are `not measured`).
-fn check_runnable(study: &Study, manifest: &Manifest) -> Result<()> {
+pub fn check_runnable(study: &Study, manifest: &Manifest) -> Result<()> {
     if study
         .probes
         .iter()
@@ -162,36 +205,48 @@ fn check_runnable(study: &Study, manifest: &Manifest) -> Result<()> {
     Ok(())
 }
 
+/// What a new run starts from besides the study and the images.
+pub struct Fresh<'a> {
+    /// The study file's text, copied into the run folder.
+    pub text: &'a str,
+    /// The CPU choice (`None`: the study's list).
+    pub cpus: Option<&'a CpuChoice>,
+    /// The study's seccomp profile, copied into the run folder.
+    pub seccomp: Option<Profile>,
+    /// The repository whose probe folders the environment record reads lockfiles from.
+    pub repo: &'a Path,
+    /// The archive a rerun reruns, and the deviations it brings (binaries that differ).
+    pub rerun_of: Option<(RerunOf, Vec<String>)>,
+}
+
 /// A new run folder holding the study, the manifest, the run state and the environment record.
 /// The state (`incomplete`) is saved before the environment is recorded, so that a run stopped
 /// there (Ctrl-C drops this command) can be resumed.
-async fn new_run(
+pub async fn new_run(
     engine: &impl Containers,
     paths: &Paths,
     study: &Study,
-    args: &RunArgs,
     manifest: &Manifest,
-    seccomp: Option<Profile>,
+    fresh: Fresh<'_>,
 ) -> Result<(RunDir, RunState)> {
     let available = engine.cpus().await?;
-    let choice = args.cpus.clone().unwrap_or(CpuChoice::Study);
-    let (cpus, deviations) = run::choose_cpus(&study.protocol.cpus, &available, &choice)?;
-    let text = match &args.study {
-        Some(path) => {
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
-        }
-        None => study::DEFAULT_STUDY.to_string(),
-    };
+    let choice = fresh.cpus.cloned().unwrap_or(CpuChoice::Study);
+    let (cpus, mut deviations) = run::choose_cpus(&study.protocol.cpus, &available, &choice)?;
+    let rerun_of = fresh.rerun_of.map(|(of, more)| {
+        deviations.extend(more);
+        of
+    });
     let dir = RunDir::create(&paths.results, &study.id)?;
-    dir.write(run_dir::STUDY, text.as_bytes())?;
+    dir.write(run_dir::STUDY, fresh.text.as_bytes())?;
     dir.write_json(run_dir::MANIFEST, manifest)?;
-    if let Some(p) = &seccomp {
+    if let Some(p) = &fresh.seccomp {
         dir.write(run_dir::SECCOMP, p.json.as_bytes())?;
     }
     let mut state = run::new_state(&dir.id(), study, &cpus, deviations);
     state.status = Status::Incomplete;
+    state.rerun_of = rerun_of;
     dir.save_state(&state)?;
-    record_env(engine, &dir, study, manifest, &paths.repo).await?;
+    record_env(engine, &dir, study, manifest, fresh.repo).await?;
     eprintln!(
         "run {}: CPUs {} ({} workers) in {}",
         state.run_id,
@@ -203,7 +258,7 @@ async fn new_run(
 }
 
 /// The state of a run to resume; its environment is recorded now if it was stopped before that.
-async fn reopen(
+pub async fn reopen(
     engine: &impl Containers,
     dir: &RunDir,
     study: &Study,
@@ -287,9 +342,16 @@ mod tests {
         // Ctrl-C before the run loop claims it drops the command (cli::dispatch), here while the
         // environment's container runs.
         let engine = FakeEngine::new([Step::Hang]);
+        let fresh = Fresh {
+            text: study::DEFAULT_STUDY,
+            cpus: args.cpus.as_ref(),
+            seccomp: None,
+            repo: &paths.repo,
+            rerun_of: None,
+        };
         let stopped = tokio::time::timeout(
             Duration::from_millis(200),
-            new_run(&engine, &paths, &study, &args, &manifest, None),
+            new_run(&engine, &paths, &study, &manifest, fresh),
         )
         .await;
         assert!(stopped.is_err(), "the environment record never ends");

@@ -1,4 +1,4 @@
-//! Images through the Engine: inspect, import, build, read files out of, remove and export.
+//! Images through the Engine: inspect, import, build, read files out of, remove, export and load.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -9,8 +9,8 @@ use bollard::errors::Error as BollardError;
 use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::{
     BuildImageOptionsBuilder, BuilderVersion, CreateImageOptionsBuilder,
-    DownloadFromContainerOptionsBuilder, ListImagesOptionsBuilder, PruneImagesOptionsBuilder,
-    RemoveImageOptionsBuilder,
+    DownloadFromContainerOptionsBuilder, ImportImageOptionsBuilder, ListImagesOptionsBuilder,
+    PruneImagesOptionsBuilder, RemoveImageOptionsBuilder,
 };
 use futures_util::{StreamExt, TryStreamExt};
 use tokio_util::io::ReaderStream;
@@ -162,6 +162,21 @@ impl Engine {
             .await
             .context("pruning untagged build images")?;
         Ok(removed)
+    }
+
+    /// Loads images from a file in the Engine's save format (as [`Engine::export_image`] writes),
+    /// streamed; the tags inside the file are kept.
+    pub async fn load_image(&self, file: &Path) -> Result<()> {
+        let data = tokio::fs::File::open(file)
+            .await
+            .with_context(|| format!("opening {}", file.display()))?;
+        let body = bollard::body_try_stream(ReaderStream::with_capacity(data, 1 << 20));
+        let options = ImportImageOptionsBuilder::default().quiet(true).build();
+        let mut stream = self.docker.import_image(options, body, None);
+        while let Some(info) = stream.next().await {
+            info.with_context(|| format!("loading images from {}", file.display()))?;
+        }
+        Ok(())
     }
 
     /// Exports an image (the Engine's save format) to a file, streamed.

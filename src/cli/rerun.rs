@@ -1,0 +1,160 @@
+//! `parkbench rerun ARCHIVE`: an archive's study run again here with the archive's binaries, each
+//! stage one line: open and check the archive → its images (loaded and verified, or rebuilt and
+//! compared) → run → report → compare with the archived run → archive.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result, ensure};
+
+use super::run::{Fresh, check_runnable, measure, new_run, reopen, study_images};
+use super::{Ending, Interrupt, Paths, Prepared, archive, prepare, report};
+use crate::args::RerunArgs;
+use crate::compare;
+use crate::engine::Engine;
+use crate::image::Manifest;
+use crate::rerun::{self, BinaryDifference, Origin, Source};
+use crate::run_dir::{self, RunDir, RunState};
+
+pub async fn command(paths: &Paths, args: &RerunArgs, interrupt: &Interrupt) -> Result<Ending> {
+    let source = rerun::open(&args.archive)?;
+    eprintln!(
+        "rerunning {} (run {} of study {}, sha256 {})",
+        args.archive.display(),
+        source.files.run_id,
+        source.study.id,
+        source.sha256
+    );
+    let images = images(&source, args).await?;
+    check_runnable(&source.study, &images.manifest)?;
+    let (dir, state) = run_folder(paths, args, &source, &images).await?;
+    let study = &source.study;
+    let run = measure(
+        &images.engine,
+        study,
+        &images.manifest,
+        dir,
+        state,
+        interrupt,
+    )
+    .await?;
+    if run.interrupted {
+        return Ok(Ending::of_run(&run));
+    }
+    report::command(run.dir.path())?;
+    compare_with_archive(&source, run.dir.path())?;
+    let info = archive::command(&source.repo(), run.dir.path(), false).await?;
+    println!(
+        "\narchive: {}\ncheck it with: parkbench check {}",
+        info.path.display(),
+        info.path.display()
+    );
+    Ok(Ending::of_run(&run))
+}
+
+/// The images a rerun runs, how they came here, and the binaries that differ from the archive's.
+struct Images {
+    engine: Engine,
+    manifest: Manifest,
+    origin: Origin,
+    different: Vec<BinaryDifference>,
+}
+
+/// Loads the archive's images and verifies them, or rebuilds them from its sources and compares
+/// their binaries with the archive's manifest (refused unless `--accept-different-binaries`).
+async fn images(source: &Source, args: &RerunArgs) -> Result<Images> {
+    if source.carries_images() {
+        let engine = Engine::connect().await?;
+        let started = Instant::now();
+        for name in &source.images {
+            let file = source.image_file(name).context("checked by rerun::open")?;
+            eprintln!("loading image {name} from the archive");
+            engine.load_image(&file).await?;
+        }
+        let manifest = source.loaded_manifest();
+        rerun::verify_loaded(&engine, &manifest).await?;
+        let binaries: usize = manifest.images.iter().map(|i| i.binaries.len()).sum();
+        eprintln!(
+            "loaded {} image(s) and checked {binaries} binaries against the archive's manifest in {:.1} s",
+            manifest.images.len(),
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(Images {
+            engine,
+            manifest,
+            origin: Origin::Loaded,
+            different: Vec::new(),
+        });
+    }
+    eprintln!("the archive carries no images: rebuilding them from its sources and pins");
+    let Prepared {
+        engine, manifest, ..
+    } = prepare(&source.repo(), &study_images(&source.study)).await?;
+    let different = rerun::differences(&source.manifest, &manifest, &source.images);
+    if !different.is_empty() && !args.accept_different_binaries {
+        return Err(rerun::refuse(&source.path, &different));
+    }
+    for d in &different {
+        eprintln!("warning: running a different binary: {d}");
+    }
+    Ok(Images {
+        engine,
+        manifest,
+        origin: Origin::Rebuilt,
+        different,
+    })
+}
+
+/// A new run folder naming the archive it reruns, or (`--resume`) the interrupted rerun of it.
+async fn run_folder(
+    paths: &Paths,
+    args: &RerunArgs,
+    source: &Source,
+    images: &Images,
+) -> Result<(RunDir, RunState)> {
+    let (engine, manifest, study) = (&images.engine, &images.manifest, &source.study);
+    if let Some(path) = &args.resume {
+        let dir = RunDir::open(path)?;
+        let state = reopen(engine, &dir, study, manifest, &source.repo()).await?;
+        let of = state.rerun_of.as_ref();
+        ensure!(
+            of.is_some_and(|o| o.sha256 == source.sha256),
+            "{} is not a rerun of {} (its run.json names {}); resume it with the archive it reran",
+            dir.path().display(),
+            args.archive.display(),
+            of.map(|o| format!("archive {} with sha256 {}", o.archive, o.sha256))
+                .unwrap_or_else(|| "no archive".into())
+        );
+        return Ok((dir, state));
+    }
+    let deviations = images
+        .different
+        .iter()
+        .map(|d| format!("binary rebuilt here differs from the archive's: {d}"))
+        .collect();
+    let fresh = Fresh {
+        text: &source.files.study_yaml,
+        cpus: args.cpus.as_ref(),
+        seccomp: source.seccomp()?,
+        repo: &source.repo(),
+        rerun_of: Some((
+            source.rerun_of(images.origin, images.different.clone()),
+            deviations,
+        )),
+    };
+    new_run(engine, paths, study, manifest, fresh).await
+}
+
+/// Compares the archived run (A) with the rerun (B): prints the Markdown and writes it and the
+/// figure into the rerun's folder.
+fn compare_with_archive(source: &Source, run_dir: &Path) -> Result<()> {
+    let a = compare::load(&source.path)?;
+    let b = compare::load(run_dir)?;
+    let md = compare::markdown(&a, &b);
+    let dir = RunDir::open(run_dir)?;
+    dir.write(run_dir::COMPARE_MD, md.as_bytes())?;
+    dir.write(run_dir::COMPARE_SVG, compare::figure(&a, &b).as_bytes())?;
+    print!("\n{md}");
+    eprintln!("comparison: {}", dir.file(run_dir::COMPARE_MD).display());
+    Ok(())
+}
