@@ -13,7 +13,7 @@ use crate::image::{self, Manifest};
 use crate::run::{self, CpuChoice, RunResult};
 use crate::run_dir::{self, RunDir, RunState, Status};
 use crate::seccomp::Profile;
-use crate::study::{self, Study};
+use crate::study::{self, Repeats, Study};
 
 pub async fn command(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> Result<Ending> {
     let result = study_run(paths, args, interrupt).await?;
@@ -49,6 +49,8 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
         }
         None => new_run(&engine, paths, &study, args, &manifest, seccomp).await?,
     };
+    // The processes per cell the run started with, whatever `--repeats` said (see RunState).
+    let study = state.in_force(study);
     let cancel = interrupt.claim();
     let result = run::execute(&engine, &study, &manifest, &dir, &mut state, &cancel).await;
     interrupt.release();
@@ -60,6 +62,7 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
             "{}",
             crate::report::terminal::timed_precision(&study, &summary)
         );
+        eprint!("{}", crate::report::terminal::precision(&summary));
     }
     if let Some(ratio) = result.overhead() {
         eprintln!(
@@ -175,7 +178,18 @@ async fn new_run(
 ) -> Result<(RunDir, RunState)> {
     let available = engine.cpus().await?;
     let choice = args.cpus.clone().unwrap_or(CpuChoice::Study);
-    let (cpus, deviations) = run::choose_cpus(&study.protocol.cpus, &available, &choice)?;
+    let (cpus, mut deviations) = run::choose_cpus(&study.protocol.cpus, &available, &choice)?;
+    // `--repeats` goes into run.json with the deviation; the run's study.yaml stays as written.
+    let mut study = study.clone();
+    if let Some(choice) = args.repeats {
+        let p = &mut study.protocol;
+        let chosen = choice.apply(p.repeats, p.target_cv);
+        if chosen != p.repeats {
+            deviations.push(repeats_deviation(&p.repeats, &chosen));
+            p.repeats = chosen;
+        }
+    }
+    let study = &study;
     let text = match &args.study {
         Some(path) => {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?
@@ -200,6 +214,19 @@ async fn new_run(
         dir.path().display()
     );
     Ok((dir, state))
+}
+
+/// The protocol's processes per cell as `--repeats` changed them, in words.
+fn repeats_deviation(study: &Repeats, chosen: &Repeats) -> String {
+    let said = |r: &Repeats| match r.rule() {
+        Some(rule) => format!("{r} processes per cell ({rule})"),
+        None => format!("{r} processes per cell"),
+    };
+    format!(
+        "--repeats: {} instead of the study's {}",
+        said(chosen),
+        said(study)
+    )
 }
 
 /// The state of a run to resume; its environment is recorded now if it was stopped before that.
@@ -283,6 +310,7 @@ mod tests {
             study: None,
             cpus: Some(CpuChoice::Auto),
             resume: None,
+            repeats: None,
         };
         // Ctrl-C before the run loop claims it drops the command (cli::dispatch), here while the
         // environment's container runs.
