@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::repeats::RepeatsChoice;
 use crate::run::CpuChoice;
 
 /// Rerun published runtime benchmarks in pinned containers, with evidence attached.
@@ -106,6 +107,9 @@ pub struct RerunArgs {
     /// Resume an interrupted rerun of this archive: run only its missing cells.
     #[arg(long, value_name = "RUN_DIR")]
     pub resume: Option<PathBuf>,
+    /// Processes per probe and scale, as for `run`; the archived run's own when omitted.
+    #[arg(long, value_name = "N|auto", conflicts_with = "resume")]
+    pub repeats: Option<RepeatsChoice>,
 }
 
 #[derive(Debug, Args)]
@@ -184,4 +188,9 @@ pub struct RunArgs {
     /// Resume an interrupted run: run only its missing cells.
     #[arg(long, value_name = "RUN_DIR", conflicts_with = "study")]
     pub resume: Option<PathBuf>,
+    /// Processes per probe and scale instead of the study's `protocol.repeats`: `auto` (the study's
+    /// count, then one more at a time while a cell's CV is above `protocol.target_cv` or 0.5 %, up
+    /// to 10) or a number. A resumed run keeps the rule it started with.
+    #[arg(long, value_name = "auto|N", conflicts_with = "resume")]
+    pub repeats: Option<RepeatsChoice>,
 }

@@ -25,6 +25,7 @@ pub mod kind;
 pub mod outcome;
 pub mod pin;
 pub mod plan;
+pub mod repeats;
 pub mod report;
 pub mod rerun;
 pub mod run;

@@ -52,6 +52,11 @@ pub fn recompute(text: &RunFiles) -> Result<Outcome> {
             s.status
         ));
     }
+    // The processes per cell the run followed (`--repeats`), recorded in run.json.
+    let study = match &state {
+        Some(s) => s.in_force(study),
+        None => study,
+    };
     let summary = summary::summarize(&study, &samples);
     let verdicts = verdict::judge(&study, &summary);
     let mut deviations = state

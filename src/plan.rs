@@ -133,8 +133,13 @@ pub fn describe(study: &Study, todo: &[Cell], already: usize, est: &Estimates) -
             p.repeats
         )
     };
+    let more = p
+        .repeats
+        .rule()
+        .map(|r| format!("; then {r}"))
+        .unwrap_or_default();
     let mut out = format!(
-        "plan: {} processes to run ({shape}; {already} already measured)",
+        "plan: {} processes to run ({shape}; {already} already measured{more})",
         todo.len()
     );
     let (time, unknown) = est.total(study, todo);

@@ -68,12 +68,13 @@ impl RunResult {
     }
 }
 
-/// The matrix in run order: per scale, per repeat, the probes that run that scale (their own
+/// The planned matrix (`protocol.repeats`, its `min` when processes come on demand) in run
+/// order: per scale, per repeat, the probes that run that scale (their own
 /// `scales` or `protocol.scales`) — reversed on even repeats when the order alternates.
 pub fn plan(study: &Study) -> Vec<Cell> {
     let mut cells = Vec::new();
     for tasks in study.all_scales() {
-        for repeat in 1..=study.protocol.repeats {
+        for repeat in 1..=study.protocol.repeats.min {
             let mut order: Vec<usize> = (0..study.probes.len())
                 .filter(|&i| study.scales_of(&study.probes[i]).contains(&tasks))
                 .collect();
@@ -135,7 +136,10 @@ pub fn choose_cpus(
     Ok((chosen, deviations))
 }
 
-/// Runs every cell not yet in `samples.jsonl`, appending each sample as soon as it is measured.
+/// Runs every cell not yet in `samples.jsonl`, appending each sample as soon as it is measured;
+/// then, when processes come on demand, rounds of one more process per cell that needs it
+/// (`rounds::next`) until none does. A resume runs the missing planned cells first, then goes on
+/// with the rounds from the samples it finds.
 pub async fn execute(
     engine: &impl Containers,
     study: &Study,
@@ -147,91 +151,168 @@ pub async fn execute(
     let seccomp = seccomp_of(study, dir)?.map(|p| p.json);
     let log_path = dir.file(run_dir::SAMPLES);
     let existing = read_samples(&log_path)?;
-    let todo = missing_cells(study, &existing);
-    let mut log = SampleLog::open(&log_path)?;
+    let mut round = missing_cells(study, &existing);
     let latest = dir.path().parent().map(|runs| runs.join(run_dir::LATEST));
     let not_run = study
         .probes
         .iter()
         .filter(|p| manifest.unavailable(&p.image).is_some())
         .map(|p| p.id.clone());
-    let mut estimates = latest
+    let estimates = latest
         .map(|l| plan::Estimates::from_run(&l))
         .unwrap_or_default()
         .not_run(not_run);
     eprintln!(
         "{}",
-        plan::describe(study, &todo, existing.len(), &estimates)
+        plan::describe(study, &round, existing.len(), &estimates)
     );
-    let bar = progress(todo.len());
-    let started = Instant::now();
+    let failed = |s: &Sample| !s.valid && !s.is_unavailable();
+    let mut m = Measuring {
+        invalid: existing.iter().filter(|s| failed(s)).count(),
+        engine,
+        study,
+        manifest,
+        dir,
+        cancel,
+        seccomp,
+        log: SampleLog::open(&log_path)?,
+        estimates,
+        bar: progress(round.len()),
+        started: Instant::now(),
+        samples: existing,
+        measured: 0,
+        probe_ms: 0.0,
+    };
     state.status = Status::Running;
     dir.save_state(state)?;
-    let (mut measured, mut interrupted, mut probe_ms) = (0, false, 0.0);
-    let failed = |s: &Sample| !s.valid && !s.is_unavailable();
-    let mut invalid = existing.iter().filter(|s| failed(s)).count();
-    for (i, cell) in todo.iter().enumerate() {
-        let probe = &study.probes[cell.probe];
-        bar.set_message(format!(
-            "{}  {} × {} tasks, repeat {}",
-            estimates.eta(study, &todo[i..]),
-            probe.id,
-            cell.tasks,
-            cell.repeat
-        ));
-        let measured_cell = measure(
-            engine,
-            study,
-            manifest,
-            state,
-            cell,
-            seccomp.as_deref(),
-            cancel,
-        )
-        .await;
-        let sample = match measured_cell {
-            Ok(Some(sample)) => sample,
-            Ok(None) => {
-                interrupted = true;
-                break;
+    let interrupted = loop {
+        if round.is_empty() {
+            round = rounds::next(study, &m.samples);
+            if round.is_empty() {
+                break false;
             }
-            Err(e) => {
-                bar.finish_and_clear();
-                return Err(stop(dir, state, started, e, cell, &probe.id));
-            }
-        };
-        if let Err(e) = log.append(&sample) {
-            bar.finish_and_clear();
-            // The measurement is not lost: it goes to the terminal as the line it should have been.
-            eprintln!(
-                "this sample could not be written to samples.jsonl:\n{}",
-                serde_json::to_string(&sample).unwrap_or_default()
-            );
-            return Err(stop(dir, state, started, e, cell, &probe.id));
+            m.announce(&round);
         }
-        estimates.finished(&sample);
-        measured += 1;
-        probe_ms += sample.timings.probe_ms.unwrap_or(0.0);
-        invalid += usize::from(failed(&sample));
-        report_line(&bar, &sample, &estimates.eta(study, &todo[i + 1..]));
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
+        if !m.cells(state, &round).await? {
+            break true;
+        }
+        round.clear();
+    };
+    m.bar.finish_and_clear();
     let status = if interrupted {
         Status::Incomplete
     } else {
         Status::Complete
     };
-    let wall_ms = stopped(dir, state, started, status)?;
+    let wall_ms = stopped(dir, state, m.started, status)?;
     Ok(RunResult {
         dir: dir.clone(),
         state: state.clone(),
-        measured,
-        invalid,
+        measured: m.measured,
+        invalid: m.invalid,
         interrupted,
         wall_ms,
-        probe_ms,
+        probe_ms: m.probe_ms,
     })
+}
+
+/// The measuring loop of one invocation: what it runs with and what it has measured so far.
+struct Measuring<'a, E> {
+    engine: &'a E,
+    study: &'a Study,
+    manifest: &'a Manifest,
+    dir: &'a RunDir,
+    cancel: &'a CancellationToken,
+    /// The JSON of the study's seccomp profile, if any.
+    seccomp: Option<String>,
+    log: SampleLog,
+    estimates: plan::Estimates,
+    bar: ProgressBar,
+    started: Instant,
+    /// Every sample of the run: those found in `samples.jsonl`, then those measured now.
+    samples: Vec<Sample>,
+    measured: usize,
+    invalid: usize,
+    probe_ms: f64,
+}
+
+impl<E: Containers> Measuring<'_, E> {
+    /// Runs `cells` in order, appending each sample as measured; false when interrupted. An Engine
+    /// error or a sample that cannot be written stops the run (incomplete, resumable).
+    async fn cells(&mut self, state: &mut RunState, cells: &[Cell]) -> Result<bool> {
+        let (study, dir) = (self.study, self.dir);
+        for (i, cell) in cells.iter().enumerate() {
+            let probe = &study.probes[cell.probe];
+            self.bar.set_message(format!(
+                "{}  {} × {} tasks, repeat {}",
+                self.estimates.eta(study, &cells[i..]),
+                probe.id,
+                cell.tasks,
+                cell.repeat
+            ));
+            let seccomp = self.seccomp.as_deref();
+            let measured = measure(
+                self.engine,
+                study,
+                self.manifest,
+                state,
+                cell,
+                seccomp,
+                self.cancel,
+            )
+            .await;
+            let sample = match measured {
+                Ok(Some(sample)) => sample,
+                Ok(None) => return Ok(false),
+                Err(e) => {
+                    self.bar.finish_and_clear();
+                    return Err(stop(dir, state, self.started, e, cell, &probe.id));
+                }
+            };
+            if let Err(e) = self.log.append(&sample) {
+                self.bar.finish_and_clear();
+                // The measurement is not lost: it goes to the terminal as the line it should have been.
+                eprintln!(
+                    "this sample could not be written to samples.jsonl:\n{}",
+                    serde_json::to_string(&sample).unwrap_or_default()
+                );
+                return Err(stop(dir, state, self.started, e, cell, &probe.id));
+            }
+            self.estimates.finished(&sample);
+            self.measured += 1;
+            self.probe_ms += sample.timings.probe_ms.unwrap_or(0.0);
+            self.invalid += usize::from(!sample.valid && !sample.is_unavailable());
+            let eta = self.estimates.eta(study, &cells[i + 1..]);
+            report_line(&self.bar, &sample, &eta);
+            self.bar.inc(1);
+            self.samples.push(sample);
+        }
+        Ok(true)
+    }
+
+    /// Says why a round of processes on demand runs, and counts it in the progress bar.
+    fn announce(&self, round: &[Cell]) {
+        let cells: Vec<String> = round
+            .iter()
+            .map(|c| format!("{} × {}", self.study.probes[c.probe].id, c.tasks))
+            .collect();
+        self.bar.inc_length(round.len() as u64);
+        let line = match round.len() {
+            1 => format!(
+                "1 cell is above the target CV and gets one more process: {}",
+                cells[0]
+            ),
+            n => format!(
+                "{n} cells are above the target CV and get one more process each: {}",
+                cells.join(", ")
+            ),
+        };
+        if self.bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            self.bar.println(line);
+        }
+    }
 }
 
 /// The samples already in `samples.jsonl`; a malformed line stops the run before anything runs.
@@ -570,8 +651,11 @@ pub fn new_state(run_id: &str, study: &Study, cpus: &[usize], deviations: Vec<St
         finished_at: None,
         wall_ms: 0.0,
         rerun_of: None,
+        repeats: Some(study.protocol.repeats),
     }
 }
+
+mod rounds;
 
 #[cfg(test)]
 mod loop_tests;

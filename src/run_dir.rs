@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::study::{Repeats, Study};
+
 /// The study exactly as run.
 pub const STUDY: &str = "study.yaml";
 /// One JSON sample per line, appended as measured.
@@ -141,6 +143,22 @@ pub struct RunState {
     /// The archive this run reran (`parkbench rerun`); absent for a run of a study file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_of: Option<crate::rerun::RerunOf>,
+    /// Processes per probe and scale in force for this run, as in a study's `protocol.repeats`: the
+    /// study's own, or what `run --repeats` made of it. A resume and the report follow it, so they
+    /// keep the rule the run started with. Absent in runs from before it was recorded (then the
+    /// study's own applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<Repeats>,
+}
+
+impl RunState {
+    /// The study as this run measures it: with the processes per probe and scale in force.
+    pub fn in_force(&self, mut study: Study) -> Study {
+        if let Some(r) = self.repeats {
+            study.protocol.repeats = r;
+        }
+        study
+    }
 }
 
 /// A run folder on disk.
@@ -296,6 +314,7 @@ mod tests {
             finished_at: None,
             wall_ms: 0.0,
             rerun_of: None,
+            repeats: None,
         }
     }
 
@@ -338,5 +357,27 @@ mod tests {
             err.contains("is") && err.contains("a run directory?"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_repeats_in_force_are_kept_and_old_states_still_load() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::create(tmp.path(), "demo").unwrap();
+        let mut s = state(Status::Complete);
+        let old = serde_json::to_string(&s).unwrap();
+        assert!(!old.contains("repeats"), "{old}");
+        assert_eq!(serde_json::from_str::<RunState>(&old).unwrap(), s);
+        let study = Study::default_study();
+        assert_eq!(s.in_force(study.clone()), study, "the study's own");
+        s.repeats = Some(Repeats {
+            min: 3,
+            max: 10,
+            target_cv: Some(0.005),
+        });
+        dir.save_state(&s).unwrap();
+        assert_eq!(dir.load_state().unwrap(), s);
+        let json = dir.read(STATE).unwrap();
+        assert!(json.contains("\"target_cv\": 0.005"), "{json}");
+        assert_eq!(s.in_force(study).protocol.repeats, s.repeats.unwrap());
     }
 }

@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 
 pub use crate::kind::Kind;
+pub use crate::repeats::Repeats;
 
 /// The default study, article 000: 1M tasks waiting, Rust/Tokio vs Go.
 pub const DEFAULT_STUDY: &str = include_str!("../results/wait-1m/study.yaml");
@@ -54,8 +55,10 @@ pub struct Protocol {
     /// when every probe lists its own scales.
     #[serde(default)]
     pub scales: Vec<u64>,
-    /// Independent processes per probe and scale.
-    pub repeats: u32,
+    /// Independent processes per probe and scale: a count (`3`), or processes on demand
+    /// (`{min: 3, max: 10, target_cv: 0.005}`: `min` planned, then one more at a time while the
+    /// cell's CV is above `target_cv`, up to `max`; see `repeats`).
+    pub repeats: Repeats,
     /// Order of probes within a repeat.
     pub order: Order,
     /// CPU list every probe is pinned to with sched_setaffinity (e.g. `0-3`).
@@ -413,7 +416,7 @@ impl Study {
                 "protocol.target_cv is {t}: a positive fraction (0.02 = 2 %)"
             );
         }
-        ensure!(p.repeats > 0, "protocol.repeats must be > 0");
+        p.repeats.check()?;
         ensure!(p.samples > 0, "protocol.samples must be > 0");
         ensure!(p.interval_ms > 0, "protocol.interval_ms must be > 0");
         ensure!(p.timeout_s > 0, "protocol.timeout_s must be > 0");
@@ -796,6 +799,34 @@ mod tests {
             }
         }
         assert!(seen >= 2, "results/ holds the studies");
+    }
+
+    #[test]
+    fn repeats_are_a_count_or_processes_on_demand() {
+        let with =
+            |r: &str| DEFAULT_STUDY.replacen("  repeats: 3\n", &format!("  repeats: {r}\n"), 1);
+        let study = Study::parse(&with("{min: 3, max: 10, target_cv: 0.005}")).unwrap();
+        assert_eq!(
+            study.protocol.repeats,
+            Repeats {
+                min: 3,
+                max: 10,
+                target_cv: Some(0.005)
+            }
+        );
+        assert_eq!(
+            crate::run::plan(&study).len(),
+            24,
+            "min processes are planned"
+        );
+        let err = |r: &str| format!("{:#}", Study::parse(&with(r)).unwrap_err());
+        let e = err("{min: 1, max: 10, target_cv: 0.005}");
+        assert!(e.contains("protocol.repeats.min is 1"), "{e}");
+        let e = err("{min: 3, max: 10}");
+        assert!(e.contains("line 15") && e.contains("target_cv"), "{e}");
+        let e = err("three");
+        assert!(e.contains("{min: 3, max: 10, target_cv: 0.005}"), "{e}");
+        assert!(err("0").contains("protocol.repeats must be > 0"));
     }
 
     #[test]

@@ -12,12 +12,19 @@ use crate::kind::Kind;
 use crate::sample::Sample;
 use crate::study::Study;
 
+mod headline;
+mod precision;
+
+pub use headline::Headline;
+pub use precision::Precision;
+
 /// Statistics of one run (`summary.json`). Memory is in bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Study identifier.
     pub study: String,
-    /// Processes the study asks for per probe and scale (`protocol.repeats`).
+    /// Processes the study plans per probe and scale (`protocol.repeats`, its `min` when processes
+    /// come on demand).
     pub repeats: u32,
     /// Samples read, whatever their state.
     pub samples: usize,
@@ -42,6 +49,10 @@ pub struct Summary {
     pub invalid_samples: Vec<InvalidSample>,
     /// Anomalies in the samples: duplicates, samples outside the study, stored medians that differ.
     pub notes: Vec<String>,
+    /// Processes on demand only (`protocol.repeats: {min, max, target_cv}`): per cell, in cell
+    /// order, the processes it ran and the CV its headline values reached. Empty for a fixed count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub precision: Vec<Precision>,
 }
 
 /// One probe at one scale.
@@ -229,7 +240,8 @@ pub fn summarize(study: &Study, samples: &[Sample]) -> Summary {
         .collect();
     Summary {
         study: study.id.clone(),
-        repeats: study.protocol.repeats,
+        repeats: study.protocol.repeats.min,
+        precision: precision::of(&study.protocol.repeats, &cells),
         samples: samples.len(),
         valid: valid.len(),
         invalid: invalid_samples.len(),
@@ -316,6 +328,16 @@ impl Summary {
         self.cells
             .iter()
             .find(|c| c.probe == probe && c.tasks == tasks)
+    }
+
+    /// The processes a cell was to have: the planned count, or as many as it ran when processes
+    /// came on demand.
+    pub fn processes_of(&self, cell: &Cell) -> usize {
+        let planned = self.repeats as usize;
+        match self.precision.is_empty() {
+            true => planned,
+            false => planned.max(cell.valid + cell.invalid),
+        }
     }
 
     /// The all-scale summary of a probe, if the study has it.

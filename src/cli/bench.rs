@@ -29,7 +29,7 @@ pub async fn fidelity(repo: &Path, args: &FidelityArgs) -> Result<Ending> {
     for p in &mut study.probes {
         p.scales = None;
     }
-    study.protocol.repeats = args.repeats;
+    study.protocol.repeats = crate::study::Repeats::fixed(args.repeats);
     let Prepared {
         engine, manifest, ..
     } = prepare(repo, &super::run::study_images(&study)).await?;

@@ -13,6 +13,7 @@ use crate::args::RerunArgs;
 use crate::compare;
 use crate::engine::Engine;
 use crate::image::Manifest;
+use crate::repeats::Repeats;
 use crate::rerun::{self, BinaryDifference, Origin, Source};
 use crate::run_dir::{self, RunDir, RunState};
 
@@ -141,8 +142,30 @@ async fn run_folder(
             source.rerun_of(images.origin, images.different.clone()),
             deviations,
         )),
+        repeats: repeats(source, args)?,
     };
     new_run(engine, paths, study, manifest, fresh).await
+}
+
+/// The processes per cell: `--repeats` applied to the study's rule, else the rule the archived run
+/// had in force (its `run.json`), else the study's.
+fn repeats(source: &Source, args: &RerunArgs) -> Result<Option<Repeats>> {
+    let p = &source.study.protocol;
+    if let Some(choice) = args.repeats {
+        return Ok(Some(choice.apply(p.repeats, p.target_cv)));
+    }
+    let Some(text) = &source.files.run_json else {
+        return Ok(None);
+    };
+    let state: RunState = serde_json::from_str(text).with_context(|| {
+        format!(
+            "{}: parsing {}/{}",
+            source.path.display(),
+            source.files.run_id,
+            run_dir::STATE
+        )
+    })?;
+    Ok(state.repeats)
 }
 
 /// Compares the archived run (A) with the rerun (B): prints the Markdown and writes it and the

@@ -14,7 +14,7 @@ use crate::rerun::RerunOf;
 use crate::run::{self, CpuChoice, RunResult};
 use crate::run_dir::{self, RunDir, RunState, Status};
 use crate::seccomp::Profile;
-use crate::study::{self, Study};
+use crate::study::{self, Repeats, Study};
 
 pub async fn command(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> Result<Ending> {
     let result = study_run(paths, args, interrupt).await?;
@@ -65,6 +65,9 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
                 seccomp,
                 repo: &paths.repo,
                 rerun_of: None,
+                repeats: args
+                    .repeats
+                    .map(|c| c.apply(study.protocol.repeats, study.protocol.target_cv)),
             };
             new_run(&engine, paths, &study, &manifest, fresh).await?
         }
@@ -92,6 +95,8 @@ pub async fn measure(
     mut state: RunState,
     interrupt: &Interrupt,
 ) -> Result<RunResult> {
+    // The processes per cell the run started with, whatever `--repeats` said (see RunState).
+    let study = &state.in_force(study.clone());
     let cancel = interrupt.claim();
     let result = run::execute(engine, study, manifest, &dir, &mut state, &cancel).await;
     interrupt.release();
@@ -103,6 +108,7 @@ pub async fn measure(
             "{}",
             crate::report::terminal::timed_precision(study, &summary)
         );
+        eprint!("{}", crate::report::terminal::precision(&summary));
     }
     if let Some(ratio) = result.overhead() {
         eprintln!(
@@ -217,6 +223,8 @@ pub struct Fresh<'a> {
     pub repo: &'a Path,
     /// The archive a rerun reruns, and the deviations it brings (binaries that differ).
     pub rerun_of: Option<(RerunOf, Vec<String>)>,
+    /// The processes per cell in force when not the study's own (`--repeats`, or a rerun's archive).
+    pub repeats: Option<Repeats>,
 }
 
 /// A new run folder holding the study, the manifest, the run state and the environment record.
@@ -236,6 +244,16 @@ pub async fn new_run(
         deviations.extend(more);
         of
     });
+    // `--repeats` goes into run.json with the deviation; the run's study.yaml stays as written.
+    let mut study = study.clone();
+    if let Some(chosen) = fresh.repeats {
+        let p = &mut study.protocol;
+        if chosen != p.repeats {
+            deviations.push(repeats_deviation(&p.repeats, &chosen));
+            p.repeats = chosen;
+        }
+    }
+    let study = &study;
     let dir = RunDir::create(&paths.results, &study.id)?;
     dir.write(run_dir::STUDY, fresh.text.as_bytes())?;
     dir.write_json(run_dir::MANIFEST, manifest)?;
@@ -255,6 +273,19 @@ pub async fn new_run(
         dir.path().display()
     );
     Ok((dir, state))
+}
+
+/// The protocol's processes per cell as `--repeats` changed them, in words.
+fn repeats_deviation(study: &Repeats, chosen: &Repeats) -> String {
+    let said = |r: &Repeats| match r.rule() {
+        Some(rule) => format!("{r} processes per cell ({rule})"),
+        None => format!("{r} processes per cell"),
+    };
+    format!(
+        "--repeats: {} instead of the study's {}",
+        said(chosen),
+        said(study)
+    )
 }
 
 /// The state of a run to resume; its environment is recorded now if it was stopped before that.
@@ -338,6 +369,7 @@ mod tests {
             study: None,
             cpus: Some(CpuChoice::Auto),
             resume: None,
+            repeats: None,
         };
         // Ctrl-C before the run loop claims it drops the command (cli::dispatch), here while the
         // environment's container runs.
@@ -348,6 +380,7 @@ mod tests {
             seccomp: None,
             repo: &paths.repo,
             rerun_of: None,
+            repeats: None,
         };
         let stopped = tokio::time::timeout(
             Duration::from_millis(200),

@@ -152,7 +152,14 @@ impl FakeEngine {
 
 /// What the sampler prints for a process that measured `tasks` tasks, in its own units (KiB, ms).
 pub fn sampler_json(tasks: u64) -> String {
-    let reading = r#"{"vm_rss_kib":2048,"vm_hwm_kib":2048,"rss_anon_kib":1024,"rss_file_kib":1024,"threads":2}"#;
+    sampler_json_rss(tasks, 2048)
+}
+
+/// [`sampler_json`] with every RSS reading at `rss_kib`.
+pub fn sampler_json_rss(tasks: u64, rss_kib: u64) -> String {
+    let reading = format!(
+        r#"{{"vm_rss_kib":{rss_kib},"vm_hwm_kib":{rss_kib},"rss_anon_kib":1024,"rss_file_kib":1024,"threads":2}}"#
+    );
     format!(
         r#"{{"cpus_in_force":"0","baseline":{reading},"samples":[{reading},{reading}],"ready":{{}},"done":{{"completed":{tasks}}},"timings_ms":{{"probe":10.0}},"exit_code":0,"error":null}}"#
     )

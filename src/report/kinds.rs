@@ -31,7 +31,7 @@ pub fn tables(study: &Study, summary: &Summary) -> String {
                 continue;
             }
             let target = study.protocol.target_cv;
-            out.push_str(&table(tasks, &cells, summary.repeats, target));
+            out.push_str(&table(tasks, &cells, summary, target));
             if kind == Kind::Timed {
                 out.push_str(&precision(&cells));
             }
@@ -62,7 +62,7 @@ fn legend(kind: Kind) -> &'static str {
     }
 }
 
-fn table(tasks: u64, cells: &[&Cell], repeats: u32, target_cv: Option<f64>) -> String {
+fn table(tasks: u64, cells: &[&Cell], summary: &Summary, target_cv: Option<f64>) -> String {
     let names: BTreeSet<&str> = cells
         .iter()
         .flat_map(|c| c.stats.keys().map(String::as_str))
@@ -78,7 +78,8 @@ fn table(tasks: u64, cells: &[&Cell], repeats: u32, target_cv: Option<f64>) -> S
     out.push_str(&"--:|".repeat(names.len() + 1));
     out.push('\n');
     for c in cells {
-        let _ = write!(out, "| {} | {} of {repeats} |", c.probe, c.valid);
+        let of = summary.processes_of(c);
+        let _ = write!(out, "| {} | {} of {of} |", c.probe, c.valid);
         let flagged = c.above_target_cv(target_cv);
         for n in &names {
             let mut cell = c.stats.get(*n).map_or("—".into(), |s| spread(n, s));

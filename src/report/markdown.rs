@@ -29,6 +29,7 @@ impl Format for Markdown {
             deviations(&input.deviations),
             protocol(input.study, input.samples),
             results(input.study, input.summary),
+            precision(input.summary),
             lower_by(input.study, input.summary),
             invalid(input.summary),
             notes(input.summary),
@@ -177,10 +178,15 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
             grouped(t * 100.0, 2)
         );
     }
+    let more = p
+        .repeats
+        .rule()
+        .map(|r| format!(", {r} (standard deviation ÷ mean of the cell's headline values)"))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "- Repeats: {} independent processes per probe and scale; order {order}.",
-        p.repeats
+        "- Repeats: {} independent processes per probe and scale{more}; order {order}.",
+        p.repeats.min
     );
     let pinned: std::collections::BTreeSet<&str> =
         samples.iter().map(|s| s.cpus_pinned.as_str()).collect();
@@ -264,7 +270,7 @@ fn results(study: &Study, summary: &Summary) -> String {
             out.push_str("| Probe | Valid | Process medians (MiB) | Median | Min | Max | CV | Per task | Metrics (median) |\n");
             out.push_str("|---|--:|---|--:|--:|--:|--:|--:|---|\n");
             for cell in &cells {
-                out.push_str(&cell_row(cell, summary.repeats));
+                out.push_str(&cell_row(cell, summary.processes_of(cell)));
             }
             out.push_str(&probe_notes(&cells));
         }
@@ -273,7 +279,7 @@ fn results(study: &Study, summary: &Summary) -> String {
     out
 }
 
-fn cell_row(c: &Cell, repeats: u32) -> String {
+fn cell_row(c: &Cell, repeats: usize) -> String {
     let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "—".into(), f);
     let processes: Vec<String> = c
         .processes
@@ -351,6 +357,54 @@ fn metric_value(name: &str, v: f64) -> String {
     } else {
         grouped(v, if v.fract() == 0.0 { 0 } else { 2 })
     }
+}
+
+/// Processes on demand: per cell the processes it ran and the CV it reached, against the target.
+fn precision(summary: &Summary) -> String {
+    let Some(first) = summary.precision.first() else {
+        return String::new();
+    };
+    let met = summary.precision.iter().filter(|p| p.met).count();
+    let mut out = String::from(
+        "## Precision
+
+",
+    );
+    let _ = writeln!(
+        out,
+        "Processes came on demand: {met} of {} cells met the target CV of {} % (standard deviation \
+         ÷ mean of the cell's headline values: median RSS, peak, or the kind's first \
+         statistic). A cell above the target got one more process at a time, up to {}; ⚠ marks \
+         one that is still above it.\n",
+        summary.precision.len(),
+        grouped(first.target_cv * 100.0, 2),
+        first.max
+    );
+    out.push_str("| Probe | Tasks | Statistic | Processes | Valid | CV | Target met |\n");
+    out.push_str("|---|--:|---|--:|--:|--:|---|\n");
+    for p in &summary.precision {
+        let cv =
+            p.cv.map_or("—".into(), |v| format!("{} %", grouped(v * 100.0, 2)));
+        let met = match (p.met, p.valid) {
+            (true, _) => "yes",
+            (false, 0) => "⚠ no valid process",
+            (false, _) => "⚠ no",
+        };
+        let stat = if p.stat.is_empty() {
+            "—".to_string()
+        } else {
+            format!("`{}`", p.stat)
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {stat} | {} | {} | {cv} | {met} |",
+            p.probe,
+            grouped(p.tasks as f64, 0),
+            p.processes,
+            p.valid
+        );
+    }
+    out
 }
 
 fn lower_by(study: &Study, summary: &Summary) -> String {
@@ -520,6 +574,28 @@ mod tests {
             md.contains("- Notes of st at 10 tasks: “limit \\| reached” (1 process)"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn processes_on_demand_give_each_cells_precision() {
+        let mut study = fixture::study();
+        assert!(!render(&study, None).contains("## Precision"));
+        study.protocol.repeats = crate::study::Repeats {
+            min: 3,
+            max: 10,
+            target_cv: Some(0.005),
+        };
+        let text = render(&study, None);
+        assert!(
+            text.contains("3 independent processes per probe and scale, one more process at a time while a cell's CV is above 0.50 %, up to 10"),
+            "{text}"
+        );
+        let section = text
+            .split("## Precision")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .expect("a Precision section");
+        insta::assert_snapshot!("report_md_precision", section);
     }
 
     #[test]

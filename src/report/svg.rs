@@ -197,7 +197,7 @@ fn panel(x0: f64, y0: f64, tasks: u64, probes: &[&str], summary: &Summary) -> St
             cx,
             probes[k],
             cell.map_or(0, |c| c.valid),
-            summary.repeats,
+            cell.map_or(summary.repeats as usize, |c| summary.processes_of(c)),
         ));
         if let Some(cell) = cell {
             out.push_str(&column(
@@ -206,7 +206,7 @@ fn panel(x0: f64, y0: f64, tasks: u64, probes: &[&str], summary: &Summary) -> St
                 (slot * 0.6).min(56.0),
                 color,
                 cell,
-                summary.repeats,
+                summary.processes_of(cell) as u32,
             ));
         }
     }
@@ -251,12 +251,12 @@ pub(crate) fn y_axis(plot: &Plot) -> String {
 }
 
 /// The probe's name under its column, and how many processes are missing.
-fn label(plot: &Plot, cx: f64, probe: &str, valid: usize, repeats: u32) -> String {
+fn label(plot: &Plot, cx: f64, probe: &str, valid: usize, repeats: usize) -> String {
     let mut out = format!(
         "{}\n",
         text(cx, plot.bottom + 20.0, 13, "middle", "normal", probe)
     );
-    if valid < repeats as usize {
+    if valid < repeats {
         let note = if valid == 0 {
             "no valid process".into()
         } else {

@@ -74,6 +74,30 @@ pub fn timed_precision(study: &Study, summary: &Summary) -> String {
     format!("timed and latency cells (CV across processes):\n{out}")
 }
 
+/// Processes on demand: how many cells met the target CV, and each that did not; empty for a fixed
+/// count.
+pub fn precision(summary: &Summary) -> String {
+    let Some(first) = summary.precision.first() else {
+        return String::new();
+    };
+    let met = summary.precision.iter().filter(|p| p.met).count();
+    let mut out = format!(
+        "processes on demand: {met} of {} cells met the target CV of {:.2} %\n",
+        summary.precision.len(),
+        first.target_cv * 100.0
+    );
+    for p in summary.precision.iter().filter(|p| !p.met) {
+        let cv =
+            p.cv.map_or("CV —".into(), |v| format!("CV {:.2} %", v * 100.0));
+        let _ = writeln!(
+            out,
+            "  {} × {} tasks  {cv} over {} valid of {} processes (max {})",
+            p.probe, p.tasks, p.valid, p.processes, p.max
+        );
+    }
+    out
+}
+
 fn row(v: &Verdict) -> [String; 7] {
     [
         v.claim.clone(),
@@ -128,6 +152,33 @@ mod tests {
         );
         study.protocol.target_cv = Some(0.5);
         assert!(!timed_precision(&study, &summary).contains("ABOVE"));
+    }
+
+    #[test]
+    fn processes_on_demand_say_how_many_cells_met_the_target() {
+        let mut study = fixture::study();
+        let samples = fixture::samples();
+        assert_eq!(precision(&crate::summary::summarize(&study, &samples)), "");
+        study.protocol.repeats = crate::study::Repeats {
+            min: 3,
+            max: 3,
+            target_cv: Some(0.005),
+        };
+        let summary = crate::summary::summarize(&study, &samples);
+        let text = precision(&summary);
+        let met = summary.precision.iter().filter(|p| p.met).count();
+        assert!(
+            text.starts_with(&format!(
+                "processes on demand: {met} of {} cells met the target CV of 0.50 %\n",
+                summary.cells.len()
+            )),
+            "{text}"
+        );
+        assert_eq!(
+            text.lines().count(),
+            1 + summary.cells.len() - met,
+            "one line per cell that did not: {text}"
+        );
     }
 
     #[test]

@@ -5,11 +5,16 @@ use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::engine::fake::{FakeEngine, Step};
+use crate::engine::fake::{FakeEngine, Step, sampler_json_rss};
 use crate::image::BuiltImage;
 
 /// Two probes at one scale, `repeats` repeats, alternating.
 fn study(repeats: u32) -> Study {
+    study_with(&repeats.to_string())
+}
+
+/// [`study`] with `protocol.repeats` written as `repeats`.
+fn study_with(repeats: &str) -> Study {
     Study::parse(&format!(
         r#"id: loop
 title: loop test
@@ -282,4 +287,141 @@ async fn study_without_profile_runs_with_the_default() -> Vec<ContainerSpec> {
     .await
     .unwrap();
     engine.runs()
+}
+
+/// A valid process whose RSS readings are all `kib`.
+fn rss(kib: u64) -> Step {
+    Step::Exit {
+        code: 0,
+        stdout: sampler_json_rss(1000, kib),
+        stderr: String::new(),
+    }
+}
+
+/// (probe, repeat) of every container the engine ran, in order.
+fn ran(engine: &FakeEngine) -> Vec<(String, u32)> {
+    let runs = engine.runs();
+    let cell = |s: &ContainerSpec| {
+        let repeat = s.labels["parkbench.repeat"].parse().unwrap();
+        (s.labels["parkbench.probe"].clone(), repeat)
+    };
+    runs.iter().map(cell).collect()
+}
+
+fn cells(list: &[(&str, u32)]) -> Vec<(String, u32)> {
+    list.iter().map(|(p, r)| (p.to_string(), *r)).collect()
+}
+
+#[tokio::test]
+async fn dispersed_cells_get_processes_in_alternating_rounds_up_to_max_and_resume_goes_on() {
+    let study = study_with("{min: 2, max: 4, target_cv: 0.005}");
+    let (_tmp, dir, mut state) = new_run(&study);
+    let engine = FakeEngine::new([
+        rss(2048),
+        rss(2048),
+        rss(1024),
+        rss(1024),
+        rss(2048),
+        rss(2048),
+        Step::Interrupt,
+    ]);
+    let cancel = CancellationToken::new();
+    let result = execute(&engine, &study, &manifest(), &dir, &mut state, &cancel)
+        .await
+        .unwrap();
+    assert!(result.interrupted);
+    assert_eq!(dir.load_state().unwrap().status, Status::Incomplete);
+    let planned = [("go", 1), ("rust-tokio", 1), ("rust-tokio", 2), ("go", 2)];
+    let mut want = cells(&planned);
+    want.extend(cells(&[("go", 3), ("rust-tokio", 3), ("rust-tokio", 4)]));
+    assert_eq!(ran(&engine), want, "rounds alternate like the plan");
+    assert_eq!(
+        samples(&dir).len(),
+        6,
+        "the interrupted process left no sample"
+    );
+
+    let mut state = dir.load_state().unwrap();
+    let engine = FakeEngine::new([rss(2048), rss(2048)]);
+    let result = execute(
+        &engine,
+        &study,
+        &manifest(),
+        &dir,
+        &mut state,
+        &CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(result.measured, 2);
+    let resumed = cells(&[("rust-tokio", 4), ("go", 4)]);
+    assert_eq!(ran(&engine), resumed, "the resume goes on with the rounds");
+    let all = samples(&dir);
+    assert_eq!(all.len(), 8, "max 4 processes per cell, then it stops");
+    let positions: Vec<u32> = all.iter().map(|s| s.position).collect();
+    assert_eq!(positions, (0..8).collect::<Vec<_>>());
+    assert_eq!(dir.load_state().unwrap().status, Status::Complete);
+    let summary = crate::summary::summarize(&study, &all);
+    assert!(summary.precision.iter().all(|p| !p.met && p.processes == 4));
+}
+
+#[tokio::test]
+async fn agreeing_cells_stop_at_min_and_cells_never_measured_get_nothing_more() {
+    let study = study_with("{min: 2, max: 4, target_cv: 0.005}");
+    let (_tmp, dir, mut state) = new_run(&study);
+    let engine = FakeEngine::new([rss(2048), rss(2048), rss(2049), rss(2048)]);
+    let cancel = CancellationToken::new();
+    let result = execute(&engine, &study, &manifest(), &dir, &mut state, &cancel)
+        .await
+        .unwrap();
+    assert_eq!((result.measured, engine.runs().len()), (4, 4));
+    let summary = crate::summary::summarize(&study, &samples(&dir));
+    assert!(summary.precision.iter().all(|p| p.met), "{summary:?}");
+
+    let (_tmp, dir, mut state) = new_run(&study);
+    let mut manifest = manifest();
+    manifest.images.retain(|i| i.name != "go");
+    manifest.unavailable.push(crate::image::UnavailableImage {
+        name: "go".into(),
+        reason: "pin go cannot be produced here".into(),
+    });
+    let engine = FakeEngine::new([rss(2048), rss(1024), rss(2048), rss(2048)]);
+    execute(&engine, &study, &manifest, &dir, &mut state, &cancel)
+        .await
+        .unwrap();
+    let want = cells(&[
+        ("rust-tokio", 1),
+        ("rust-tokio", 2),
+        ("rust-tokio", 3),
+        ("rust-tokio", 4),
+    ]);
+    assert_eq!(
+        ran(&engine),
+        want,
+        "go is not measured and gets nothing more"
+    );
+    let go = samples(&dir)
+        .into_iter()
+        .filter(|s| s.probe == "go")
+        .count();
+    assert_eq!(go, 2, "only its planned cells, each recorded not measured");
+}
+
+#[tokio::test]
+async fn a_crashing_probe_stops_at_max() {
+    let study = study_with("{min: 2, max: 3, target_cv: 0.005}");
+    let (_tmp, dir, mut state) = new_run(&study);
+    let engine = FakeEngine::new([rss(2048), Step::Oom, Step::Oom, rss(1024), rss(2048)]);
+    let cancel = CancellationToken::new();
+    execute(&engine, &study, &manifest(), &dir, &mut state, &cancel)
+        .await
+        .unwrap();
+    let want = cells(&[
+        ("go", 1),
+        ("rust-tokio", 1),
+        ("rust-tokio", 2),
+        ("go", 2),
+        ("go", 3),
+    ]);
+    assert_eq!(ran(&engine), want, "invalid processes count toward max");
 }

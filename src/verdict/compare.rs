@@ -235,13 +235,13 @@ pub(super) fn lower_by(
 ) -> Result<(Measured, Vec<String>), String> {
     let tasks = claim.tasks.ok_or("claim names no task count")?;
     let cell = valid_cell(summary, &claim.probe, tasks)?;
-    let mut notes: Vec<String> = coverage_note(cell, summary.repeats).into_iter().collect();
+    let mut notes: Vec<String> = coverage_note(cell, summary).into_iter().collect();
     let than = match &claim.than {
         Some(Than::One(t)) => t.as_str(),
         _ => return Err("lower_by_percent compares with one probe".into()),
     };
     let other = valid_cell(summary, than, tasks)?;
-    notes.extend(coverage_note(other, summary.repeats));
+    notes.extend(coverage_note(other, summary));
     let r = summary
         .ratio(&claim.probe, than, tasks)
         .ok_or_else(|| format!("no ratio of {} to {than} at {tasks} tasks", claim.probe))?;

@@ -15,7 +15,7 @@ pub(super) fn scalar(
     summary: &Summary,
 ) -> Result<(f64, Vec<String>), String> {
     let cell = valid_cell(summary, probe, tasks)?;
-    let mut notes: Vec<String> = coverage_note(cell, summary.repeats).into_iter().collect();
+    let mut notes: Vec<String> = coverage_note(cell, summary).into_iter().collect();
     let stat_value = |name: &str| {
         cell.stats
             .get(name)
@@ -62,7 +62,7 @@ pub(super) fn scalar(
 pub(super) fn range(claim: &Claim, summary: &Summary) -> Result<(Measured, Vec<String>), String> {
     let tasks = claim.tasks.ok_or("claim names no task count")?;
     let cell = valid_cell(summary, &claim.probe, tasks)?;
-    let notes = coverage_note(cell, summary.repeats).into_iter().collect();
+    let notes = coverage_note(cell, summary).into_iter().collect();
     let (lo, hi) = match claim.stat {
         Stat::PeakRange => {
             let s = cell.stats.get("peak_bytes").ok_or("no peak values")?;
@@ -116,8 +116,9 @@ pub(super) fn valid_cell<'a>(
     }
 }
 
-pub(super) fn coverage_note(cell: &Cell, repeats: u32) -> Option<String> {
-    (cell.valid != repeats as usize).then(|| {
+pub(super) fn coverage_note(cell: &Cell, summary: &Summary) -> Option<String> {
+    let repeats = summary.processes_of(cell);
+    (cell.valid != repeats).then(|| {
         format!(
             "{}: {} of {repeats} processes valid at {} tasks",
             cell.probe, cell.valid, cell.tasks

@@ -1,0 +1,53 @@
+//! The headline of a cell: the one statistic that stands for it, with its value per process. The
+//! comparison of two runs judges it, and processes on demand (`repeats`) stop when it agrees.
+
+use super::Cell;
+
+/// The headline of a cell: the statistic's name and the value of each valid process.
+pub struct Headline {
+    /// `rss_median_bytes`, `peak_bytes`, or the name of the kind's first statistic.
+    pub name: String,
+    /// The cell's value: the median over its processes.
+    pub value: f64,
+    /// One value per valid process.
+    pub values: Vec<f64>,
+}
+
+impl Headline {
+    /// The kind's headline: its memory figure for a memory kind, else its first statistic.
+    pub fn of(cell: &Cell) -> Option<Headline> {
+        if let Some(memory) = cell.memory() {
+            let name = match cell.kind {
+                crate::kind::Kind::Steady => "rss_median_bytes",
+                _ => "peak_bytes",
+            };
+            return Some(Headline {
+                name: name.into(),
+                value: memory.median,
+                values: memory.each.iter().map(|(_, v)| *v).collect(),
+            });
+        }
+        let (name, spread) = cell.stats.iter().next()?;
+        Some(Headline {
+            name: name.clone(),
+            value: spread.median,
+            values: spread.values.clone(),
+        })
+    }
+
+    /// Half of max − min of the process values.
+    pub fn half_range(&self) -> f64 {
+        let max = self.values.iter().copied().fold(f64::MIN, f64::max);
+        let min = self.values.iter().copied().fold(f64::MAX, f64::min);
+        if self.values.is_empty() {
+            0.0
+        } else {
+            (max - min) / 2.0
+        }
+    }
+
+    /// True for a value in bytes.
+    pub fn is_bytes(&self) -> bool {
+        self.name.ends_with("_bytes")
+    }
+}
