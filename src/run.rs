@@ -13,6 +13,7 @@ use crate::image::Manifest;
 use crate::run_dir::{self, RunDir, RunState, Status};
 use crate::sample::{self, Sample, SampleLog, SamplerOutput};
 use crate::study::{Order, Placeholders, Study};
+use crate::warning::{self, Watch};
 use crate::{cpuset, plan};
 
 /// How to choose the CPUs the probes are pinned to.
@@ -163,6 +164,7 @@ pub async fn execute(
         "{}",
         plan::describe(study, &todo, existing.len(), &estimates)
     );
+    let watch = watch_host(state).await?;
     let bar = progress(todo.len());
     let started = Instant::now();
     state.status = Status::Running;
@@ -197,7 +199,7 @@ pub async fn execute(
             }
             Err(e) => {
                 bar.finish_and_clear();
-                return Err(stop(dir, state, started, e, cell, &probe.id));
+                return Err(stop(dir, state, (started, &watch), e, cell, &probe.id));
             }
         };
         if let Err(e) = log.append(&sample) {
@@ -207,7 +209,7 @@ pub async fn execute(
                 "this sample could not be written to samples.jsonl:\n{}",
                 serde_json::to_string(&sample).unwrap_or_default()
             );
-            return Err(stop(dir, state, started, e, cell, &probe.id));
+            return Err(stop(dir, state, (started, &watch), e, cell, &probe.id));
         }
         estimates.finished(&sample);
         measured += 1;
@@ -222,7 +224,7 @@ pub async fn execute(
     } else {
         Status::Complete
     };
-    let wall_ms = stopped(dir, state, started, status)?;
+    let wall_ms = stopped(dir, state, (started, &watch), status)?;
     Ok(RunResult {
         dir: dir.clone(),
         state: state.clone(),
@@ -260,10 +262,33 @@ fn missing_cells(study: &Study, existing: &[Sample]) -> Vec<Cell> {
         .collect()
 }
 
-/// Records in run.json that this invocation stopped with `status`; returns its wall time, ms.
-fn stopped(dir: &RunDir, state: &mut RunState, started: Instant, status: Status) -> Result<f64> {
-    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+/// Takes the host's validity warnings before measuring into `state` (one already recorded, by an
+/// earlier invocation of this run, is not repeated) and returns the watch for this invocation's steal.
+async fn watch_host(state: &mut RunState) -> Result<Watch> {
+    let cpus = cpuset::parse(&state.cpus_pinned)?;
+    // It sleeps while it samples the pinned CPUs.
+    let (seen, watch) = tokio::task::spawn_blocking(move || warning::at_start(&cpus))
+        .await
+        .context("reading the host for validity warnings")?;
+    for w in seen {
+        if !state.warnings.contains(&w) {
+            state.warnings.push(w);
+        }
+    }
+    Ok(watch)
+}
+
+/// Records in run.json that this invocation, started at `began`, stopped with `status`, with its
+/// steal warning if any; returns its wall time, ms.
+fn stopped(
+    dir: &RunDir,
+    state: &mut RunState,
+    began: (Instant, &Watch),
+    status: Status,
+) -> Result<f64> {
+    let wall_ms = began.0.elapsed().as_secs_f64() * 1000.0;
     state.wall_ms += wall_ms;
+    state.warnings.extend(began.1.steal());
     state.status = status;
     state.finished_at = Some(now());
     dir.save_state(state)?;
@@ -274,12 +299,12 @@ fn stopped(dir: &RunDir, state: &mut RunState, started: Instant, status: Status)
 fn stop(
     dir: &RunDir,
     state: &mut RunState,
-    started: Instant,
+    began: (Instant, &Watch),
     error: anyhow::Error,
     cell: &Cell,
     probe: &str,
 ) -> anyhow::Error {
-    if let Err(e) = stopped(dir, state, started, Status::Incomplete) {
+    if let Err(e) = stopped(dir, state, began, Status::Incomplete) {
         eprintln!("warning: {e:#}");
     }
     error.context(format!(
@@ -569,6 +594,7 @@ pub fn new_state(run_id: &str, study: &Study, cpus: &[usize], deviations: Vec<St
         started_at: now(),
         finished_at: None,
         wall_ms: 0.0,
+        warnings: Vec::new(),
     }
 }
 

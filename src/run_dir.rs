@@ -135,6 +135,11 @@ pub struct RunState {
     pub finished_at: Option<String>,
     /// Wall time spent measuring, summed over every invocation of this run (a resume adds to it), ms.
     pub wall_ms: f64,
+    /// Validity warnings: host conditions seen before and while measuring that may touch the
+    /// numbers (swap, hugepages, governor, memory pressure, busy pinned CPUs, steal). They explain
+    /// samples and never invalidate one; absent when none was seen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<crate::warning::Warning>,
 }
 
 /// A run folder on disk.
@@ -289,6 +294,7 @@ mod tests {
             started_at: "2026-01-01T00:00:00Z".into(),
             finished_at: None,
             wall_ms: 0.0,
+            warnings: vec![],
         }
     }
 
@@ -331,5 +337,25 @@ mod tests {
             err.contains("is") && err.contains("a run directory?"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn warnings_are_kept_and_an_older_state_without_them_loads() {
+        use crate::warning::{Touches, Warning};
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::create(tmp.path(), "demo").unwrap();
+        dir.save_state(&state(Status::Complete)).unwrap();
+        assert!(
+            !dir.read(STATE).unwrap().contains("warnings"),
+            "none: not written"
+        );
+        let mut warned = state(Status::Complete);
+        warned.warnings.push(Warning {
+            what: "swap in use: 1 MiB of 2 MiB".into(),
+            touches: Touches::All,
+        });
+        dir.save_state(&warned).unwrap();
+        assert_eq!(dir.load_state().unwrap(), warned);
+        assert!(dir.read(STATE).unwrap().contains("\"touches\": \"all\""));
     }
 }

@@ -61,6 +61,10 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
             crate::report::terminal::timed_precision(&study, &summary)
         );
     }
+    eprint!(
+        "{}",
+        crate::report::terminal::warnings(&result.state.warnings)
+    );
     if let Some(ratio) = result.overhead() {
         eprintln!(
             "kit overhead: {:.1} s wall for {:.1} s of probe lifetimes ({ratio:.3}×)",
