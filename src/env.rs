@@ -1,5 +1,7 @@
 //! The environment record (`env.json`), written once per run: the host, the Engine, the images and
-//! toolchains used, and the view from inside a probe container.
+//! toolchains used, and the view from inside a probe container. It is written before measuring
+//! starts; the validity warnings taken before and while measuring (swap, hugepages, governor,
+//! memory pressure, busy pinned CPUs, steal) are in `run.json` ([`crate::warning`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -201,14 +203,7 @@ pub fn host() -> Host {
             .and_then(|l| l.split_once(':'))
             .map(|(_, v)| v.trim().to_string())
     };
-    let bracketed = |p: &str| {
-        read(p).and_then(|s| {
-            s.split('[')
-                .nth(1)
-                .and_then(|r| r.split(']').next())
-                .map(str::to_owned)
-        })
-    };
+    let bracketed = |p: &str| read(p).as_deref().and_then(crate::warning::bracketed);
     let kernel_release = read("/proc/sys/kernel/osrelease").unwrap_or_default();
     let kernel_version = read("/proc/sys/kernel/version").unwrap_or_default();
     let cpus_online = read("/sys/devices/system/cpu/online").unwrap_or_default();

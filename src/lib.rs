@@ -1,7 +1,7 @@
 //! parkbench: rerun published runtime benchmarks in pinned containers, with evidence attached.
 //!
 //! The pipeline, one module per stage: pins → base rootfs and images (`pin`, `artifact`, `image`) →
-//! runs and raw samples (`run`, `sample`, `env`) → statistics and report (`summary`, `report`) →
+//! runs and raw samples (`run`, `sample`, `env`, `warning`) → statistics and report (`summary`, `report`) →
 //! verdicts (`verdict`) → archive (`archive`). Only `engine` talks to the Docker Engine.
 
 pub mod archive;
@@ -36,4 +36,5 @@ pub mod study;
 pub mod summary;
 pub mod tarball;
 pub mod verdict;
+pub mod warning;
 pub mod yaml;

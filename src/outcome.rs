@@ -13,6 +13,7 @@ use crate::sample::{self, Sample};
 use crate::study::Study;
 use crate::summary::{self, Summary};
 use crate::verdict::{self, Status, Verdict, VerdictFile};
+use crate::warning::Warning;
 
 /// Everything recomputed from a run's raw files.
 pub struct Outcome {
@@ -23,6 +24,8 @@ pub struct Outcome {
     pub verdicts: Vec<Verdict>,
     pub environment: Vec<(String, String)>,
     pub deviations: Vec<String>,
+    /// Validity warnings from run.json: what may have touched the numbers (never an invalid sample).
+    pub warnings: Vec<Warning>,
     /// Why the data is partial (malformed sample lines, an incomplete run); `None` when complete.
     pub partial: Option<String>,
 }
@@ -76,6 +79,7 @@ pub fn recompute(text: &RunFiles) -> Result<Outcome> {
         summary,
         verdicts,
         deviations,
+        warnings: state.map(|s| s.warnings).unwrap_or_default(),
         partial: (!partial.is_empty()).then(|| partial.join("; ")),
     })
 }
@@ -91,6 +95,7 @@ impl Outcome {
             verdicts: &self.verdicts,
             environment: self.environment.clone(),
             deviations: self.deviations.clone(),
+            warnings: self.warnings.clone(),
             partial: self.partial.clone(),
         }
     }
@@ -100,7 +105,7 @@ impl Outcome {
         report::write_all(dir, &self.report_input()).map(|_| ())
     }
 
-    /// The terminal text: verdict table, deviations, partial data.
+    /// The terminal text: verdict table, deviations, validity warnings, partial data.
     pub fn terminal(&self) -> String {
         let mut out = report::terminal::verdict_table(&self.verdicts);
         if !self.deviations.is_empty() {
@@ -109,6 +114,7 @@ impl Outcome {
                 out.push_str(&format!("  - {d}\n"));
             }
         }
+        out.push_str(&report::terminal::warnings(&self.warnings));
         if let Some(p) = &self.partial {
             out.push_str(&format!("\nPartial data: {p}\n"));
         }
@@ -279,6 +285,45 @@ mod tests {
         );
         assert_eq!(published_kernel("WSL2 Linux 6.6.87.2"), None);
         assert_eq!(published_kernel("a kernel of its own"), None);
+    }
+
+    #[test]
+    fn the_runs_warnings_reach_the_report_and_the_terminal() {
+        let state = r#"{"run_id": "r", "study": "wait-1m", "status": "complete",
+            "cpus_requested": "0-7", "cpus_pinned": "0-1", "workers": 2, "deviations": [],
+            "started_at": "t", "finished_at": null, "wall_ms": 1.0,
+            "warnings": [{"what": "swap in use: 5 MiB of 10 MiB", "touches": "all"}]}"#;
+        let files = |run_json: &str| crate::run_dir::RunFiles {
+            run_id: "r".into(),
+            study_yaml: crate::study::DEFAULT_STUDY.into(),
+            samples_jsonl: include_str!("../tests/fixtures/samples.jsonl").into(),
+            env_json: None,
+            manifest_json: None,
+            summary_json: None,
+            verdicts_json: None,
+            report_md: None,
+            run_json: Some(run_json.into()),
+        };
+        let outcome = super::recompute(&files(state)).unwrap();
+        assert_eq!(outcome.warnings.len(), 1);
+        assert_eq!(outcome.report_input().warnings, outcome.warnings);
+        assert!(
+            outcome
+                .terminal()
+                .contains("swap in use: 5 MiB of 10 MiB [may touch all figures]")
+        );
+        let older = state
+            .split(",\n            \"warnings\"")
+            .next()
+            .unwrap()
+            .to_owned()
+            + "}";
+        let outcome = super::recompute(&files(&older)).unwrap();
+        assert!(
+            outcome.warnings.is_empty(),
+            "a run.json without warnings loads"
+        );
+        assert!(!outcome.terminal().contains("Validity warnings"));
     }
 
     #[test]

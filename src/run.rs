@@ -13,6 +13,7 @@ use crate::image::Manifest;
 use crate::run_dir::{self, RunDir, RunState, Status};
 use crate::sample::{self, Sample, SampleLog, SamplerOutput};
 use crate::study::{Order, Placeholders, Study};
+use crate::warning::{self, Watch};
 use crate::{cpuset, plan};
 
 /// How to choose the CPUs the probes are pinned to.
@@ -166,6 +167,7 @@ pub async fn execute(
         "{}",
         plan::describe(study, &round, existing.len(), &estimates)
     );
+    let watch = watch_host(state).await?;
     let failed = |s: &Sample| !s.valid && !s.is_unavailable();
     let mut m = Measuring {
         invalid: existing.iter().filter(|s| failed(s)).count(),
@@ -179,6 +181,7 @@ pub async fn execute(
         estimates,
         bar: progress(round.len()),
         started: Instant::now(),
+        watch,
         samples: existing,
         measured: 0,
         probe_ms: 0.0,
@@ -204,7 +207,7 @@ pub async fn execute(
     } else {
         Status::Complete
     };
-    let wall_ms = stopped(dir, state, m.started, status)?;
+    let wall_ms = stopped(dir, state, (m.started, &m.watch), status)?;
     Ok(RunResult {
         dir: dir.clone(),
         state: state.clone(),
@@ -229,6 +232,8 @@ struct Measuring<'a, E> {
     estimates: plan::Estimates,
     bar: ProgressBar,
     started: Instant,
+    /// The host's CPU times at the start, for the steal warning when this invocation stops.
+    watch: Watch,
     /// Every sample of the run: those found in `samples.jsonl`, then those measured now.
     samples: Vec<Sample>,
     measured: usize,
@@ -266,7 +271,14 @@ impl<E: Containers> Measuring<'_, E> {
                 Ok(None) => return Ok(false),
                 Err(e) => {
                     self.bar.finish_and_clear();
-                    return Err(stop(dir, state, self.started, e, cell, &probe.id));
+                    return Err(stop(
+                        dir,
+                        state,
+                        (self.started, &self.watch),
+                        e,
+                        cell,
+                        &probe.id,
+                    ));
                 }
             };
             if let Err(e) = self.log.append(&sample) {
@@ -276,7 +288,14 @@ impl<E: Containers> Measuring<'_, E> {
                     "this sample could not be written to samples.jsonl:\n{}",
                     serde_json::to_string(&sample).unwrap_or_default()
                 );
-                return Err(stop(dir, state, self.started, e, cell, &probe.id));
+                return Err(stop(
+                    dir,
+                    state,
+                    (self.started, &self.watch),
+                    e,
+                    cell,
+                    &probe.id,
+                ));
             }
             self.estimates.finished(&sample);
             self.measured += 1;
@@ -341,10 +360,33 @@ fn missing_cells(study: &Study, existing: &[Sample]) -> Vec<Cell> {
         .collect()
 }
 
-/// Records in run.json that this invocation stopped with `status`; returns its wall time, ms.
-fn stopped(dir: &RunDir, state: &mut RunState, started: Instant, status: Status) -> Result<f64> {
-    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+/// Takes the host's validity warnings before measuring into `state` (one already recorded, by an
+/// earlier invocation of this run, is not repeated) and returns the watch for this invocation's steal.
+async fn watch_host(state: &mut RunState) -> Result<Watch> {
+    let cpus = cpuset::parse(&state.cpus_pinned)?;
+    // It sleeps while it samples the pinned CPUs.
+    let (seen, watch) = tokio::task::spawn_blocking(move || warning::at_start(&cpus))
+        .await
+        .context("reading the host for validity warnings")?;
+    for w in seen {
+        if !state.warnings.contains(&w) {
+            state.warnings.push(w);
+        }
+    }
+    Ok(watch)
+}
+
+/// Records in run.json that this invocation, started at `began`, stopped with `status`, with its
+/// steal warning if any; returns its wall time, ms.
+fn stopped(
+    dir: &RunDir,
+    state: &mut RunState,
+    began: (Instant, &Watch),
+    status: Status,
+) -> Result<f64> {
+    let wall_ms = began.0.elapsed().as_secs_f64() * 1000.0;
     state.wall_ms += wall_ms;
+    state.warnings.extend(began.1.steal());
     state.status = status;
     state.finished_at = Some(now());
     dir.save_state(state)?;
@@ -355,12 +397,12 @@ fn stopped(dir: &RunDir, state: &mut RunState, started: Instant, status: Status)
 fn stop(
     dir: &RunDir,
     state: &mut RunState,
-    started: Instant,
+    began: (Instant, &Watch),
     error: anyhow::Error,
     cell: &Cell,
     probe: &str,
 ) -> anyhow::Error {
-    if let Err(e) = stopped(dir, state, started, Status::Incomplete) {
+    if let Err(e) = stopped(dir, state, began, Status::Incomplete) {
         eprintln!("warning: {e:#}");
     }
     error.context(format!(
@@ -652,6 +694,7 @@ pub fn new_state(run_id: &str, study: &Study, cpus: &[usize], deviations: Vec<St
         wall_ms: 0.0,
         rerun_of: None,
         repeats: Some(study.protocol.repeats),
+        warnings: Vec::new(),
     }
 }
 

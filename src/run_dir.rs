@@ -149,6 +149,11 @@ pub struct RunState {
     /// study's own applies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<Repeats>,
+    /// Validity warnings: host conditions seen before and while measuring that may touch the
+    /// numbers (swap, hugepages, governor, memory pressure, busy pinned CPUs, steal). They explain
+    /// samples and never invalidate one; absent when none was seen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<crate::warning::Warning>,
 }
 
 impl RunState {
@@ -315,6 +320,7 @@ mod tests {
             wall_ms: 0.0,
             rerun_of: None,
             repeats: None,
+            warnings: vec![],
         }
     }
 
@@ -379,5 +385,25 @@ mod tests {
         let json = dir.read(STATE).unwrap();
         assert!(json.contains("\"target_cv\": 0.005"), "{json}");
         assert_eq!(s.in_force(study).protocol.repeats, s.repeats.unwrap());
+    }
+
+    #[test]
+    fn warnings_are_kept_and_an_older_state_without_them_loads() {
+        use crate::warning::{Touches, Warning};
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::create(tmp.path(), "demo").unwrap();
+        dir.save_state(&state(Status::Complete)).unwrap();
+        assert!(
+            !dir.read(STATE).unwrap().contains("warnings"),
+            "none: not written"
+        );
+        let mut warned = state(Status::Complete);
+        warned.warnings.push(Warning {
+            what: "swap in use: 1 MiB of 2 MiB".into(),
+            touches: Touches::All,
+        });
+        dir.save_state(&warned).unwrap();
+        assert_eq!(dir.load_state().unwrap(), warned);
+        assert!(dir.read(STATE).unwrap().contains("\"touches\": \"all\""));
     }
 }

@@ -110,6 +110,10 @@ pub async fn measure(
         );
         eprint!("{}", crate::report::terminal::precision(&summary));
     }
+    eprint!(
+        "{}",
+        crate::report::terminal::warnings(&result.state.warnings)
+    );
     if let Some(ratio) = result.overhead() {
         eprintln!(
             "kit overhead: {:.1} s wall for {:.1} s of probe lifetimes ({ratio:.3}×)",

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{CellRow, Headline, LoneCell, RULE, Side, cells, claims, lone_cells, same_binaries};
+use crate::outcome::Outcome;
 use crate::report::number::{grouped, measured, mib, ratio, scale_label};
 
 /// The whole comparison of `a` (the reference) and `b`.
@@ -32,8 +33,23 @@ pub fn markdown(a: &Side, b: &Side) -> String {
     );
     out.push_str(&cell_table(&rows, &lone));
     out.push_str(&claim_table(a, b));
-    out.push_str(&environment_table(&oa.environment, &ob.environment));
+    out.push_str(&environment_table(&with_warnings(oa), &with_warnings(ob)));
     out
+}
+
+/// A run's environment rows with its validity warnings as one more row (when it has either).
+fn with_warnings(o: &Outcome) -> Vec<(String, String)> {
+    let mut rows = o.environment.clone();
+    if !rows.is_empty() || !o.warnings.is_empty() {
+        let seen: Vec<&str> = o.warnings.iter().map(|w| w.what.as_str()).collect();
+        let text = if seen.is_empty() {
+            "none".to_string()
+        } else {
+            seen.join("; ")
+        };
+        rows.push(("Validity warnings".into(), text));
+    }
+    rows
 }
 
 fn cell_table(rows: &[CellRow], lone: &[LoneCell]) -> String {

@@ -19,6 +19,7 @@ fn side(path: &str, summary: Summary, manifest: Option<Manifest>) -> Side {
             verdicts,
             environment,
             deviations: vec![],
+            warnings: vec![],
             partial: None,
         },
         manifest,
@@ -171,6 +172,23 @@ fn the_markdown_states_the_rule_and_every_section() {
     }
     let rows = cells(&a.outcome.summary, &b.outcome.summary).len();
     assert_eq!(md.matches("| within dispersion |").count(), rows);
+}
+
+#[test]
+fn both_runs_warnings_sit_in_the_environment_table() {
+    let (a, mut b) = (
+        side("a", fixture::summary(), None),
+        side("b", fixture::summary(), None),
+    );
+    b.outcome.warnings.push(crate::warning::Warning {
+        what: "swap in use: 5 MiB of 10 MiB".into(),
+        touches: crate::warning::Touches::All,
+    });
+    let md = markdown(&a, &b);
+    assert!(
+        md.contains("| Validity warnings | none | swap in use: 5 MiB of 10 MiB | differs |"),
+        "{md}"
+    );
 }
 
 #[test]

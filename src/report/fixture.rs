@@ -6,6 +6,7 @@ use crate::sample::{Sample, parse_lines};
 use crate::study::Study;
 use crate::summary::{Summary, summarize};
 use crate::verdict::{Verdict, judge};
+use crate::warning::{Touches, Warning};
 
 const SAMPLES: &str = include_str!("../../tests/fixtures/samples.jsonl");
 
@@ -56,6 +57,16 @@ pub fn input<'a>(
         deviations: vec![
             "CPU: AMD EPYC 7B13 instead of Ryzen 9 7950X.".into(),
             "Kernel: native Linux 6.1.0 instead of WSL2 Linux 6.6.87.2.".into(),
+        ],
+        warnings: vec![
+            Warning {
+                what: "transparent hugepages `always`: a page fault can map 2 MiB, so RSS can grow in 2 MiB steps".into(),
+                touches: Touches::Memory,
+            },
+            Warning {
+                what: "steal time 2.4 % of pinned CPUs 0-7's time while measuring: the hypervisor ran something else (a VM's noisy neighbour)".into(),
+                touches: Touches::Time,
+            },
         ],
         partial: None,
     }

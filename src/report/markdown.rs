@@ -1,5 +1,5 @@
-//! `report.md`: the human report — verdicts, environment, deviations, protocol, results per scale,
-//! invalid samples, the figure and how to recompute everything.
+//! `report.md`: the human report — validity warnings, verdicts, environment, deviations, protocol,
+//! results per scale, invalid samples, the figure and how to recompute everything.
 
 use std::fmt::Write as _;
 
@@ -12,6 +12,7 @@ use crate::sample::Sample;
 use crate::study::{Order, Study, Unit};
 use crate::summary::{Cell, Summary};
 use crate::verdict::Verdict;
+use crate::warning::{Touches, Warning};
 
 /// `report.md`.
 pub struct Markdown;
@@ -24,11 +25,12 @@ impl Format for Markdown {
     fn render(&self, input: &ReportInput) -> Result<Vec<u8>> {
         let sections = [
             header(input),
+            warnings(&input.warnings),
             verdicts(input.verdicts),
             environment(input),
             deviations(&input.deviations),
             protocol(input.study, input.samples),
-            results(input.study, input.summary),
+            results(input.study, input.summary, &input.warnings),
             precision(input.summary),
             lower_by(input.study, input.summary),
             invalid(input.summary),
@@ -149,6 +151,20 @@ fn deviations(list: &[String]) -> String {
     out
 }
 
+/// Before any number: what may have touched the numbers, and which of them.
+fn warnings(list: &[Warning]) -> String {
+    let mut out = String::from("## Validity warnings\n\n");
+    if list.is_empty() {
+        out.push_str("None seen.\n");
+        return out;
+    }
+    out.push_str("Host conditions seen before or while measuring; they explain samples, never invalidate them.\n\n");
+    for w in list {
+        let _ = writeln!(out, "- {} — may touch **{}**.", w.what, w.touches.label());
+    }
+    out
+}
+
 fn protocol(study: &Study, samples: &[Sample]) -> String {
     let p = &study.protocol;
     let scales: Vec<String> = p.scales.iter().map(|&n| grouped(n as f64, 0)).collect();
@@ -246,8 +262,20 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
     out
 }
 
-fn results(study: &Study, summary: &Summary) -> String {
+fn results(study: &Study, summary: &Summary, warnings: &[Warning]) -> String {
     let mut out = String::from("## Results\n\n");
+    let mut touched = warnings.iter().map(|w| w.touches);
+    if let Some(first) = touched.next() {
+        let label = if touched.any(|t| t != first) {
+            Touches::All.label()
+        } else {
+            first.label()
+        };
+        let _ = writeln!(
+            out,
+            "> The validity warnings above may touch {label} here.\n"
+        );
+    }
     out.push_str("![Memory per scale: a dot per process, a bar at the median](figure.svg)\n\n");
     if study.probes.iter().any(|p| p.kind == Kind::Steady) {
         out.push_str(
@@ -513,6 +541,13 @@ mod tests {
     fn snapshot() {
         let text = render(&fixture::study(), None);
         assert!(text.contains("| `rust-range-1m` |"));
+        let at = |s: &str| text.find(s).unwrap_or_else(|| panic!("no {s}"));
+        assert!(
+            at("## Validity warnings") < at("## Verdicts"),
+            "before any number"
+        );
+        assert!(text.contains("2 MiB steps — may touch **memory figures**."));
+        assert!(text.contains("may touch all figures here."));
         insta::assert_snapshot!("report_md", text);
     }
 
@@ -522,6 +557,16 @@ mod tests {
         study.claims.clear();
         let text = render(&study, Some("samples.jsonl line 7 malformed"));
         assert!(text.contains("This study states no claims; no verdicts."));
+        let quiet = {
+            let (samples, summary) = (fixture::samples(), fixture::summary());
+            let mut input = fixture::input(&study, &samples, &summary, &[]);
+            input.warnings.clear();
+            String::from_utf8(Markdown.render(&input).unwrap()).unwrap()
+        };
+        assert!(
+            quiet.contains("## Validity warnings\n\nNone seen.\n"),
+            "{quiet}"
+        );
         assert!(text.contains("> **Partial data:** samples.jsonl line 7 malformed."));
         assert!(!text.contains("| Claim |"));
     }

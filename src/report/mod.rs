@@ -22,6 +22,7 @@ use crate::sample::Sample;
 use crate::study::Study;
 use crate::summary::Summary;
 use crate::verdict::Verdict;
+use crate::warning::Warning;
 
 /// Everything a report is made from.
 pub struct ReportInput<'a> {
@@ -39,6 +40,9 @@ pub struct ReportInput<'a> {
     pub environment: Vec<(String, String)>,
     /// Differences from the published environment and protocol, one sentence each.
     pub deviations: Vec<String>,
+    /// Host conditions that may have touched the numbers (swap, hugepages, steal …), each naming
+    /// the figures it may touch; they explain samples, never invalidate them.
+    pub warnings: Vec<Warning>,
     /// Why the data is partial (e.g. `samples.jsonl line 7 malformed`); `None` when complete.
     pub partial: Option<String>,
 }

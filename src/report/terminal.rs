@@ -7,6 +7,7 @@ use crate::report::number;
 use crate::study::Study;
 use crate::summary::Summary;
 use crate::verdict::Verdict;
+use crate::warning::Warning;
 
 const HEADER: [&str; 7] = [
     "CLAIM",
@@ -98,6 +99,19 @@ pub fn precision(summary: &Summary) -> String {
     out
 }
 
+/// The validity warnings, each with the figures it may touch; empty when there are none.
+pub fn warnings(list: &[Warning]) -> String {
+    if list.is_empty() {
+        return String::new();
+    }
+    let mut out =
+        String::from("\nValidity warnings (they explain samples, never invalidate them):\n");
+    for w in list {
+        let _ = writeln!(out, "  - {} [may touch {}]", w.what, w.touches.label());
+    }
+    out
+}
+
 fn row(v: &Verdict) -> [String; 7] {
     [
         v.claim.clone(),
@@ -131,6 +145,25 @@ mod tests {
         let text = verdict_table(&v);
         assert_eq!(text, verdict_table(&v), "deterministic");
         insta::assert_snapshot!("verdict_table", text);
+    }
+
+    #[test]
+    fn warnings_name_what_they_may_touch() {
+        assert_eq!(warnings(&[]), "", "nothing printed without one");
+        let study = fixture::study();
+        let (samples, summary, verdicts) =
+            (fixture::samples(), fixture::summary(), fixture::verdicts());
+        let input = fixture::input(&study, &samples, &summary, &verdicts);
+        let text = warnings(&input.warnings);
+        assert_eq!(text.lines().filter(|l| l.starts_with("  - ")).count(), 2);
+        assert!(
+            text.contains("2 MiB steps [may touch memory figures]"),
+            "{text}"
+        );
+        assert!(
+            text.contains("noisy neighbour) [may touch timings]"),
+            "{text}"
+        );
     }
 
     #[test]
