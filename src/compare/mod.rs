@@ -15,6 +15,7 @@ use crate::archive;
 use crate::image::Manifest;
 use crate::outcome::{self, Outcome};
 use crate::run_dir::{RunDir, RunFiles};
+use crate::study::Stat;
 use crate::summary::{Cell, Summary};
 use crate::verdict::Verdict;
 
@@ -73,6 +74,9 @@ pub struct Headline {
     pub value: f64,
     /// One value per valid process.
     pub values: Vec<f64>,
+    /// The statistic claims name for `value` when it is the kind's memory figure (`rss_median`,
+    /// `peak_median`); `None` for another statistic.
+    pub stat: Option<Stat>,
 }
 
 impl Headline {
@@ -87,6 +91,7 @@ impl Headline {
                 name: name.into(),
                 value: memory.median,
                 values: memory.each.iter().map(|(_, v)| *v).collect(),
+                stat: cell.kind.measure().memory_stat(),
             });
         }
         let (name, spread) = cell.stats.iter().next()?;
@@ -94,6 +99,7 @@ impl Headline {
             name: name.clone(),
             value: spread.median,
             values: spread.values.clone(),
+            stat: None,
         })
     }
 
