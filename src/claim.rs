@@ -1,5 +1,6 @@
 //! Load-time checks of claims: every statistic belongs to a kind of measurement, every unit measures
-//! what its statistic measures, and a comparison never mixes kinds (a peak ÷ a steady value).
+//! what its statistic measures, and a comparison never mixes kinds (a peak ÷ a steady value). And
+//! which claims have a single published value a memory figure can mark beside the measured cell.
 
 use anyhow::{Result, bail, ensure};
 
@@ -157,6 +158,37 @@ fn dimensions(stat: Stat) -> &'static [Dimension] {
     }
 }
 
+/// The published value of claim `c` in bytes when it is a single value of `stat` about `probe` at
+/// `tasks` in a unit of size; `None` for a range, a bound, a ratio or an order, another statistic,
+/// probe or scale.
+pub fn published_bytes(c: &Claim, stat: Stat, probe: &str, tasks: u64) -> Option<f64> {
+    match c.expected {
+        Expected::Value(v)
+            if c.stat == stat
+                && c.probe == probe
+                && c.tasks == Some(tasks)
+                && c.unit.dimension() == Dimension::Memory =>
+        {
+            Some(v * c.unit.scale())
+        }
+        _ => None,
+    }
+}
+
+/// Every claim of `claims` with a single published value of `stat` about `probe` at `tasks`, in
+/// study order, each with that value in bytes (see [`published_bytes`]).
+pub fn published<'a>(
+    claims: &'a [Claim],
+    stat: Stat,
+    probe: &str,
+    tasks: u64,
+) -> Vec<(&'a Claim, f64)> {
+    claims
+        .iter()
+        .filter_map(|c| Some((c, published_bytes(c, stat, probe, tasks)?)))
+        .collect()
+}
+
 /// The statistic as written in study files.
 pub fn name(stat: Stat) -> &'static str {
     match stat {
@@ -177,7 +209,8 @@ pub fn name(stat: Stat) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use crate::study::Study;
+    use super::{published, published_bytes};
+    use crate::study::{Expected, Stat, Study};
 
     const HEAD: &str = "id: t\ntitle: t\nsource: {article: a, environment: e, cpus: '0'}\n\
         protocol: {scales: [1, 10], repeats: 1, order: fixed, cpus: '0', settle_ms: 0, samples: 1, interval_ms: 1, timeout_s: 5}\n\
@@ -310,5 +343,43 @@ mod tests {
             "stat: ratio, of: peak_median, probe: a, than: b, tasks: 10, expected: {above: 2}, unit: x, tolerance: {relative: 0.1}",
         );
         assert!(e.contains("takes no tolerance"), "{e}");
+    }
+
+    #[test]
+    fn a_published_value_is_a_single_size_of_the_statistic_probe_and_scale() {
+        let mut study = Study::default_study();
+        let rss = study
+            .claims
+            .iter()
+            .find(|c| c.stat == Stat::RssMedian)
+            .unwrap()
+            .clone();
+        let Expected::Value(v) = rss.expected else {
+            panic!("the rss_median claim has a single value");
+        };
+        let (probe, tasks) = (rss.probe.as_str(), rss.tasks.unwrap());
+        let mut per_task = rss.clone();
+        per_task.id = "per-task".into();
+        per_task.stat = Stat::PerTaskBytes;
+        per_task.expected = Expected::Value(v * 7.0);
+        let mut range = rss.clone();
+        range.expected = Expected::Range([v, v * 2.0]);
+        study.claims.insert(0, per_task);
+        let found = published(&study.claims, Stat::RssMedian, probe, tasks);
+        assert_eq!(found.len(), 1, "only the rss_median claim");
+        assert_eq!(
+            (found[0].0.id.as_str(), found[0].1),
+            (rss.id.as_str(), v * rss.unit.scale())
+        );
+        assert_eq!(published_bytes(&rss, Stat::PeakMedian, probe, tasks), None);
+        assert_eq!(
+            published_bytes(&rss, Stat::RssMedian, "elsewhere", tasks),
+            None
+        );
+        assert_eq!(
+            published_bytes(&rss, Stat::RssMedian, probe, tasks + 1),
+            None
+        );
+        assert_eq!(published_bytes(&range, Stat::RssMedian, probe, tasks), None);
     }
 }

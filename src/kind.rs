@@ -77,6 +77,11 @@ pub trait Measure: Sync {
     fn values(&self, s: &Sample) -> BTreeMap<String, f64>;
     /// The statistics a claim may name for a probe of this kind.
     fn stats(&self) -> &'static [Stat];
+    /// The statistic a claim names for the kind's memory figure ([`crate::summary::Cell::memory`]),
+    /// which figures plot; `None` for a kind without one.
+    fn memory_stat(&self) -> Option<Stat> {
+        None
+    }
     /// A short account of a measured process for progress lines.
     fn progress(&self, s: &Sample) -> String;
     /// How a process of this kind is measured, one sentence for the report's protocol section.
@@ -235,6 +240,9 @@ impl Measure for Steady {
             Stat::MetricMedian,
         ]
     }
+    fn memory_stat(&self) -> Option<Stat> {
+        Some(Stat::RssMedian)
+    }
     fn describe(&self, p: &Protocol) -> String {
         format!(
             "steady: {} ms after every task is ready, {} RSS readings {} ms apart; a process's RSS \
@@ -286,6 +294,9 @@ impl Measure for PeakKind {
     }
     fn stats(&self) -> &'static [Stat] {
         &[Stat::PeakMedian, Stat::PeakRange, Stat::PerTaskBytes]
+    }
+    fn memory_stat(&self) -> Option<Stat> {
+        Some(Stat::PeakMedian)
     }
     fn describe(&self, p: &Protocol) -> String {
         format!(

@@ -1,15 +1,17 @@
 //! `compare.svg`: one panel per scale; per probe, A's process dots beside B's, a bar at each median,
-//! and the published value as a dashed line when a claim about that probe and scale has a single
-//! expected value in a memory unit. Fixed number formatting: the same runs give the same bytes.
+//! and a dashed line at each claim's published value when it is a single value of the headline's
+//! statistic about that probe and scale ([`claim::published`]). Fixed number formatting: the same
+//! runs give the same bytes.
 
 use std::fmt::Write as _;
 
 use super::{CellRow, Side, cells};
+use crate::claim;
 use crate::report::number::scale_label;
 use crate::report::svg::{
     Axis, COLORS, FONT, HEADER_H, MARGIN, PANEL_H, PANEL_W, PLOT, Plot, nice_step, text, y_axis,
 };
-use crate::study::{Dimension, Expected, Stat, Study};
+use crate::study::Study;
 
 /// The figure of the comparison of `a` and `b`.
 pub fn figure(a: &Side, b: &Side) -> String {
@@ -45,27 +47,6 @@ pub fn figure(a: &Side, b: &Side) -> String {
     out
 }
 
-/// The published value of a claim about `probe` at `tasks` on the statistic the headline `headline`
-/// shows (steady: `rss_median`, peak: `peak_median`), in bytes, when it is a single value.
-pub(super) fn published(study: &Study, probe: &str, tasks: u64, headline: &str) -> Option<f64> {
-    let stat = match headline {
-        "rss_median_bytes" => Stat::RssMedian,
-        "peak_bytes" => Stat::PeakMedian,
-        _ => return None,
-    };
-    study.claims.iter().find_map(|c| match c.expected {
-        Expected::Value(v)
-            if c.stat == stat
-                && c.probe == probe
-                && c.tasks == Some(tasks)
-                && c.unit.dimension() == Dimension::Memory =>
-        {
-            Some(v * c.unit.scale())
-        }
-        _ => None,
-    })
-}
-
 /// A y axis from zero past `max`: MiB or GiB for bytes, the statistic's own unit otherwise.
 fn axis(max: f64, bytes: bool) -> Axis {
     if bytes {
@@ -81,9 +62,15 @@ fn axis(max: f64, bytes: bool) -> Axis {
 }
 
 fn panel(x0: f64, tasks: u64, rows: &[&CellRow], study: &Study) -> String {
-    let marks: Vec<Option<f64>> = rows
+    let marks: Vec<Vec<f64>> = rows
         .iter()
-        .map(|r| published(study, &r.probe, tasks, &r.a.name))
+        .map(|r| {
+            let Some(stat) = r.a.stat else {
+                return Vec::new();
+            };
+            let found = claim::published(&study.claims, stat, &r.probe, tasks);
+            found.into_iter().map(|(_, bytes)| bytes).collect()
+        })
         .collect();
     let max = rows
         .iter()
@@ -132,7 +119,7 @@ fn panel(x0: f64, tasks: u64, rows: &[&CellRow], study: &Study) -> String {
             row.b.value,
             true,
         ));
-        if let Some(bytes) = mark {
+        for bytes in mark {
             let (y, l, r) = (plot.y(*bytes), cx - 2.0 * half, cx + 2.0 * half);
             let _ = writeln!(
                 out,

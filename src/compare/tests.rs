@@ -52,6 +52,7 @@ fn headline(values: &[f64], value: f64) -> Headline {
         name: "rss_median_bytes".into(),
         value,
         values: values.to_vec(),
+        stat: Some(crate::study::Stat::RssMedian),
     }
 }
 
@@ -341,39 +342,4 @@ fn a_cell_without_a_headline_value_in_b_is_lost() {
         "{probe} at {tasks} is lost"
     );
     assert!(!over_threshold(&a, &b, f64::MAX).is_empty());
-}
-
-#[test]
-fn the_published_line_is_the_claim_on_the_headline_statistic() {
-    let mut study = fixture::study();
-    let rss = study
-        .claims
-        .iter()
-        .find(|c| c.stat == crate::study::Stat::RssMedian)
-        .unwrap()
-        .clone();
-    let crate::study::Expected::Value(v) = rss.expected else {
-        panic!("the rss_median claim has a single value");
-    };
-    let wanted = v * rss.unit.scale();
-    let mut per_task = rss.clone();
-    per_task.id = "per-task".into();
-    per_task.stat = crate::study::Stat::PerTaskBytes;
-    per_task.expected = crate::study::Expected::Value(v * 7.0);
-    study.claims.insert(0, per_task);
-    let tasks = rss.tasks.unwrap();
-    let found = svg::published(&study, &rss.probe, tasks, "rss_median_bytes");
-    assert_eq!(found, Some(wanted));
-    assert_eq!(
-        svg::published(&study, &rss.probe, tasks, "peak_bytes"),
-        None
-    );
-    assert_eq!(
-        svg::published(&study, "elsewhere", tasks, "rss_median_bytes"),
-        None
-    );
-    assert_eq!(
-        svg::published(&study, &rss.probe, tasks + 1, "rss_median_bytes"),
-        None
-    );
 }

@@ -1,7 +1,11 @@
 //! `figure.svg`: the article's figure. One panel per scale side by side, each with its own y axis from
-//! zero; a dot per valid process (jittered by repeat), a bar at the median, probes along x. Values in
-//! MiB, or GiB when the panel reaches 1 GiB. Hand-written SVG with fixed number formatting, so the same
-//! input always gives the same bytes.
+//! zero; a dot per valid process (jittered by repeat), a bar at the median, probes along x, and a
+//! hollow diamond beside the bar at each claim's published value of the plotted statistic
+//! ([`crate::claim::published`]). Under the panels, a legend of the diamond and the claims not on
+//! the figure. Values in MiB, or GiB when the panel reaches 1 GiB (measured or published).
+//! Hand-written SVG with fixed number formatting, so the same input always gives the same bytes.
+
+mod published;
 
 use std::fmt::Write as _;
 
@@ -10,6 +14,7 @@ use anyhow::Result;
 use crate::kind::Kind;
 use crate::report::number::{GIB, MIB, grouped, scale_label};
 use crate::report::{Format, ReportInput};
+use crate::study::Stat;
 use crate::summary::{Cell, Memory, Summary};
 
 /// `figure.svg`.
@@ -32,9 +37,14 @@ impl Format for Figure {
     }
 
     fn render(&self, input: &ReportInput) -> Result<Vec<u8>> {
-        // A panel per scale where some probe measures memory.
-        let scales: Vec<u64> = input
-            .study
+        let study = input.study;
+        // The probes with a memory figure, and a panel per scale where one of them was measured.
+        let probes: Vec<(&str, Stat)> = study
+            .probes
+            .iter()
+            .filter_map(|p| Some((p.id.as_str(), p.kind.measure().memory_stat()?)))
+            .collect();
+        let scales: Vec<u64> = study
             .all_scales()
             .into_iter()
             .filter(|&n| {
@@ -42,11 +52,22 @@ impl Format for Figure {
                     .summary
                     .cells
                     .iter()
-                    .any(|c| c.tasks == n && matches!(c.kind, Kind::Steady | Kind::Peak))
+                    .any(|c| c.tasks == n && probes.iter().any(|(p, _)| *p == c.probe))
             })
             .collect();
+        let marks: Vec<published::Marks> = scales
+            .iter()
+            .map(|&tasks| published::marks(study, &probes, tasks))
+            .collect();
+        let placed: Vec<&str> = marks
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|(c, _)| c.id.as_str())
+            .collect();
         let width = 2.0 * MARGIN + PANEL_W * scales.len() as f64;
-        let height = HEADER_H + PANEL_H + MARGIN;
+        let footer = published::footer(study, &placed, width);
+        let height = HEADER_H + PANEL_H + published::LINE * footer.len() as f64 + MARGIN;
         let mut out = format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \
              viewBox=\"0 0 {width:.0} {height:.0}\" {FONT}>\n"
@@ -58,9 +79,9 @@ impl Format for Figure {
         let _ = writeln!(
             out,
             "{}",
-            text(MARGIN + 4.0, 26.0, 17, "start", "bold", &input.study.title)
+            text(MARGIN + 4.0, 26.0, 17, "start", "bold", &study.title)
         );
-        let peak = input.study.probes.iter().any(|p| p.kind == Kind::Peak);
+        let peak = study.probes.iter().any(|p| p.kind == Kind::Peak);
         let sub = if peak {
             "Peak RSS of each process (ru_maxrss or polled VmHWM). Dot: one process; bar: median of the \
              processes. Lower is better."
@@ -73,16 +94,14 @@ impl Format for Figure {
             "{}",
             text(MARGIN + 4.0, 48.0, 12, "start", "normal", sub)
         );
-        let probes: Vec<&str> = input
-            .study
-            .probes
-            .iter()
-            .filter(|p| matches!(p.kind, Kind::Steady | Kind::Peak))
-            .map(|p| p.id.as_str())
-            .collect();
-        for (i, &tasks) in scales.iter().enumerate() {
+        let ids: Vec<&str> = probes.iter().map(|(p, _)| *p).collect();
+        for (i, (&tasks, marks)) in scales.iter().zip(&marks).enumerate() {
             let x0 = MARGIN + PANEL_W * i as f64;
-            out.push_str(&panel(x0, HEADER_H, tasks, &probes, input.summary));
+            out.push_str(&panel(x0, HEADER_H, tasks, &ids, marks, input.summary));
+        }
+        for (i, line) in footer.iter().enumerate() {
+            let y = HEADER_H + PANEL_H + published::LINE * (i as f64 + 0.5);
+            out.push_str(&line.render(MARGIN + 4.0, y));
         }
         out.push_str("</svg>\n");
         Ok(out.into_bytes())
@@ -159,12 +178,21 @@ impl Plot {
     }
 }
 
-fn panel(x0: f64, y0: f64, tasks: u64, probes: &[&str], summary: &Summary) -> String {
+fn panel(
+    x0: f64,
+    y0: f64,
+    tasks: u64,
+    probes: &[&str],
+    marks: &published::Marks,
+    summary: &Summary,
+) -> String {
     let cells: Vec<Option<&Cell>> = probes.iter().map(|p| summary.cell(p, tasks)).collect();
+    // The axis reaches the published values too, however far they are from the measured ones.
     let max = cells
         .iter()
         .flatten()
         .filter_map(|c| c.memory().map(|m| m.max))
+        .chain(marks.iter().flatten().map(|(_, bytes)| *bytes))
         .fold(0.0, f64::max);
     let plot = Plot {
         left: x0 + PLOT[0],
@@ -199,14 +227,27 @@ fn panel(x0: f64, y0: f64, tasks: u64, probes: &[&str], summary: &Summary) -> St
             cell.map_or(0, |c| c.valid),
             cell.map_or(summary.repeats as usize, |c| summary.processes_of(c)),
         ));
+        let bar_w = (slot * 0.6).min(56.0);
         if let Some(cell) = cell {
             out.push_str(&column(
                 &plot,
                 cx,
-                (slot * 0.6).min(56.0),
+                bar_w,
                 color,
                 cell,
                 summary.processes_of(cell) as u32,
+            ));
+        }
+        // Right of the bar, inside the probe's slot.
+        let mx =
+            (cx + bar_w / 2.0 + published::DIAMOND + 2.0).min(cx + slot / 2.0 - published::DIAMOND);
+        for (claim, bytes) in &marks[k] {
+            out.push_str(&published::marker(
+                &plot,
+                cx - bar_w / 2.0,
+                mx,
+                claim,
+                *bytes,
             ));
         }
     }
@@ -367,6 +408,11 @@ mod tests {
             "a dot per valid process"
         );
         assert_eq!(svg.matches("class=\"panel\"").count(), 4);
+        for c in &study.claims {
+            let wanted = usize::from(matches!(c.stat, Stat::RssMedian) && c.tasks.is_some());
+            let found = svg.matches(&format!("data-claim=\"{}\"", c.id)).count();
+            assert_eq!(found, wanted, "{}", c.id);
+        }
         insta::assert_snapshot!("figure_svg", svg);
     }
 }

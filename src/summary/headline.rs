@@ -11,6 +11,9 @@ pub struct Headline {
     pub value: f64,
     /// One value per valid process.
     pub values: Vec<f64>,
+    /// The statistic claims name for `value` when it is the kind's memory figure (`rss_median`,
+    /// `peak_median`); `None` for another statistic.
+    pub stat: Option<crate::study::Stat>,
 }
 
 impl Headline {
@@ -25,6 +28,7 @@ impl Headline {
                 name: name.into(),
                 value: memory.median,
                 values: memory.each.iter().map(|(_, v)| *v).collect(),
+                stat: cell.kind.measure().memory_stat(),
             });
         }
         let (name, spread) = cell.stats.iter().next()?;
@@ -32,6 +36,7 @@ impl Headline {
             name: name.clone(),
             value: spread.median,
             values: spread.values.clone(),
+            stat: None,
         })
     }
 
