@@ -49,6 +49,17 @@ bench-build: driver
     t0=$(date +%s.%N); {{bin}} build >/dev/null; t1=$(date +%s.%N); {{bin}} build >/dev/null; t2=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "cold build  %7.1f s\nwarm no-op  %7.1f s\n", b - a, c - b }'
 
+# Benchmark: rerun ARCHIVE (its load-and-verify or rebuild time is printed), then `compare` of the
+# rerun's archive (no images) with itself.
+bench-rerun ARCHIVE *ARGS: driver
+    #!/usr/bin/env bash
+    set -euo pipefail
+    log=$(mktemp); trap 'rm -f "$log"' EXIT
+    new=$({{bin}} rerun "{{ARCHIVE}}" --cpus auto {{ARGS}} 2>"$log" | sed -n 's/^archive: //p' | tail -1)
+    grep -E "^(loaded|the archive carries)" "$log" || true
+    t0=$(date +%s.%N); {{bin}} compare "$new" "$new" >/dev/null; t1=$(date +%s.%N)
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "compare of two archives without images  %.2f s\n", b - a }'
+
 # Benchmark: the same probe binaries measured in containers and natively, side by side, at 1M tasks.
 bench-fidelity *ARGS: driver
     {{bin}} bench fidelity {{ARGS}}

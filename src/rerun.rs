@@ -101,7 +101,7 @@ pub fn open(path: &Path) -> Result<Source> {
         members: UNPACKED.iter().map(|m| m.to_string()).collect(),
     };
     let files = archive::read_run_unpacking(path, unpack)
-        .with_context(|| format!("{shown}: not a parkbench run archive that can be rerun"))?;
+        .with_context(|| format!("{shown}: cannot rerun it"))?;
     let sha256 = crate::digest::file(path)?;
     let study = Study::parse(&files.study_yaml).with_context(|| {
         format!(
@@ -269,6 +269,44 @@ pub async fn verify_loaded(engine: &impl Images, manifest: &Manifest) -> Result<
             );
         }
     }
+    Ok(())
+}
+
+/// The tags an exported image file (the Engine's save format) would set when loaded: the
+/// `RepoTags` of its `manifest.json`. A load sets every one of them, so a rerun loads a file only
+/// when it names exactly the tag the archive's manifest gives it.
+pub fn saved_tags(file: &Path) -> Result<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Saved {
+        #[serde(rename = "RepoTags", default)]
+        repo_tags: Option<Vec<String>>,
+    }
+    let shown = file.display();
+    let data = std::fs::File::open(file).with_context(|| format!("opening {shown}"))?;
+    let mut tar = tar::Archive::new(std::io::BufReader::new(data));
+    for entry in tar.entries().with_context(|| format!("reading {shown}"))? {
+        let entry = entry.with_context(|| format!("reading {shown}"))?;
+        if entry.path_bytes().as_ref() != b"manifest.json" {
+            continue;
+        }
+        let saved: Vec<Saved> = serde_json::from_reader(entry)
+            .with_context(|| format!("{shown}: parsing its manifest.json"))?;
+        return Ok(saved
+            .into_iter()
+            .flat_map(|s| s.repo_tags.unwrap_or_default())
+            .collect());
+    }
+    bail!("{shown}: no manifest.json: not an image exported by the Engine")
+}
+
+/// Refuses an exported image that would set any tag but `tag` (or none).
+pub fn check_saved_tags(name: &str, tag: &str, tags: &[String]) -> Result<()> {
+    ensure!(
+        tags == [tag],
+        "images/{name}.tar would set the tag(s) [{}] when loaded, but the archive's manifest names \
+         only {tag}: refused, since loading it would move other tags; the archive was altered",
+        tags.join(", ")
+    );
     Ok(())
 }
 

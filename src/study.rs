@@ -405,7 +405,12 @@ impl Study {
 
     fn validate(&self, text: &str) -> Result<()> {
         let p = &self.protocol;
-        ensure!(!self.id.is_empty(), "study id is empty");
+        ensure!(
+            valid_id(&self.id),
+            "study id {:?}: an id names the study's folder under results/, so it is lowercase \
+             letters, digits, `-`, `_` and `.`, starting with a letter or digit (e.g. wait-1m)",
+            self.id
+        );
         ensure!(
             p.scales.iter().all(|&n| n > 0),
             "protocol.scales: task counts must be > 0"
@@ -778,9 +783,31 @@ impl Probe {
     }
 }
 
+/// A study id is one plain folder name: `[a-z0-9][a-z0-9._-]*` (so never `..`, `/` or absolute).
+fn valid_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_study_id_is_one_plain_folder_name() {
+        for bad in ["../../tmp/evil", "/abs", "a/b", "..", ".hidden", "Wait", ""] {
+            let text = DEFAULT_STUDY.replacen("id: wait-1m", &format!("id: {bad:?}"), 1);
+            let err = format!("{:#}", Study::parse(&text).unwrap_err());
+            assert!(err.contains("names the study's folder"), "{bad}: {err}");
+        }
+        for good in ["wait-1m", "sleep-peak-2024", "v1.2_x"] {
+            let text = DEFAULT_STUDY.replacen("id: wait-1m", &format!("id: {good}"), 1);
+            assert_eq!(Study::parse(&text).unwrap().id, good);
+        }
+    }
 
     #[test]
     fn every_checked_in_study_loads() {

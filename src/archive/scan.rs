@@ -194,6 +194,12 @@ impl Seen {
                     let from = from
                         .strip_prefix(&format!("{}/", self.root))
                         .unwrap_or(from);
+                    ensure!(
+                        self.unpack.target(from).is_some(),
+                        "{path}: a hard link to {from}, which is not unpacked with it; write the \
+                         archive with `parkbench archive` (it makes no hard links), or repack it \
+                         with `tar --hard-dereference`"
+                    );
                     let from = self.unpack.dest.join(from);
                     std::fs::copy(&from, &to)
                         .map_err(|e| disk(e, &format!("unpacking {path} to"), &to))?;
@@ -388,7 +394,11 @@ impl Seen {
 /// A failure writing below the unpack folder, kept apart from the archive's own read errors (which
 /// the scan reports as a damaged archive).
 fn disk(e: io::Error, doing: &str, path: &Path) -> anyhow::Error {
-    anyhow::anyhow!("{doing} {}: {e}", path.display())
+    anyhow::anyhow!(
+        "{doing} {}: {e}; this is the local disk, not the archive: free space in the temporary \
+         folder, or point TMPDIR at a larger one",
+        path.display()
+    )
 }
 
 fn create_dir(dir: &Path) -> Result<()> {

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result, bail, ensure};
 
 use super::run::{Fresh, check_runnable, measure, new_run, reopen, study_images};
 use super::{Ending, Interrupt, Paths, Prepared, archive, prepare, report};
@@ -26,9 +26,14 @@ pub async fn command(paths: &Paths, args: &RerunArgs, interrupt: &Interrupt) -> 
         source.study.id,
         source.sha256
     );
+    let resumed = args
+        .resume
+        .as_deref()
+        .map(|d| resumed(d, &source))
+        .transpose()?;
     let images = images(&source, args).await?;
     check_runnable(&source.study, &images.manifest)?;
-    let (dir, state) = run_folder(paths, args, &source, &images).await?;
+    let (dir, state) = run_folder(paths, args, &source, &images, resumed).await?;
     let study = &source.study;
     let run = measure(
         &images.engine,
@@ -67,17 +72,32 @@ async fn images(source: &Source, args: &RerunArgs) -> Result<Images> {
     if source.carries_images() {
         let engine = Engine::connect().await?;
         let started = Instant::now();
-        for name in &source.images {
-            let file = source.image_file(name).context("checked by rerun::open")?;
-            eprintln!("loading image {name} from the archive");
+        let manifest = source.loaded_manifest();
+        for image in manifest.images.iter().filter(|i| i.built) {
+            let file = source
+                .image_file(&image.name)
+                .context("checked by rerun::open")?;
+            rerun::check_saved_tags(&image.name, &image.tag, &rerun::saved_tags(&file)?)?;
+            eprintln!("loading image {} from the archive", image.name);
             engine.load_image(&file).await?;
         }
-        let manifest = source.loaded_manifest();
-        rerun::verify_loaded(&engine, &manifest).await?;
-        let binaries: usize = manifest.images.iter().map(|i| i.binaries.len()).sum();
+        if let Err(e) = rerun::verify_loaded(&engine, &manifest).await {
+            // A refused image must not stay under a tag a later build would reuse.
+            for image in manifest.images.iter().filter(|i| i.built) {
+                if let Err(why) = engine.remove_tag(&image.tag).await {
+                    eprintln!(
+                        "warning: could not remove the refused image {}: {why:#}",
+                        image.tag
+                    );
+                }
+            }
+            return Err(e);
+        }
+        let loaded: Vec<_> = manifest.images.iter().filter(|i| i.built).collect();
+        let binaries: usize = loaded.iter().map(|i| i.binaries.len()).sum();
         eprintln!(
             "loaded {} image(s) and checked {binaries} binaries against the archive's manifest in {:.1} s",
-            manifest.images.len(),
+            loaded.len(),
             started.elapsed().as_secs_f64()
         );
         return Ok(Images {
@@ -112,20 +132,23 @@ async fn run_folder(
     args: &RerunArgs,
     source: &Source,
     images: &Images,
+    resumed: Option<RunDir>,
 ) -> Result<(RunDir, RunState)> {
     let (engine, manifest, study) = (&images.engine, &images.manifest, &source.study);
-    if let Some(path) = &args.resume {
-        let dir = RunDir::open(path)?;
+    if let Some(dir) = resumed {
+        // The samples so far were measured with the run folder's binaries: no others may join them.
+        let before: Manifest = serde_json::from_str(&dir.read(run_dir::MANIFEST)?)
+            .with_context(|| format!("parsing {}", dir.file(run_dir::MANIFEST).display()))?;
+        let changed = rerun::differences(&before, manifest, &source.images);
+        if let Some(d) = changed.first() {
+            bail!(
+                "{}: the binaries here are not the ones its samples were measured with ({} of them, \
+                 first {d}); start a new rerun instead of resuming this one",
+                dir.path().display(),
+                changed.len()
+            );
+        }
         let state = reopen(engine, &dir, study, manifest, &source.repo()).await?;
-        let of = state.rerun_of.as_ref();
-        ensure!(
-            of.is_some_and(|o| o.sha256 == source.sha256),
-            "{} is not a rerun of {} (its run.json names {}); resume it with the archive it reran",
-            dir.path().display(),
-            args.archive.display(),
-            of.map(|o| format!("archive {} with sha256 {}", o.archive, o.sha256))
-                .unwrap_or_else(|| "no archive".into())
-        );
         return Ok((dir, state));
     }
     let deviations = images
@@ -145,6 +168,23 @@ async fn run_folder(
         repeats: repeats(source, args)?,
     };
     new_run(engine, paths, study, manifest, fresh).await
+}
+
+/// The run folder `--resume` names, when it is a rerun of this very archive (checked before any
+/// image is loaded or built).
+fn resumed(path: &Path, source: &Source) -> Result<RunDir> {
+    let dir = RunDir::open(path)?;
+    let state = dir.load_state()?;
+    let of = state.rerun_of.as_ref();
+    ensure!(
+        of.is_some_and(|o| o.sha256 == source.sha256),
+        "{} is not a rerun of {} (its run.json names {}); resume it with the archive it reran",
+        dir.path().display(),
+        source.path.display(),
+        of.map(|o| format!("archive {} with sha256 {}", o.archive, o.sha256))
+            .unwrap_or_else(|| "no archive".into())
+    );
+    Ok(dir)
 }
 
 /// The processes per cell: `--repeats` applied to the study's rule, else the rule the archived run

@@ -281,12 +281,13 @@ pub async fn new_run(
 
 /// The protocol's processes per cell as `--repeats` changed them, in words.
 fn repeats_deviation(study: &Repeats, chosen: &Repeats) -> String {
+    // `--repeats`, or the archived run's rule a rerun keeps: either way not the study's own.
     let said = |r: &Repeats| match r.rule() {
         Some(rule) => format!("{r} processes per cell ({rule})"),
         None => format!("{r} processes per cell"),
     };
     format!(
-        "--repeats: {} instead of the study's {}",
+        "processes per cell chosen for this run: {} instead of the study's {}",
         said(chosen),
         said(study)
     )

@@ -179,6 +179,16 @@ impl Engine {
         Ok(())
     }
 
+    /// Removes one tag (and the image, when no other tag names it).
+    pub async fn remove_tag(&self, tag: &str) -> Result<()> {
+        let options = RemoveImageOptionsBuilder::default().force(true).build();
+        self.docker
+            .remove_image(tag, Some(options), None)
+            .await
+            .with_context(|| format!("removing image {tag}"))?;
+        Ok(())
+    }
+
     /// Exports an image (the Engine's save format) to a file, streamed.
     pub async fn export_image(&self, tag: &str, out: &Path) -> Result<()> {
         use tokio::io::AsyncWriteExt;

@@ -401,7 +401,7 @@ fn precision(summary: &Summary) -> String {
     let _ = writeln!(
         out,
         "Processes came on demand: {met} of {} cells met the target CV of {} % (standard deviation \
-         ÷ mean of the cell's headline values: median RSS, peak, or the kind's first \
+         ÷ mean of the cell's values: median RSS, peak, or the kind's least precise \
          statistic). A cell above the target got one more process at a time, up to {}; ⚠ marks \
          one that is still above it.\n",
         summary.precision.len(),

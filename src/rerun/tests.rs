@@ -238,7 +238,10 @@ fn bad_archives_are_refused_with_what_to_do() {
     std::io::Write::write_all(&mut gz, &[7u8; 4096]).unwrap();
     fs::write(&other, gz.finish().unwrap()).unwrap();
     let e = err(&other);
-    assert!(e.contains("not a parkbench run archive"), "{e}");
+    assert!(
+        e.contains("cannot rerun it") && e.contains("damaged"),
+        "{e}"
+    );
 
     let full = fs::read(fx.write(&[])).unwrap();
     let truncated = fx.tmp.path().join("truncated.tar.gz");
@@ -260,4 +263,38 @@ fn bad_archives_are_refused_with_what_to_do() {
 
     let e = err(&Archived::new(DEFAULT_STUDY, false).write(&[]));
     assert!(e.contains("manifest.json is missing"), "{e}");
+}
+
+#[test]
+fn an_exported_image_may_set_only_its_own_tag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("go.tar");
+    let saved = |manifest: &str| {
+        let mut tar = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_size(manifest.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.append_data(&mut header, "manifest.json", manifest.as_bytes())
+            .unwrap();
+        fs::write(&file, tar.into_inner().unwrap()).unwrap();
+        saved_tags(&file).unwrap()
+    };
+    let own = saved(r#"[{"Config":"c.json","RepoTags":["parkbench/go:0123"],"Layers":[]}]"#);
+    check_saved_tags("go", "parkbench/go:0123", &own).unwrap();
+    let more = saved(
+        r#"[{"RepoTags":["parkbench/go:0123"]},{"RepoTags":["parkbench/base:feed"],"Layers":[]}]"#,
+    );
+    let err = format!(
+        "{:#}",
+        check_saved_tags("go", "parkbench/go:0123", &more).unwrap_err()
+    );
+    assert!(
+        err.contains("parkbench/base:feed") && err.contains("refused"),
+        "{err}"
+    );
+    let none = saved(r#"[{"RepoTags":null}]"#);
+    assert!(check_saved_tags("go", "parkbench/go:0123", &none).is_err());
+    fs::write(&file, b"").unwrap();
+    assert!(format!("{:#}", saved_tags(&file).unwrap_err()).contains("no manifest.json"));
 }

@@ -27,7 +27,7 @@ pub fn next(study: &Study, samples: &[Sample]) -> Vec<Cell> {
     let scales = study.all_scales();
     let mut wanted: Vec<Cell> = Vec::new();
     for c in &summary.cells {
-        let values = Headline::of(c).map(|h| h.values).unwrap_or_default();
+        let values = Headline::judged(c).map(|h| h.values).unwrap_or_default();
         if !rule.wants_more(c.valid + c.invalid, &values) {
             continue;
         }

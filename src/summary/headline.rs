@@ -17,7 +17,7 @@ pub struct Headline {
 }
 
 impl Headline {
-    /// The kind's headline: its memory figure for a memory kind, else its first statistic.
+    /// The kind's headline: its memory figure for a memory kind, else its first statistic by name.
     pub fn of(cell: &Cell) -> Option<Headline> {
         if let Some(memory) = cell.memory() {
             let name = match cell.kind {
@@ -32,6 +32,26 @@ impl Headline {
             });
         }
         let (name, spread) = cell.stats.iter().next()?;
+        Some(Headline {
+            name: name.clone(),
+            value: spread.median,
+            values: spread.values.clone(),
+            stat: None,
+        })
+    }
+
+    /// What processes on demand judge: the memory figure of a memory kind, else the least precise
+    /// of the kind's statistics (the largest CV across processes), so that a constant count cannot
+    /// stand for a spread timing.
+    pub fn judged(cell: &Cell) -> Option<Headline> {
+        if cell.memory().is_some() {
+            return Headline::of(cell);
+        }
+        let cv = |values: &[f64]| crate::repeats::cv(values).unwrap_or(f64::INFINITY);
+        let (name, spread) = cell
+            .stats
+            .iter()
+            .max_by(|a, b| cv(&a.1.values).total_cmp(&cv(&b.1.values)))?;
         Some(Headline {
             name: name.clone(),
             value: spread.median,

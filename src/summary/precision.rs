@@ -13,8 +13,8 @@ pub struct Precision {
     pub probe: String,
     /// Task count of the scale.
     pub tasks: u64,
-    /// The statistic judged, the cell's headline: `rss_median_bytes` (steady), `peak_bytes` (peak)
-    /// or the kind's first statistic; empty without a valid process.
+    /// The statistic judged: `rss_median_bytes` (steady), `peak_bytes` (peak), or the kind's least
+    /// precise statistic (largest CV); empty without a valid process.
     pub stat: String,
     /// Processes the cell ran, valid or not.
     pub processes: usize,
@@ -39,7 +39,7 @@ pub(super) fn of(rule: &Repeats, cells: &[Cell]) -> Vec<Precision> {
     cells
         .iter()
         .map(|c| {
-            let headline = Headline::of(c);
+            let headline = Headline::judged(c);
             let values = headline.as_ref().map_or(&[][..], |h| &h.values[..]);
             let cv = repeats::cv(values);
             Precision {
