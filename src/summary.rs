@@ -802,6 +802,25 @@ mod tests {
     }
 
     #[test]
+    fn processes_on_demand_judge_a_timed_cells_least_precise_statistic() {
+        let study = Study::parse(TIMED).unwrap();
+        let with_allocs = |repeat: u32, ns: f64| {
+            let mut s = timed("sw", 1, repeat, &[ns], &[]);
+            s.results[0].insert("allocs".into(), 7.0);
+            s
+        };
+        let s = summarize(&study, &[with_allocs(1, 10.0), with_allocs(2, 20.0)]);
+        let c = s.cell("sw", 1).unwrap();
+        assert_eq!(Headline::of(c).unwrap().name, "allocs", "first by name");
+        let judged = Headline::judged(c).unwrap();
+        assert_eq!(
+            judged.name, "ns",
+            "the constant count does not stand for the cell"
+        );
+        assert_eq!(judged.values.len(), 2);
+    }
+
+    #[test]
     fn latency_percentiles_far_apart_are_flagged_against_the_target() {
         let study = Study::parse(&TIMED.replace("kind: timed", "kind: latency")).unwrap();
         let latency = |repeat: u32, ns: u64| {
