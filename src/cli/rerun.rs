@@ -211,7 +211,8 @@ fn repeats(source: &Source, args: &RerunArgs) -> Result<Option<Repeats>> {
 /// Compares the archived run (A) with the rerun (B): prints the Markdown and writes it and the
 /// figure into the rerun's folder.
 fn compare_with_archive(source: &Source, run_dir: &Path) -> Result<()> {
-    let a = compare::load(&source.path)?;
+    // The archive was checked and read when it was opened: no need to read it again.
+    let a = compare::from_files(source.path.display().to_string(), &source.files)?;
     let b = compare::load(run_dir)?;
     let md = compare::markdown(&a, &b);
     let dir = RunDir::open(run_dir)?;

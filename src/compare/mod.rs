@@ -41,8 +41,13 @@ pub fn load(path: &Path) -> Result<Side> {
     let shown = path.display().to_string();
     let files =
         read_files(path).with_context(|| format!("{shown}: not a readable parkbench run"))?;
+    from_files(shown, &files)
+}
+
+/// A side from run files already read (an archive a rerun has checked and read); errors name `shown`.
+pub fn from_files(shown: String, files: &RunFiles) -> Result<Side> {
     let outcome =
-        outcome::recompute(&files).with_context(|| format!("{shown}: recomputing the run"))?;
+        outcome::recompute(files).with_context(|| format!("{shown}: recomputing the run"))?;
     let manifest = files
         .manifest_json
         .as_deref()
