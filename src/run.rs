@@ -245,7 +245,7 @@ impl<E: Containers> Measuring<'_, E> {
     /// Runs `cells` in order, appending each sample as measured; false when interrupted. An Engine
     /// error or a sample that cannot be written stops the run (incomplete, resumable).
     async fn cells(&mut self, state: &mut RunState, cells: &[Cell]) -> Result<bool> {
-        let (study, dir) = (self.study, self.dir);
+        let study = self.study;
         for (i, cell) in cells.iter().enumerate() {
             let probe = &study.probes[cell.probe];
             self.bar.set_message(format!(
@@ -269,17 +269,7 @@ impl<E: Containers> Measuring<'_, E> {
             let sample = match measured {
                 Ok(Some(sample)) => sample,
                 Ok(None) => return Ok(false),
-                Err(e) => {
-                    self.bar.finish_and_clear();
-                    return Err(stop(
-                        dir,
-                        state,
-                        (self.started, &self.watch),
-                        e,
-                        cell,
-                        &probe.id,
-                    ));
-                }
+                Err(e) => return Err(self.halt(state, e, cell)),
             };
             if let Err(e) = self.log.append(&sample) {
                 self.bar.finish_and_clear();
@@ -288,14 +278,7 @@ impl<E: Containers> Measuring<'_, E> {
                     "this sample could not be written to samples.jsonl:\n{}",
                     serde_json::to_string(&sample).unwrap_or_default()
                 );
-                return Err(stop(
-                    dir,
-                    state,
-                    (self.started, &self.watch),
-                    e,
-                    cell,
-                    &probe.id,
-                ));
+                return Err(self.halt(state, e, cell));
             }
             self.estimates.finished(&sample);
             self.measured += 1;
@@ -307,6 +290,20 @@ impl<E: Containers> Measuring<'_, E> {
             self.samples.push(sample);
         }
         Ok(true)
+    }
+
+    /// Stops the run at `cell` after `error`: the bar is cleared and the run marked incomplete.
+    fn halt(&self, state: &mut RunState, error: anyhow::Error, cell: &Cell) -> anyhow::Error {
+        self.bar.finish_and_clear();
+        let probe = &self.study.probes[cell.probe].id;
+        stop(
+            self.dir,
+            state,
+            (self.started, &self.watch),
+            error,
+            cell,
+            probe,
+        )
     }
 
     /// Says why a round of processes on demand runs, and counts it in the progress bar.
