@@ -21,6 +21,7 @@ pub mod engine;
 pub mod env;
 pub mod image;
 pub mod index;
+pub mod initramfs;
 pub mod kind;
 pub mod outcome;
 pub mod pin;
