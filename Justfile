@@ -49,6 +49,22 @@ bench-build: driver
     t0=$(date +%s.%N); {{bin}} build >/dev/null; t1=$(date +%s.%N); {{bin}} build >/dev/null; t2=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "cold build  %7.1f s\nwarm no-op  %7.1f s\n", b - a, c - b }'
 
+# Benchmark: the WSL-like kernel's cold compile (own image namespace), then again without the build
+# cache; prints both times and whether the two kernels have the same sha256.
+bench-kernels: driver
+    #!/usr/bin/env bash
+    set -euo pipefail
+    export PARKBENCH_NAMESPACE=parkbench-bench-kernels
+    trap '{{bin}} clean --images >/dev/null 2>&1 || true' EXIT
+    m=$(mktemp -d)
+    sha() { python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print([i for i in m["images"] if i["name"]=="kernel-wsl-like"][0]["binaries"]["/boot/vmlinuz"])' "$1"; }
+    t0=$(date +%s); {{bin}} build --only kernel-wsl-like --manifest "$m/a.json" >/dev/null
+    t1=$(date +%s); {{bin}} build --only kernel-wsl-like --no-cache --manifest "$m/b.json" >/dev/null; t2=$(date +%s)
+    a=$(sha "$m/a.json"); b=$(sha "$m/b.json")
+    echo "cold compile   $((t1 - t0)) s  vmlinuz $a"
+    echo "no-cache again $((t2 - t1)) s  vmlinuz $b"
+    [ "$a" = "$b" ] && echo "same sha256: yes" || { echo "same sha256: NO"; exit 1; }
+
 # Benchmark: rerun ARCHIVE (its load-and-verify or rebuild time is printed), then `compare` of the
 # rerun's archive (no images) with itself.
 bench-rerun ARCHIVE *ARGS: driver

@@ -160,6 +160,9 @@ pub struct FidelityArgs {
     /// CPUs to pin to (as for `run`).
     #[arg(long, value_name = "LIST|auto", default_value = "auto")]
     pub cpus: CpuChoice,
+    /// Kernel mode: measure in a VM under this guest kernel (e.g. `debian-6.1`) instead of natively.
+    #[arg(long, value_name = "KERNEL")]
+    pub kernel: Option<String>,
 }
 
 #[derive(Debug, Default, Args)]
@@ -193,4 +196,14 @@ pub struct RunArgs {
     /// to 10) or a number. A resumed run keeps the rule it started with.
     #[arg(long, value_name = "auto|N", conflicts_with = "resume")]
     pub repeats: Option<RepeatsChoice>,
+    /// The kernels to run under instead of the study's `protocol.kernels` (comma-separated):
+    /// `host` (containers on this host's kernel) or a guest kernel such as `debian-6.1` or
+    /// `wsl-like` (a VM per process). A resumed run keeps the kernels it started with.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "KERNEL,…",
+        conflicts_with = "resume"
+    )]
+    pub kernel: Vec<String>,
 }

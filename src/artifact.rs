@@ -133,6 +133,13 @@ fn write_source(pin: &Pin, source: &Source, scratch: &Path, out: &mut impl Write
                 WheelLayout::NodejsWheel => node::from_wheel(&wheel, scratch, out),
             }
         }
+        Source::Deb(d) => {
+            let deb = download::deb(d, scratch)?;
+            let mut file =
+                std::fs::File::open(&deb).with_context(|| format!("reading {}", deb.display()))?;
+            std::io::copy(&mut file, out).with_context(|| format!("copying {}", deb.display()))?;
+            Ok(())
+        }
         Source::Url(u) => {
             // Unpacking the other layouts is not implemented; fail before downloading hundreds of
             // MB that could not be used.

@@ -1,5 +1,6 @@
 //! Benchmarks of the kit itself. `fidelity`: the same probe binaries measured side by side, in one
-//! run, in containers through the kit and natively on the host by the same sampler.
+//! run, in containers through the kit and natively on the host by the same sampler — or, in its
+//! kernel mode, in a VM under a guest kernel.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,12 +19,16 @@ use crate::study::Study;
 /// Measures each cell of `study` twice — in its container, then natively — and prints the ratio of
 /// the median memory per probe (steady: RSS with every task parked; peak: `ru_maxrss`). The probe
 /// binary runs natively as it is in the image, so only probes that are one binary take part.
+/// With `guest` (the study under one guest kernel, and that kernel made ready) the second way is
+/// the VM instead of the host.
 pub async fn fidelity(
     engine: &Engine,
     study: &Study,
     manifest: &Manifest,
     state: &RunState,
+    guest: Option<(&Study, &crate::guest::Guests)>,
 ) -> Result<String> {
+    let other = if guest.is_some() { "guest" } else { "native" };
     let bins = tempfile::tempdir().context("creating a folder for the probe binaries")?;
     let cancel = CancellationToken::new();
     let mut medians: BTreeMap<(String, &str), Vec<u64>> = BTreeMap::new();
@@ -45,11 +50,30 @@ pub async fn fidelity(
             extract_binaries(engine, &image.tag, &probe.program, &dir).await?;
         }
         // The Engine's default profile, as the native run has none of the study's.
-        let kit = run::measure(engine, study, manifest, state, &cell, None, &cancel)
+        let kit = run::measure(
+            engine,
+            (study, manifest, &Default::default()),
+            state,
+            &cell,
+            None,
+            &cancel,
+        )
+        .await?
+        .context("interrupted")?;
+        let second = match guest {
+            Some((in_vm, guests)) => run::measure(
+                engine,
+                (in_vm, manifest, guests),
+                state,
+                &cell,
+                None,
+                &cancel,
+            )
             .await?
-            .context("interrupted")?;
-        let native = measure_native(&dir, study, state, &cell, kit.clone())?;
-        for (how, s) in [("container", &kit), ("native", &native)] {
+            .context("interrupted")?,
+            None => measure_native(&dir, study, state, &cell, kit.clone())?,
+        };
+        for (how, s) in [("container", &kit), (other, &second)] {
             if !s.valid {
                 bail!(
                     "{how} run of {} at {} tasks is invalid: {:?}",
@@ -68,11 +92,14 @@ pub async fn fidelity(
     }
     let mut out = format!(
         "{:<22} {:>16} {:>16} {:>8}\n",
-        "probe", "container MiB", "native MiB", "ratio"
+        "probe",
+        "container MiB",
+        format!("{other} MiB"),
+        "ratio"
     );
     for probe in &study.probes {
         let m = |how| sample::median_u64(&medians[&(probe.id.clone(), how)]).unwrap_or(0) as f64;
-        let (c, n) = (m("container"), m("native"));
+        let (c, n) = (m("container"), m(other));
         out.push_str(&format!(
             "{:<22} {:>16.2} {:>16.2} {:>8.4}\n",
             probe.id,

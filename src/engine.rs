@@ -156,6 +156,8 @@ pub struct ImageFacts {
     pub layers: Vec<String>,
     /// Image labels.
     pub labels: BTreeMap<String, String>,
+    /// The image's environment (`KEY=VALUE`), as a container from it starts with.
+    pub env: Vec<String>,
 }
 
 /// An image to build with the classic builder, with no network.
@@ -188,6 +190,19 @@ pub struct ContainerSpec {
     pub timeout: Duration,
     /// A seccomp profile (its JSON) to start with instead of the Engine's default profile.
     pub seccomp: Option<String>,
+    /// Host files bind-mounted read-only (a guest's kernel and initramfs).
+    pub mounts: Vec<Mount>,
+    /// Host devices passed through at the same path (`/dev/kvm`).
+    pub devices: Vec<String>,
+}
+
+/// A host file bind-mounted read-only into a container.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mount {
+    /// Absolute path on the host.
+    pub host: PathBuf,
+    /// Absolute path inside the container.
+    pub container: String,
 }
 
 /// How a container ended.

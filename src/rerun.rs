@@ -109,6 +109,14 @@ pub fn open(path: &Path) -> Result<Source> {
              version in the archive's source/ (build it with `cargo build --release`)"
         )
     })?;
+    // The kernels the archived run measured under (its run.json; none recorded: the study's own).
+    let kernels = files
+        .run_json
+        .as_deref()
+        .and_then(|t| serde_json::from_str::<crate::run_dir::RunState>(t).ok())
+        .map(|s| s.kernels)
+        .unwrap_or_default();
+    let study = study.under_kernels(&kernels);
     let text = files.manifest_json.as_deref().with_context(|| {
         format!(
             "{shown}: {}/manifest.json is missing, so no binary hash can be checked; \
@@ -137,9 +145,17 @@ pub fn open(path: &Path) -> Result<Source> {
     Ok(source)
 }
 
-/// The images the study's probes name that the manifest built, sorted, once each.
+/// The images the study's probes name that the manifest built, and the VM and kernel images of
+/// its guest kernels, sorted, once each.
 fn probe_images(study: &Study, manifest: &Manifest) -> Vec<String> {
-    let names: BTreeSet<&str> = study.probes.iter().map(|p| p.image.as_str()).collect();
+    let kernels: Vec<String> = study.kernels().into_iter().map(String::from).collect();
+    let guests = crate::guest::images_for(&kernels);
+    let names: BTreeSet<&str> = study
+        .probes
+        .iter()
+        .map(|p| p.image.as_str())
+        .chain(guests.iter().map(String::as_str))
+        .collect();
     names
         .into_iter()
         .filter(|n| manifest.get(n).is_some())

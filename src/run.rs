@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{ContainerOutcome, ContainerSpec, Containers};
+use crate::guest::{self, Guests};
 use crate::image::Manifest;
 use crate::run_dir::{self, RunDir, RunState, Status};
 use crate::sample::{self, Sample, SampleLog, SamplerOutput};
@@ -145,6 +146,7 @@ pub async fn execute(
     engine: &impl Containers,
     study: &Study,
     manifest: &Manifest,
+    guests: &Guests,
     dir: &RunDir,
     state: &mut RunState,
     cancel: &CancellationToken,
@@ -174,6 +176,7 @@ pub async fn execute(
         engine,
         study,
         manifest,
+        guests,
         dir,
         cancel,
         seccomp,
@@ -224,6 +227,8 @@ struct Measuring<'a, E> {
     engine: &'a E,
     study: &'a Study,
     manifest: &'a Manifest,
+    /// The guest kernels and initramfs of probes that run in a VM.
+    guests: &'a Guests,
     dir: &'a RunDir,
     cancel: &'a CancellationToken,
     /// The JSON of the study's seccomp profile, if any.
@@ -258,8 +263,7 @@ impl<E: Containers> Measuring<'_, E> {
             let seccomp = self.seccomp.as_deref();
             let measured = measure(
                 self.engine,
-                study,
-                self.manifest,
+                (study, self.manifest, self.guests),
                 state,
                 cell,
                 seccomp,
@@ -432,11 +436,11 @@ pub fn seccomp_of(study: &Study, dir: &RunDir) -> Result<Option<crate::seccomp::
 }
 
 /// Runs one process in a fresh container (with `seccomp`, the JSON of the study's profile, if
-/// any); `None` when interrupted (the container is gone, no sample).
+/// any), or in a VM when the probe runs under a guest kernel; `None` when interrupted (the
+/// container is gone, no sample).
 pub async fn measure(
     engine: &impl Containers,
-    study: &Study,
-    manifest: &Manifest,
+    (study, manifest, guests): (&Study, &Manifest, &Guests),
     state: &RunState,
     cell: &Cell,
     seccomp: Option<&str>,
@@ -463,6 +467,11 @@ pub async fn measure(
             return Ok(Some(s));
         }
     };
+    // In a VM the probe sees vCPUs 0.., QEMU is pinned to the host CPUs.
+    let (words, host_cpus) = match &probe.kernel {
+        Some(_) => guest_words(words),
+        None => (words, Vec::new()),
+    };
     let args = probe.expand_args(&words);
     let env = probe.expand_env(&words);
     let mut cmd: Vec<String> = vec!["/usr/local/bin/sampler".into()];
@@ -476,14 +485,49 @@ pub async fn measure(
         ("parkbench.tasks".to_string(), cell.tasks.to_string()),
         ("parkbench.repeat".to_string(), cell.repeat.to_string()),
     ]);
-    let spec = ContainerSpec {
-        image: image.tag.clone(),
-        cmd,
-        env: env.clone(),
-        labels,
-        // The sampler enforces the study's timeout itself; this margin covers a sampler that cannot.
-        timeout: Duration::from_secs(p.timeout_s + 30),
-        seccomp: seccomp.map(str::to_owned),
+    // The sampler enforces the study's timeout itself; this margin covers a sampler that cannot.
+    let timeout = Duration::from_secs(p.timeout_s + 30);
+    let (spec, accel) = match &probe.kernel {
+        None => {
+            let spec = ContainerSpec {
+                image: image.tag.clone(),
+                cmd,
+                env: env.clone(),
+                labels,
+                timeout,
+                seccomp: seccomp.map(str::to_owned),
+                mounts: Vec::new(),
+                devices: Vec::new(),
+            };
+            (spec, None)
+        }
+        Some(kernel) => {
+            let (spec, accel) = guest::cell_spec(
+                guests,
+                kernel,
+                &probe.image,
+                &cmd,
+                &env,
+                &host_cpus,
+                timeout,
+                labels,
+            )
+            .with_context(|| {
+                format!(
+                    "kernel {kernel} or the initramfs of {} was not prepared",
+                    probe.image
+                )
+            })?;
+            if accel == guest::Accel::Tcg && probe.kind.measure().measures_time() {
+                let mut s = blank(study, state, cell, now());
+                s.error = Some(format!(
+                    "not timed under TCG: kernel {kernel} runs in QEMU's emulated CPU here (no \
+                     working KVM), so times mean nothing; memory kinds are measured"
+                ));
+                return Ok(Some(s));
+            }
+            (spec, Some((kernel.clone(), accel)))
+        }
     };
     let started_at = now();
     let outcome = engine.run(&spec, cancel).await?;
@@ -497,9 +541,69 @@ pub async fn measure(
     s.exit_code = outcome.exit_code;
     s.oom_killed = outcome.oom_killed;
     s.timings.container_ms = Some(outcome.elapsed.as_secs_f64() * 1000.0);
-    let error = fill(&mut s, &outcome);
+    let mut error = fill(&mut s, &outcome);
+    if let Some((kernel, accel)) = accel {
+        error = guest_outcome(&mut s, &outcome, kernel, accel, error);
+    }
     sample::judge_validity(&mut s, error.as_deref(), &probe.results);
     Ok(Some(s))
+}
+
+/// A guest cell's placeholder words in vCPU numbers (the probe's CPUs first, then its other
+/// CPUs), and the host CPUs QEMU is pinned to, in the same order.
+fn guest_words(words: Placeholders) -> (Placeholders, Vec<usize>) {
+    let mut host: Vec<usize> = words.cpus.clone();
+    host.extend(words.other_cpus.iter().filter(|c| !words.cpus.contains(c)));
+    let index = |c: &usize| host.iter().position(|h| h == c).unwrap_or(0);
+    let guest = Placeholders {
+        tasks: words.tasks,
+        cpus: words.cpus.iter().map(index).collect(),
+        other_cpus: words.other_cpus.iter().map(index).collect(),
+    };
+    (guest, host)
+}
+
+/// What the guest's console adds to a sample: the guest's record, an OOM kill inside the guest,
+/// and, when the sampler printed nothing, the console's last lines as the reason.
+fn guest_outcome(
+    s: &mut Sample,
+    outcome: &ContainerOutcome,
+    kernel: String,
+    accel: guest::Accel,
+    error: Option<String>,
+) -> Option<String> {
+    let console = guest::Console::read(&outcome.stdout);
+    let line = console.guest.clone();
+    s.guest = Some(sample::GuestSample {
+        kernel,
+        release: line
+            .as_ref()
+            .map(|l| l.kernel_release.clone())
+            .unwrap_or_default(),
+        thp: line.as_ref().map(|l| l.thp.clone()).unwrap_or_default(),
+        accel,
+        vcpus: line.as_ref().map_or(0, |l| l.cpus),
+        memory_kib: line.as_ref().map_or(0, |l| l.memory_kib),
+    });
+    // The sampler's stderr went to the console with everything else.
+    s.stderr_tail = tail(&console.last_lines.join("\n"), 4096);
+    if console.oom {
+        s.oom_killed = true;
+        return Some(
+            "out of memory in the guest (its OOM killer killed a process): raise \
+             protocol.guest_memory_mib"
+                .into(),
+        );
+    }
+    match error {
+        Some(e) if s.rss_bytes.is_empty() && s.peak.is_none() && s.results.is_empty() => {
+            Some(format!(
+                "{e}; the guest's console: {}",
+                console.tail(&outcome.stderr)
+            ))
+        }
+        other => other,
+    }
 }
 
 /// Why an image is unavailable, down to the pin at the root (an image below an unavailable one
@@ -589,6 +693,7 @@ fn blank(study: &Study, state: &RunState, cell: &Cell, started_at: String) -> Sa
         results: Vec::new(),
         latency_ns: Vec::new(),
         notes: Vec::new(),
+        guest: None,
     }
 }
 
@@ -692,6 +797,8 @@ pub fn new_state(run_id: &str, study: &Study, cpus: &[usize], deviations: Vec<St
         rerun_of: None,
         repeats: Some(study.protocol.repeats),
         warnings: Vec::new(),
+        kernels: study.protocol.kernels.clone(),
+        guests: Vec::new(),
     }
 }
 

@@ -154,6 +154,14 @@ pub struct RunState {
     /// samples and never invalidate one; absent when none was seen.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<crate::warning::Warning>,
+    /// The kernels in force (`--kernel` or the study's `protocol.kernels`); empty in runs made
+    /// before kernels existed, which ran on the host's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<String>,
+    /// Every guest kernel as the last invocation booted it: release, config, THP, acceleration,
+    /// memory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guests: Vec<crate::guest::GuestKernel>,
 }
 
 impl RunState {
@@ -162,7 +170,7 @@ impl RunState {
         if let Some(r) = self.repeats {
             study.protocol.repeats = r;
         }
-        study
+        study.under_kernels(&self.kernels)
     }
 }
 
@@ -321,6 +329,8 @@ mod tests {
             rerun_of: None,
             repeats: None,
             warnings: vec![],
+            kernels: vec![],
+            guests: vec![],
         }
     }
 
@@ -374,7 +384,9 @@ mod tests {
         assert!(!old.contains("repeats"), "{old}");
         assert_eq!(serde_json::from_str::<RunState>(&old).unwrap(), s);
         let study = Study::default_study();
-        assert_eq!(s.in_force(study.clone()), study, "the study's own");
+        let own = s.in_force(study.clone());
+        assert_eq!(own, study.clone().under_kernels(&[]), "the study's own");
+        assert_eq!(own.protocol.repeats, study.protocol.repeats);
         s.repeats = Some(Repeats {
             min: 3,
             max: 10,

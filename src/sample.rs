@@ -100,6 +100,26 @@ pub struct Sample {
     /// program's words (e.g. which limit stopped thread creation).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The VM the process ran in, under a guest kernel; absent on the host's kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<GuestSample>,
+}
+
+/// A process's VM (`guest` in a sample).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuestSample {
+    /// The kernel's name (`debian-6.1`).
+    pub kernel: String,
+    /// `uname -r` in the guest, as its init printed it; empty when the guest printed nothing.
+    pub release: String,
+    /// The guest's THP mode when the probe started.
+    pub thp: String,
+    /// How the guest's CPU ran (`kvm` or `tcg`).
+    pub accel: crate::guest::Accel,
+    /// vCPUs, numbered 0.. in the guest; QEMU is pinned to the sample's `cpus_pinned`.
+    pub vcpus: u64,
+    /// Guest memory as the guest sees it (MemTotal), KiB.
+    pub memory_kib: u64,
 }
 
 /// An unmodified program seen from outside: polled `/proc/<pid>/status` and `wait4` at its exit.

@@ -30,6 +30,9 @@ pub struct Study {
     /// The published claims to judge; may be empty (report without verdicts).
     #[serde(default)]
     pub claims: Vec<Claim>,
+    /// Set once [`Study::under_kernels`] has laid the study out per kernel (it is applied once).
+    #[serde(skip)]
+    pub per_kernel: bool,
 }
 
 /// The published article and the environment it reports.
@@ -85,6 +88,16 @@ pub struct Protocol {
     /// environment and the report (see `seccomp`). Without it: the Engine's default profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seccomp: Option<String>,
+    /// The kernels the matrix runs under, each in turn: `host` (containers on the host's kernel,
+    /// the default) or a guest kernel (`debian-6.1`: a VM booted from `docker/kernel-debian-6.1/`).
+    /// With more than one, every probe and claim is repeated per kernel as `<id>@<kernel>`.
+    /// `--kernel` overrides it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<String>,
+    /// Guest memory, MiB, under a guest kernel. Default: twice the largest probe image's
+    /// initramfs, plus 4 KiB per task of the largest scale, plus 512 MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_memory_mib: Option<u64>,
 }
 
 /// The program a probe runs unless it names another.
@@ -155,6 +168,10 @@ pub struct Probe {
     /// measured on one CPU and on two. A run with fewer CPUs records the probe's cells invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<usize>,
+    /// The kernel this probe runs under (`None`: the host's, in a container). Not written in study
+    /// files: set from `protocol.kernels` or `--kernel` ([`Study::under_kernels`]).
+    #[serde(skip)]
+    pub kernel: Option<String>,
 }
 
 impl Probe {
@@ -426,6 +443,22 @@ impl Study {
         ensure!(p.interval_ms > 0, "protocol.interval_ms must be > 0");
         ensure!(p.timeout_s > 0, "protocol.timeout_s must be > 0");
         crate::cpuset::parse(&p.cpus).context("protocol.cpus")?;
+        for (i, k) in p.kernels.iter().enumerate() {
+            ensure!(
+                valid_id(k) && !p.kernels[..i].contains(k),
+                "protocol.kernels: {k:?} is {}: name each kernel once, `host` or a guest kernel \
+                 such as debian-6.1 (a docker/kernel-<name>/ folder)",
+                if valid_id(k) {
+                    "named twice"
+                } else {
+                    "not a kernel name"
+                }
+            );
+        }
+        ensure!(
+            p.guest_memory_mib.is_none_or(|m| m >= 256),
+            "protocol.guest_memory_mib must be at least 256 (MiB)"
+        );
         ensure!(
             !self.probes.is_empty(),
             "probes is empty: list at least one probe"
@@ -466,6 +499,63 @@ impl Study {
 }
 
 impl Study {
+    /// The study under `kernels` (empty: `protocol.kernels`, else host): with one kernel every probe
+    /// runs under it and ids stay; with several, every probe and claim is repeated per kernel as
+    /// `<id>@<kernel>`, each claim judged on the probes of its own kernel.
+    pub fn under_kernels(mut self, kernels: &[String]) -> Study {
+        if self.per_kernel {
+            return self;
+        }
+        self.per_kernel = true;
+        let kernels: Vec<String> = match (kernels, self.protocol.kernels.as_slice()) {
+            ([], []) => vec![crate::guest::HOST.to_string()],
+            ([], own) => own.to_vec(),
+            (given, _) => given.to_vec(),
+        };
+        self.protocol.kernels = kernels.clone();
+        let guest = |k: &str| (k != crate::guest::HOST).then(|| k.to_string());
+        if let [k] = kernels.as_slice() {
+            for p in &mut self.probes {
+                p.kernel = guest(k);
+            }
+            return self;
+        }
+        let at = |id: &str, k: &str| format!("{id}@{k}");
+        let probes = std::mem::take(&mut self.probes);
+        let claims = std::mem::take(&mut self.claims);
+        for k in &kernels {
+            self.probes.extend(probes.iter().cloned().map(|mut p| {
+                p.id = at(&p.id, k);
+                p.kernel = guest(k);
+                p
+            }));
+            self.claims.extend(claims.iter().cloned().map(|mut c| {
+                c.id = at(&c.id, k);
+                c.probe = at(&c.probe, k);
+                c.than = c.than.map(|t| match t {
+                    Than::One(w) if w == "lowest" || w == "highest" => Than::One(w),
+                    Than::One(id) => Than::One(at(&id, k)),
+                    Than::Each(ids) => Than::Each(ids.iter().map(|id| at(id, k)).collect()),
+                });
+                c.requires = c.requires.iter().map(|id| at(id, k)).collect();
+                c
+            }));
+        }
+        self
+    }
+
+    /// The kernels the probes run under, in study order (`host` for the host's).
+    pub fn kernels(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for p in &self.probes {
+            let k = p.kernel.as_deref().unwrap_or(crate::guest::HOST);
+            if !out.contains(&k) {
+                out.push(k);
+            }
+        }
+        out
+    }
+
     /// The task counts a probe runs: its own `scales`, or `protocol.scales`.
     pub fn scales_of<'a>(&'a self, probe: &'a Probe) -> &'a [u64] {
         probe.scales.as_deref().unwrap_or(&self.protocol.scales)
@@ -683,6 +773,7 @@ impl Study {
                 .probes
                 .iter()
                 .filter(|p| p.id != c.probe && p.kind == kind)
+                .filter(|p| p.kernel == self.probe(&c.probe).and_then(|q| q.kernel.clone()))
                 .filter(|p| c.tasks.is_none_or(|n| self.scales_of(p).contains(&n)))
                 .map(|p| p.id.clone())
                 .collect()),
@@ -938,5 +1029,55 @@ mod tests {
         assert!(study.probes.iter().all(|p| p.kind == Kind::Steady));
         let yaml = serde_yaml::to_string(&study.probes[0]).unwrap();
         assert!(!yaml.contains("kind"), "steady is not written: {yaml}");
+    }
+
+    #[test]
+    fn one_kernel_keeps_the_ids_and_several_repeat_probes_and_claims_per_kernel() {
+        let study = Study::default_study();
+        let one = study.clone().under_kernels(&["debian-6.1".into()]);
+        assert_eq!(one.probes.len(), study.probes.len());
+        assert!(
+            one.probes
+                .iter()
+                .all(|p| p.kernel.as_deref() == Some("debian-6.1"))
+        );
+        assert_eq!(one.claims, study.claims);
+        let host = study.clone().under_kernels(&[]);
+        assert!(host.probes.iter().all(|p| p.kernel.is_none()));
+        assert_eq!(host.kernels(), ["host"]);
+        let both = study
+            .clone()
+            .under_kernels(&["host".into(), "wsl-like".into()]);
+        assert_eq!(both.probes.len(), 2 * study.probes.len());
+        assert_eq!(both.kernels(), ["host", "wsl-like"]);
+        let c = both
+            .claims
+            .iter()
+            .find(|c| c.id == "rust-lower-1m@wsl-like")
+            .unwrap();
+        assert_eq!(c.probe, "rust-tokio@wsl-like");
+        assert_eq!(c.than, Some(Than::One("go@wsl-like".into())));
+        assert!(both.probe("go@host").unwrap().kernel.is_none());
+        // Applied once: a second call changes nothing.
+        assert_eq!(both.clone().under_kernels(&["host".into()]), both);
+    }
+
+    #[test]
+    fn a_kernel_named_twice_or_badly_is_refused() {
+        for (kernels, want) in [
+            ("[host, host]", "named twice"),
+            ("[\"Deb ian\"]", "not a kernel name"),
+        ] {
+            let text = DEFAULT_STUDY.replacen(
+                "  timeout_s: 300\n",
+                &format!("  timeout_s: 300\n  kernels: {kernels}\n"),
+                1,
+            );
+            let err = format!("{:#}", Study::parse(&text).unwrap_err());
+            assert!(
+                err.contains("protocol.kernels") && err.contains(want),
+                "{err}"
+            );
+        }
     }
 }

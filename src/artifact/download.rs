@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail, ensure};
 
 use crate::cache::HashMismatch;
 use crate::digest;
-use crate::pin::{Pip, Url};
+use crate::pin::{Deb, Pip, Url};
 
 /// Downloads the wheel with `pip download --no-deps` into `dir` and checks its sha256.
 pub fn pip(p: &Pip, dir: &Path) -> Result<PathBuf> {
@@ -46,6 +46,40 @@ pub fn pip(p: &Pip, dir: &Path) -> Result<PathBuf> {
     };
     verify(wheel, &p.sha256, &requirement)?;
     Ok(wheel.clone())
+}
+
+/// Fetches the package file with `apt-get download` into `dir` (the host's apt sources; the pin's
+/// sha256 is checked by the caller on the bytes).
+pub fn deb(d: &Deb, dir: &Path) -> Result<PathBuf> {
+    let into = dir.join("deb");
+    std::fs::create_dir_all(&into).with_context(|| format!("creating {}", into.display()))?;
+    let wanted = format!("{}={}", d.package, d.version);
+    let output = Command::new("apt-get")
+        .args(["download", "-q"])
+        .arg(&wanted)
+        .current_dir(&into)
+        .output()
+        .context("running apt-get: this source needs a Debian host with apt")?;
+    if !output.status.success() {
+        bail!(
+            "apt-get download {wanted} failed ({}):\n{}\nrun `apt-get update`; if the version \
+             is no longer served, the pin has to be made again with the version the mirror has",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        );
+    }
+    let debs: Vec<PathBuf> = std::fs::read_dir(&into)
+        .with_context(|| format!("listing {}", into.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
+        .collect();
+    let [deb] = debs.as_slice() else {
+        bail!(
+            "apt-get download {wanted} left {} files, expected one .deb",
+            debs.len()
+        );
+    };
+    Ok(deb.clone())
 }
 
 /// Downloads `u.url` with curl into `dir` and checks its sha256 when the pin gives one.

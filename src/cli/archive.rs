@@ -35,14 +35,17 @@ pub async fn command(repo: &Path, run_dir: &Path, with_images: bool) -> Result<A
     Ok(info)
 }
 
-/// Exports the run's probe images into `dir`; returns them as archive members.
+/// Exports the run's probe images (and its VM and kernel images) into `dir`; returns them as archive members.
 async fn export_images(repo: &Path, run: &RunDir, dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     let manifest: Manifest = serde_json::from_str(&run.read(run_dir::MANIFEST)?)
         .context("parsing the run's manifest.json")?;
     let engine = Engine::connect().await?;
     let mut extras = Vec::new();
     let probes = image::probe_names(repo)?;
-    for img in manifest.images.iter().filter(|i| probes.contains(&i.name)) {
+    // A run under guest kernels carries its VM and kernel images too.
+    let wanted =
+        |name: &str| probes.iter().any(|p| p == name) || crate::guest::is_guest_image(name);
+    for img in manifest.images.iter().filter(|i| wanted(&i.name)) {
         let path = dir.join(format!("{}.tar", img.name));
         eprintln!("exporting {}", img.tag);
         engine.export_image(&img.tag, &path).await?;

@@ -6,6 +6,7 @@ use anyhow::{Result, bail};
 
 use super::{Ending, Prepared, prepare};
 use crate::args::FidelityArgs;
+use crate::guest;
 use crate::run;
 use crate::study::Study;
 
@@ -30,15 +31,36 @@ pub async fn fidelity(repo: &Path, args: &FidelityArgs) -> Result<Ending> {
         p.scales = None;
     }
     study.protocol.repeats = crate::study::Repeats::fixed(args.repeats);
+    let in_vm = match &args.kernel {
+        Some(k) => {
+            guest::check_names(std::slice::from_ref(k), &guest::known(repo)?)?;
+            Some(study.clone().under_kernels(std::slice::from_ref(k)))
+        }
+        None => None,
+    };
+    let mut build = super::run::study_images(&study);
+    if let Some(s) = &in_vm {
+        build.only.extend(super::run::study_images(s).only);
+    }
     let Prepared {
-        engine, manifest, ..
-    } = prepare(repo, &super::run::study_images(&study)).await?;
+        engine,
+        manifest,
+        cache,
+    } = prepare(repo, &build).await?;
     let available = engine.cpus().await?;
     let (cpus, deviations) = run::choose_cpus(&study.protocol.cpus, &available, &args.cpus)?;
     let state = run::new_state("bench-fidelity", &study, &cpus, deviations);
+    let guests = match &in_vm {
+        Some(s) => {
+            let cancel = tokio_util::sync::CancellationToken::new();
+            Some(guest::prepare(&engine, &cache, &manifest, s, &cancel).await?)
+        }
+        None => None,
+    };
+    let second = in_vm.as_ref().zip(guests.as_ref());
     print!(
         "{}",
-        crate::bench::fidelity(&engine, &study, &manifest, &state).await?
+        crate::bench::fidelity(&engine, &study, &manifest, &state, second).await?
     );
     Ok(Ending::Ok)
 }

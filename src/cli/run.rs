@@ -7,8 +7,9 @@ use anyhow::{Context, Result, bail};
 
 use super::{Ending, Interrupt, Paths, Prepared, prepare};
 use crate::args::{BuildArgs, RunArgs};
-use crate::engine::Containers;
+use crate::engine::{Containers, Engine};
 use crate::env;
+use crate::guest;
 use crate::image::{self, Manifest};
 use crate::rerun::RerunOf;
 use crate::run::{self, CpuChoice, RunResult};
@@ -29,6 +30,13 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
         (None, Some(path)) => Study::load(path)?,
         (None, None) => Study::default_study(),
     };
+    // The kernels: a resumed run's own, else `--kernel`, else the study's.
+    let kernels = match &resume {
+        Some(dir) => dir.load_state()?.kernels,
+        None => args.kernel.clone(),
+    };
+    let study = study.under_kernels(&kernels);
+    guest::check_names(&study.protocol.kernels, &guest::known(&paths.repo)?)?;
     let file = match (&resume, &args.study) {
         (Some(dir), _) => Some(dir.file(run_dir::STUDY)),
         (None, path) => path.clone(),
@@ -88,7 +96,7 @@ fn study_text(args: &RunArgs) -> Result<String> {
 /// Runs the missing cells of a run folder, then says where the samples are and how precise and
 /// costly the run was.
 pub async fn measure(
-    engine: &impl Containers,
+    engine: &Engine,
     study: &Study,
     manifest: &Manifest,
     dir: RunDir,
@@ -98,7 +106,14 @@ pub async fn measure(
     // The processes per cell the run started with, whatever `--repeats` said (see RunState).
     let study = &state.in_force(study.clone());
     let cancel = interrupt.claim();
-    let result = run::execute(engine, study, manifest, &dir, &mut state, &cancel).await;
+    let guests = match guests(engine, study, manifest, &dir, &mut state, &cancel).await {
+        Ok(g) => g,
+        Err(e) => {
+            interrupt.release();
+            return Err(e);
+        }
+    };
+    let result = run::execute(engine, study, manifest, &guests, &dir, &mut state, &cancel).await;
     interrupt.release();
     let result = result?;
     dir.link_latest()?;
@@ -123,6 +138,32 @@ pub async fn measure(
     }
     eprintln!("samples: {}", dir.file(run_dir::SAMPLES).display());
     Ok(result)
+}
+
+/// The run's guest kernels made ready (none on the host's kernel), recorded in run.json with a
+/// deviation per kernel.
+async fn guests(
+    engine: &Engine,
+    study: &Study,
+    manifest: &Manifest,
+    dir: &RunDir,
+    state: &mut RunState,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<guest::Guests> {
+    let cache = crate::cache::Cache::from_env()?;
+    let guests = guest::prepare(engine, &cache, manifest, study, cancel).await?;
+    if guests.kernels.is_empty() {
+        return Ok(guests);
+    }
+    state.guests = guests.kernels.values().map(|k| k.record.clone()).collect();
+    for k in &state.guests {
+        let d = guest::deviation(k, &study.source.environment);
+        if !state.deviations.contains(&d) {
+            state.deviations.push(d);
+        }
+    }
+    dir.save_state(state)?;
+    Ok(guests)
 }
 
 /// Every probe names a probe image (a `docker/` folder whose image.yaml says `probe: true`) and a
@@ -192,6 +233,8 @@ fn check_probes_against(
 /// The build a study needs: its probe images and what they are built from.
 pub fn study_images(study: &Study) -> BuildArgs {
     let mut only: Vec<String> = study.probes.iter().map(|p| p.image.clone()).collect();
+    let kernels: Vec<String> = study.kernels().into_iter().map(String::from).collect();
+    only.extend(guest::images_for(&kernels));
     only.sort();
     only.dedup();
     BuildArgs {
@@ -375,6 +418,7 @@ mod tests {
             cpus: Some(CpuChoice::Auto),
             resume: None,
             repeats: None,
+            kernel: Vec::new(),
         };
         // Ctrl-C before the run loop claims it drops the command (cli::dispatch), here while the
         // environment's container runs.

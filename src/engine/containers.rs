@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use bollard::errors::Error as BollardError;
-use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::models::{ContainerCreateBody, DeviceMapping, HostConfig};
 use bollard::query_parameters::{
     KillContainerOptionsBuilder, ListContainersOptionsBuilder, LogsOptionsBuilder,
     RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
@@ -170,6 +170,8 @@ impl ContainerSpec {
     pub fn command(image: &str, cmd: &[&str], role: &str) -> ContainerSpec {
         ContainerSpec {
             seccomp: None,
+            mounts: Vec::new(),
+            devices: Vec::new(),
             image: image.to_string(),
             cmd: cmd.iter().map(|s| s.to_string()).collect(),
             env: Default::default(),
@@ -215,6 +217,22 @@ fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
                     .collect(),
             ),
             privileged: Some(false),
+            binds: (!spec.mounts.is_empty()).then(|| {
+                spec.mounts
+                    .iter()
+                    .map(|m| format!("{}:{}:ro", m.host.display(), m.container))
+                    .collect()
+            }),
+            devices: (!spec.devices.is_empty()).then(|| {
+                spec.devices
+                    .iter()
+                    .map(|d| DeviceMapping {
+                        path_on_host: Some(d.clone()),
+                        path_in_container: Some(d.clone()),
+                        cgroup_permissions: Some("rwm".into()),
+                    })
+                    .collect()
+            }),
             ..Default::default()
         }),
         ..Default::default()

@@ -21,16 +21,15 @@ impl Engine {
     /// The image behind a tag, or `None` when there is no such tag.
     pub async fn image(&self, tag: &str) -> Result<Option<ImageFacts>> {
         match self.docker.inspect_image(tag).await {
-            Ok(img) => Ok(Some(ImageFacts {
-                id: img.id.unwrap_or_default(),
-                layers: img.root_fs.and_then(|r| r.layers).unwrap_or_default(),
-                labels: img
-                    .config
-                    .and_then(|c| c.labels)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .collect(),
-            })),
+            Ok(img) => {
+                let config = img.config.unwrap_or_default();
+                Ok(Some(ImageFacts {
+                    id: img.id.unwrap_or_default(),
+                    layers: img.root_fs.and_then(|r| r.layers).unwrap_or_default(),
+                    labels: config.labels.unwrap_or_default().into_iter().collect(),
+                    env: config.env.unwrap_or_default(),
+                }))
+            }
             Err(BollardError::DockerResponseServerError {
                 status_code: 404, ..
             }) => Ok(None),
@@ -189,26 +188,51 @@ impl Engine {
         Ok(())
     }
 
+    /// Writes the flattened filesystem of `image` (a container export: one tar, no layers) to
+    /// `out`, streamed, through a created and never started container.
+    pub async fn export_filesystem(&self, image: &str, out: &Path) -> Result<()> {
+        let body = ContainerCreateBody {
+            image: Some(image.to_owned()),
+            cmd: Some(vec!["/nonexistent".into()]),
+            network_disabled: Some(true),
+            ..Default::default()
+        };
+        let container = self.create(body).await?;
+        let stream = self.docker.export_container(container.id());
+        let result = write_stream(stream, out).await;
+        container.remove().await;
+        result.with_context(|| format!("exporting the filesystem of image {image}"))
+    }
+
     /// Exports an image (the Engine's save format) to a file, streamed.
     pub async fn export_image(&self, tag: &str, out: &Path) -> Result<()> {
-        use tokio::io::AsyncWriteExt;
-        let tmp = out.with_extension("part");
-        let mut file = tokio::fs::File::create(&tmp)
+        let stream = self.docker.export_image(tag);
+        write_stream(stream, out)
             .await
-            .with_context(|| format!("creating {}", tmp.display()))?;
-        let mut stream = self.docker.export_image(tag);
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.with_context(|| format!("exporting image {tag}"))?;
-            file.write_all(&chunk)
-                .await
-                .with_context(|| format!("writing {}", tmp.display()))?;
-        }
-        file.sync_all().await?;
-        tokio::fs::rename(&tmp, out)
-            .await
-            .with_context(|| format!("renaming to {}", out.display()))?;
-        Ok(())
+            .with_context(|| format!("exporting image {tag}"))
     }
+}
+
+/// Writes a byte stream from the Engine to `out` through `out.part` and a rename.
+async fn write_stream(
+    mut stream: impl futures_util::Stream<Item = Result<bytes::Bytes, bollard::errors::Error>> + Unpin,
+    out: &Path,
+) -> Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let tmp = out.with_extension("part");
+    let mut file = tokio::fs::File::create(&tmp)
+        .await
+        .with_context(|| format!("creating {}", tmp.display()))?;
+    while let Some(chunk) = stream.next().await {
+        file.write_all(&chunk?)
+            .await
+            .with_context(|| format!("writing {}", tmp.display()))?;
+    }
+    file.sync_all().await?;
+    tokio::fs::rename(&tmp, out)
+        .await
+        .with_context(|| format!("renaming to {}", out.display()))?;
+    Ok(())
 }
 
 /// The first regular file in a tar (the Engine's archive endpoint answers with a tar).

@@ -117,6 +117,18 @@ impl Graph {
         self.nodes.iter().find(|n| n.name() == name)
     }
 
+    /// The images a plain build makes: every recipe that is not on demand (a guest kernel, the
+    /// VM), with what they are built from. On-demand images are built when named (`--only`).
+    pub fn default_set(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter_map(|n| match n {
+                Node::Recipe(r) if !r.is_on_demand() => Some(r.name.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Only the named images and every image they are built from, in the same order.
     pub fn only(&self, names: &[String]) -> Result<Graph> {
         let mut keep: BTreeSet<&str> = BTreeSet::new();

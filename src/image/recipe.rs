@@ -51,7 +51,24 @@ pub struct Recipe {
     /// image; the label keys its trimmed output.
     #[serde(default)]
     pub versions: BTreeMap<String, Vec<String>>,
+    /// A guest kernel: the folder is `kernel-<name>`, and `--kernel <name>` (or a study's
+    /// `kernels:`) runs probes in a VM booted from it. The image holds the kernel at
+    /// [`KERNEL_FILE`] and its configuration at [`KERNEL_CONFIG`], both listed in `binaries`.
+    /// Implies `on_demand`.
+    #[serde(default)]
+    pub kernel: bool,
+    /// Built only when named (`build --only`) or needed by a run (a guest kernel, the VM image),
+    /// not by a plain `build`: a kernel compile is long, and most runs use the host's kernel.
+    #[serde(default)]
+    pub on_demand: bool,
 }
+
+/// Where a kernel image holds its kernel.
+pub const KERNEL_FILE: &str = "/boot/vmlinuz";
+/// Where a kernel image holds the kernel's configuration (the `.config` it was built with).
+pub const KERNEL_CONFIG: &str = "/boot/config";
+/// The folder prefix of kernel images: `kernel-<name>`.
+pub const KERNEL_PREFIX: &str = "kernel-";
 
 impl Recipe {
     /// Parses and checks recipe YAML for the image `name`; errors carry line and column.
@@ -119,6 +136,18 @@ impl Recipe {
                 "binaries: {path:?} must be an absolute path inside the image"
             );
         }
+        if self.kernel {
+            ensure!(
+                self.name.starts_with(KERNEL_PREFIX) && self.name.len() > KERNEL_PREFIX.len(),
+                "kernel: true needs a folder named {KERNEL_PREFIX}<name> (the kernel's name for --kernel)"
+            );
+            for file in [KERNEL_FILE, KERNEL_CONFIG] {
+                ensure!(
+                    self.binaries.iter().any(|b| b == file),
+                    "kernel: true: list {file} in binaries, so the manifest records its sha256"
+                );
+            }
+        }
         for (label, command) in &self.versions {
             ensure!(
                 command.first().is_some_and(|p| !p.is_empty()),
@@ -126,6 +155,20 @@ impl Recipe {
             );
         }
         Ok(())
+    }
+}
+
+impl Recipe {
+    /// The kernel's name for `--kernel` (`debian-6.1` for `kernel-debian-6.1`), if this is a kernel image.
+    pub fn kernel_name(&self) -> Option<&str> {
+        self.kernel
+            .then(|| self.name.strip_prefix(KERNEL_PREFIX))
+            .flatten()
+    }
+
+    /// Whether a plain `build` leaves this image out.
+    pub fn is_on_demand(&self) -> bool {
+        self.on_demand || self.kernel
     }
 }
 

@@ -89,9 +89,17 @@ async fn a_failing_process_is_an_invalid_sample_and_the_run_goes_on() {
     let (_tmp, dir, mut state) = new_run(&study);
     let engine = FakeEngine::new([exit(2, "unknown flag"), Step::Oom, Step::Valid, Step::Valid]);
     let cancel = CancellationToken::new();
-    let result = execute(&engine, &study, &manifest(), &dir, &mut state, &cancel)
-        .await
-        .unwrap();
+    let result = execute(
+        &engine,
+        &study,
+        &manifest(),
+        &Guests::default(),
+        &dir,
+        &mut state,
+        &cancel,
+    )
+    .await
+    .unwrap();
     assert_eq!((result.measured, result.invalid), (4, 2));
     assert!(!result.interrupted);
     let got = samples(&dir);
@@ -122,10 +130,18 @@ async fn an_engine_error_stops_the_run_and_keeps_the_samples() {
         Step::EngineError("the Engine went away".into()),
     ]);
     let cancel = CancellationToken::new();
-    let err = execute(&engine, &study, &manifest(), &dir, &mut state, &cancel)
-        .await
-        .err()
-        .expect("an Engine error stops the run");
+    let err = execute(
+        &engine,
+        &study,
+        &manifest(),
+        &Guests::default(),
+        &dir,
+        &mut state,
+        &cancel,
+    )
+    .await
+    .err()
+    .expect("an Engine error stops the run");
     let err = format!("{err:#}");
     assert!(err.contains("the Engine went away"), "{err}");
     assert!(
@@ -143,9 +159,17 @@ async fn an_interrupt_stops_incomplete_and_resume_runs_exactly_the_missing_cells
     let (_tmp, dir, mut state) = new_run(&study);
     let engine = FakeEngine::new([Step::Valid, Step::Interrupt, Step::Valid]);
     let cancel = CancellationToken::new();
-    let result = execute(&engine, &study, &manifest(), &dir, &mut state, &cancel)
-        .await
-        .unwrap();
+    let result = execute(
+        &engine,
+        &study,
+        &manifest(),
+        &Guests::default(),
+        &dir,
+        &mut state,
+        &cancel,
+    )
+    .await
+    .unwrap();
     assert!(result.interrupted && cancel.is_cancelled());
     assert_eq!((result.measured, engine.runs().len()), (1, 2));
     let first = samples(&dir);
@@ -158,6 +182,7 @@ async fn an_interrupt_stops_incomplete_and_resume_runs_exactly_the_missing_cells
         &engine,
         &study,
         &manifest(),
+        &Guests::default(),
         &dir,
         &mut state,
         &CancellationToken::new(),
@@ -187,9 +212,17 @@ async fn a_timeout_is_an_invalid_sample() {
     let (_tmp, dir, mut state) = new_run(&study);
     let engine = FakeEngine::new([Step::TimedOut, Step::Valid]);
     let cancel = CancellationToken::new();
-    let result = execute(&engine, &study, &manifest(), &dir, &mut state, &cancel)
-        .await
-        .unwrap();
+    let result = execute(
+        &engine,
+        &study,
+        &manifest(),
+        &Guests::default(),
+        &dir,
+        &mut state,
+        &cancel,
+    )
+    .await
+    .unwrap();
     assert_eq!(result.invalid, 1);
     let got = samples(&dir);
     assert_eq!(got[0].error.as_deref(), Some("timed out; container killed"));
@@ -213,9 +246,17 @@ async fn an_unavailable_toolchain_is_not_measured_and_starts_no_container() {
     });
     let engine = FakeEngine::new([Step::Valid]);
     let cancel = CancellationToken::new();
-    let result = execute(&engine, &study, &manifest, &dir, &mut state, &cancel)
-        .await
-        .unwrap();
+    let result = execute(
+        &engine,
+        &study,
+        &manifest,
+        &Guests::default(),
+        &dir,
+        &mut state,
+        &cancel,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         (result.measured, result.invalid),
         (2, 0),
@@ -247,7 +288,17 @@ async fn every_container_gets_the_run_folders_seccomp_profile() {
     let (_tmp, dir, mut state) = new_run(&study);
     let cancel = CancellationToken::new();
     let engine = FakeEngine::new([]);
-    let Err(err) = execute(&engine, &study, &manifest(), &dir, &mut state, &cancel).await else {
+    let Err(err) = execute(
+        &engine,
+        &study,
+        &manifest(),
+        &Guests::default(),
+        &dir,
+        &mut state,
+        &cancel,
+    )
+    .await
+    else {
         panic!("a run without its profile's copy must not start");
     };
     let err = format!("{err:#}");
@@ -260,9 +311,17 @@ async fn every_container_gets_the_run_folders_seccomp_profile() {
     let profile = r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}"#;
     dir.write(run_dir::SECCOMP, profile.as_bytes()).unwrap();
     let engine = FakeEngine::new([Step::Valid, Step::Valid]);
-    execute(&engine, &study, &manifest(), &dir, &mut state, &cancel)
-        .await
-        .unwrap();
+    execute(
+        &engine,
+        &study,
+        &manifest(),
+        &Guests::default(),
+        &dir,
+        &mut state,
+        &cancel,
+    )
+    .await
+    .unwrap();
     let runs = engine.runs();
     assert_eq!(runs.len(), 2);
     for spec in runs {
@@ -280,6 +339,7 @@ async fn study_without_profile_runs_with_the_default() -> Vec<ContainerSpec> {
         &engine,
         &study,
         &manifest(),
+        &Guests::default(),
         &dir,
         &mut state,
         &CancellationToken::new(),
@@ -326,9 +386,17 @@ async fn dispersed_cells_get_processes_in_alternating_rounds_up_to_max_and_resum
         Step::Interrupt,
     ]);
     let cancel = CancellationToken::new();
-    let result = execute(&engine, &study, &manifest(), &dir, &mut state, &cancel)
-        .await
-        .unwrap();
+    let result = execute(
+        &engine,
+        &study,
+        &manifest(),
+        &Guests::default(),
+        &dir,
+        &mut state,
+        &cancel,
+    )
+    .await
+    .unwrap();
     assert!(result.interrupted);
     assert_eq!(dir.load_state().unwrap().status, Status::Incomplete);
     let planned = [("go", 1), ("rust-tokio", 1), ("rust-tokio", 2), ("go", 2)];
@@ -347,6 +415,7 @@ async fn dispersed_cells_get_processes_in_alternating_rounds_up_to_max_and_resum
         &engine,
         &study,
         &manifest(),
+        &Guests::default(),
         &dir,
         &mut state,
         &CancellationToken::new(),
@@ -371,9 +440,17 @@ async fn agreeing_cells_stop_at_min_and_cells_never_measured_get_nothing_more() 
     let (_tmp, dir, mut state) = new_run(&study);
     let engine = FakeEngine::new([rss(2048), rss(2048), rss(2049), rss(2048)]);
     let cancel = CancellationToken::new();
-    let result = execute(&engine, &study, &manifest(), &dir, &mut state, &cancel)
-        .await
-        .unwrap();
+    let result = execute(
+        &engine,
+        &study,
+        &manifest(),
+        &Guests::default(),
+        &dir,
+        &mut state,
+        &cancel,
+    )
+    .await
+    .unwrap();
     assert_eq!((result.measured, engine.runs().len()), (4, 4));
     let summary = crate::summary::summarize(&study, &samples(&dir));
     assert!(summary.precision.iter().all(|p| p.met), "{summary:?}");
@@ -386,9 +463,17 @@ async fn agreeing_cells_stop_at_min_and_cells_never_measured_get_nothing_more() 
         reason: "pin go cannot be produced here".into(),
     });
     let engine = FakeEngine::new([rss(2048), rss(1024), rss(2048), rss(2048)]);
-    execute(&engine, &study, &manifest, &dir, &mut state, &cancel)
-        .await
-        .unwrap();
+    execute(
+        &engine,
+        &study,
+        &manifest,
+        &Guests::default(),
+        &dir,
+        &mut state,
+        &cancel,
+    )
+    .await
+    .unwrap();
     let want = cells(&[
         ("rust-tokio", 1),
         ("rust-tokio", 2),
@@ -413,9 +498,17 @@ async fn a_crashing_probe_stops_at_max() {
     let (_tmp, dir, mut state) = new_run(&study);
     let engine = FakeEngine::new([rss(2048), Step::Oom, Step::Oom, rss(1024), rss(2048)]);
     let cancel = CancellationToken::new();
-    execute(&engine, &study, &manifest(), &dir, &mut state, &cancel)
-        .await
-        .unwrap();
+    execute(
+        &engine,
+        &study,
+        &manifest(),
+        &Guests::default(),
+        &dir,
+        &mut state,
+        &cancel,
+    )
+    .await
+    .unwrap();
     let want = cells(&[
         ("go", 1),
         ("rust-tokio", 1),

@@ -47,6 +47,7 @@ impl Store {
             ),
             layers,
             labels: labels.clone(),
+            env: Vec::new(),
         };
         self.images.insert(tag.to_owned(), facts);
     }
