@@ -241,17 +241,14 @@ pub fn deviation(k: &GuestKernel, published: &str) -> String {
     let accel = match k.accel {
         Accel::Kvm => "KVM".to_string(),
         Accel::Tcg => format!(
-            "TCG, QEMU's emulated CPU: timed and latency samples are not measured{}",
-            if k.accel_note.is_empty() {
-                String::new()
-            } else {
-                format!("; {}", k.accel_note)
-            }
+            "TCG, QEMU's emulated CPU, so timed and latency samples are not measured: {}",
+            k.accel_note
         ),
     };
     format!(
-        "kernel: probes marked @{} (or all, with one kernel) ran under the guest kernel {}          ({}, THP {}) in a QEMU VM with {} MiB ({accel}), not under the published environment's          kernel ({published})",
-        k.name, k.name, k.release, k.thp, k.memory_mib
+        "kernel: probes under {} ran in a QEMU VM with {} MiB booted from that guest kernel \
+         ({}, THP {}; {accel}), not under the published environment's kernel ({published})",
+        k.name, k.memory_mib, k.release, k.thp
     )
 }
 
@@ -447,7 +444,7 @@ async fn check(
         if accel == Accel::Tcg {
             bail!("{why}; the kernel cannot run here");
         }
-        record.accel_note = why;
+        record.accel_note = why.replace('\n', " ");
     }
     unreachable!("the TCG try returns or fails")
 }
