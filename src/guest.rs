@@ -25,7 +25,7 @@ use crate::image::recipe::{self, KERNEL_CONFIG, KERNEL_FILE, KERNEL_PREFIX};
 use crate::initramfs;
 use crate::study::Study;
 
-pub use qemu::{Console, GuestLine, cell_spec};
+pub use qemu::{COMMAND_LINE_MAX, Console, GuestLine, cell_spec, too_long};
 
 /// The kernel name of a run on the host's own kernel (in a container, no VM).
 pub const HOST: &str = "host";

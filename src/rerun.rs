@@ -110,12 +110,14 @@ pub fn open(path: &Path) -> Result<Source> {
         )
     })?;
     // The kernels the archived run measured under (its run.json; none recorded: the study's own).
-    let kernels = files
-        .run_json
-        .as_deref()
-        .and_then(|t| serde_json::from_str::<crate::run_dir::RunState>(t).ok())
-        .map(|s| s.kernels)
-        .unwrap_or_default();
+    let kernels = match files.run_json.as_deref() {
+        Some(t) => {
+            serde_json::from_str::<crate::run_dir::RunState>(t)
+                .with_context(|| format!("{shown}: parsing {}/run.json", files.run_id))?
+                .kernels
+        }
+        None => Vec::new(),
+    };
     let study = study.under_kernels(&kernels);
     let text = files.manifest_json.as_deref().with_context(|| {
         format!(

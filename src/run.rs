@@ -518,6 +518,15 @@ pub async fn measure(
                     probe.image
                 )
             })?;
+            if let Some(len) = guest::too_long(&spec) {
+                let mut s = blank(study, state, cell, now());
+                s.error = Some(format!(
+                    "the guest's kernel command line would be {len} bytes, more than the {} the \
+                     kernel keeps: shorten the probe's args or env",
+                    guest::COMMAND_LINE_MAX
+                ));
+                return Ok(Some(s));
+            }
             if accel == guest::Accel::Tcg && probe.kind.measure().measures_time() {
                 let mut s = blank(study, state, cell, now());
                 s.error = Some(format!(
@@ -587,6 +596,21 @@ fn guest_outcome(
     });
     // The sampler's stderr went to the console with everything else.
     s.stderr_tail = tail(&console.last_lines.join("\n"), 4096);
+    // QEMU exits 0 when the guest powers off: the sampler's own status is what init printed.
+    s.exit_code = match console.ended.as_deref().and_then(|e| e.split_once(' ')) {
+        Some(("exit", code)) => code.parse().ok(),
+        _ => None,
+    };
+    if let Some(e) = console.ended.as_deref().filter(|e| e.starts_with("signal")) {
+        return Some(format!("the sampler in the guest ended by {e}"));
+    }
+    if console.ended.is_none() && error.is_none() {
+        return Some(format!(
+            "the guest's init never reported the sampler's end (a kernel panic?); the guest's \
+             console: {}",
+            console.tail(&outcome.stderr)
+        ));
+    }
     if console.oom {
         s.oom_killed = true;
         return Some(

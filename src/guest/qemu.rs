@@ -179,6 +179,15 @@ pub fn cell_spec(
     Some((spec, accel))
 }
 
+/// x86's kernel command line holds at most this many bytes; the kernel cuts a longer one.
+pub const COMMAND_LINE_MAX: usize = 2047;
+
+/// The length of a VM spec's kernel command line, when it is too long to reach the guest whole.
+pub fn too_long(spec: &ContainerSpec) -> Option<usize> {
+    let append = spec.cmd.iter().skip_while(|w| *w != "-append").nth(1)?;
+    (append.len() > COMMAND_LINE_MAX).then_some(append.len())
+}
+
 /// The guest's line: `parkbench-guest {...}`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct GuestLine {
