@@ -414,7 +414,15 @@ async fn check(
             timeout,
         };
         let started = Instant::now();
-        let outcome = engine.run(&boot.spec(), cancel).await?;
+        let outcome = match engine.run(&boot.spec(), cancel).await {
+            Ok(outcome) => outcome,
+            // The Engine may refuse the KVM device (a remote or rootless daemon): then TCG.
+            Err(e) if accel == Accel::Kvm => {
+                record.accel_note = format!("the Engine could not start a KVM guest: {e:#}");
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let console = Console::read(&outcome.stdout);
         if let Some(line) = console.guest {
             record.accel = accel;

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #define MAX_WORDS 256
@@ -29,6 +30,8 @@
 static void power_off(void) {
     fflush(stdout);
     fflush(stderr);
+    /* Let the serial port send everything before the VM stops. */
+    tcdrain(1);
     sync();
     reboot(RB_POWER_OFF);
     _exit(0); /* not reached; with panic=-1 and -no-reboot QEMU ends anyway */
