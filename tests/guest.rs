@@ -20,24 +20,22 @@ fn guest_study(id: &str, tasks: &str, extra_protocol: &str) -> String {
         .to_string()
 }
 
+/// `parkbench run --cpus auto --kernel KERNEL` of `yaml` with results in `tmp`.
+fn run_under(tmp: &std::path::Path, kernel: &str, yaml: &str) -> std::process::Output {
+    let study = write_study(tmp, "s.yaml", yaml);
+    parkbench()
+        .args(["run", "--cpus", "auto", "--kernel", kernel, "--results"])
+        .arg(tmp)
+        .arg(&study)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn the_debian_kernel_boots_a_probe_image_and_measures_10k_tasks() {
     ensure_built();
     let tmp = tempfile::tempdir().unwrap();
-    let study = write_study(tmp.path(), "s.yaml", &guest_study("guest", "10000", ""));
-    let out = parkbench()
-        .args([
-            "run",
-            "--cpus",
-            "auto",
-            "--kernel",
-            "debian-6.1",
-            "--results",
-        ])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
+    let out = run_under(tmp.path(), "debian-6.1", &guest_study("guest", "10000", ""));
     assert!(out.status.success(), "{}", describe(&out));
     let run = only_run(tmp.path(), "guest");
     let samples = samples(&run);
@@ -77,20 +75,7 @@ fn a_guest_without_enough_memory_is_an_invalid_sample_with_the_reason() {
     let tmp = tempfile::tempdir().unwrap();
     // 256 MiB cannot even hold the unpacked image: the guest dies before the probe reports.
     let yaml = guest_study("tight", "10000", "  guest_memory_mib: 256\n");
-    let study = write_study(tmp.path(), "s.yaml", &yaml);
-    let out = parkbench()
-        .args([
-            "run",
-            "--cpus",
-            "auto",
-            "--kernel",
-            "debian-6.1",
-            "--results",
-        ])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
+    let out = run_under(tmp.path(), "debian-6.1", &yaml);
     assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
     let s = &samples(&only_run(tmp.path(), "tight"))[0];
     assert_eq!(s["valid"], false, "{s}");
@@ -104,20 +89,11 @@ fn a_guest_without_enough_memory_is_an_invalid_sample_with_the_reason() {
 #[test]
 fn an_unknown_kernel_is_refused_with_the_known_ones() {
     let tmp = tempfile::tempdir().unwrap();
-    let study = write_study(tmp.path(), "s.yaml", &guest_study("nokernel", "1000", ""));
-    let out = parkbench()
-        .args([
-            "run",
-            "--cpus",
-            "auto",
-            "--kernel",
-            "debian-5.10",
-            "--results",
-        ])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
+    let out = run_under(
+        tmp.path(),
+        "debian-5.10",
+        &guest_study("nokernel", "1000", ""),
+    );
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let err = text(&out.stderr);
     assert!(

@@ -33,11 +33,7 @@ pub fn pip(p: &Pip, dir: &Path) -> Result<PathBuf> {
             String::from_utf8_lossy(&output.stderr).trim_end()
         );
     }
-    let wheels: Vec<PathBuf> = std::fs::read_dir(&into)
-        .with_context(|| format!("listing {}", into.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
-        .collect();
+    let wheels = with_extension(&into, "whl")?;
     let [wheel] = wheels.as_slice() else {
         bail!(
             "pip download {requirement} left {} wheels, expected exactly one",
@@ -68,11 +64,7 @@ pub fn deb(d: &Deb, dir: &Path) -> Result<PathBuf> {
             String::from_utf8_lossy(&output.stderr).trim_end()
         );
     }
-    let debs: Vec<PathBuf> = std::fs::read_dir(&into)
-        .with_context(|| format!("listing {}", into.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
-        .collect();
+    let debs = with_extension(&into, "deb")?;
     let [deb] = debs.as_slice() else {
         bail!(
             "apt-get download {wanted} left {} files, expected one .deb",
@@ -80,6 +72,15 @@ pub fn deb(d: &Deb, dir: &Path) -> Result<PathBuf> {
         );
     };
     Ok(deb.clone())
+}
+
+/// The files in `dir` whose name ends in `.ext`.
+fn with_extension(dir: &Path, ext: &str) -> Result<Vec<PathBuf>> {
+    Ok(std::fs::read_dir(dir)
+        .with_context(|| format!("listing {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect())
 }
 
 /// Downloads `u.url` with curl into `dir` and checks its sha256 when the pin gives one.

@@ -95,15 +95,20 @@ impl Engine {
         Ok(())
     }
 
-    /// Reads one regular file out of an image (through a created, never started, container).
-    pub async fn read_file(&self, image: &str, path: &str) -> Result<Vec<u8>> {
+    /// A container from `image` that is created and never started, to read its filesystem.
+    async fn create_unstarted(&self, image: &str) -> Result<super::ContainerGuard<Engine>> {
         let body = ContainerCreateBody {
             image: Some(image.to_owned()),
             cmd: Some(vec!["/nonexistent".into()]),
             network_disabled: Some(true),
             ..Default::default()
         };
-        let container = self.create(body).await?;
+        self.create(body).await
+    }
+
+    /// Reads one regular file out of an image (through a created, never started, container).
+    pub async fn read_file(&self, image: &str, path: &str) -> Result<Vec<u8>> {
+        let container = self.create_unstarted(image).await?;
         let result = self.download(container.id(), path).await;
         container.remove().await;
         let tar = result.with_context(|| format!("reading {path} from image {image}"))?;
@@ -191,13 +196,7 @@ impl Engine {
     /// Writes the flattened filesystem of `image` (a container export: one tar, no layers) to
     /// `out`, streamed, through a created and never started container.
     pub async fn export_filesystem(&self, image: &str, out: &Path) -> Result<()> {
-        let body = ContainerCreateBody {
-            image: Some(image.to_owned()),
-            cmd: Some(vec!["/nonexistent".into()]),
-            network_disabled: Some(true),
-            ..Default::default()
-        };
-        let container = self.create(body).await?;
+        let container = self.create_unstarted(image).await?;
         let stream = self.docker.export_container(container.id());
         let result = write_stream(stream, out).await;
         container.remove().await;
