@@ -86,6 +86,9 @@ pub struct GuestKernel {
     pub memory_mib: u64,
     /// The check boot's time from container start to the guest's first line, ms.
     pub boot_ms: f64,
+    /// The kernel image's own deviations (its recipe's `notes`, e.g. a configuration fallback).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Every kernel the run measures under, and its files on the host.
@@ -245,11 +248,46 @@ pub fn deviation(k: &GuestKernel, published: &str) -> String {
             k.accel_note
         ),
     };
+    let notes: String = k.notes.iter().map(|n| format!("; {n}")).collect();
     format!(
         "kernel: probes under {} ran in a QEMU VM with {} MiB booted from that guest kernel \
-         ({}, THP {}; {accel}), not under the published environment's kernel ({published})",
+         ({}, THP {}; {accel}), not under the published environment's kernel ({published}){notes}",
         k.name, k.memory_mib, k.release, k.thp
     )
+}
+
+/// A resumed run's kernels against those it started with: the same kernel and configuration, run
+/// the same way, or an error naming what changed (a cell's processes all run under one kernel).
+pub fn same_as_before(before: &[GuestKernel], now: &[GuestKernel]) -> Result<()> {
+    for k in now {
+        let Some(b) = before.iter().find(|b| b.name == k.name) else {
+            continue;
+        };
+        let changed: Vec<String> = [
+            ("vmlinuz sha256", &b.vmlinuz_sha256, &k.vmlinuz_sha256),
+            ("config sha256", &b.config_sha256, &k.config_sha256),
+            ("release", &b.release, &k.release),
+            ("acceleration", &b.accel.to_string(), &k.accel.to_string()),
+            (
+                "memory MiB",
+                &b.memory_mib.to_string(),
+                &k.memory_mib.to_string(),
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, a, b)| a != b)
+        .map(|(what, a, b)| format!("{what} {a} then, {b} now"))
+        .collect();
+        ensure!(
+            changed.is_empty(),
+            "guest kernel {} is not the one the run started with ({}); its samples would mix two \
+             kernels, so nothing more was measured (the samples so far are kept): start a new run, or \
+             rebuild the kernel it started with",
+            k.name,
+            changed.join("; ")
+        );
+    }
+    Ok(())
 }
 
 fn built<'m>(manifest: &'m Manifest, name: &str) -> Result<&'m crate::image::BuiltImage> {
@@ -308,6 +346,7 @@ async fn kernel(
         accel_note: String::new(),
         memory_mib,
         boot_ms: 0.0,
+        notes: image.notes.clone(),
     };
     Ok((record, file))
 }
@@ -322,7 +361,15 @@ async fn root(
     init: &[u8],
 ) -> Result<Root> {
     let image = built(manifest, name)?;
-    let key = digest::bytes(format!("{} {}", image.id, digest::bytes(init)).as_bytes());
+    let key = digest::bytes(
+        format!(
+            "{} {} {}",
+            crate::initramfs::LAYOUT,
+            image.id,
+            digest::bytes(init)
+        )
+        .as_bytes(),
+    );
     let file = cache
         .root()
         .join("guest")
@@ -455,4 +502,60 @@ async fn check(
         record.accel_note = why.replace('\n', " ");
     }
     unreachable!("the TCG try returns or fails")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(name: &str) -> GuestKernel {
+        GuestKernel {
+            name: name.into(),
+            image: format!("parkbench/kernel-{name}:0123456789abcdef"),
+            vmlinuz_sha256: "a".repeat(64),
+            config_sha256: "b".repeat(64),
+            release: "6.1.0-57-amd64".into(),
+            thp: "always".into(),
+            accel: Accel::Tcg,
+            accel_note: "no /dev/kvm".into(),
+            memory_mib: 2048,
+            boot_ms: 9000.0,
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_resume_under_another_build_of_a_kernel_is_refused_and_says_what_changed() {
+        let before = [record("debian-6.1")];
+        // A first run, a resume under the same kernel, a kernel the run did not have before.
+        same_as_before(&[], &before).unwrap();
+        same_as_before(&before, &before).unwrap();
+        same_as_before(&before, &[record("wsl-like")]).unwrap();
+        let mut other = record("debian-6.1");
+        other.vmlinuz_sha256 = "c".repeat(64);
+        other.accel = Accel::Kvm;
+        let err = format!("{:#}", same_as_before(&before, &[other]).unwrap_err());
+        assert!(err.contains("guest kernel debian-6.1"), "{err}");
+        assert!(
+            err.contains(&format!("vmlinuz sha256 {} then", "a".repeat(64))),
+            "{err}"
+        );
+        assert!(err.contains("acceleration tcg then, kvm now"), "{err}");
+        assert!(err.contains("the samples so far are kept"), "{err}");
+    }
+
+    #[test]
+    fn the_deviation_names_the_kernel_its_mode_and_the_kernel_image_notes() {
+        let mut k = record("wsl-like");
+        let plain = deviation(&k, "WSL2 Linux 6.6.87.2");
+        assert!(plain.contains("under wsl-like"), "{plain}");
+        assert!(plain.contains("THP always; TCG"), "{plain}");
+        assert!(plain.ends_with("(WSL2 Linux 6.6.87.2)"), "{plain}");
+        k.notes = vec!["a fallback configuration".into()];
+        let noted = deviation(&k, "WSL2 Linux 6.6.87.2");
+        assert!(
+            noted.ends_with("(WSL2 Linux 6.6.87.2); a fallback configuration"),
+            "{noted}"
+        );
+    }
 }

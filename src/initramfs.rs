@@ -6,7 +6,8 @@
 //! without a leading slash, mtime 0, inodes numbered from 1 in that order, uid, gid and permission
 //! bits kept from the tar. A hard link becomes a full copy of its target (nlink 1), so no inode is
 //! shared. `.dockerenv` and everything under `dev/` are left out; `dev`, `proc`, `sys` and `tmp` are
-//! added when the export lacks them, as mount points for the guest's init.
+//! added when the export lacks them, as mount points for the guest's init, and `dev/console` (the
+//! character device 5:1, which the kernel opens for init's standard streams before devtmpfs is up).
 //!
 //! The export is read twice instead of held in memory: once for every member's metadata and the
 //! offset of its data, once to copy the data in sorted order.
@@ -30,6 +31,13 @@ const MOUNT_POINTS: [(&str, u32); 4] = [
     ("sys", 0o755),
     ("tmp", 0o1777),
 ];
+
+/// The version of what [`write`] puts in an archive beside the export; a cached archive made by
+/// another version is made again.
+pub const LAYOUT: u32 = 2;
+
+/// The console's device number (major, minor).
+const CONSOLE: (u32, u32) = (5, 1);
 
 /// A file added to the archive beside the exported filesystem.
 pub struct Extra<'a> {
@@ -113,6 +121,13 @@ pub fn write(export: &Path, extras: &[Extra], out: &Path) -> Result<Written> {
             .entry(name.as_bytes().to_vec())
             .or_insert_with(|| Member::new(DIR, mode, &[]));
     }
+    members.insert(
+        b"dev/console".to_vec(),
+        Member {
+            rdev: CONSOLE,
+            ..Member::new(CHAR, 0o600, &[])
+        },
+    );
     for extra in extras {
         add_extra(&mut members, extra)?;
     }
@@ -483,8 +498,18 @@ mod tests {
         for want in ["bin", "dev", "proc", "sys", "tmp"] {
             assert!(names.contains(&want), "{want} missing from {names:?}");
         }
-        let left_out = |n: &&str| *n == ".dockerenv" || n.starts_with("dev/") || n.starts_with('/');
+        let left_out = |n: &&str| {
+            *n == ".dockerenv"
+                || (n.starts_with("dev/") && *n != "dev/console")
+                || n.starts_with('/')
+        };
         assert!(!names.iter().any(left_out), "{names:?}");
+        let console = entries.iter().find(|e| e.name == "dev/console").unwrap();
+        assert_eq!(
+            (console.fields[1], console.fields[9], console.fields[10]),
+            (0o020600, 5, 1),
+            "dev/console: a character device 5:1"
+        );
         for (i, e) in entries.iter().enumerate() {
             assert_eq!(e.fields[0], i as u32 + 1, "{} inode", e.name);
             let zeros = [e.fields[5], e.fields[7], e.fields[8], e.fields[12]];

@@ -57,7 +57,7 @@ pub fn recompute(text: &RunFiles) -> Result<Outcome> {
     }
     // The processes per cell the run followed (`--repeats`), recorded in run.json.
     let study = match &state {
-        Some(s) => s.in_force(study),
+        Some(s) => s.in_force(study)?,
         None => study,
     };
     let summary = summary::summarize(&study, &samples);

@@ -118,7 +118,7 @@ pub fn open(path: &Path) -> Result<Source> {
         }
         None => Vec::new(),
     };
-    let study = study.under_kernels(&kernels);
+    let study = study.under_kernels(&kernels)?;
     let text = files.manifest_json.as_deref().with_context(|| {
         format!(
             "{shown}: {}/manifest.json is missing, so no binary hash can be checked; \

@@ -166,7 +166,7 @@ pub struct RunState {
 
 impl RunState {
     /// The study as this run measures it: with the processes per probe and scale in force.
-    pub fn in_force(&self, mut study: Study) -> Study {
+    pub fn in_force(&self, mut study: Study) -> anyhow::Result<Study> {
         if let Some(r) = self.repeats {
             study.protocol.repeats = r;
         }
@@ -384,8 +384,12 @@ mod tests {
         assert!(!old.contains("repeats"), "{old}");
         assert_eq!(serde_json::from_str::<RunState>(&old).unwrap(), s);
         let study = Study::default_study();
-        let own = s.in_force(study.clone());
-        assert_eq!(own, study.clone().under_kernels(&[]), "the study's own");
+        let own = s.in_force(study.clone()).unwrap();
+        assert_eq!(
+            own,
+            study.clone().under_kernels(&[]).unwrap(),
+            "the study's own"
+        );
         assert_eq!(own.protocol.repeats, study.protocol.repeats);
         s.repeats = Some(Repeats {
             min: 3,
@@ -396,7 +400,10 @@ mod tests {
         assert_eq!(dir.load_state().unwrap(), s);
         let json = dir.read(STATE).unwrap();
         assert!(json.contains("\"target_cv\": 0.005"), "{json}");
-        assert_eq!(s.in_force(study).protocol.repeats, s.repeats.unwrap());
+        assert_eq!(
+            s.in_force(study).unwrap().protocol.repeats,
+            s.repeats.unwrap()
+        );
     }
 
     #[test]

@@ -502,9 +502,9 @@ impl Study {
     /// The study under `kernels` (empty: `protocol.kernels`, else host): with one kernel every probe
     /// runs under it and ids stay; with several, every probe and claim is repeated per kernel as
     /// `<id>@<kernel>`, each claim judged on the probes of its own kernel.
-    pub fn under_kernels(mut self, kernels: &[String]) -> Study {
+    pub fn under_kernels(mut self, kernels: &[String]) -> Result<Study> {
         if self.per_kernel {
-            return self;
+            return Ok(self);
         }
         self.per_kernel = true;
         let kernels: Vec<String> = match (kernels, self.protocol.kernels.as_slice()) {
@@ -518,7 +518,7 @@ impl Study {
             for p in &mut self.probes {
                 p.kernel = guest(k);
             }
-            return self;
+            return Ok(self);
         }
         let at = |id: &str, k: &str| format!("{id}@{k}");
         let probes = std::mem::take(&mut self.probes);
@@ -531,7 +531,12 @@ impl Study {
             }));
             self.claims.extend(claims.iter().cloned().map(|mut c| {
                 c.id = at(&c.id, k);
-                c.probe = at(&c.probe, k);
+                if !c.probe.is_empty() {
+                    c.probe = at(&c.probe, k);
+                }
+                if let Expected::Order(ids) = &mut c.expected {
+                    ids.iter_mut().for_each(|id| *id = at(id, k));
+                }
                 c.than = c.than.map(|t| match t {
                     Than::One(w) if w == "lowest" || w == "highest" => Than::One(w),
                     Than::One(id) => Than::One(at(&id, k)),
@@ -541,7 +546,9 @@ impl Study {
                 c
             }));
         }
-        self
+        self.validate("")
+            .context("the study laid out per kernel (`<id>@<kernel>`)")?;
+        Ok(self)
     }
 
     /// The kernels the probes run under, in study order (`host` for the host's).
@@ -1034,7 +1041,7 @@ mod tests {
     #[test]
     fn one_kernel_keeps_the_ids_and_several_repeat_probes_and_claims_per_kernel() {
         let study = Study::default_study();
-        let one = study.clone().under_kernels(&["debian-6.1".into()]);
+        let one = study.clone().under_kernels(&["debian-6.1".into()]).unwrap();
         assert_eq!(one.probes.len(), study.probes.len());
         assert!(
             one.probes
@@ -1042,12 +1049,13 @@ mod tests {
                 .all(|p| p.kernel.as_deref() == Some("debian-6.1"))
         );
         assert_eq!(one.claims, study.claims);
-        let host = study.clone().under_kernels(&[]);
+        let host = study.clone().under_kernels(&[]).unwrap();
         assert!(host.probes.iter().all(|p| p.kernel.is_none()));
         assert_eq!(host.kernels(), ["host"]);
         let both = study
             .clone()
-            .under_kernels(&["host".into(), "wsl-like".into()]);
+            .under_kernels(&["host".into(), "wsl-like".into()])
+            .unwrap();
         assert_eq!(both.probes.len(), 2 * study.probes.len());
         assert_eq!(both.kernels(), ["host", "wsl-like"]);
         let c = both
@@ -1059,7 +1067,30 @@ mod tests {
         assert_eq!(c.than, Some(Than::One("go@wsl-like".into())));
         assert!(both.probe("go@host").unwrap().kernel.is_none());
         // Applied once: a second call changes nothing.
-        assert_eq!(both.clone().under_kernels(&["host".into()]), both);
+        assert_eq!(both.clone().under_kernels(&["host".into()]).unwrap(), both);
+    }
+
+    #[test]
+    fn an_order_claim_per_kernel_names_the_probes_of_its_kernel_and_the_layout_is_checked() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let study = Study::load(&root.join("results/runtimes-compared/study.yaml")).unwrap();
+        let both = study
+            .under_kernels(&["host".into(), "debian-6.1".into()])
+            .unwrap();
+        let c = both
+            .claims
+            .iter()
+            .find(|c| c.id == "memory-order-parked@debian-6.1")
+            .unwrap();
+        assert_eq!(
+            c.probe, "",
+            "an order claim names its probes in `expected` only"
+        );
+        let Expected::Order(ids) = &c.expected else {
+            panic!("{:?}", c.expected)
+        };
+        assert!(ids.iter().all(|id| id.ends_with("@debian-6.1")), "{ids:?}");
+        assert!(ids.iter().all(|id| both.probe(id).is_some()), "{ids:?}");
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub async fn fidelity(repo: &Path, args: &FidelityArgs) -> Result<Ending> {
     let in_vm = match &args.kernel {
         Some(k) => {
             guest::check_names(std::slice::from_ref(k), &guest::known(repo)?)?;
-            Some(study.clone().under_kernels(std::slice::from_ref(k)))
+            Some(study.clone().under_kernels(std::slice::from_ref(k))?)
         }
         None => None,
     };

@@ -35,7 +35,7 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
         Some(dir) => dir.load_state()?.kernels,
         None => args.kernel.clone(),
     };
-    let study = study.under_kernels(&kernels);
+    let study = study.under_kernels(&kernels)?;
     guest::check_names(&study.protocol.kernels, &guest::known(&paths.repo)?)?;
     let file = match (&resume, &args.study) {
         (Some(dir), _) => Some(dir.file(run_dir::STUDY)),
@@ -104,7 +104,7 @@ pub async fn measure(
     interrupt: &Interrupt,
 ) -> Result<RunResult> {
     // The processes per cell the run started with, whatever `--repeats` said (see RunState).
-    let study = &state.in_force(study.clone());
+    let study = &state.in_force(study.clone())?;
     let cancel = interrupt.claim();
     let guests = match guests(engine, study, manifest, &dir, &mut state, &cancel).await {
         Ok(g) => g,
@@ -155,7 +155,10 @@ async fn guests(
     if guests.kernels.is_empty() {
         return Ok(guests);
     }
-    state.guests = guests.kernels.values().map(|k| k.record.clone()).collect();
+    let now: Vec<_> = guests.kernels.values().map(|k| k.record.clone()).collect();
+    guest::same_as_before(&state.guests, &now)
+        .with_context(|| format!("resuming run {}", dir.id()))?;
+    state.guests = now;
     for k in &state.guests {
         let d = guest::deviation(k, &study.source.environment);
         if !state.deviations.contains(&d) {
@@ -388,6 +391,7 @@ mod tests {
             inputs: Default::default(),
             binaries: Default::default(),
             versions: Default::default(),
+            notes: Vec::new(),
             built: false,
         });
         Manifest {

@@ -38,6 +38,7 @@ fn manifest(binary: &str) -> Manifest {
             inputs: BTreeMap::new(),
             binaries: BTreeMap::from([("/probe".to_string(), binary.to_string())]),
             versions: BTreeMap::new(),
+            notes: Vec::new(),
             built: false,
         })
         .collect();

@@ -67,6 +67,7 @@ pub async fn import<E: Images>(
         )]),
         binaries: BTreeMap::new(),
         versions: BTreeMap::new(),
+        notes: Vec::new(),
         built,
     }))
 }

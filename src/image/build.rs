@@ -85,6 +85,7 @@ pub async fn build<E: Images>(
         inputs,
         binaries,
         versions,
+        notes: recipe.notes.clone(),
         built,
     }))
 }

@@ -61,6 +61,11 @@ pub struct Recipe {
     /// not by a plain `build`: a kernel compile is long, and most runs use the host's kernel.
     #[serde(default)]
     pub on_demand: bool,
+    /// What a run using this image must report as a deviation from the article (e.g. a kernel
+    /// configuration that is a fallback); recorded in the manifest, shown with the kernel's
+    /// deviation.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// Where a kernel image holds its kernel.

@@ -18,6 +18,7 @@ fn image(name: &str, binaries: &[(&str, &str)]) -> BuiltImage {
             .map(|(p, s)| (p.to_string(), s.to_string()))
             .collect(),
         versions: BTreeMap::new(),
+        notes: Vec::new(),
         built: false,
     }
 }

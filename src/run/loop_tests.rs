@@ -52,6 +52,7 @@ fn manifest() -> Manifest {
         inputs: BTreeMap::new(),
         binaries: BTreeMap::new(),
         versions: BTreeMap::new(),
+        notes: Vec::new(),
         built: false,
     };
     Manifest {
