@@ -93,8 +93,12 @@ pub async fn record(
         toolchains.extend(img.versions.clone());
     }
     // The async runtimes each Rust probe locked, e.g. `tokio (rust-tokio)`.
+    let docker = repo.join("docker");
     for img in &manifest.images {
-        let lock = repo.join("docker").join(&img.name).join("Cargo.lock");
+        let lock = match crate::image::recipe::Recipe::load(&docker.join(&img.name)) {
+            Ok(recipe) => recipe.cargo_lock(&docker),
+            Err(_) => docker.join(&img.name).join("Cargo.lock"),
+        };
         for krate in ["tokio", "async-std", "smol", "glommio"] {
             if let Some(v) = locked_version(&lock, krate) {
                 toolchains.insert(format!("{krate} ({})", img.name), v);

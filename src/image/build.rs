@@ -35,7 +35,8 @@ pub async fn build<E: Images>(
     recipe: &Recipe,
     done: &Manifest,
 ) -> Result<Outcome> {
-    let dir = kit.repo.join("docker").join(&recipe.name);
+    let sources = kit.cache.scratch()?;
+    let dir = source_dir(kit.repo, recipe, sources.path())?;
     let inputs = inputs(kit, &dir, recipe, done)?;
     let tag = format!(
         "{}/{}:{}",
@@ -163,7 +164,42 @@ fn inputs<E: Images>(
     for (arg, parent) in &recipe.parents {
         inputs.insert(format!("parent {arg}"), parent_tag(done, parent)?);
     }
+    if let Some(base) = &recipe.variant_of {
+        inputs.insert("variant of".to_string(), base.clone());
+    }
     Ok(inputs)
+}
+
+/// The folder the image is built from: `docker/<name>/`, or for a variant a copy in `scratch` of
+/// the folder it is a variant of with the variant's own files laid over it.
+pub fn source_dir(repo: &Path, recipe: &Recipe, scratch: &Path) -> Result<PathBuf> {
+    let docker = repo.join("docker");
+    let own = docker.join(&recipe.name);
+    if recipe.variant_of.is_none() {
+        return Ok(own);
+    }
+    let merged = scratch.join("source");
+    for from in [recipe.base_folder(&docker), own] {
+        copy_tree(&from, &merged)
+            .with_context(|| format!("laying {} into the variant's sources", from.display()))?;
+    }
+    Ok(merged)
+}
+
+/// Copies the files below `from` (but its recipe file) to the same places below `to`.
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    for entry in walkdir::WalkDir::new(from).sort_by_file_name() {
+        let entry = entry?;
+        let rel = entry.path().strip_prefix(from)?;
+        let dest = to.join(rel);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest)?;
+        } else if rel != Path::new(FILE) {
+            std::fs::copy(entry.path(), &dest)
+                .with_context(|| format!("copying {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The recipe's pinned artifacts (verified now, right before use), as context entries.

@@ -225,7 +225,8 @@ pub fn vendored_checksums(cache: &Cache, repo: &Path) -> Result<Vec<(String, Pat
         .iter()
         .filter(|r| r.vendor)
     {
-        let vendor = build::vendor_dir(cache, &repo.join("docker").join(&recipe.name))?;
+        let lock = recipe.cargo_lock(&repo.join("docker"));
+        let vendor = build::vendor_dir(cache, lock.parent().context("a Cargo.lock's folder")?)?;
         let Ok(entries) = std::fs::read_dir(&vendor) else {
             continue;
         };

@@ -66,6 +66,13 @@ pub struct Recipe {
     /// deviation.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// A variant of another image folder: its build context is that folder's files with this
+    /// folder's files laid over them (a variant holds only what differs: a `Cargo.toml` and
+    /// `Cargo.lock`, a source file, or nothing but this recipe). The rest of this recipe is its own
+    /// (parents, artifacts, binaries…); the other folder's name is an input of the tag. Used for the
+    /// alternatives a study's `factors:` sweeps (e.g. `rust-tokio.nightly`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_of: Option<String>,
 }
 
 /// Where a kernel image holds its kernel.
@@ -97,13 +104,25 @@ impl Recipe {
             .with_context(|| format!("reading image recipe {}", file.display()))?;
         let recipe = Self::parse(name, &text)
             .with_context(|| format!("in image recipe {}", file.display()))?;
+        let from = match &recipe.variant_of {
+            Some(base) => dir.with_file_name(base),
+            None => dir.to_owned(),
+        };
         ensure!(
-            dir.join("Dockerfile").is_file(),
+            from.join(FILE).is_file(),
+            "in image recipe {}: variant_of: {:?} is not an image folder under {} (no {FILE} there)",
+            file.display(),
+            recipe.variant_of.as_deref().unwrap_or_default(),
+            dir.parent().unwrap_or(dir).display()
+        );
+        ensure!(
+            // A variant's base folder is checked as an image of its own (see `check_variants`).
+            dir.join("Dockerfile").is_file() || recipe.variant_of.is_some(),
             "{} has {FILE} but no Dockerfile: add the Dockerfile, or remove the folder",
             dir.display()
         );
         ensure!(
-            !recipe.vendor || dir.join("Cargo.lock").is_file(),
+            !recipe.vendor || dir.join("Cargo.lock").is_file() || from.join("Cargo.lock").is_file(),
             "in image recipe {}: vendor is true but {} has no Cargo.lock: \
              run `cargo generate-lockfile` there and commit it",
             file.display(),
@@ -171,6 +190,23 @@ impl Recipe {
             .flatten()
     }
 
+    /// The folder whose files the build context starts from: the image's own, or for a variant
+    /// the folder it is a variant of (its own files are laid over; see [`Recipe::variant_of`]).
+    pub fn base_folder(&self, docker_dir: &Path) -> std::path::PathBuf {
+        docker_dir.join(self.variant_of.as_deref().unwrap_or(&self.name))
+    }
+
+    /// The `Cargo.lock` the image builds with: its own folder's, else the one of the folder it is
+    /// a variant of.
+    pub fn cargo_lock(&self, docker_dir: &Path) -> std::path::PathBuf {
+        let own = docker_dir.join(&self.name).join("Cargo.lock");
+        if own.is_file() {
+            own
+        } else {
+            self.base_folder(docker_dir).join("Cargo.lock")
+        }
+    }
+
     /// Whether a plain `build` leaves this image out.
     pub fn is_on_demand(&self) -> bool {
         self.on_demand || self.kernel
@@ -204,7 +240,34 @@ pub fn discover(docker_dir: &Path) -> Result<Vec<Recipe>> {
             );
         }
     }
+    check_variants(&recipes)?;
     Ok(recipes)
+}
+
+/// A variant names an existing folder that is not itself a variant, nor a kernel.
+fn check_variants(recipes: &[Recipe]) -> Result<()> {
+    for r in recipes {
+        let Some(base) = &r.variant_of else { continue };
+        let Some(of) = recipes.iter().find(|o| &o.name == base) else {
+            bail!(
+                "image recipe docker/{}/{FILE}: variant_of: {base:?} is not an image folder under docker/ \
+                 (the known ones: {})",
+                r.name,
+                recipes
+                    .iter()
+                    .map(|o| o.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        };
+        ensure!(
+            of.variant_of.is_none() && !of.kernel && !r.kernel,
+            "image recipe docker/{}/{FILE}: variant_of: {base:?} is itself a variant or a kernel; \
+             name the folder it starts from",
+            r.name
+        );
+    }
+    Ok(())
 }
 
 /// Docker's repository name component: lowercase letters, digits and separators.
@@ -348,5 +411,46 @@ versions: {"rustc -vV": [rustc, -vV]}
         ] {
             assert!(recipes.iter().any(|r| r.name == name), "{name}");
         }
+    }
+
+    #[test]
+    fn a_variant_starts_from_its_base_folder_and_names_a_plain_one() {
+        let repo = tempfile::tempdir().unwrap();
+        let d = repo.path().join("docker");
+        write_at(&d, "probe/Dockerfile", "FROM scratch\n");
+        write_at(&d, "probe/Cargo.lock", "# base\n");
+        write_at(&d, "probe/src/main.rs", "fn main() {}\n");
+        write_at(&d, "probe/image.yaml", "vendor: true\n");
+        write_at(
+            &d,
+            "probe.alt/image.yaml",
+            "variant_of: probe\nvendor: true\non_demand: true\n",
+        );
+        write_at(&d, "probe.alt/src/main.rs", "fn main() { /* alt */ }\n");
+        let recipes = discover(&d).unwrap();
+        let alt = recipes.iter().find(|r| r.name == "probe.alt").unwrap();
+        assert_eq!(alt.cargo_lock(&d), d.join("probe/Cargo.lock"));
+        let scratch = tempfile::tempdir().unwrap();
+        let merged = crate::image::build::source_dir(repo.path(), alt, scratch.path()).unwrap();
+        let read = |rel: &str| std::fs::read_to_string(merged.join(rel)).unwrap();
+        assert_eq!(read("Dockerfile"), "FROM scratch\n");
+        assert_eq!(read("Cargo.lock"), "# base\n");
+        assert_eq!(read("src/main.rs"), "fn main() { /* alt */ }\n");
+        assert!(!merged.join(FILE).exists(), "no recipe in the context");
+        write_at(&d, "probe.bad/image.yaml", "variant_of: nope\n");
+        let err = format!("{:#}", discover(&d).unwrap_err());
+        assert!(
+            err.contains("probe.bad") && err.contains("\"nope\" is not an image folder"),
+            "{err}"
+        );
+        write_at(&d, "probe.bad/image.yaml", "variant_of: probe.alt\n");
+        let err = format!("{:#}", discover(&d).unwrap_err());
+        assert!(err.contains("itself a variant"), "{err}");
+    }
+
+    fn write_at(dir: &Path, rel: &str, text: &str) {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
     }
 }
