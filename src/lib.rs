@@ -19,6 +19,7 @@ pub mod digest;
 pub mod doctor;
 pub mod engine;
 pub mod env;
+pub mod factor;
 pub mod guest;
 pub mod image;
 pub mod index;

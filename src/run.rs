@@ -509,6 +509,7 @@ pub async fn measure(
                 &cmd,
                 &env,
                 &host_cpus,
+                probe.thp.as_deref(),
                 timeout,
                 labels,
             )

@@ -30,6 +30,9 @@ pub struct Study {
     /// The published claims to judge; may be empty (report without verdicts).
     #[serde(default)]
     pub claims: Vec<Claim>,
+    /// Alternatives `parkbench explain` can sweep, one factor at a time (see `factor`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub factors: Vec<crate::factor::Factor>,
     /// Set once [`Study::under_kernels`] has laid the study out per kernel (it is applied once).
     #[serde(skip)]
     pub per_kernel: bool,
@@ -168,11 +171,20 @@ pub struct Probe {
     /// measured on one CPU and on two. A run with fewer CPUs records the probe's cells invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<usize>,
-    /// The kernel this probe runs under (`None`: the host's, in a container). Not written in study
-    /// files: set from `protocol.kernels` or `--kernel` ([`Study::under_kernels`]).
-    #[serde(skip)]
+    /// The kernel this probe runs under (`None`: the host's, in a container): set from
+    /// `protocol.kernels` or `--kernel` ([`Study::under_kernels`]) for probes that do not name
+    /// their own. A probe may name one (`kernel: debian-6.1`; an explanation's kernel variants
+    /// do), unless the study runs under several kernels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
+    /// Under a guest kernel: the transparent huge pages mode the guest's init sets before the
+    /// probe starts (`always`, `madvise` or `never`); without it the kernel's own default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thp: Option<String>,
 }
+
+/// The THP modes a guest's init can set.
+pub const THP_MODES: [&str; 3] = ["always", "madvise", "never"];
 
 impl Probe {
     /// The CPUs this probe runs on, from the run's pinned list: the first `cpus` of them, or all.
@@ -480,6 +492,7 @@ impl Study {
                 .and_then(|()| self.validate_requires(c))
                 .with_context(|| format!("{}claim {:?}", line_of_id(text, &c.id), c.id))?;
         }
+        crate::factor::validate(&self.factors, &self.probes).context("factors")?;
         Ok(())
     }
 
@@ -500,8 +513,8 @@ impl Study {
 
 impl Study {
     /// The study under `kernels` (empty: `protocol.kernels`, else host): with one kernel every probe
-    /// runs under it and ids stay; with several, every probe and claim is repeated per kernel as
-    /// `<id>@<kernel>`, each claim judged on the probes of its own kernel.
+    /// runs under it and ids stay; with several, every probe, claim and factor is repeated per
+    /// kernel as `<id>@<kernel>`, each claim judged on the probes of its own kernel.
     pub fn under_kernels(mut self, kernels: &[String]) -> Result<Study> {
         if self.per_kernel {
             return Ok(self);
@@ -515,15 +528,40 @@ impl Study {
         self.protocol.kernels = kernels.clone();
         let guest = |k: &str| (k != crate::guest::HOST).then(|| k.to_string());
         if let [k] = kernels.as_slice() {
-            for p in &mut self.probes {
+            for p in self.probes.iter_mut().filter(|p| p.kernel.is_none()) {
                 p.kernel = guest(k);
             }
+            if let Some(p) = self
+                .probes
+                .iter()
+                .find(|p| p.thp.is_some() && p.kernel.is_none())
+            {
+                bail!(
+                    "probe {:?} sets thp, which only a guest kernel's init can set: give it a \
+                     `kernel:` or run it under one (--kernel debian-6.1)",
+                    p.id
+                );
+            }
             return Ok(self);
+        }
+        if let Some(p) = self.probes.iter().find(|p| p.kernel.is_some()) {
+            bail!(
+                "probe {:?} names its own kernel, and the study runs under several ({}): \
+                 drop the probe's `kernel:` or run under one kernel",
+                p.id,
+                kernels.join(", ")
+            );
         }
         let at = |id: &str, k: &str| format!("{id}@{k}");
         let probes = std::mem::take(&mut self.probes);
         let claims = std::mem::take(&mut self.claims);
+        let factors = std::mem::take(&mut self.factors);
         for k in &kernels {
+            self.factors.extend(factors.iter().cloned().map(|mut f| {
+                f.id = at(&f.id, k);
+                f.probe = at(&f.probe, k);
+                f
+            }));
             self.probes.extend(probes.iter().cloned().map(|mut p| {
                 p.id = at(&p.id, k);
                 p.kernel = guest(k);
@@ -635,6 +673,13 @@ impl Study {
 
     /// A probe's own scales and program path.
     fn validate_probe(&self, probe: &Probe) -> Result<()> {
+        if let Some(mode) = &probe.thp {
+            ensure!(
+                THP_MODES.contains(&mode.as_str()),
+                "thp: {mode:?} is not a THP mode; use one of {}",
+                THP_MODES.join(", ")
+            );
+        }
         match &probe.scales {
             Some(s) => {
                 ensure!(
@@ -1039,6 +1084,43 @@ mod tests {
     }
 
     #[test]
+    fn a_probe_may_name_its_kernel_and_thp_but_thp_needs_a_guest() {
+        let own = DEFAULT_STUDY.replacen(
+            "    image: go\n",
+            "    image: go\n    kernel: debian-6.1\n    thp: never\n",
+            1,
+        );
+        let study = Study::parse(&own).unwrap();
+        let host = study.clone().under_kernels(&[]).unwrap();
+        let go = host.probe("go").unwrap();
+        assert_eq!(
+            (go.kernel.as_deref(), go.thp.as_deref()),
+            (Some("debian-6.1"), Some("never"))
+        );
+        assert!(host.probe("rust-tokio").unwrap().kernel.is_none());
+        let err = format!(
+            "{:#}",
+            study
+                .under_kernels(&["host".into(), "debian-6.1".into()])
+                .unwrap_err()
+        );
+        assert!(err.contains("names its own kernel"), "{err}");
+        let bad = DEFAULT_STUDY.replacen("    image: go\n", "    image: go\n    thp: big\n", 1);
+        let err = format!("{:#}", Study::parse(&bad).unwrap_err());
+        assert!(err.contains("not a THP mode"), "{err}");
+        let hostless =
+            DEFAULT_STUDY.replacen("    image: go\n", "    image: go\n    thp: never\n", 1);
+        let err = format!(
+            "{:#}",
+            Study::parse(&hostless)
+                .unwrap()
+                .under_kernels(&[])
+                .unwrap_err()
+        );
+        assert!(err.contains("only a guest kernel"), "{err}");
+    }
+
+    #[test]
     fn one_kernel_keeps_the_ids_and_several_repeat_probes_and_claims_per_kernel() {
         let study = Study::default_study();
         let one = study.clone().under_kernels(&["debian-6.1".into()]).unwrap();
@@ -1065,6 +1147,13 @@ mod tests {
             .unwrap();
         assert_eq!(c.probe, "rust-tokio@wsl-like");
         assert_eq!(c.than, Some(Than::One("go@wsl-like".into())));
+        let f = both
+            .factors
+            .iter()
+            .find(|f| f.id == "gogc@wsl-like")
+            .unwrap();
+        assert_eq!(f.probe, "go@wsl-like");
+        assert_eq!(both.factors.len(), 2 * study.factors.len());
         assert!(both.probe("go@host").unwrap().kernel.is_none());
         // Applied once: a second call changes nothing.
         assert_eq!(both.clone().under_kernels(&["host".into()]).unwrap(), both);

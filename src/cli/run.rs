@@ -36,7 +36,8 @@ pub async fn study_run(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> 
         None => args.kernel.clone(),
     };
     let study = study.under_kernels(&kernels)?;
-    guest::check_names(&study.protocol.kernels, &guest::known(&paths.repo)?)?;
+    let named: Vec<String> = study.kernels().into_iter().map(String::from).collect();
+    guest::check_names(&named, &guest::known(&paths.repo)?)?;
     let file = match (&resume, &args.study) {
         (Some(dir), _) => Some(dir.file(run_dir::STUDY)),
         (None, path) => path.clone(),

@@ -141,6 +141,7 @@ pub fn cell_spec(
     cmd: &[String],
     env: &BTreeMap<String, String>,
     host_cpus: &[usize],
+    thp: Option<&str>,
     timeout: Duration,
     labels: BTreeMap<String, String>,
 ) -> Option<(ContainerSpec, Accel)> {
@@ -167,7 +168,7 @@ pub fn cell_spec(
         host_cpus,
         argv: cmd,
         env: &env,
-        thp: None,
+        thp,
         timeout: timeout
             + match accel {
                 Accel::Kvm => Duration::from_secs(30),
