@@ -44,6 +44,9 @@ pub enum Command {
     /// Rerun an archive's study here with its binaries (loaded from it, or rebuilt and checked), then
     /// compare the new run with the archived one.
     Rerun(RerunArgs),
+    /// Explain a claim that differs: rerun its probes with one declared factor changed at a time
+    /// (the study's `factors:`), then say which factor, if any, accounts for the difference.
+    Explain(ExplainArgs),
     /// Remove parkbench's images (`--images`) and its artifact cache (`--cache`). Runs are never touched.
     Clean(CleanArgs),
     /// Benchmarks of the kit itself.
@@ -110,6 +113,31 @@ pub struct RerunArgs {
     /// Processes per probe and scale, as for `run`; the archived run's own when omitted.
     #[arg(long, value_name = "N|auto", conflicts_with = "resume")]
     pub repeats: Option<RepeatsChoice>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The run whose claim is explained (e.g. `results/wait-1m/runs/latest`).
+    pub run_dir: PathBuf,
+    /// The claim to explain (an id of the run's study).
+    #[arg(long)]
+    pub claim: String,
+    /// Only these factors (comma-separated ids of the study's `factors:`); all that bear on the
+    /// claim's probes when omitted.
+    #[arg(long, value_delimiter = ',', value_name = "FACTOR,…")]
+    pub factors: Vec<String>,
+    /// Sweep even when the claim reproduced in the run.
+    #[arg(long)]
+    pub force: bool,
+    /// Processes per variant; the study's `protocol.repeats` when omitted.
+    #[arg(long, value_name = "N|auto")]
+    pub repeats: Option<RepeatsChoice>,
+    /// CPUs to pin to, as for `run` (default `auto`).
+    #[arg(long, value_name = "LIST|auto")]
+    pub cpus: Option<CpuChoice>,
+    /// Do not try the two closest levels together when no single one reaches the published value.
+    #[arg(long)]
+    pub no_pairs: bool,
 }
 
 #[derive(Debug, Args)]

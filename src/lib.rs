@@ -2,7 +2,7 @@
 //!
 //! The pipeline, one module per stage: pins → base rootfs and images (`pin`, `artifact`, `image`) →
 //! runs and raw samples (`run`, `sample`, `env`, `warning`) → statistics and report (`summary`, `report`) →
-//! verdicts (`verdict`) → archive (`archive`). Only `engine` talks to the Docker Engine.
+//! verdicts (`verdict`) → archive (`archive`); a differing claim's sweep of `factor`s (`explain`). Only `engine` talks to the Docker Engine.
 
 pub mod archive;
 pub mod args;
@@ -19,6 +19,7 @@ pub mod digest;
 pub mod doctor;
 pub mod engine;
 pub mod env;
+pub mod explain;
 pub mod factor;
 pub mod guest;
 pub mod image;

@@ -106,7 +106,20 @@ impl Outcome {
 
     /// Writes report.md, figure.svg, samples.csv, summary.json and verdicts.json into `dir`.
     pub fn write_report(&self, dir: &Path) -> Result<()> {
-        report::write_all(dir, &self.report_input()).map(|_| ())
+        report::write_all(dir, &self.report_input())?;
+        // `parkbench explain` keeps an index of a run's explanations beside its report.
+        if dir.join(crate::explain::INDEX).is_file() {
+            let path = dir.join(run_dir::REPORT);
+            let mut text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            text.push_str(&format!(
+                "\n## Explanations\n\nClaims of this run explained by `parkbench explain`, with \
+                 which factor accounts for each difference: [{0}]({0}).\n",
+                crate::explain::INDEX
+            ));
+            crate::cache::write_atomic(&path, text.as_bytes())?;
+        }
+        Ok(())
     }
 
     /// The terminal text: verdict table, deviations, validity warnings, partial data.

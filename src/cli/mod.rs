@@ -8,6 +8,7 @@ mod check;
 mod clean;
 mod compare;
 mod doctor;
+mod explain;
 mod interrupt;
 mod prepare;
 mod report;
@@ -121,6 +122,7 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
         Command::Compare(args) => compare::command(&args),
         Command::Reproduce(args) => reproduce::command(paths, &args, interrupt).await,
         Command::Rerun(args) => rerun::command(paths, &args, interrupt).await,
+        Command::Explain(args) => explain::command(paths, &args, interrupt).await,
         Command::Clean(args) => clean::command(&args).await,
         Command::Bench(BenchCommand::Fidelity(args)) => bench::fidelity(&paths.repo, &args).await,
     }
