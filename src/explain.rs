@@ -112,6 +112,13 @@ pub fn sweep(
     factors: &[&Factor],
     pairs: &[(&Factor, &Level, &Factor, &Level)],
 ) -> Result<Sweep> {
+    if matches!(&claim.than, Some(Than::One(w)) if w == "lowest" || w == "highest") {
+        bail!(
+            "claim {:?} compares its probe with the lowest or highest of the study's probes: a sweep \
+             runs only the claim's probes and its variants, so it cannot judge such a claim",
+            claim.id
+        );
+    }
     if matches!(claim.expected, Expected::Order(_)) {
         bail!(
             "claim {:?} is an order of probes: a sweep explains a value, not a ranking",
@@ -139,6 +146,9 @@ pub fn sweep(
     // The probes keep the kernels the run gave them; the sweep is not laid out again.
     out.protocol.kernels.clear();
     out.protocol.scales = vec![tasks];
+    if let Some(than) = claim.than_tasks.filter(|n| *n != tasks) {
+        out.protocol.scales.push(than);
+    }
     let names = probes_of(claim);
     out.probes.retain(|p| names.contains(&p.id.as_str()));
     for p in &mut out.probes {
@@ -221,6 +231,10 @@ pub struct Row {
     pub status: Status,
     /// Why the variant was not measured (a failed build, invalid samples).
     pub note: Option<String>,
+    /// The baseline `change` and `closes` are against, when it is not the explanation's own (a
+    /// pair tried together in a second sweep, beside that sweep's own baseline).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub against: Option<f64>,
 }
 
 /// An explanation of one claim.
@@ -268,17 +282,19 @@ fn target(expected: &Expected, from: f64) -> Option<f64> {
 fn spread(summary: &Summary, v: &Verdict) -> Option<f64> {
     let tasks = v.tasks?;
     let cell = summary.cell(&v.probe, tasks)?;
+    // The spread of the statistics read per process; other claims show none.
     let values: Vec<f64> = match v.stat {
         crate::study::Stat::PerTaskBytes => cell
             .processes
             .iter()
             .filter_map(|p| p.per_task_bytes)
             .collect(),
-        _ => cell
+        crate::study::Stat::RssMedian => cell
             .processes
             .iter()
             .filter_map(|p| p.rss_median_bytes)
             .collect(),
+        _ => return None,
     };
     let s = crate::summary::Spread::of(values)?;
     (s.median != 0.0).then(|| (s.max - s.min) / s.median.abs())
@@ -318,6 +334,7 @@ pub fn explain(
             closes: change.zip(gap).and_then(|(c, g)| (g != 0.0).then(|| c / g)),
             status: v.map_or(Status::NotMeasured, |v| v.status),
             note: v.and_then(|v| v.note.clone()),
+            against: None,
         });
     }
     for (variant, why) in failed {
@@ -330,6 +347,7 @@ pub fn explain(
             closes: None,
             status: Status::NotMeasured,
             note: Some(why.clone()),
+            against: None,
         });
     }
     let mut e = Explanation {
@@ -351,7 +369,11 @@ pub fn explain(
 impl Explanation {
     /// Adds the rows of a second sweep (the pair tried together) and says the finding again.
     pub fn merge(&mut self, other: Explanation) {
-        self.rows.extend(other.rows);
+        let against = other.baseline.filter(|b| Some(*b) != self.baseline);
+        self.rows.extend(other.rows.into_iter().map(|mut r| {
+            r.against = r.against.or(against);
+            r
+        }));
         self.sweep_run = format!("{}, {}", self.sweep_run, other.sweep_run);
         self.finding = finding(self);
     }
@@ -527,7 +549,13 @@ pub fn markdown(e: &Explanation) -> String {
             } else {
                 "−"
             };
-            format!("{sign}{shown}")
+            match r.against {
+                Some(b) => format!(
+                    "{sign}{shown} (against its sweep's baseline {})",
+                    number::value(b, unit)
+                ),
+                None => format!("{sign}{shown}"),
+            }
         });
         let status = match &r.note {
             Some(n) if r.value.is_none() => format!("{} ({n})", r.status.label()),
@@ -577,7 +605,7 @@ pub fn svg(e: &Explanation) -> String {
     let _ = writeln!(
         out,
         "<text x=\"10\" y=\"18\" font-weight=\"bold\">{}: change against the baseline</text>",
-        e.claim
+        xml(&e.claim)
     );
     for (i, r) in rows.iter().enumerate() {
         let y = 34.0 + row_h * i as f64;

@@ -107,19 +107,7 @@ impl Outcome {
     /// Writes report.md, figure.svg, samples.csv, summary.json and verdicts.json into `dir`.
     pub fn write_report(&self, dir: &Path) -> Result<()> {
         report::write_all(dir, &self.report_input())?;
-        // `parkbench explain` keeps an index of a run's explanations beside its report.
-        if dir.join(crate::explain::INDEX).is_file() {
-            let path = dir.join(run_dir::REPORT);
-            let mut text = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            text.push_str(&format!(
-                "\n## Explanations\n\nClaims of this run explained by `parkbench explain`, with \
-                 which factor accounts for each difference: [{0}]({0}).\n",
-                crate::explain::INDEX
-            ));
-            crate::cache::write_atomic(&path, text.as_bytes())?;
-        }
-        Ok(())
+        link_explanations(dir)
     }
 
     /// The terminal text: verdict table, deviations, validity warnings, partial data.
@@ -302,6 +290,27 @@ fn ours_version(name: &str, e: &Environment) -> Option<String> {
             .find(|w| w.chars().any(|c| c.is_ascii_digit()))
             .map(str::to_owned),
     }
+}
+
+/// The "Explanations" section of a run's report.md, linking the index `parkbench explain` keeps
+/// beside it: added once, when the index exists; nothing else in the run folder is touched.
+pub fn link_explanations(dir: &Path) -> Result<()> {
+    if !dir.join(crate::explain::INDEX).is_file() {
+        return Ok(());
+    }
+    let path = dir.join(run_dir::REPORT);
+    let mut text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    const HEADING: &str = "\n## Explanations\n";
+    if text.contains(HEADING) {
+        return Ok(());
+    }
+    text.push_str(&format!(
+        "{HEADING}\nClaims of this run explained by `parkbench explain`, with which factor \
+         accounts for each difference: [{0}]({0}).\n",
+        crate::explain::INDEX
+    ));
+    crate::cache::write_atomic(&path, text.as_bytes())
 }
 
 #[cfg(test)]

@@ -552,6 +552,15 @@ impl Study {
                 kernels.join(", ")
             );
         }
+        if kernels.iter().any(|k| k == crate::guest::HOST)
+            && let Some(p) = self.probes.iter().find(|p| p.thp.is_some())
+        {
+            bail!(
+                "probe {:?} sets thp, which only a guest kernel's init can set, and the study also \
+                 runs under host: drop `host` from the kernels or the probe's `thp:`",
+                p.id
+            );
+        }
         let at = |id: &str, k: &str| format!("{id}@{k}");
         let probes = std::mem::take(&mut self.probes);
         let claims = std::mem::take(&mut self.claims);

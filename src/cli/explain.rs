@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 
 use super::{Ending, Interrupt, Paths, archive, prepare, report, run};
 use crate::args::{ExplainArgs, RunArgs};
@@ -41,9 +41,10 @@ pub async fn command(paths: &Paths, args: &ExplainArgs, interrupt: &Interrupt) -
         return Ok(Ending::Ok);
     }
     let factors = explain::factors_for(&study, claim, &args.factors)?;
-    let root = explain_root(run.path())?;
+    check_levels(&paths.repo, &factors)?;
+    let root = explain_root(run.path(), paths, &study);
     let sweep = explain::sweep(&study, claim, &factors, &[])?;
-    let Some(mut e) = measure(
+    let measured = measure(
         paths,
         args,
         &root,
@@ -52,19 +53,21 @@ pub async fn command(paths: &Paths, args: &ExplainArgs, interrupt: &Interrupt) -
         &explained.run_id,
         interrupt,
     )
-    .await?
-    else {
+    .await?;
+    let Some((mut e, dir)) = measured else {
         return Ok(Ending::Interrupted);
     };
+    let mut dirs = vec![dir];
+    let mut ending = Ending::Ok;
     if !args.no_pairs
-        && let Some(pair) = explain::pair_to_try(&e.0, &factors)
+        && let Some(pair) = explain::pair_to_try(&e, &factors)
     {
         eprintln!(
             "no single factor reaches the published value: trying {} and {} together",
             pair.0.id, pair.2.id
         );
         let sweep = explain::sweep(&study, claim, &[], &[pair])?;
-        let Some(second) = measure(
+        match measure(
             paths,
             args,
             &root,
@@ -74,24 +77,81 @@ pub async fn command(paths: &Paths, args: &ExplainArgs, interrupt: &Interrupt) -
             interrupt,
         )
         .await?
-        else {
-            return Ok(Ending::Interrupted);
-        };
-        e.0.merge(second.0);
+        {
+            Some((second, dir)) => {
+                e.merge(second);
+                dirs.push(dir);
+            }
+            None => {
+                eprintln!(
+                    "the pair's sweep was interrupted: the explanation has the single factors only"
+                );
+                ending = Ending::Interrupted;
+            }
+        }
     }
-    let (e, dir) = e;
-    write(&e, &dir)?;
-    let info = archive::command(&paths.repo, &dir, false).await?;
-    index(run.path(), &dir, &e)?;
-    explained.write_report(run.path())?;
+    // Every sweep's folder holds the explanation and is archived, so each row can be checked.
+    let mut archives = Vec::new();
+    for dir in &dirs {
+        write(&e, dir)?;
+        archives.push(archive::command(&paths.repo, dir, false).await?.path);
+    }
+    index(run.path(), &dirs[0], &e)?;
+    // A run's report gets the link; a run not yet reported (`run` alone) gets its report now.
+    if run.file(crate::run_dir::REPORT).is_file() {
+        outcome::link_explanations(run.path())?;
+    } else {
+        explained.write_report(run.path())?;
+    }
     print!("\n{}", explain::markdown(&e));
     println!(
-        "\nexplanation: {}\narchive: {}\ncheck it with: parkbench verify {}",
-        dir.join(explain::MARKDOWN).display(),
-        info.path.display(),
-        info.path.display()
+        "\nexplanation: {}",
+        dirs[0].join(explain::MARKDOWN).display()
     );
-    Ok(Ending::Ok)
+    for a in &archives {
+        println!(
+            "archive: {}\ncheck it with: parkbench verify {}",
+            a.display(),
+            a.display()
+        );
+    }
+    Ok(ending)
+}
+
+/// Every level's image is a probe image under docker/ and its kernel a known one, before anything
+/// is built or run.
+fn check_levels(repo: &Path, factors: &[&crate::factor::Factor]) -> Result<()> {
+    let recipes = crate::image::recipe::discover(&repo.join("docker"))?;
+    let images: Vec<&str> = recipes
+        .iter()
+        .filter(|r| r.probe)
+        .map(|r| r.name.as_str())
+        .collect();
+    let kernels = crate::guest::known(repo)?;
+    for f in factors {
+        for l in &f.levels {
+            if let Some(image) = &l.image {
+                ensure!(
+                    images.contains(&image.as_str()),
+                    "factor {:?}, level {:?}: image {image:?} is not a probe image under docker/ \
+                     (the probe images: {}); add the variant folder or fix the name",
+                    f.id,
+                    l.id,
+                    images.join(", ")
+                );
+            }
+            if let Some(k) = l.kernel.as_deref().filter(|k| *k != crate::guest::HOST) {
+                ensure!(
+                    kernels.iter().any(|known| known == k),
+                    "factor {:?}, level {:?}: kernel {k:?} is not a known kernel (host, {})",
+                    f.id,
+                    l.id,
+                    kernels.join(", ")
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The run's study with its factors; a run made before its study declared any takes the factors
@@ -100,7 +160,8 @@ fn with_factors(mut study: Study, paths: &Paths) -> Result<Study> {
     if study.factors.is_empty() {
         let file = paths.results.join(&study.id).join("study.yaml");
         if file.is_file() {
-            let current = Study::load(&file)?;
+            let kernels = study.protocol.kernels.clone();
+            let current = Study::load(&file)?.under_kernels(&kernels)?;
             eprintln!(
                 "the run's study declares no factors: taking those of {}",
                 file.display()
@@ -114,13 +175,14 @@ fn with_factors(mut study: Study, paths: &Paths) -> Result<Study> {
     Ok(study)
 }
 
-/// `results/<study>/explain/` for a run folder `results/<study>/runs/<id>`.
-fn explain_root(run: &Path) -> Result<PathBuf> {
-    let study_dir = run
-        .parent()
-        .and_then(Path::parent)
-        .with_context(|| format!("{} is not inside a study's runs/ folder", run.display()))?;
-    Ok(study_dir.join("explain"))
+/// Where the sweeps go: `<study folder>/explain/` beside the run's `runs/` folder, or, for a run
+/// folder kept elsewhere, `results/<study>/explain/`.
+fn explain_root(run: &Path, paths: &Paths, study: &Study) -> PathBuf {
+    let parent = run.parent();
+    match parent.and_then(|p| Some((p.file_name()?, p.parent()?))) {
+        Some((name, study_dir)) if name == "runs" => study_dir.join("explain"),
+        _ => paths.results.join(&study.id).join("explain"),
+    }
 }
 
 /// Builds the sweep's images (a variant whose build fails is left out, with why), runs the sweep
@@ -288,7 +350,14 @@ fn index(run: &Path, sweep_dir: &Path, e: &Explanation) -> Result<()> {
     let path = run.join(explain::INDEX);
     let mut text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
-        Err(_) => "# Explanations of this run's claims\n\n".to_string(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            "# Explanations of this run's claims\n\n".to_string()
+        }
+        Err(e) => {
+            return Err(e).with_context(|| {
+                format!("reading {} to add this explanation to it", path.display())
+            });
+        }
     };
     let link = relative(run, &sweep_dir.join(explain::MARKDOWN));
     text.push_str(&format!(

@@ -80,6 +80,7 @@ fn row(factor: &str, level: &str, value: f64, status: Status) -> Row {
         closes: Some((value - 448.0) / (384.0 - 448.0)),
         status,
         note: None,
+        against: None,
     }
 }
 
@@ -196,4 +197,21 @@ fn a_study_laid_out_per_kernel_is_swept_by_the_declared_factor_names_and_not_lai
             .iter()
             .all(|p| p.kernel.as_deref() == Some("debian-6.1"))
     );
+}
+
+#[test]
+fn a_claim_against_the_lowest_of_all_probes_is_refused_and_than_tasks_joins_the_scales() {
+    let s = study();
+    let mut c = claim(&s, "rust-lower-1m").clone();
+    c.than = Some(Than::One("lowest".into()));
+    let factors = factors_for(&s, &c, &["workers".into()]).unwrap();
+    let err = format!("{:#}", sweep(&s, &c, &factors, &[]).err().unwrap());
+    assert!(err.contains("lowest or highest"), "{err}");
+    let mut c = claim(&s, "rust-per-task-1m").clone();
+    c.than_tasks = Some(10_000);
+    c.stat = crate::study::Stat::Ratio;
+    c.of = Some(crate::study::Stat::RssMedian);
+    c.unit = crate::study::Unit::Times;
+    let swept = sweep(&s, &c, &factors, &[]).unwrap();
+    assert_eq!(swept.study.protocol.scales, [1_000_000, 10_000]);
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, ensure};
 
 use super::recipe::{FILE, Recipe};
 use super::{BuildOptions, BuiltImage, Manifest, Outcome, namespace};
@@ -186,12 +186,25 @@ pub fn source_dir(repo: &Path, recipe: &Recipe, scratch: &Path) -> Result<PathBu
     Ok(merged)
 }
 
-/// Copies the files below `from` (but its recipe file) to the same places below `to`.
+/// Copies the files below `from` (but its recipe file and the folders a build context leaves out)
+/// to the same places below `to`. A symbolic link is refused: a variant's sources are plain files.
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    for entry in walkdir::WalkDir::new(from).sort_by_file_name() {
+    let walk = walkdir::WalkDir::new(from).sort_by_file_name().into_iter();
+    let skipped = |e: &walkdir::DirEntry| {
+        e.depth() == 1
+            && e.file_type().is_dir()
+            && matches!(e.file_name().to_str(), Some(".git" | "target" | "vendor"))
+    };
+    for entry in walk.filter_entry(|e| !skipped(e)) {
         let entry = entry?;
         let rel = entry.path().strip_prefix(from)?;
         let dest = to.join(rel);
+        ensure!(
+            !entry.path_is_symlink(),
+            "{} is a symbolic link: a variant's sources (and the folder it is a variant of) hold \
+             plain files; replace the link with the file",
+            entry.path().display()
+        );
         if entry.file_type().is_dir() {
             std::fs::create_dir_all(&dest)?;
         } else if rel != Path::new(FILE) {
