@@ -394,36 +394,36 @@ fn finding(e: &Explanation) -> String {
     let (pairs, singles): (Vec<&Row>, Vec<&Row>) =
         reached.iter().partition(|r| r.factor.contains('+'));
     let mut out = String::new();
-    if !singles.is_empty() {
-        for r in &singles {
-            let _ = write!(
-                out,
-                "{} = {} alone accounts for the difference: {} against the baseline's {} (published {}). ",
-                r.factor,
-                r.level,
-                show(r.value.unwrap_or(f64::NAN)),
-                show(baseline),
-                show(e.published)
-            );
-        }
-    } else if !pairs.is_empty() {
-        for r in &pairs {
-            let _ = write!(
-                out,
-                "No factor alone accounts for the difference; {} = {} together do: {} against the baseline's {} (published {}). ",
-                r.factor,
-                r.level,
-                show(r.value.unwrap_or(f64::NAN)),
-                show(baseline),
-                show(e.published)
-            );
-        }
-    } else {
-        let best = e.rows.iter().filter(|r| r.closes.is_some()).max_by(|a, b| {
-            a.closes
-                .partial_cmp(&b.closes)
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
+    // Single levels that reach the published value say it; else pairs that do.
+    let alone = !singles.is_empty();
+    let found = if alone { &singles } else { &pairs };
+    for r in found.iter() {
+        let lead = if alone {
+            format!(
+                "{} = {} alone accounts for the difference",
+                r.factor, r.level
+            )
+        } else {
+            format!(
+                "No factor alone accounts for the difference; {} = {} together do",
+                r.factor, r.level
+            )
+        };
+        let _ = write!(
+            out,
+            "{lead}: {} against the baseline's {} (published {}). ",
+            show(r.value.unwrap_or(f64::NAN)),
+            show(baseline),
+            show(e.published)
+        );
+    }
+    if found.is_empty() {
+        let best = e
+            .rows
+            .iter()
+            .filter_map(|r| Some((r, r.closes?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(r, _)| r);
         let _ = write!(
             out,
             "None of the swept factors explains the difference: the baseline measures {} against the published {}",
@@ -482,11 +482,8 @@ pub fn pair_to_try<'a>(
         .iter()
         .filter(|r| r.closes.is_some_and(|c| c > 0.0) && !r.factor.contains('+'))
         .collect();
-    helpful.sort_by(|a, b| {
-        b.closes
-            .partial_cmp(&a.closes)
-            .unwrap_or(std::cmp::Ordering::Equal)
-    });
+    // Every `closes` here is set (filtered above).
+    helpful.sort_by(|a, b| b.closes.unwrap_or(0.0).total_cmp(&a.closes.unwrap_or(0.0)));
     let find = |r: &Row| {
         let f = factors
             .iter()

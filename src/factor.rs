@@ -18,10 +18,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use serde::{Deserialize, Serialize};
 
-use crate::study::{Probe, THP_MODES};
+use crate::study::Probe;
 
 /// One factor: the probe it is about and its alternatives to the probe's own setting (the baseline,
 /// which is not listed).
@@ -157,11 +157,7 @@ pub fn validate(factors: &[Factor], probes: &[Probe]) -> Result<()> {
             );
             ensure!(l.cpus != Some(0), "{at}: cpus must be at least 1");
             if let Some(mode) = &l.thp {
-                ensure!(
-                    THP_MODES.contains(&mode.as_str()),
-                    "{at}: thp {mode:?} is not one of {}",
-                    THP_MODES.join(", ")
-                );
+                crate::study::check_thp_mode(mode).with_context(|| at.clone())?;
                 ensure!(
                     l.kernel.as_deref().is_some_and(|k| k != crate::guest::HOST),
                     "{at}: thp is set by a guest kernel's init; name the level's kernel (e.g. debian-6.1)"

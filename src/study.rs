@@ -186,6 +186,16 @@ pub struct Probe {
 /// The THP modes a guest's init can set.
 pub const THP_MODES: [&str; 3] = ["always", "madvise", "never"];
 
+/// Fails unless `mode` is one of [`THP_MODES`], naming them.
+pub fn check_thp_mode(mode: &str) -> Result<()> {
+    ensure!(
+        THP_MODES.contains(&mode),
+        "thp: {mode:?} is not a THP mode: it is not one of {}",
+        THP_MODES.join(", ")
+    );
+    Ok(())
+}
+
 impl Probe {
     /// The CPUs this probe runs on, from the run's pinned list: the first `cpus` of them, or all.
     /// `Err` says why the run cannot give the probe what it asks for.
@@ -683,11 +693,7 @@ impl Study {
     /// A probe's own scales and program path.
     fn validate_probe(&self, probe: &Probe) -> Result<()> {
         if let Some(mode) = &probe.thp {
-            ensure!(
-                THP_MODES.contains(&mode.as_str()),
-                "thp: {mode:?} is not a THP mode; use one of {}",
-                THP_MODES.join(", ")
-            );
+            check_thp_mode(mode)?;
         }
         match &probe.scales {
             Some(s) => {
