@@ -1,44 +1,24 @@
 //! parkbench: rerun published runtime benchmarks in pinned containers, with evidence attached.
 //!
-//! The pipeline, one module per stage: pins → base rootfs and images (`pin`, `artifact`, `image`) →
-//! runs and raw samples (`run`, `sample`, `env`, `warning`) → statistics and report (`summary`, `report`) →
-//! verdicts (`verdict`) → archive (`archive`); a differing claim's sweep of `factor`s (`explain`). Only `engine` talks to the Docker Engine.
+//! The source is the pipeline, one folder per stage, each importing only the floors below it:
+//!
+//! | floor | folder | produces |
+//! | --- | --- | --- |
+//! | 1 | `stats`, `yaml` | median, CV, percentiles, bootstrap; YAML loading with exact error locations |
+//! | 2 | `study` | the schema: a study, its probes, claims, kinds, factors, and the sample record |
+//! | 2 | `engine` | the one door to the Docker Engine, and its fake for unit tests |
+//! | 3 | `build` | pins → artifacts → build contexts → pinned images and their manifest |
+//! | 4 | `run` | a run folder of raw samples, its environment and warnings, on the host or in a guest kernel |
+//! | 5 | `outputs` | statistics, verdicts, report, archive, compare, index, explanations |
+//! | 6 | `ops` | what a command does, as a pipeline: reproduce, rerun, explain |
+//! | 7 | `cli` | argument plumbing and exit codes |
 
-pub mod archive;
-pub mod args;
-pub mod artifact;
-pub mod bench;
-pub mod bootstrap;
-pub mod cache;
-pub mod claim;
+pub mod build;
 pub mod cli;
-pub mod compare;
-pub mod context;
-pub mod cpuset;
-pub mod digest;
-pub mod doctor;
 pub mod engine;
-pub mod env;
-pub mod explain;
-pub mod factor;
-pub mod guest;
-pub mod image;
-pub mod index;
-pub mod initramfs;
-pub mod kind;
-pub mod outcome;
-pub mod pin;
-pub mod plan;
-pub mod repeats;
-pub mod report;
-pub mod rerun;
+pub mod ops;
+pub mod outputs;
 pub mod run;
-pub mod run_dir;
-pub mod sample;
-pub mod seccomp;
+pub mod stats;
 pub mod study;
-pub mod summary;
-pub mod tarball;
-pub mod verdict;
-pub mod warning;
 pub mod yaml;

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use parkbench::{args, cli};
+use parkbench::cli::{self, args};
 
 use clap::Parser;
 

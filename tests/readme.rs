@@ -36,7 +36,7 @@ fn the_study_example_is_the_default_study_and_parses() {
 
 #[test]
 fn the_image_recipe_example_parses_with_every_field() {
-    use parkbench::image::recipe::Recipe;
+    use parkbench::build::image::recipe::Recipe;
     let example = block_after(&readme(), "<!-- image-recipe -->");
     let recipe =
         Recipe::parse("example", &example).expect("the README's image.yaml example parses");
@@ -50,9 +50,9 @@ fn the_rerun_record_example_parses() {
     let example = block_after(&readme(), "<!-- rerun-of -->");
     let record: serde_json::Value =
         serde_json::from_str(&format!("{{{example}}}")).expect("the rerun_of example is JSON");
-    let of: parkbench::rerun::RerunOf =
+    let of: parkbench::ops::rerun::RerunOf =
         serde_json::from_value(record["rerun_of"].clone()).expect("it is a rerun_of record");
-    assert_eq!(of.images, parkbench::rerun::Origin::Loaded);
+    assert_eq!(of.images, parkbench::ops::rerun::Origin::Loaded);
 }
 
 #[test]

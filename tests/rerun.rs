@@ -39,8 +39,12 @@ fn repack(root: &Path, out: &Path) -> PathBuf {
         .filter_map(|l| {
             let (_, path) = l.split_once("  ")?;
             let file = root.join(path);
-            file.is_file()
-                .then(|| format!("{}  {path}\n", parkbench::digest::file(&file).unwrap()))
+            file.is_file().then(|| {
+                format!(
+                    "{}  {path}\n",
+                    parkbench::build::digest::file(&file).unwrap()
+                )
+            })
         })
         .collect();
     std::fs::write(&sums, fixed).unwrap();
@@ -110,7 +114,7 @@ fn rerun_an_archive_with_and_without_images() {
     let of = &state(&run)["rerun_of"];
     assert_eq!(
         of["sha256"].as_str().unwrap(),
-        parkbench::digest::file(&with_images).unwrap()
+        parkbench::build::digest::file(&with_images).unwrap()
     );
     assert_eq!(of["images"], "loaded");
     assert!(run.join("compare.md").is_file() && run.join("compare.svg").is_file());

@@ -8,8 +8,9 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use parkbench::tarball::{Layout, Tree, Writer};
-use parkbench::{archive, context, digest};
+use parkbench::build::tarball::{Layout, Tree, Writer};
+use parkbench::build::{context, digest};
+use parkbench::outputs::archive;
 
 /// Build context of the fixture's `probe/` folder plus a vendored folder and a blob.
 const CONTEXT_SHA256: &str = "1771a0508f5492c0a21a99bc3404ac7b13c3e78dbccd61429962381ac6b003e5";

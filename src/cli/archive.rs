@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::archive::{self, ArchiveInfo};
-use crate::cache::Cache;
+use crate::build::cache::Cache;
+use crate::build::image::{self, Manifest};
 use crate::engine::Engine;
-use crate::image::{self, Manifest};
-use crate::run_dir::{self, RunDir};
+use crate::outputs::archive::{self, ArchiveInfo};
+use crate::run::run_dir::{self, RunDir};
 
 /// The source bundle's folder of vendored crates' checksums (see [`image::vendored_checksums`]).
 const VENDOR_CHECKSUMS: &str = "vendor-checksums";
@@ -44,7 +44,7 @@ async fn export_images(repo: &Path, run: &RunDir, dir: &Path) -> Result<Vec<(Str
     let probes = image::probe_names(repo)?;
     // A run under guest kernels carries its VM and kernel images too.
     let wanted =
-        |name: &str| probes.iter().any(|p| p == name) || crate::guest::is_guest_image(name);
+        |name: &str| probes.iter().any(|p| p == name) || crate::run::guest::is_guest_image(name);
     for img in manifest.images.iter().filter(|i| wanted(&i.name)) {
         let path = dir.join(format!("{}.tar", img.name));
         eprintln!("exporting {}", img.tag);

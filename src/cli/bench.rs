@@ -5,9 +5,9 @@ use std::path::Path;
 use anyhow::{Result, bail};
 
 use super::{Ending, Prepared, prepare};
-use crate::args::FidelityArgs;
-use crate::guest;
-use crate::run;
+use crate::cli::args::FidelityArgs;
+use crate::run::guest;
+use crate::run::lifecycle;
 use crate::study::Study;
 
 /// The same probe binaries in containers and natively, side by side.
@@ -48,8 +48,8 @@ pub async fn fidelity(repo: &Path, args: &FidelityArgs) -> Result<Ending> {
         cache,
     } = prepare(repo, &build).await?;
     let available = engine.cpus().await?;
-    let (cpus, deviations) = run::choose_cpus(&study.protocol.cpus, &available, &args.cpus)?;
-    let state = run::new_state("bench-fidelity", &study, &cpus, deviations);
+    let (cpus, deviations) = lifecycle::choose_cpus(&study.protocol.cpus, &available, &args.cpus)?;
+    let state = lifecycle::new_state("bench-fidelity", &study, &cpus, deviations);
     let guests = match &in_vm {
         Some(s) => {
             let cancel = tokio_util::sync::CancellationToken::new();
@@ -60,7 +60,7 @@ pub async fn fidelity(repo: &Path, args: &FidelityArgs) -> Result<Ending> {
     let second = in_vm.as_ref().zip(guests.as_ref());
     print!(
         "{}",
-        crate::bench::fidelity(&engine, &study, &manifest, &state, second).await?
+        crate::run::bench::fidelity(&engine, &study, &manifest, &state, second).await?
     );
     Ok(Ending::Ok)
 }

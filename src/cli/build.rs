@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::{Ending, prepare};
-use crate::args::BuildArgs;
+use crate::cli::args::BuildArgs;
 
 pub async fn command(repo: &Path, args: &BuildArgs) -> Result<Ending> {
     prepare(repo, args).await?;

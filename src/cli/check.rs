@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::Ending;
-use crate::archive;
+use crate::outputs::archive;
 
 pub fn command(path: &Path) -> Result<Ending> {
     let report = archive::check(path).with_context(|| format!("checking {}", path.display()))?;

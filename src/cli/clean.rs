@@ -3,10 +3,10 @@
 use anyhow::{Context, Result, bail};
 
 use super::Ending;
-use crate::args::CleanArgs;
-use crate::cache::Cache;
+use crate::build::cache::Cache;
+use crate::build::image;
+use crate::cli::args::CleanArgs;
 use crate::engine::Engine;
-use crate::image;
 
 pub async fn command(args: &CleanArgs) -> Result<Ending> {
     if !args.images && !args.cache {

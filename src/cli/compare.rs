@@ -3,8 +3,8 @@
 use anyhow::{Context, Result};
 
 use super::Ending;
-use crate::args::CompareArgs;
-use crate::compare;
+use crate::cli::args::CompareArgs;
+use crate::outputs::compare;
 
 /// Prints the comparison; with `--out`, also writes compare.md and compare.svg there. Both runs are
 /// read before anything is written.
@@ -16,8 +16,8 @@ pub fn command(args: &CompareArgs) -> Result<Ending> {
         let svg = compare::figure(&a, &b);
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the output folder {}", dir.display()))?;
-        crate::cache::write_atomic(&dir.join("compare.md"), md.as_bytes())?;
-        crate::cache::write_atomic(&dir.join("compare.svg"), svg.as_bytes())?;
+        crate::build::cache::write_atomic(&dir.join("compare.md"), md.as_bytes())?;
+        crate::build::cache::write_atomic(&dir.join("compare.svg"), svg.as_bytes())?;
     }
     print!("{md}");
     let Some(percent) = args.fail_above else {

@@ -3,8 +3,8 @@
 use anyhow::Result;
 
 use super::Ending;
-use crate::cache::Cache;
-use crate::doctor;
+use crate::build::cache::Cache;
+use crate::run::doctor;
 
 pub async fn command() -> Result<Ending> {
     let cache = Cache::from_env()?;

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail, ensure};
 
 use super::{Ending, Interrupt, Paths, archive, prepare, report, run};
-use crate::args::{ExplainArgs, RunArgs};
-use crate::explain::{self, Explanation, Sweep, Variant};
-use crate::outcome;
-use crate::run::CpuChoice;
-use crate::run_dir::RunDir;
+use crate::cli::args::{ExplainArgs, RunArgs};
+use crate::outputs::explain::{self, Explanation, Sweep, Variant};
+use crate::outputs::outcome;
+use crate::outputs::verdict::Status;
+use crate::run::lifecycle::CpuChoice;
+use crate::run::run_dir::RunDir;
 use crate::study::{Claim, Study};
-use crate::verdict::Status;
 
 pub async fn command(paths: &Paths, args: &ExplainArgs, interrupt: &Interrupt) -> Result<Ending> {
     let run = RunDir::open(&args.run_dir)?;
@@ -98,7 +98,7 @@ pub async fn command(paths: &Paths, args: &ExplainArgs, interrupt: &Interrupt) -
     }
     index(run.path(), &dirs[0], &e)?;
     // A run's report gets the link; a run not yet reported (`run` alone) gets its report now.
-    if run.file(crate::run_dir::REPORT).is_file() {
+    if run.file(crate::run::run_dir::REPORT).is_file() {
         outcome::link_explanations(run.path())?;
     } else {
         explained.write_report(run.path())?;
@@ -120,14 +120,14 @@ pub async fn command(paths: &Paths, args: &ExplainArgs, interrupt: &Interrupt) -
 
 /// Every level's image is a probe image under docker/ and its kernel a known one, before anything
 /// is built or run.
-fn check_levels(repo: &Path, factors: &[&crate::factor::Factor]) -> Result<()> {
-    let recipes = crate::image::recipe::discover(&repo.join("docker"))?;
+fn check_levels(repo: &Path, factors: &[&crate::study::factor::Factor]) -> Result<()> {
+    let recipes = crate::build::image::recipe::discover(&repo.join("docker"))?;
     let images: Vec<&str> = recipes
         .iter()
         .filter(|r| r.probe)
         .map(|r| r.name.as_str())
         .collect();
-    let kernels = crate::guest::known(repo)?;
+    let kernels = crate::run::guest::known(repo)?;
     for f in factors {
         for l in &f.levels {
             if let Some(image) = &l.image {
@@ -140,7 +140,11 @@ fn check_levels(repo: &Path, factors: &[&crate::factor::Factor]) -> Result<()> {
                     images.join(", ")
                 );
             }
-            if let Some(k) = l.kernel.as_deref().filter(|k| *k != crate::guest::HOST) {
+            if let Some(k) = l
+                .kernel
+                .as_deref()
+                .filter(|k| *k != crate::run::guest::HOST)
+            {
                 ensure!(
                     kernels.iter().any(|known| known == k),
                     "factor {:?}, level {:?}: kernel {k:?} is not a known kernel (host, {})",
@@ -167,7 +171,7 @@ fn with_factors(mut study: Study, paths: &Paths) -> Result<Study> {
                 file.display()
             );
             study.factors = current.factors;
-            crate::factor::validate(&study.factors, &study.probes).with_context(|| {
+            crate::study::factor::validate(&study.factors, &study.probes).with_context(|| {
                 format!("the factors of {} against the run's probes", file.display())
             })?;
         }
@@ -205,7 +209,7 @@ async fn measure(
         claim.id,
         serde_yaml::to_string(&sweep.study)?
     );
-    crate::cache::write_atomic(&file, text.as_bytes())?;
+    crate::build::cache::write_atomic(&file, text.as_bytes())?;
     let run_args = RunArgs {
         study: Some(file),
         cpus: Some(args.cpus.clone().unwrap_or(CpuChoice::Auto)),
@@ -239,7 +243,7 @@ async fn build_variants(paths: &Paths, sweep: &mut Sweep) -> Result<Vec<(Variant
         .collect();
     prepare(
         &paths.repo,
-        &crate::args::BuildArgs {
+        &crate::cli::args::BuildArgs {
             only: baseline,
             ..Default::default()
         },
@@ -253,10 +257,10 @@ async fn build_variants(paths: &Paths, sweep: &mut Sweep) -> Result<Vec<(Variant
             .expect("a variant's probe")
             .clone();
         let mut only = vec![probe.image.clone()];
-        only.extend(crate::guest::images_for(
+        only.extend(crate::run::guest::images_for(
             &probe.kernel.iter().cloned().collect::<Vec<_>>(),
         ));
-        let build = crate::args::BuildArgs {
+        let build = crate::cli::args::BuildArgs {
             only,
             ..Default::default()
         };
@@ -364,7 +368,7 @@ fn index(run: &Path, sweep_dir: &Path, e: &Explanation) -> Result<()> {
         "- **{}** ([sweep]({link})): {}\n",
         e.claim, e.finding
     ));
-    crate::cache::write_atomic(&path, text.as_bytes())
+    crate::build::cache::write_atomic(&path, text.as_bytes())
 }
 
 /// `to` relative to the folder `from` (both below one study folder).

@@ -2,6 +2,7 @@
 //! Their arguments are in `args`; the commands that need images share one [`prepare`] step.
 
 mod archive;
+pub mod args;
 mod bench;
 mod build;
 mod check;
@@ -21,7 +22,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::args::{BenchCommand, Cli, Command};
+use crate::cli::args::{BenchCommand, Cli, Command};
 use crate::engine;
 
 pub use interrupt::Interrupt;
@@ -67,7 +68,7 @@ impl Ending {
     }
 
     /// How a run ended, saying what to do about it.
-    pub fn of_run(result: &crate::run::RunResult) -> Ending {
+    pub fn of_run(result: &crate::run::lifecycle::RunResult) -> Ending {
         if result.interrupted {
             eprintln!(
                 "run incomplete; resume with: parkbench run --resume {}",

@@ -5,11 +5,11 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use crate::args::BuildArgs;
-use crate::cache::{self, Cache};
+use crate::build::cache::{self, Cache};
+use crate::build::image::{self, BuildOptions, Manifest};
+use crate::build::pin;
+use crate::cli::args::BuildArgs;
 use crate::engine::Engine;
-use crate::image::{self, BuildOptions, Manifest};
-use crate::pin;
 
 /// What `prepare` gives: an Engine with every image built, and their manifest.
 pub struct Prepared {

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::outcome::{self, Outcome};
-use crate::run_dir::{self, RunDir};
+use crate::outputs::outcome::{self, Outcome};
+use crate::run::run_dir::{self, RunDir};
 
 /// Recomputes and writes a run's report and verdicts, prints the verdict table.
 pub fn command(run_dir: &Path) -> Result<Outcome> {

@@ -4,7 +4,7 @@
 use anyhow::{Result, bail};
 
 use super::{Ending, Interrupt, Paths, archive, doctor, report, run};
-use crate::args::{ReproduceArgs, RunArgs};
+use crate::cli::args::{ReproduceArgs, RunArgs};
 
 pub async fn command(paths: &Paths, args: &ReproduceArgs, interrupt: &Interrupt) -> Result<Ending> {
     if doctor::command().await? != Ending::Ok {
@@ -13,7 +13,7 @@ pub async fn command(paths: &Paths, args: &ReproduceArgs, interrupt: &Interrupt)
     if !args.all {
         return one(paths, args, &args.run, interrupt).await;
     }
-    let files = crate::index::studies(&paths.results)?;
+    let files = crate::outputs::index::studies(&paths.results)?;
     eprintln!("reproducing {} studies", files.len());
     let (mut worst, mut failed) = (Ending::Ok, Vec::new());
     for file in files {
@@ -31,7 +31,7 @@ pub async fn command(paths: &Paths, args: &ReproduceArgs, interrupt: &Interrupt)
             }
         }
     }
-    let index = crate::index::write(&paths.results)?;
+    let index = crate::outputs::index::write(&paths.results)?;
     println!("\nindex of every study: {}", index.display());
     if !failed.is_empty() {
         bail!(

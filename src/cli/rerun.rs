@@ -9,13 +9,13 @@ use anyhow::{Context, Result, bail, ensure};
 
 use super::run::{Fresh, check_runnable, measure, new_run, reopen, study_images};
 use super::{Ending, Interrupt, Paths, Prepared, archive, prepare, report};
-use crate::args::RerunArgs;
-use crate::compare;
+use crate::build::image::Manifest;
+use crate::cli::args::RerunArgs;
 use crate::engine::Engine;
-use crate::image::Manifest;
-use crate::repeats::Repeats;
-use crate::rerun::{self, BinaryDifference, Origin, Source};
-use crate::run_dir::{self, RunDir, RunState};
+use crate::ops::rerun::{self, BinaryDifference, Origin, Source};
+use crate::outputs::compare;
+use crate::run::run_dir::{self, RunDir, RunState};
+use crate::study::repeats::Repeats;
 
 pub async fn command(paths: &Paths, args: &RerunArgs, interrupt: &Interrupt) -> Result<Ending> {
     let source = rerun::open(&args.archive)?;

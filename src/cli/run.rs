@@ -6,15 +6,15 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::{Ending, Interrupt, Paths, Prepared, prepare};
-use crate::args::{BuildArgs, RunArgs};
+use crate::build::image::{self, Manifest};
+use crate::cli::args::{BuildArgs, RunArgs};
 use crate::engine::{Containers, Engine};
-use crate::env;
-use crate::guest;
-use crate::image::{self, Manifest};
-use crate::rerun::RerunOf;
-use crate::run::{self, CpuChoice, RunResult};
-use crate::run_dir::{self, RunDir, RunState, Status};
-use crate::seccomp::Profile;
+use crate::ops::rerun::RerunOf;
+use crate::run::env;
+use crate::run::guest;
+use crate::run::lifecycle::{self, CpuChoice, RunResult};
+use crate::run::run_dir::{self, RunDir, RunState, Status};
+use crate::run::seccomp::Profile;
 use crate::study::{self, Repeats, Study};
 
 pub async fn command(paths: &Paths, args: &RunArgs, interrupt: &Interrupt) -> Result<Ending> {
@@ -114,21 +114,22 @@ pub async fn measure(
             return Err(e);
         }
     };
-    let result = run::execute(engine, study, manifest, &guests, &dir, &mut state, &cancel).await;
+    let result =
+        lifecycle::execute(engine, study, manifest, &guests, &dir, &mut state, &cancel).await;
     interrupt.release();
     let result = result?;
     dir.link_latest()?;
-    if let Ok((samples, _)) = crate::sample::read_all(&dir.file(run_dir::SAMPLES)) {
-        let summary = crate::summary::summarize(study, &samples);
+    if let Ok((samples, _)) = crate::study::sample::read_all(&dir.file(run_dir::SAMPLES)) {
+        let summary = crate::outputs::summary::summarize(study, &samples);
         eprint!(
             "{}",
-            crate::report::terminal::timed_precision(study, &summary)
+            crate::outputs::report::terminal::timed_precision(study, &summary)
         );
-        eprint!("{}", crate::report::terminal::precision(&summary));
+        eprint!("{}", crate::outputs::report::terminal::precision(&summary));
     }
     eprint!(
         "{}",
-        crate::report::terminal::warnings(&result.state.warnings)
+        crate::outputs::report::terminal::warnings(&result.state.warnings)
     );
     if let Some(ratio) = result.overhead() {
         eprintln!(
@@ -151,7 +152,7 @@ async fn guests(
     state: &mut RunState,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<guest::Guests> {
-    let cache = crate::cache::Cache::from_env()?;
+    let cache = crate::build::cache::Cache::from_env()?;
     let guests = guest::prepare(engine, &cache, manifest, study, cancel).await?;
     if guests.kernels.is_empty() {
         return Ok(guests);
@@ -290,7 +291,7 @@ pub async fn new_run(
 ) -> Result<(RunDir, RunState)> {
     let available = engine.cpus().await?;
     let choice = fresh.cpus.cloned().unwrap_or(CpuChoice::Study);
-    let (cpus, mut deviations) = run::choose_cpus(&study.protocol.cpus, &available, &choice)?;
+    let (cpus, mut deviations) = lifecycle::choose_cpus(&study.protocol.cpus, &available, &choice)?;
     let rerun_of = fresh.rerun_of.map(|(of, more)| {
         deviations.extend(more);
         of
@@ -311,7 +312,7 @@ pub async fn new_run(
     if let Some(p) = &fresh.seccomp {
         dir.write(run_dir::SECCOMP, p.json.as_bytes())?;
     }
-    let mut state = run::new_state(&dir.id(), study, &cpus, deviations);
+    let mut state = lifecycle::new_state(&dir.id(), study, &cpus, deviations);
     state.status = Status::Incomplete;
     state.rerun_of = rerun_of;
     dir.save_state(&state)?;
@@ -370,7 +371,7 @@ async fn record_env(
         .context("probe image")?
         .tag;
     let mut environment = env::record(engine, manifest, probe_image, repo).await?;
-    environment.seccomp = run::seccomp_of(study, dir)?.map(|p| p.record);
+    environment.seccomp = lifecycle::seccomp_of(study, dir)?.map(|p| p.record);
     dir.write_json(run_dir::ENV, &environment)
 }
 
@@ -380,8 +381,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::build::image::BuiltImage;
     use crate::engine::fake::{FakeEngine, Step};
-    use crate::image::BuiltImage;
 
     fn manifest(study: &Study) -> Manifest {
         let images = study.probes.iter().map(|p| BuiltImage {

@@ -5,10 +5,10 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::Ending;
-use crate::archive;
-use crate::outcome;
-use crate::run_dir::RunDir;
-use crate::verdict::VerdictFile;
+use crate::outputs::archive;
+use crate::outputs::outcome;
+use crate::outputs::verdict::VerdictFile;
+use crate::run::run_dir::RunDir;
 
 /// Recomputes from raw samples; a stored verdicts.json that disagrees is an error.
 pub fn command(path: &Path) -> Result<Ending> {

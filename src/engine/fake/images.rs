@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use super::FakeEngine;
-use crate::digest;
+use crate::build::digest;
 use crate::engine::{BuildSpec, ImageFacts, Images};
 
 /// How the build of one image ends.

@@ -1,0 +1,319 @@
+//! Building one recipe's image through the Engine: its input hashes and tag, its deterministic build
+//! context (folder, pinned artifacts, vendored crates), and what is read back from the image.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, ensure};
+
+use super::recipe::{FILE, Recipe};
+use super::{BuildOptions, BuiltImage, Manifest, Outcome, namespace};
+use crate::build::artifact::{self, EnsureError};
+use crate::build::cache::Cache;
+use crate::build::context;
+use crate::build::digest;
+use crate::build::pin::Pins;
+use crate::engine::{BuildSpec, Images};
+
+/// What a build needs besides the recipe.
+pub struct Kit<'a, E: Images> {
+    /// Where images are built.
+    pub engine: &'a E,
+    /// Verified artifacts, vendored crates and image memos.
+    pub cache: &'a Cache,
+    /// Every pin of the repository.
+    pub pins: &'a Pins,
+    /// The repository root (holding `docker/`).
+    pub repo: &'a Path,
+    /// How to build.
+    pub options: &'a BuildOptions,
+}
+
+/// Builds (or reuses) the image of `recipe`, whose parents are all in `done`.
+pub async fn build<E: Images>(
+    kit: &Kit<'_, E>,
+    recipe: &Recipe,
+    done: &Manifest,
+) -> Result<Outcome> {
+    let sources = kit.cache.scratch()?;
+    let dir = source_dir(kit.repo, recipe, sources.path())?;
+    let inputs = inputs(kit, &dir, recipe, done)?;
+    let tag = format!(
+        "{}/{}:{}",
+        namespace(),
+        recipe.name,
+        &hash_inputs(&recipe.name, &inputs)[..16]
+    );
+    let existing = kit.engine.image(&tag).await?;
+    let built = existing.is_none() || kit.options.no_cache;
+    if built {
+        let started = std::time::Instant::now();
+        let scratch = kit.cache.scratch()?;
+        // Blocking work (hashing, tar writing, vendoring) must not stall the images built beside this one.
+        let artifacts = match tokio::task::block_in_place(|| artifacts(kit, recipe)) {
+            Ok(artifacts) => artifacts,
+            Err(EnsureError::Unavailable { pin, reason }) => {
+                return Ok(Outcome::Unavailable { pin, reason });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let context = tokio::task::block_in_place(|| {
+            write_context(kit.cache, &dir, recipe, artifacts, scratch.path())
+        })?;
+        eprintln!(
+            "{}: context ready in {:.1} s",
+            recipe.name,
+            started.elapsed().as_secs_f64()
+        );
+        run_build(kit, recipe, &context.path, &tag, &inputs, done).await?;
+        eprintln!(
+            "{}: built in {:.1} s",
+            recipe.name,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let facts = kit
+        .engine
+        .image(&tag)
+        .await?
+        .with_context(|| format!("{tag} is missing after its build"))?;
+    let (binaries, versions) = contents(kit.engine, kit.cache, &tag, &facts.id, recipe).await?;
+    Ok(Outcome::Built(BuiltImage {
+        name: recipe.name.clone(),
+        tag,
+        id: facts.id,
+        layers: facts.layers,
+        inputs,
+        binaries,
+        versions,
+        notes: recipe.notes.clone(),
+        built,
+    }))
+}
+
+/// Runs the Engine's build of `context` as `tag`; a failure carries the last lines the build printed.
+async fn run_build<E: Images>(
+    kit: &Kit<'_, E>,
+    recipe: &Recipe,
+    context: &Path,
+    tag: &str,
+    inputs: &BTreeMap<String, String>,
+    done: &Manifest,
+) -> Result<()> {
+    let buildargs = recipe
+        .parents
+        .iter()
+        .map(|(arg, parent)| Ok((arg.clone(), parent_tag(done, parent)?)))
+        .collect::<Result<BTreeMap<_, _>>>()?;
+    let labels = BTreeMap::from([
+        ("parkbench.image".to_string(), recipe.name.clone()),
+        (
+            "parkbench.inputs".to_string(),
+            serde_json::to_string(inputs)?,
+        ),
+    ]);
+    let spec = BuildSpec {
+        context: context.to_owned(),
+        tag: tag.to_owned(),
+        buildargs,
+        labels,
+        no_cache: kit.options.no_cache,
+    };
+    eprintln!("{}: building {tag}", recipe.name);
+    let mut tail = Vec::new();
+    let verbose = kit.options.verbose;
+    let result = kit
+        .engine
+        .build(&spec, |line| {
+            if verbose {
+                eprintln!("  {line}");
+            }
+            tail.push(line.to_string());
+        })
+        .await;
+    if let Err(e) = result {
+        let tail = tail[tail.len().saturating_sub(30)..].join("\n");
+        return Err(e).context(format!("build output (last lines):\n{tail}"));
+    }
+    Ok(())
+}
+
+/// The input hashes of a recipe: its source tree, its lockfile, its artifacts and its parents' tags.
+fn inputs<E: Images>(
+    kit: &Kit<'_, E>,
+    dir: &Path,
+    recipe: &Recipe,
+    done: &Manifest,
+) -> Result<BTreeMap<String, String>> {
+    let mut inputs = BTreeMap::new();
+    let scratch = kit.cache.scratch()?;
+    let tree = context::write(dir, &[], &[FILE], &scratch.path().join("source-tree.tar"))?;
+    inputs.insert("source tree".to_string(), tree.sha256);
+    for lock in ["Cargo.lock", "go.sum"] {
+        if dir.join(lock).is_file() {
+            inputs.insert(lock.to_string(), digest::file(&dir.join(lock))?);
+        }
+    }
+    for pin in recipe.artifacts.values() {
+        let pin = kit.pins.get(pin)?;
+        inputs.insert(
+            format!("artifact {} {}", pin.name, pin.version),
+            pin.sha256.clone(),
+        );
+    }
+    for (arg, parent) in &recipe.parents {
+        inputs.insert(format!("parent {arg}"), parent_tag(done, parent)?);
+    }
+    if let Some(base) = &recipe.variant_of {
+        inputs.insert("variant of".to_string(), base.clone());
+    }
+    Ok(inputs)
+}
+
+/// The folder the image is built from: `docker/<name>/`, or for a variant a copy in `scratch` of
+/// the folder it is a variant of with the variant's own files laid over it.
+pub fn source_dir(repo: &Path, recipe: &Recipe, scratch: &Path) -> Result<PathBuf> {
+    let docker = repo.join("docker");
+    let own = docker.join(&recipe.name);
+    if recipe.variant_of.is_none() {
+        return Ok(own);
+    }
+    let merged = scratch.join("source");
+    for from in [recipe.base_folder(&docker), own] {
+        copy_tree(&from, &merged)
+            .with_context(|| format!("laying {} into the variant's sources", from.display()))?;
+    }
+    Ok(merged)
+}
+
+/// Copies the files below `from` (but its recipe file and the folders a build context leaves out)
+/// to the same places below `to`. A symbolic link is refused: a variant's sources are plain files.
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    let walk = walkdir::WalkDir::new(from).sort_by_file_name().into_iter();
+    let skipped = |e: &walkdir::DirEntry| {
+        e.depth() == 1
+            && e.file_type().is_dir()
+            && matches!(e.file_name().to_str(), Some(".git" | "target" | "vendor"))
+    };
+    for entry in walk.filter_entry(|e| !skipped(e)) {
+        let entry = entry?;
+        let rel = entry.path().strip_prefix(from)?;
+        let dest = to.join(rel);
+        ensure!(
+            !entry.path_is_symlink(),
+            "{} is a symbolic link: a variant's sources (and the folder it is a variant of) hold \
+             plain files; replace the link with the file",
+            entry.path().display()
+        );
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest)?;
+        } else if rel != Path::new(FILE) {
+            std::fs::copy(entry.path(), &dest)
+                .with_context(|| format!("copying {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The recipe's pinned artifacts (verified now, right before use), as context entries.
+fn artifacts<E: Images>(
+    kit: &Kit<'_, E>,
+    recipe: &Recipe,
+) -> Result<Vec<(String, PathBuf)>, EnsureError> {
+    let mut out = Vec::new();
+    for (file, pin) in &recipe.artifacts {
+        let pin = kit.pins.get(pin).map_err(EnsureError::Stop)?;
+        out.push((file.clone(), artifact::ensure(kit.cache, pin)?.path));
+    }
+    Ok(out)
+}
+
+/// The build context: the recipe's folder (without its recipe file), its pinned artifacts and its
+/// vendored crates.
+fn write_context(
+    cache: &Cache,
+    dir: &Path,
+    recipe: &Recipe,
+    mut extra: Vec<(String, PathBuf)>,
+    scratch: &Path,
+) -> Result<context::Context> {
+    if recipe.vendor {
+        extra.push(("vendor".to_string(), vendored(cache, dir, scratch)?));
+    }
+    context::write(
+        dir,
+        &extra,
+        &[FILE],
+        &scratch.join(format!("context-{}.tar", recipe.name)),
+    )
+}
+
+/// The crates of `dir`'s Cargo.lock, vendored once per lockfile into the cache.
+fn vendored(cache: &Cache, dir: &Path, scratch: &Path) -> Result<PathBuf> {
+    let vendor = vendor_dir(cache, dir)?;
+    if !vendor.is_dir() {
+        // Vendored into a scratch folder and renamed, so an interrupted vendoring leaves nothing.
+        let tmp = scratch.join("vendor");
+        artifact::vendor(dir, &tmp)?;
+        let parent = vendor.parent().context("vendor folder")?;
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        std::fs::rename(&tmp, &vendor)
+            .with_context(|| format!("moving vendored crates to {}", vendor.display()))?;
+    }
+    Ok(vendor)
+}
+
+/// Where the crates of `dir`'s Cargo.lock are vendored in the cache.
+pub fn vendor_dir(cache: &Cache, dir: &Path) -> Result<PathBuf> {
+    let lock = digest::file(&dir.join("Cargo.lock"))?;
+    Ok(cache.root().join("vendor").join(lock))
+}
+
+fn parent_tag(done: &Manifest, name: &str) -> Result<String> {
+    done.get(name)
+        .map(|i| i.tag.clone())
+        .with_context(|| format!("parent image {name} was not built first"))
+}
+
+/// The hash a tag is named after: the image's name, then one `\n<input>=<hash or tag>` per input.
+fn hash_inputs(name: &str, inputs: &BTreeMap<String, String>) -> String {
+    let mut text = name.to_owned();
+    for (k, v) in inputs {
+        text.push_str(&format!("\n{k}={v}"));
+    }
+    digest::bytes(text.as_bytes())
+}
+
+/// Binary hashes and tool versions of an image, read through the Engine once per image ID and kept
+/// in the cache (an image's contents never change under the same ID).
+async fn contents<E: Images>(
+    engine: &E,
+    cache: &Cache,
+    tag: &str,
+    id: &str,
+    recipe: &Recipe,
+) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>)> {
+    let memo = cache
+        .root()
+        .join("images")
+        .join(format!("{}.json", id.trim_start_matches("sha256:")));
+    if let Ok(text) = std::fs::read_to_string(&memo)
+        && let Ok(found) = serde_json::from_str(&text)
+    {
+        return Ok(found);
+    }
+    let mut binaries = BTreeMap::new();
+    for path in &recipe.binaries {
+        let data = engine.read_file(tag, path).await?;
+        binaries.insert(path.clone(), digest::bytes(&data));
+    }
+    let mut versions = BTreeMap::new();
+    for (label, cmd) in &recipe.versions {
+        let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        versions.insert(label.clone(), engine.output(tag, &cmd, "version").await?);
+    }
+    let found = (binaries, versions);
+    crate::build::cache::write_atomic(&memo, serde_json::to_string_pretty(&found)?.as_bytes())?;
+    Ok(found)
+}

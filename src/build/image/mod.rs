@@ -1,0 +1,290 @@
+//! Images: a base image per root filesystem pin (imported), and one image per `docker/<name>/`
+//! folder with an `image.yaml` recipe (toolchains, the sampler, probes), built offline through the
+//! Engine. Tags are derived from the hash of all inputs, so unchanged inputs skip the build; the
+//! build manifest records what went into every image and the sha256 of every binary in it, read
+//! back from the image. An image whose pinned artifact cannot be produced here is not built, nor is
+//! any image below it; the manifest lists them as unavailable.
+
+mod base;
+mod build;
+pub mod plan;
+pub mod recipe;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::build::cache::Cache;
+use crate::build::pin::Pins;
+use crate::engine::Images;
+use plan::{Graph, Node, Schedule};
+
+/// The build manifest (`manifest.json`): every image parkbench built or reused, and what is in it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Images in build order: base images, toolchains, sampler, probes (each after its parents).
+    pub images: Vec<BuiltImage>,
+    /// Images not built because a pinned artifact they are made from, directly or through a
+    /// parent, cannot be produced on this machine (no source reachable or implemented), in build
+    /// order. Empty when every image was built.
+    #[serde(default)]
+    pub unavailable: Vec<UnavailableImage>,
+}
+
+/// One image of the manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BuiltImage {
+    /// Short name (`base`, `toolchain-rust`, `rust-tokio`, …): a `docker/` folder, `base`, or a
+    /// root filesystem pin.
+    pub name: String,
+    /// Tag, `parkbench/<name>:<first 16 hex digits of the input hash>`.
+    pub tag: String,
+    /// Image ID (`sha256:…`). Not stable across hosts (an image records its creation time); the layer
+    /// diff-IDs and binary hashes are.
+    pub id: String,
+    /// Layer diff-IDs (`sha256:…`), bottom first.
+    pub layers: Vec<String>,
+    /// Every input by name and sha256 (source tree, lockfiles, toolchain artifacts) or tag (parent images).
+    pub inputs: BTreeMap<String, String>,
+    /// sha256 of every binary in the image, by absolute path inside the image.
+    pub binaries: BTreeMap<String, String>,
+    /// Tool versions reported from inside the image (`rustc -vV`, `go version`).
+    pub versions: BTreeMap<String, String>,
+    /// The recipe's `notes`: what a run that uses the image must report as a deviation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// True when this invocation built or imported the image; false when an existing one was reused.
+    pub built: bool,
+}
+
+/// An image of the kit that was not built here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnavailableImage {
+    /// Short name, as in [`BuiltImage::name`].
+    pub name: String,
+    /// Why: the pin that could not be produced and every source's failure, or the unavailable parent.
+    pub reason: String,
+}
+
+impl Manifest {
+    /// The built (or reused) image with this short name; `None` for an unavailable or unknown one.
+    pub fn get(&self, name: &str) -> Option<&BuiltImage> {
+        self.images.iter().find(|i| i.name == name)
+    }
+
+    /// Why the image with this short name is unavailable, if it is.
+    pub fn unavailable(&self, name: &str) -> Option<&str> {
+        self.unavailable
+            .iter()
+            .find(|i| i.name == name)
+            .map(|i| i.reason.as_str())
+    }
+}
+
+/// Build options.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// Rebuild every image without the Engine's build cache.
+    pub no_cache: bool,
+    /// Build only these images and the images they are built from; empty: every image.
+    pub only: Vec<String>,
+    /// Print every line the builds print.
+    pub verbose: bool,
+}
+
+/// What became of one image in a build.
+pub(crate) enum Outcome {
+    /// Built, imported or reused.
+    Built(BuiltImage),
+    /// The artifact of pin `pin` cannot be produced here: every source failed (`reason`).
+    Unavailable { pin: String, reason: String },
+}
+
+/// The repository prefix of every tag: `parkbench`, or `PARKBENCH_NAMESPACE` (tests use their own, so a
+/// cold build from nothing never disturbs the user's images).
+pub fn namespace() -> String {
+    std::env::var("PARKBENCH_NAMESPACE").unwrap_or_else(|_| "parkbench".to_string())
+}
+
+/// Names of the probe images: the `docker/` folders whose recipe says `probe: true` (what a study's
+/// `probes[].image` may name).
+pub fn probe_names(repo: &Path) -> Result<Vec<String>> {
+    Ok(recipe::discover(&repo.join("docker"))?
+        .into_iter()
+        .filter(|r| r.probe)
+        .map(|r| r.name)
+        .collect())
+}
+
+/// The images of the repository: its recipes checked against each other and its pins.
+pub fn graph(repo: &Path, pins: &Pins) -> Result<Graph> {
+    Graph::new(recipe::discover(&repo.join("docker"))?, pins)
+}
+
+/// Builds (or reuses) every image, parents first, and returns the manifest. Fails when no probe
+/// image can be built.
+pub async fn build_all<E: Images>(
+    engine: &E,
+    cache: &Cache,
+    pins: &Pins,
+    repo: &Path,
+    options: &BuildOptions,
+) -> Result<Manifest> {
+    let full = graph(repo, pins)?;
+    let graph = match options.only.as_slice() {
+        [] => full.only(&full.default_set())?,
+        names => full.only(names)?,
+    };
+    let kit = build::Kit {
+        engine,
+        cache,
+        pins,
+        repo,
+        options,
+    };
+    let mut manifest = Manifest::default();
+    let mut schedule = Schedule::new(&graph);
+    // Images whose parents are all built go together: the Engine builds them side by side (the Go
+    // toolchain's many small files are I/O-bound while the Rust chain compiles).
+    loop {
+        let ready = schedule.ready();
+        if ready.is_empty() {
+            break;
+        }
+        let builds = ready.iter().map(|node| async {
+            build_node(&kit, node, &manifest)
+                .await
+                .with_context(|| format!("image {}", node.name()))
+        });
+        let outcomes = futures_util::future::try_join_all(builds).await?;
+        for (node, outcome) in ready.into_iter().zip(outcomes) {
+            match outcome {
+                Outcome::Built(image) => {
+                    schedule.built(node.name());
+                    manifest.images.push(image);
+                }
+                Outcome::Unavailable { pin, reason } => {
+                    eprintln!(
+                        "{}: unavailable, pin {pin} cannot be produced here",
+                        node.name()
+                    );
+                    schedule.unavailable(node.name(), plan::pin_reason(&pin, &reason));
+                }
+            }
+        }
+    }
+    manifest.unavailable = schedule
+        .unavailable_images()
+        .into_iter()
+        .map(|(name, reason)| UnavailableImage { name, reason })
+        .collect();
+    check_probes(&graph, &manifest)?;
+    Ok(manifest)
+}
+
+async fn build_node<E: Images>(
+    kit: &build::Kit<'_, E>,
+    node: &Node,
+    done: &Manifest,
+) -> Result<Outcome> {
+    match node {
+        Node::Rootfs { name, pin } => {
+            base::import(kit.engine, kit.cache, name, kit.pins.get(pin)?).await
+        }
+        Node::Recipe(recipe) => build::build(kit, recipe, done).await,
+    }
+}
+
+/// Fails, listing every unavailable image and why, when no probe image was built.
+fn check_probes(graph: &Graph, manifest: &Manifest) -> Result<()> {
+    let mut probes = graph.nodes().iter().filter(|n| n.is_probe()).peekable();
+    // A build of other images only (`--only vm`) has no probe to miss.
+    if probes.peek().is_none() || probes.clone().any(|n| manifest.get(n.name()).is_some()) {
+        return Ok(());
+    }
+    let names: Vec<&str> = probes.map(Node::name).collect();
+    let lost: Vec<String> = manifest
+        .unavailable
+        .iter()
+        .map(|u| format!("- {}: {}", u.name, u.reason))
+        .collect();
+    bail!(
+        "no probe image can be built here (probes: {}):\n{}",
+        names.join(", "),
+        lost.join("\n")
+    )
+}
+
+/// The `.cargo-checksum.json` of every crate vendored for the Rust recipes, as archive sources
+/// (`vendor-checksums/<image>/<crate>/.cargo-checksum.json`); empty when nothing was vendored yet.
+pub fn vendored_checksums(cache: &Cache, repo: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    for recipe in recipe::discover(&repo.join("docker"))?
+        .iter()
+        .filter(|r| r.vendor)
+    {
+        let lock = recipe.cargo_lock(&repo.join("docker"));
+        let vendor = build::vendor_dir(cache, lock.parent().context("a Cargo.lock's folder")?)?;
+        let Ok(entries) = std::fs::read_dir(&vendor) else {
+            continue;
+        };
+        let mut crates: Vec<_> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name())
+            .collect();
+        crates.sort();
+        for krate in crates {
+            let file = vendor.join(&krate).join(".cargo-checksum.json");
+            if file.is_file() {
+                let name = format!(
+                    "vendor-checksums/{}/{}/.cargo-checksum.json",
+                    recipe.name,
+                    krate.to_string_lossy()
+                );
+                out.push((name, file));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A human-readable table of the manifest.
+pub fn table(manifest: &Manifest) -> String {
+    let mut out = format!(
+        "{:<16} {:<42} {:<8} {}\n",
+        "IMAGE", "TAG", "STATE", "BINARIES (sha256)"
+    );
+    for img in &manifest.images {
+        let state = if img.built { "built" } else { "reused" };
+        let mut bins = img
+            .binaries
+            .iter()
+            .map(|(p, h)| format!("{p} {}", &h[..16]));
+        out.push_str(&format!(
+            "{:<16} {:<42} {:<8} {}\n",
+            img.name,
+            img.tag,
+            state,
+            bins.next().unwrap_or_default()
+        ));
+        for b in bins {
+            out.push_str(&format!("{:<68} {b}\n", ""));
+        }
+    }
+    if !manifest.unavailable.is_empty() {
+        out.push_str("\nUNAVAILABLE (not built on this machine)\n");
+    }
+    for u in &manifest.unavailable {
+        out.push_str(&format!(
+            "{:<16} {}\n",
+            u.name,
+            u.reason.replace('\n', "\n    ")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

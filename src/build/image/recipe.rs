@@ -1,0 +1,457 @@
+//! Image recipes: every `docker/<name>/` folder with an `image.yaml` is an image. The folder is the
+//! build context (without its `image.yaml`); the recipe says what else goes in and what to read back.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path};
+
+use anyhow::{Context, Result, bail, ensure};
+use serde::{Deserialize, Serialize};
+
+/// The recipe file in every image folder.
+pub const FILE: &str = "image.yaml";
+
+/// `docker/<name>/image.yaml`: how to build the image `<name>`. Unknown fields are errors with line
+/// and column. Every field may be left out; an empty file builds the folder's Dockerfile as it is.
+///
+/// ```yaml
+/// parents: {BASE: base, RUST: toolchain-rust, SAMPLER: sampler}
+/// artifacts: {rust.tar: rust}
+/// vendor: true
+/// probe: true
+/// binaries: [/usr/local/bin/probe, /usr/local/bin/sampler]
+/// versions: {"rustc -vV": [rustc, -vV]}
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    /// The image's name: its folder under `docker/` (not written in the file).
+    #[serde(skip)]
+    pub name: String,
+    /// Build args naming parent images: ARG → image name (another folder's image, `base`, or the
+    /// image of a root filesystem pin). The Dockerfile's `FROM ${ARG}` gets the parent's tag, and
+    /// the tag is an input of this image's own tag.
+    #[serde(default)]
+    pub parents: BTreeMap<String, String>,
+    /// Pinned artifacts placed in the build context: file name in the context → pin name
+    /// (`toolchains/<pin>.yaml`). Each artifact's pin name, version and sha256 are inputs.
+    #[serde(default)]
+    pub artifacts: BTreeMap<String, String>,
+    /// Vendor the folder's crates (`cargo vendor --locked`) into `vendor/` of the context; the
+    /// folder needs a `Cargo.lock` (an input, as `go.sum` is when present).
+    #[serde(default)]
+    pub vendor: bool,
+    /// A probe image: one that a study's `probes[].image` may name.
+    #[serde(default)]
+    pub probe: bool,
+    /// Absolute paths of files in the image whose sha256 the manifest records, read back from the
+    /// built image.
+    #[serde(default)]
+    pub binaries: Vec<String>,
+    /// Tool versions the manifest records: label → command (program and arguments) run in the
+    /// image; the label keys its trimmed output.
+    #[serde(default)]
+    pub versions: BTreeMap<String, Vec<String>>,
+    /// A guest kernel: the folder is `kernel-<name>`, and `--kernel <name>` (or a study's
+    /// `kernels:`) runs probes in a VM booted from it. The image holds the kernel at
+    /// [`KERNEL_FILE`] and its configuration at [`KERNEL_CONFIG`], both listed in `binaries`.
+    /// Implies `on_demand`.
+    #[serde(default)]
+    pub kernel: bool,
+    /// Built only when named (`build --only`) or needed by a run (a guest kernel, the VM image),
+    /// not by a plain `build`: a kernel compile is long, and most runs use the host's kernel.
+    #[serde(default)]
+    pub on_demand: bool,
+    /// What a run using this image must report as a deviation from the article (e.g. a kernel
+    /// configuration that is a fallback); recorded in the manifest, shown with the kernel's
+    /// deviation.
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// A variant of another image folder: its build context is that folder's files with this
+    /// folder's files laid over them (a variant holds only what differs: a `Cargo.toml` and
+    /// `Cargo.lock`, a source file, or nothing but this recipe). The rest of this recipe is its own
+    /// (parents, artifacts, binaries…); the other folder's name is an input of the tag. Used for the
+    /// alternatives a study's `factors:` sweeps (e.g. `rust-tokio.nightly`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_of: Option<String>,
+}
+
+/// Where a kernel image holds its kernel.
+pub const KERNEL_FILE: &str = "/boot/vmlinuz";
+/// Where a kernel image holds the kernel's configuration (the `.config` it was built with).
+pub const KERNEL_CONFIG: &str = "/boot/config";
+/// The folder prefix of kernel images: `kernel-<name>`.
+pub const KERNEL_PREFIX: &str = "kernel-";
+
+impl Recipe {
+    /// Parses and checks recipe YAML for the image `name`; errors carry line and column.
+    pub fn parse(name: &str, text: &str) -> Result<Self> {
+        // An empty file is YAML null, not an empty mapping.
+        let text = if text.trim().is_empty() { "{}" } else { text };
+        let mut recipe: Recipe = crate::yaml::parse(text)?;
+        recipe.name = name.to_owned();
+        recipe.validate()?;
+        Ok(recipe)
+    }
+
+    /// Reads `docker/<name>/image.yaml` and checks it against its folder.
+    pub fn load(dir: &Path) -> Result<Self> {
+        let file = dir.join(FILE);
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .with_context(|| format!("{} is not a UTF-8 folder name", dir.display()))?;
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading image recipe {}", file.display()))?;
+        let recipe = Self::parse(name, &text)
+            .with_context(|| format!("in image recipe {}", file.display()))?;
+        let from = match &recipe.variant_of {
+            Some(base) => dir.with_file_name(base),
+            None => dir.to_owned(),
+        };
+        ensure!(
+            from.join(FILE).is_file(),
+            "in image recipe {}: variant_of: {:?} is not an image folder under {} (no {FILE} there)",
+            file.display(),
+            recipe.variant_of.as_deref().unwrap_or_default(),
+            dir.parent().unwrap_or(dir).display()
+        );
+        ensure!(
+            // A variant's base folder is checked as an image of its own (see `check_variants`).
+            dir.join("Dockerfile").is_file() || recipe.variant_of.is_some(),
+            "{} has {FILE} but no Dockerfile: add the Dockerfile, or remove the folder",
+            dir.display()
+        );
+        ensure!(
+            !recipe.vendor || dir.join("Cargo.lock").is_file() || from.join("Cargo.lock").is_file(),
+            "in image recipe {}: vendor is true but {} has no Cargo.lock: \
+             run `cargo generate-lockfile` there and commit it",
+            file.display(),
+            dir.display()
+        );
+        Ok(recipe)
+    }
+
+    fn validate(&self) -> Result<()> {
+        ensure!(
+            is_image_name(&self.name),
+            "image name {:?} (the folder's name) must be lowercase letters, digits, `.`, `_` or `-`",
+            self.name
+        );
+        for arg in self.parents.keys() {
+            ensure!(
+                is_build_arg(arg),
+                "parents: {arg:?} is not a build arg name (letters, digits and `_`)"
+            );
+        }
+        for (file, pin) in &self.artifacts {
+            let mut parts = Path::new(file).components();
+            let plain =
+                matches!(parts.next(), Some(Component::Normal(_))) && parts.next().is_none();
+            ensure!(
+                plain && file != "vendor" && file != FILE && file != "Dockerfile",
+                "artifacts: {file:?} must be a plain file name in the context \
+                 (not vendor, Dockerfile or {FILE})"
+            );
+            ensure!(!pin.is_empty(), "artifacts: {file:?} names no pin");
+        }
+        for path in &self.binaries {
+            ensure!(
+                path.starts_with('/'),
+                "binaries: {path:?} must be an absolute path inside the image"
+            );
+        }
+        if self.kernel {
+            ensure!(
+                self.name.starts_with(KERNEL_PREFIX) && self.name.len() > KERNEL_PREFIX.len(),
+                "kernel: true needs a folder named {KERNEL_PREFIX}<name> (the kernel's name for --kernel)"
+            );
+            for file in [KERNEL_FILE, KERNEL_CONFIG] {
+                ensure!(
+                    self.binaries.iter().any(|b| b == file),
+                    "kernel: true: list {file} in binaries, so the manifest records its sha256"
+                );
+            }
+        }
+        for (label, command) in &self.versions {
+            ensure!(
+                command.first().is_some_and(|p| !p.is_empty()),
+                "versions: {label:?} has no command; write it as [program, arg, …]"
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Recipe {
+    /// The kernel's name for `--kernel` (`debian-6.1` for `kernel-debian-6.1`), if this is a kernel image.
+    pub fn kernel_name(&self) -> Option<&str> {
+        self.kernel
+            .then(|| self.name.strip_prefix(KERNEL_PREFIX))
+            .flatten()
+    }
+
+    /// The folder whose files the build context starts from: the image's own, or for a variant
+    /// the folder it is a variant of (its own files are laid over; see [`Recipe::variant_of`]).
+    pub fn base_folder(&self, docker_dir: &Path) -> std::path::PathBuf {
+        docker_dir.join(self.variant_of.as_deref().unwrap_or(&self.name))
+    }
+
+    /// The `Cargo.lock` the image builds with: its own folder's, else the one of the folder it is
+    /// a variant of.
+    pub fn cargo_lock(&self, docker_dir: &Path) -> std::path::PathBuf {
+        let own = docker_dir.join(&self.name).join("Cargo.lock");
+        if own.is_file() {
+            own
+        } else {
+            self.base_folder(docker_dir).join("Cargo.lock")
+        }
+    }
+
+    /// Whether a plain `build` leaves this image out.
+    pub fn is_on_demand(&self) -> bool {
+        self.on_demand || self.kernel
+    }
+}
+
+/// Every image recipe under `docker_dir`, sorted by name. A folder without `image.yaml` is left
+/// out when it has no Dockerfile either (a helper folder) and is an error when it has one.
+pub fn discover(docker_dir: &Path) -> Result<Vec<Recipe>> {
+    let entries = std::fs::read_dir(docker_dir)
+        .with_context(|| format!("reading the image folder {}", docker_dir.display()))?;
+    let mut dirs = Vec::new();
+    for entry in entries {
+        let path = entry
+            .with_context(|| format!("listing {}", docker_dir.display()))?
+            .path();
+        if path.is_dir() {
+            dirs.push(path);
+        }
+    }
+    dirs.sort();
+    let mut recipes = Vec::new();
+    for dir in dirs {
+        if dir.join(FILE).is_file() {
+            recipes.push(Recipe::load(&dir)?);
+        } else if dir.join("Dockerfile").is_file() {
+            bail!(
+                "{} has a Dockerfile but no {FILE}: add {FILE} (its fields are documented on \
+                 `Recipe` in src/image/recipe.rs), or move the Dockerfile out of docker/",
+                dir.display()
+            );
+        }
+    }
+    check_variants(&recipes)?;
+    Ok(recipes)
+}
+
+/// A variant names an existing folder that is not itself a variant, nor a kernel.
+fn check_variants(recipes: &[Recipe]) -> Result<()> {
+    for r in recipes {
+        let Some(base) = &r.variant_of else { continue };
+        let Some(of) = recipes.iter().find(|o| &o.name == base) else {
+            bail!(
+                "image recipe docker/{}/{FILE}: variant_of: {base:?} is not an image folder under docker/ \
+                 (the known ones: {})",
+                r.name,
+                recipes
+                    .iter()
+                    .map(|o| o.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        };
+        ensure!(
+            of.variant_of.is_none() && !of.kernel && !r.kernel,
+            "image recipe docker/{}/{FILE}: variant_of: {base:?} is itself a variant or a kernel; \
+             name the folder it starts from",
+            r.name
+        );
+    }
+    Ok(())
+}
+
+/// Docker's repository name component: lowercase letters, digits and separators.
+pub fn is_image_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b[0].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"._-".contains(c))
+}
+
+fn is_build_arg(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && !b[0].is_ascii_digit()
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: &str = r#"
+# Build args naming parent images.
+parents: {BASE: base, RUST: toolchain-rust, SAMPLER: sampler}
+artifacts: {rust.tar: rust}
+vendor: true
+probe: true
+binaries: [/usr/local/bin/probe, /usr/local/bin/sampler]
+versions: {"rustc -vV": [rustc, -vV]}
+"#;
+
+    #[test]
+    fn parses_every_field() {
+        let r = Recipe::parse("rust-tokio", FULL).unwrap();
+        assert_eq!(r.name, "rust-tokio");
+        assert_eq!(
+            r.parents.iter().collect::<Vec<_>>(),
+            [
+                (&"BASE".to_string(), &"base".to_string()),
+                (&"RUST".to_string(), &"toolchain-rust".to_string()),
+                (&"SAMPLER".to_string(), &"sampler".to_string())
+            ]
+        );
+        assert_eq!(r.artifacts["rust.tar"], "rust");
+        assert!(r.vendor && r.probe);
+        assert_eq!(
+            r.binaries,
+            ["/usr/local/bin/probe", "/usr/local/bin/sampler"]
+        );
+        assert_eq!(r.versions["rustc -vV"], ["rustc", "-vV"]);
+        let empty = Recipe::parse("x", "# nothing\n").unwrap();
+        assert_eq!(
+            empty,
+            Recipe {
+                name: "x".into(),
+                ..Recipe::default()
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_field_reports_line_and_column() {
+        let err = format!(
+            "{:#}",
+            Recipe::parse("x", "probe: true\n  \nprobes: 1\n").unwrap_err()
+        );
+        assert!(
+            err.contains("line 3, column 1") && err.contains("probes"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let cases = [
+            ("parents: {base: base, 1X: a}", "\"1X\" is not a build arg"),
+            ("artifacts: {../rust.tar: rust}", "plain file name"),
+            ("artifacts: {vendor: rust}", "plain file name"),
+            ("binaries: [usr/bin/x]", "absolute path"),
+            ("versions: {go: []}", "has no command"),
+            ("vendor: yes please", "line 1, column 9"),
+        ];
+        for (text, want) in cases {
+            let err = format!("{:#}", Recipe::parse("x", text).unwrap_err());
+            assert!(err.contains(want), "{text}: {err}");
+        }
+        let err = format!("{:#}", Recipe::parse("Rust", "").unwrap_err());
+        assert!(err.contains("lowercase"), "{err}");
+    }
+
+    #[test]
+    fn discovery_needs_a_recipe_beside_every_dockerfile() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for (folder, files) in [
+            ("b-probe", &["Dockerfile", FILE][..]),
+            ("a-tool", &["Dockerfile", FILE][..]),
+            ("notes", &["README.md"][..]),
+        ] {
+            std::fs::create_dir_all(d.join(folder)).unwrap();
+            for f in files {
+                std::fs::write(d.join(folder).join(f), "").unwrap();
+            }
+        }
+        std::fs::write(d.join("README.md"), "").unwrap();
+        let names: Vec<_> = discover(d).unwrap().into_iter().map(|r| r.name).collect();
+        assert_eq!(names, ["a-tool", "b-probe"]);
+
+        std::fs::create_dir_all(d.join("c-new")).unwrap();
+        std::fs::write(d.join("c-new/Dockerfile"), "").unwrap();
+        let err = format!("{:#}", discover(d).unwrap_err());
+        assert!(
+            err.contains("c-new") && err.contains("no image.yaml"),
+            "{err}"
+        );
+        std::fs::write(d.join("c-new").join(FILE), "vendor: true\n").unwrap();
+        let err = format!("{:#}", discover(d).unwrap_err());
+        assert!(
+            err.contains("c-new") && err.contains("no Cargo.lock"),
+            "{err}"
+        );
+        std::fs::remove_file(d.join("c-new/Dockerfile")).unwrap();
+        let err = format!("{:#}", discover(d).unwrap_err());
+        assert!(
+            err.contains("c-new") && err.contains("no Dockerfile"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn checked_in_recipes_load() {
+        let docker = Path::new(env!("CARGO_MANIFEST_DIR")).join("docker");
+        let recipes = discover(&docker).unwrap();
+        for name in [
+            "toolchain-rust",
+            "toolchain-go",
+            "sampler",
+            "rust-tokio",
+            "go",
+        ] {
+            assert!(recipes.iter().any(|r| r.name == name), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_variant_starts_from_its_base_folder_and_names_a_plain_one() {
+        let repo = tempfile::tempdir().unwrap();
+        let d = repo.path().join("docker");
+        write_at(&d, "probe/Dockerfile", "FROM scratch\n");
+        write_at(&d, "probe/Cargo.lock", "# base\n");
+        write_at(&d, "probe/src/main.rs", "fn main() {}\n");
+        write_at(&d, "probe/image.yaml", "vendor: true\n");
+        write_at(
+            &d,
+            "probe.alt/image.yaml",
+            "variant_of: probe\nvendor: true\non_demand: true\n",
+        );
+        write_at(&d, "probe.alt/src/main.rs", "fn main() { /* alt */ }\n");
+        let recipes = discover(&d).unwrap();
+        let alt = recipes.iter().find(|r| r.name == "probe.alt").unwrap();
+        assert_eq!(alt.cargo_lock(&d), d.join("probe/Cargo.lock"));
+        let scratch = tempfile::tempdir().unwrap();
+        let merged =
+            crate::build::image::build::source_dir(repo.path(), alt, scratch.path()).unwrap();
+        let read = |rel: &str| std::fs::read_to_string(merged.join(rel)).unwrap();
+        assert_eq!(read("Dockerfile"), "FROM scratch\n");
+        assert_eq!(read("Cargo.lock"), "# base\n");
+        assert_eq!(read("src/main.rs"), "fn main() { /* alt */ }\n");
+        assert!(!merged.join(FILE).exists(), "no recipe in the context");
+        write_at(&d, "probe.bad/image.yaml", "variant_of: nope\n");
+        let err = format!("{:#}", discover(&d).unwrap_err());
+        assert!(
+            err.contains("probe.bad") && err.contains("\"nope\" is not an image folder"),
+            "{err}"
+        );
+        write_at(&d, "probe.bad/image.yaml", "variant_of: probe.alt\n");
+        let err = format!("{:#}", discover(&d).unwrap_err());
+        assert!(err.contains("itself a variant"), "{err}");
+    }
+
+    fn write_at(dir: &Path, rel: &str, text: &str) {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}

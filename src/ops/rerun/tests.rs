@@ -1,0 +1,304 @@
+use std::collections::BTreeMap;
+use std::fs;
+
+use super::*;
+use crate::build::image::{BuiltImage, UnavailableImage};
+use crate::engine::fake::FakeEngine;
+use crate::study::DEFAULT_STUDY;
+
+fn image(name: &str, binaries: &[(&str, &str)]) -> BuiltImage {
+    BuiltImage {
+        name: name.into(),
+        tag: format!("parkbench/{name}:0123"),
+        id: "sha256:1".into(),
+        layers: vec!["sha256:l".into()],
+        inputs: BTreeMap::new(),
+        binaries: binaries
+            .iter()
+            .map(|(p, s)| (p.to_string(), s.to_string()))
+            .collect(),
+        versions: BTreeMap::new(),
+        notes: Vec::new(),
+        built: false,
+    }
+}
+
+fn manifest(images: Vec<BuiltImage>) -> Manifest {
+    Manifest {
+        images,
+        unavailable: vec![],
+    }
+}
+
+#[test]
+fn differences_name_each_binary_with_both_hashes() {
+    let archive = manifest(vec![
+        image("go", &[("/p", "aa"), ("/s", "bb")]),
+        image("rust-tokio", &[("/p", "cc")]),
+    ]);
+    let names = vec!["go".to_string(), "rust-tokio".to_string()];
+    assert!(differences(&archive, &archive, &names).is_empty());
+
+    let here = manifest(vec![image("go", &[("/p", "aa"), ("/s", "xx")])]);
+    let found = differences(&archive, &here, &names);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(
+        (found[0].image.as_str(), found[0].path.as_str()),
+        ("go", "/s")
+    );
+    assert_eq!(
+        (found[0].archive.as_str(), found[0].here.as_deref()),
+        ("bb", Some("xx"))
+    );
+    assert_eq!(found[1].here, None, "an image not built here");
+    let refused = format!("{:#}", refuse(Path::new("x.tar.gz"), &found));
+    assert!(
+        refused.contains("archive sha256 bb, here xx")
+            && refused.contains("--accept-different-binaries"),
+        "{refused}"
+    );
+}
+
+#[tokio::test]
+async fn loaded_images_are_checked_against_the_manifest() {
+    let engine = FakeEngine::new([]);
+    let tmp = tempfile::tempdir().unwrap();
+    let rootfs = tmp.path().join("rootfs.tar");
+    fs::write(&rootfs, b"layer").unwrap();
+    engine
+        .import(&rootfs, "parkbench/go", "0123")
+        .await
+        .unwrap();
+    let facts = engine.image("parkbench/go:0123").await.unwrap().unwrap();
+    let data = engine.read_file("parkbench/go:0123", "/p").await.unwrap();
+    let mut good = image("go", &[("/p", &crate::build::digest::bytes(&data))]);
+    good.built = true;
+    good.layers = facts.layers.clone();
+    verify_loaded(&engine, &manifest(vec![good.clone()]))
+        .await
+        .unwrap();
+
+    let mut tampered = good.clone();
+    tampered.binaries.insert("/p".into(), "ff".into());
+    let err = format!(
+        "{:#}",
+        verify_loaded(&engine, &manifest(vec![tampered]))
+            .await
+            .unwrap_err()
+    );
+    assert!(
+        err.contains("image go /p") && err.contains("manifest says ff"),
+        "{err}"
+    );
+
+    let mut other_layers = good.clone();
+    other_layers.layers = vec!["sha256:other".into()];
+    let err = format!(
+        "{:#}",
+        verify_loaded(&engine, &manifest(vec![other_layers]))
+            .await
+            .unwrap_err()
+    );
+    assert!(err.contains("layers differ"), "{err}");
+
+    let mut absent = good;
+    absent.tag = "parkbench/go:9999".into();
+    let err = format!(
+        "{:#}",
+        verify_loaded(&engine, &manifest(vec![absent]))
+            .await
+            .unwrap_err()
+    );
+    assert!(
+        err.contains("did not load the tag parkbench/go:9999"),
+        "{err}"
+    );
+}
+
+/// A run folder of the default study with sources, and the archive written from it.
+struct Archived {
+    tmp: tempfile::TempDir,
+}
+
+impl Archived {
+    fn new(study: &str, with_manifest: bool) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = tmp.path().join("runs/run-1");
+        fs::create_dir_all(&run).unwrap();
+        fs::write(run.join(run_dir::STUDY), study).unwrap();
+        fs::write(run.join(run_dir::SAMPLES), "").unwrap();
+        if with_manifest {
+            let mut m = manifest(vec![
+                image("toolchain-go", &[]),
+                image("go", &[("/usr/local/bin/probe", "aa")]),
+                image("rust-tokio", &[("/usr/local/bin/probe", "bb")]),
+            ]);
+            m.unavailable.push(UnavailableImage {
+                name: "dotnet".into(),
+                reason: "not reachable".into(),
+            });
+            fs::write(
+                run.join(run_dir::MANIFEST),
+                serde_json::to_string(&m).unwrap(),
+            )
+            .unwrap();
+        }
+        for dir in ["repo/docker/go", "repo/toolchains"] {
+            fs::create_dir_all(tmp.path().join(dir)).unwrap();
+        }
+        fs::write(tmp.path().join("repo/docker/go/main.go"), "package main\n").unwrap();
+        fs::write(tmp.path().join("repo/toolchains/go.yaml"), "name: go\n").unwrap();
+        for name in ["go", "rust-tokio"] {
+            fs::write(tmp.path().join(format!("{name}.tar")), name).unwrap();
+        }
+        Archived { tmp }
+    }
+
+    /// Writes the archive with the exported images named in `images`.
+    fn write(&self, images: &[&str]) -> PathBuf {
+        let root = self.tmp.path();
+        let sources = [
+            ("docker".to_string(), root.join("repo/docker")),
+            ("toolchains".to_string(), root.join("repo/toolchains")),
+        ];
+        let extras: Vec<(String, PathBuf)> = images
+            .iter()
+            .map(|n| (format!("images/{n}.tar"), root.join(format!("{n}.tar"))))
+            .collect();
+        let out = root.join(format!("run-1-{}.tar.gz", images.len()));
+        archive::write_with(&root.join("runs/run-1"), &sources, &extras, &out).unwrap();
+        out
+    }
+}
+
+#[test]
+fn an_archive_opens_with_its_sources_and_images() {
+    let fx = Archived::new(DEFAULT_STUDY, true);
+    let plain = open(&fx.write(&[])).unwrap();
+    assert!(!plain.carries_images());
+    assert_eq!(plain.images, ["go", "rust-tokio"]);
+    assert_eq!(
+        fs::read_to_string(plain.repo().join("docker/go/main.go")).unwrap(),
+        "package main\n"
+    );
+    assert_eq!(plain.files.run_id, "run-1");
+    assert_eq!(
+        plain.sha256,
+        crate::build::digest::file(&plain.path).unwrap()
+    );
+
+    let full = open(&fx.write(&["go", "rust-tokio"])).unwrap();
+    assert!(full.carries_images());
+    let go = full.image_file("go").unwrap();
+    assert_eq!(fs::read_to_string(go).unwrap(), "go");
+    let loaded = full.loaded_manifest();
+    assert_eq!(
+        loaded.images.len(),
+        3,
+        "the toolchain image stays for its versions"
+    );
+    let built: Vec<&str> = loaded
+        .images
+        .iter()
+        .filter(|i| i.built)
+        .map(|i| i.name.as_str())
+        .collect();
+    assert_eq!(
+        built,
+        ["go", "rust-tokio"],
+        "only the probe images are loaded"
+    );
+    assert_eq!(loaded.unavailable.len(), 1, "unavailable images stay named");
+
+    let of = full.rerun_of(Origin::Loaded, vec![]);
+    assert_eq!(
+        (of.archive.as_str(), of.run_id.as_str()),
+        ("run-1-2.tar.gz", "run-1")
+    );
+    let json = serde_json::to_string(&of).unwrap();
+    assert!(json.contains("\"images\":\"loaded\"") && !json.contains("different_binaries"));
+}
+
+#[test]
+fn bad_archives_are_refused_with_what_to_do() {
+    let fx = Archived::new(DEFAULT_STUDY, true);
+    let err = |path: &Path| format!("{:#}", open(path).err().expect("refused"));
+
+    let cut = err(&fx.write(&["go"]));
+    assert!(
+        cut.contains("names the probe image(s) rust-tokio")
+            && cut.contains("images/rust-tokio.tar"),
+        "{cut}"
+    );
+
+    let e = err(fx.tmp.path());
+    assert!(
+        e.contains("no such archive") && e.contains("compare"),
+        "{e}"
+    );
+
+    let other = fx.tmp.path().join("other.tar.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &[7u8; 4096]).unwrap();
+    fs::write(&other, gz.finish().unwrap()).unwrap();
+    let e = err(&other);
+    assert!(
+        e.contains("cannot rerun it") && e.contains("damaged"),
+        "{e}"
+    );
+
+    let full = fs::read(fx.write(&[])).unwrap();
+    let truncated = fx.tmp.path().join("truncated.tar.gz");
+    fs::write(&truncated, &full[..full.len() / 2]).unwrap();
+    let e = err(&truncated);
+    assert!(e.contains("truncated"), "{e}");
+
+    let unknown =
+        DEFAULT_STUDY.replacen("    image: go\n", "    image: go\n    kind: telepathy\n", 1);
+    assert!(
+        unknown.contains("telepathy"),
+        "the default study has a go probe"
+    );
+    let e = err(&Archived::new(&unknown, true).write(&[]));
+    assert!(
+        e.contains("cannot be run by this version") && e.contains("telepathy"),
+        "{e}"
+    );
+
+    let e = err(&Archived::new(DEFAULT_STUDY, false).write(&[]));
+    assert!(e.contains("manifest.json is missing"), "{e}");
+}
+
+#[test]
+fn an_exported_image_may_set_only_its_own_tag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("go.tar");
+    let saved = |manifest: &str| {
+        let mut tar = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_size(manifest.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.append_data(&mut header, "manifest.json", manifest.as_bytes())
+            .unwrap();
+        fs::write(&file, tar.into_inner().unwrap()).unwrap();
+        saved_tags(&file).unwrap()
+    };
+    let own = saved(r#"[{"Config":"c.json","RepoTags":["parkbench/go:0123"],"Layers":[]}]"#);
+    check_saved_tags("go", "parkbench/go:0123", &own).unwrap();
+    let more = saved(
+        r#"[{"RepoTags":["parkbench/go:0123"]},{"RepoTags":["parkbench/base:feed"],"Layers":[]}]"#,
+    );
+    let err = format!(
+        "{:#}",
+        check_saved_tags("go", "parkbench/go:0123", &more).unwrap_err()
+    );
+    assert!(
+        err.contains("parkbench/base:feed") && err.contains("refused"),
+        "{err}"
+    );
+    let none = saved(r#"[{"RepoTags":null}]"#);
+    assert!(check_saved_tags("go", "parkbench/go:0123", &none).is_err());
+    fs::write(&file, b"").unwrap();
+    assert!(format!("{:#}", saved_tags(&file).unwrap_err()).contains("no manifest.json"));
+}

@@ -1,0 +1,346 @@
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::*;
+use crate::build::image::BuiltImage;
+use crate::outputs::report::fixture;
+
+fn side(path: &str, summary: Summary, manifest: Option<Manifest>) -> Side {
+    let study = fixture::study();
+    let verdicts = crate::outputs::verdict::judge(&study, &summary);
+    let environment = fixture::input(&study, &[], &summary, &verdicts).environment;
+    Side {
+        path: path.into(),
+        outcome: Outcome {
+            run_id: format!("run-{path}"),
+            samples: fixture::samples(),
+            study,
+            summary,
+            verdicts,
+            environment,
+            deviations: vec![],
+            warnings: vec![],
+            partial: None,
+        },
+        manifest,
+    }
+}
+
+fn manifest(binary: &str) -> Manifest {
+    let images = fixture::study()
+        .probes
+        .iter()
+        .map(|p| BuiltImage {
+            name: p.image.clone(),
+            tag: format!("parkbench/{}:0", p.image),
+            id: "sha256:0".into(),
+            layers: vec![],
+            inputs: BTreeMap::new(),
+            binaries: BTreeMap::from([("/probe".to_string(), binary.to_string())]),
+            versions: BTreeMap::new(),
+            notes: Vec::new(),
+            built: false,
+        })
+        .collect();
+    Manifest {
+        images,
+        unavailable: vec![],
+    }
+}
+
+fn headline(values: &[f64], value: f64) -> Headline {
+    Headline {
+        name: "rss_median_bytes".into(),
+        value,
+        values: values.to_vec(),
+        stat: Some(crate::study::Stat::RssMedian),
+    }
+}
+
+fn row(a: Headline, b: Headline) -> CellRow {
+    CellRow {
+        probe: "go".into(),
+        tasks: 1,
+        a,
+        b,
+    }
+}
+
+#[test]
+fn a_run_compared_with_itself_is_within_dispersion_everywhere() {
+    let summary = fixture::summary();
+    let rows = cells(&summary, &summary);
+    let measured = summary.cells.iter().filter(|c| c.valid > 0).count();
+    assert_eq!(rows.len(), measured);
+    for r in &rows {
+        assert_eq!(r.ratio(), Some(1.0), "{} {}", r.probe, r.tasks);
+        assert!(!r.beyond_dispersion() && !r.differs_by_more_than(0.0));
+        assert_eq!(
+            r.a.values.len(),
+            summary.cell(&r.probe, r.tasks).unwrap().valid
+        );
+    }
+}
+
+#[test]
+fn the_dispersion_rule_uses_the_wider_of_the_two_ranges() {
+    let a = || headline(&[100.0, 110.0, 120.0], 110.0);
+    assert_eq!(a().half_range(), 10.0);
+    assert!(!row(a(), headline(&[130.0], 130.0)).beyond_dispersion());
+    assert!(row(a(), headline(&[131.0], 131.0)).beyond_dispersion());
+    assert!(row(a(), headline(&[89.0], 89.0)).beyond_dispersion());
+    let wide_b = headline(&[100.0, 131.0, 160.0], 131.0);
+    assert!(!row(a(), wide_b).beyond_dispersion());
+    assert!(row(headline(&[5.0], 5.0), headline(&[6.0], 6.0)).beyond_dispersion());
+}
+
+#[test]
+fn fail_above_compares_the_ratio_with_the_threshold() {
+    let r = row(headline(&[100.0], 100.0), headline(&[110.0], 110.0));
+    assert!(r.differs_by_more_than(5.0));
+    assert!(!r.differs_by_more_than(10.5));
+    let zero = row(headline(&[0.0], 0.0), headline(&[1.0], 1.0));
+    assert_eq!(zero.ratio(), None);
+    assert!(zero.differs_by_more_than(1000.0));
+}
+
+#[test]
+fn a_shifted_cell_is_beyond_dispersion_and_only_that_one() {
+    let a = fixture::summary();
+    let mut b = a.clone();
+    let target = b.cells.iter_mut().find(|c| c.valid > 1).unwrap();
+    let spread = target.rss_max_bytes.unwrap() - target.rss_min_bytes.unwrap();
+    let shift = 3.0 * spread + 1.0;
+    for p in &mut target.processes {
+        p.rss_median_bytes = p.rss_median_bytes.map(|v| v + shift);
+    }
+    for v in [
+        &mut target.rss_median_bytes,
+        &mut target.rss_min_bytes,
+        &mut target.rss_max_bytes,
+    ] {
+        *v = v.map(|v| v + shift);
+    }
+    let (probe, tasks) = (target.probe.clone(), target.tasks);
+    let beyond: Vec<(String, u64)> = cells(&a, &b)
+        .into_iter()
+        .filter(|r| r.beyond_dispersion())
+        .map(|r| (r.probe, r.tasks))
+        .collect();
+    assert_eq!(beyond, [(probe, tasks)]);
+}
+
+#[test]
+fn claims_pair_by_id() {
+    let v = fixture::verdicts();
+    let pairs = claims(&v, &v[1..]);
+    assert_eq!(pairs.len(), v.len() - 1);
+    assert!(pairs.iter().all(|(a, b)| a.claim == b.claim));
+}
+
+#[test]
+fn same_binaries_names_the_first_difference() {
+    let s = fixture::summary;
+    let yes = same_binaries(
+        &side("a", s(), Some(manifest("h1"))),
+        &side("b", s(), Some(manifest("h1"))),
+    );
+    assert_eq!(yes, "yes");
+    let first = fixture::study().probes[0].image.clone();
+    let no = same_binaries(
+        &side("a", s(), Some(manifest("h1"))),
+        &side("b", s(), Some(manifest("h2"))),
+    );
+    assert_eq!(no, format!("no: {first} /probe differs"));
+    let unknown = same_binaries(&side("a", s(), Some(manifest("h1"))), &side("b", s(), None));
+    assert_eq!(unknown, "unknown: B has no manifest.json");
+}
+
+#[test]
+fn the_markdown_states_the_rule_and_every_section() {
+    let (a, b) = (
+        side("a", fixture::summary(), None),
+        side("b", fixture::summary(), None),
+    );
+    let md = markdown(&a, &b);
+    for wanted in [
+        RULE,
+        "## Cells",
+        "## Claims",
+        "## Environment",
+        "Same binaries: unknown",
+    ] {
+        assert!(md.contains(wanted), "{wanted:?} missing:\n{md}");
+    }
+    let rows = cells(&a.outcome.summary, &b.outcome.summary).len();
+    assert_eq!(md.matches("| within dispersion |").count(), rows);
+}
+
+#[test]
+fn both_runs_warnings_sit_in_the_environment_table() {
+    let (a, mut b) = (
+        side("a", fixture::summary(), None),
+        side("b", fixture::summary(), None),
+    );
+    b.outcome.warnings.push(crate::run::warning::Warning {
+        what: "swap in use: 5 MiB of 10 MiB".into(),
+        touches: crate::run::warning::Touches::All,
+    });
+    let md = markdown(&a, &b);
+    assert!(
+        md.contains("| Validity warnings | none | swap in use: 5 MiB of 10 MiB | differs |"),
+        "{md}"
+    );
+}
+
+#[test]
+fn the_figure_is_deterministic_with_a_panel_per_scale_and_published_marks() {
+    let (a, b) = (
+        side("a", fixture::summary(), None),
+        side("b", fixture::summary(), None),
+    );
+    let svg = figure(&a, &b);
+    assert_eq!(svg, figure(&a, &b));
+    let scales: BTreeSet<u64> = cells(&a.outcome.summary, &b.outcome.summary)
+        .iter()
+        .map(|r| r.tasks)
+        .collect();
+    assert_eq!(svg.matches("class=\"panel\"").count(), scales.len());
+    let dots: usize = a
+        .outcome
+        .summary
+        .cells
+        .iter()
+        .map(|c| c.processes.len())
+        .sum();
+    assert_eq!(svg.matches("<circle").count(), 2 * dots);
+    let single_memory_claims = a.outcome.study.claims.iter().any(|c| {
+        matches!(c.expected, crate::study::Expected::Value(_))
+            && c.unit.dimension() == crate::study::Dimension::Memory
+    });
+    assert_eq!(svg.contains("class=\"published\""), single_memory_claims);
+}
+
+#[test]
+fn bad_input_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nothing-here");
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let foreign = tmp.path().join("foreign.tar.gz");
+    let mut tar = tar::Builder::new(flate2::write::GzEncoder::new(
+        std::fs::File::create(&foreign).unwrap(),
+        flate2::Compression::default(),
+    ));
+    let mut header = tar::Header::new_gnu();
+    header.set_size(2);
+    header.set_mode(0o644);
+    header.set_cksum();
+    tar.append_data(&mut header, "pkg/README", &b"hi"[..])
+        .unwrap();
+    tar.into_inner().unwrap().finish().unwrap();
+    let truncated = tmp.path().join("truncated.tar.gz");
+    let bytes = std::fs::read(&foreign).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    for (path, why) in [
+        (&missing, "no such file or folder"),
+        (&empty, "study.yaml is missing"),
+        (&foreign, "not a parkbench run archive"),
+        (&truncated, "truncated"),
+    ] {
+        let err = format!("{:#}", load(Path::new(path)).err().unwrap());
+        assert!(
+            err.contains(&path.display().to_string()) && err.contains(why),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn images_unavailable_in_both_runs_are_skipped_and_in_one_run_differ() {
+    let s = fixture::summary;
+    let first = fixture::study().probes[0].image.clone();
+    let without_first = |binary: &str| {
+        let mut m = manifest(binary);
+        m.images.retain(|i| i.name != first);
+        m.unavailable.push(crate::build::image::UnavailableImage {
+            name: first.clone(),
+            reason: "pin cannot be produced".into(),
+        });
+        m
+    };
+    let both = same_binaries(
+        &side("a", s(), Some(without_first("h1"))),
+        &side("b", s(), Some(without_first("h1"))),
+    );
+    assert_eq!(both, format!("yes ({first} unavailable in both)"));
+    let only_b = same_binaries(
+        &side("a", s(), Some(manifest("h1"))),
+        &side("b", s(), Some(without_first("h1"))),
+    );
+    assert_eq!(only_b, format!("no: {first} is unavailable in B"));
+    let only_a = same_binaries(
+        &side("a", s(), Some(without_first("h1"))),
+        &side("b", s(), Some(manifest("h1"))),
+    );
+    assert_eq!(only_a, format!("no: {first} is unavailable in A"));
+    let md = markdown(
+        &side("a", s(), Some(without_first("h1"))),
+        &side("b", s(), Some(without_first("h1"))),
+    );
+    assert!(md.contains(&format!("Same binaries: yes ({first} unavailable in both)")));
+}
+
+#[test]
+fn a_cell_lost_in_b_is_reported_and_fails_any_threshold() {
+    let a = fixture::summary();
+    let mut b = a.clone();
+    let at = b
+        .cells
+        .iter()
+        .position(|c| Headline::of(c).is_some())
+        .unwrap();
+    let gone = b.cells.remove(at);
+    let lone = lone_cells(&a, &b);
+    assert_eq!(lone.len(), 1);
+    assert_eq!(
+        (lone[0].probe.as_str(), lone[0].tasks, lone[0].presence),
+        (gone.probe.as_str(), gone.tasks, Presence::LostInB)
+    );
+    assert_eq!(cells(&a, &b).len() + 1, cells(&a, &a).len());
+    let over = over_threshold(&a, &b, f64::MAX);
+    assert_eq!(over.len(), 1, "{over:?}");
+    assert!(over[0].contains(&gone.probe) && over[0].contains("lost in B"));
+    assert!(over_threshold(&a, &a, 0.0).is_empty());
+
+    let reversed = lone_cells(&b, &a);
+    assert_eq!(reversed.len(), 1);
+    assert_eq!(reversed[0].presence, Presence::NewInB);
+    assert!(
+        over_threshold(&b, &a, f64::MAX).is_empty(),
+        "a new cell fails nothing"
+    );
+
+    let (sa, sb) = (side("a", a.clone(), None), side("b", b.clone(), None));
+    let md = markdown(&sa, &sb);
+    assert_eq!(md.matches("| lost in B |").count(), 1, "{md}");
+    let md = markdown(&sb, &sa);
+    assert_eq!(md.matches("| new in B |").count(), 1, "{md}");
+}
+
+#[test]
+fn a_cell_without_a_headline_value_in_b_is_lost() {
+    let a = fixture::summary();
+    let mut b = a.clone();
+    let target = b.cells.iter_mut().find(|c| c.valid > 0).unwrap();
+    let (probe, tasks) = (target.probe.clone(), target.tasks);
+    target.rss_median_bytes = None;
+    target.stats.clear();
+    let lone = lone_cells(&a, &b);
+    assert!(
+        lone.iter()
+            .any(|c| c.probe == probe && c.tasks == tasks && c.presence == Presence::LostInB),
+        "{probe} at {tasks} is lost"
+    );
+    assert!(!over_threshold(&a, &b, f64::MAX).is_empty());
+}

@@ -1,0 +1,14 @@
+//! The outputs: from a run folder's raw samples to statistics (`summary`), verdicts (`verdict`), the
+//! report and figures (`report`), the archive (`archive`), two runs side by side (`compare`), the
+//! index of studies (`index`) and a claim's explanation (`explain`); `outcome` recomputes them all.
+//!
+//! May import: `run` (the run folder and its records), `build` (hashing, tar), `study`, `stats`.
+
+pub mod archive;
+pub mod compare;
+pub mod explain;
+pub mod index;
+pub mod outcome;
+pub mod report;
+pub mod summary;
+pub mod verdict;

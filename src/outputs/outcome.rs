@@ -1,0 +1,378 @@
+//! The outcome of a run — statistics, verdicts, deviations and report inputs — recomputed from the run's
+//! raw files only (study.yaml, samples.jsonl, env.json, run.json). The same function serves a fresh run,
+//! `parkbench report` and `parkbench verify` on an archive, so they all print the same table.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::outputs::report::{self, ReportInput};
+use crate::outputs::summary::{self, Summary};
+use crate::outputs::verdict::{self, Status, Verdict, VerdictFile};
+use crate::run::env::Environment;
+use crate::run::run_dir::{self, RunFiles, RunState};
+use crate::run::warning::Warning;
+use crate::study::Study;
+use crate::study::sample::{self, Sample};
+
+/// Everything recomputed from a run's raw files.
+pub struct Outcome {
+    pub run_id: String,
+    pub study: Study,
+    pub samples: Vec<Sample>,
+    pub summary: Summary,
+    pub verdicts: Vec<Verdict>,
+    pub environment: Vec<(String, String)>,
+    pub deviations: Vec<String>,
+    /// Validity warnings from run.json: what may have touched the numbers (never an invalid sample).
+    pub warnings: Vec<Warning>,
+    /// Why the data is partial (malformed sample lines, an incomplete run); `None` when complete.
+    pub partial: Option<String>,
+}
+
+/// Recomputes statistics and verdicts from the raw files.
+pub fn recompute(text: &RunFiles) -> Result<Outcome> {
+    let study = Study::parse(&text.study_yaml).context("in the run's study.yaml")?;
+    let (samples, bad) = sample::parse_lines(text.samples_jsonl.as_bytes())?;
+    let env: Option<Environment> = match &text.env_json {
+        Some(json) => Some(serde_json::from_str(json).context("parsing env.json")?),
+        None => None,
+    };
+    let state: Option<RunState> = match &text.run_json {
+        Some(json) => Some(serde_json::from_str(json).context("parsing run.json")?),
+        None => None,
+    };
+    let mut partial: Vec<String> = bad
+        .iter()
+        .map(|b| format!("samples.jsonl line {} is malformed ({})", b.line, b.error))
+        .collect();
+    if let Some(s) = state
+        .as_ref()
+        .filter(|s| s.status != run_dir::Status::Complete)
+    {
+        partial.push(format!(
+            "the run is {} (resume it to measure the missing cells)",
+            s.status
+        ));
+    }
+    // The processes per cell the run followed (`--repeats`), recorded in run.json.
+    let study = match &state {
+        Some(s) => s.in_force(study)?,
+        None => study,
+    };
+    let summary = summary::summarize(&study, &samples);
+    let verdicts = verdict::judge(&study, &summary);
+    let mut deviations = state
+        .as_ref()
+        .map(|s| s.deviations.clone())
+        .unwrap_or_default();
+    deviations.extend(
+        env.as_ref()
+            .map(|e| environment_deviations(&study, e))
+            .unwrap_or_default(),
+    );
+    let mut environment = env.as_ref().map(environment_labels).unwrap_or_default();
+    if let Some(s) = &state {
+        environment.extend(s.guests.iter().map(guest_label));
+    }
+    Ok(Outcome {
+        run_id: text.run_id.clone(),
+        environment,
+        study,
+        samples,
+        summary,
+        verdicts,
+        deviations,
+        warnings: state.map(|s| s.warnings).unwrap_or_default(),
+        partial: (!partial.is_empty()).then(|| partial.join("; ")),
+    })
+}
+
+impl Outcome {
+    /// The report input for every format.
+    pub fn report_input(&self) -> ReportInput<'_> {
+        ReportInput {
+            study: &self.study,
+            run_id: &self.run_id,
+            samples: &self.samples,
+            summary: &self.summary,
+            verdicts: &self.verdicts,
+            environment: self.environment.clone(),
+            deviations: self.deviations.clone(),
+            warnings: self.warnings.clone(),
+            partial: self.partial.clone(),
+        }
+    }
+
+    /// Writes report.md, figure.svg, samples.csv, summary.json and verdicts.json into `dir`.
+    pub fn write_report(&self, dir: &Path) -> Result<()> {
+        report::write_all(dir, &self.report_input())?;
+        link_explanations(dir)
+    }
+
+    /// The terminal text: verdict table, deviations, validity warnings, partial data.
+    pub fn terminal(&self) -> String {
+        let mut out = report::terminal::verdict_table(&self.verdicts);
+        if !self.deviations.is_empty() {
+            out.push_str("\nDeviations from the published setup:\n");
+            for d in &self.deviations {
+                out.push_str(&format!("  - {d}\n"));
+            }
+        }
+        out.push_str(&report::terminal::warnings(&self.warnings));
+        if let Some(p) = &self.partial {
+            out.push_str(&format!("\nPartial data: {p}\n"));
+        }
+        out
+    }
+
+    /// True when any claim was not reproduced.
+    pub fn claims_differ(&self) -> bool {
+        self.verdicts.iter().any(|v| v.status != Status::Reproduced)
+    }
+
+    /// The verdicts file as written in the run (for comparing with a recomputation).
+    pub fn verdict_file(&self) -> VerdictFile {
+        VerdictFile {
+            partial: self.partial.is_some(),
+            partial_reason: self.partial.clone(),
+            verdicts: self.verdicts.clone(),
+        }
+    }
+}
+
+/// A guest kernel's row of the environment table.
+fn guest_label(k: &crate::run::guest::GuestKernel) -> (String, String) {
+    let accel = match (k.accel, k.accel_note.is_empty()) {
+        (a, true) => a.to_string(),
+        (a, false) => format!("{a} ({})", k.accel_note),
+    };
+    (
+        format!("Guest kernel {}", k.name),
+        format!(
+            "{}; vmlinuz sha256 {}; config sha256 {}; THP {}; {accel}; {} MiB; image {}",
+            k.release, k.vmlinuz_sha256, k.config_sha256, k.thp, k.memory_mib, k.image
+        ),
+    )
+}
+
+/// Label → value pairs for the report's environment table.
+fn environment_labels(e: &Environment) -> Vec<(String, String)> {
+    let os = e
+        .host
+        .os_release
+        .get("PRETTY_NAME")
+        .cloned()
+        .unwrap_or_default();
+    let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
+    let mut out = vec![
+        ("CPU".to_string(), e.host.cpu_model.clone()),
+        (
+            "Logical CPUs".into(),
+            format!("{} (online {})", e.host.logical_cpus, e.host.cpus_online),
+        ),
+        ("Memory".into(), gib(e.host.mem_total_bytes)),
+        ("Kernel".into(), e.host.kernel_release.clone()),
+        ("Host OS".into(), os),
+        ("WSL".into(), if e.host.wsl { "yes" } else { "no" }.into()),
+        (
+            "Transparent hugepages".into(),
+            e.host
+                .thp_enabled
+                .clone()
+                .unwrap_or_else(|| "not visible".into()),
+        ),
+        (
+            "Docker Engine".into(),
+            format!("{} (API {})", e.engine.version, e.engine.api_version),
+        ),
+        (
+            "cgroups".into(),
+            format!("v{} ({})", e.engine.cgroup_version, e.engine.cgroup_driver),
+        ),
+        ("Container glibc".into(), e.container.glibc.clone()),
+        (
+            "Seccomp".into(),
+            crate::run::seccomp::describe(e.seccomp.as_ref()),
+        ),
+    ];
+    for (k, v) in &e.toolchains {
+        out.push((k.clone(), v.lines().next().unwrap_or_default().to_string()));
+    }
+    out
+}
+
+/// Differences between the published environment and this one: toolchains, CPU model, kernel, WSL.
+fn environment_deviations(study: &Study, e: &Environment) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, published) in &study.source.toolchains {
+        let ours = ours_version(name, e);
+        match ours {
+            Some(v) if v == *published => {}
+            Some(v) => out.push(format!("{name} {v} instead of the published {published}")),
+            None => out.push(format!(
+                "{name}: version not recorded (published {published})"
+            )),
+        }
+    }
+    let published = &study.source.environment;
+    if !e.host.cpu_model.is_empty() && !published.contains(e.host.cpu_model.trim()) {
+        out.push(format!(
+            "CPU {} instead of the published environment ({published})",
+            e.host.cpu_model.trim()
+        ));
+    }
+    let published_wsl = published.to_lowercase().contains("wsl");
+    if published_wsl != e.host.wsl {
+        let ours = if e.host.wsl {
+            "under WSL"
+        } else {
+            "not under WSL"
+        };
+        out.push(format!(
+            "kernel {} {ours}; the article ran {published}",
+            e.host.kernel_release
+        ));
+    } else if let Some(theirs) = published_kernel(published)
+        && !same_version(&e.host.kernel_release, theirs)
+    {
+        out.push(format!(
+            "kernel {} instead of the published {theirs}",
+            e.host.kernel_release
+        ));
+    }
+    out
+}
+
+/// Whether a kernel release is the published version: every dotted part the article gives is the
+/// same (`5.15.0-91-generic` is `5.15`; `5.15.0` is not `5.1`).
+fn same_version(release: &str, published: &str) -> bool {
+    let parts = |v: &str| -> Vec<String> { v.split(['.', '-', '+']).map(str::to_owned).collect() };
+    let (ours, theirs) = (parts(release), parts(published));
+    ours.len() >= theirs.len() && ours[..theirs.len()] == theirs[..]
+}
+
+/// The version after the word "kernel" in a published environment (`Ubuntu 22.04 (kernel 5.15)`).
+fn published_kernel(environment: &str) -> Option<&str> {
+    let lower = environment.to_ascii_lowercase();
+    let at = lower.find("kernel ")? + "kernel ".len();
+    let version = environment[at..]
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+        .next()?;
+    version
+        .starts_with(|c: char| c.is_ascii_digit())
+        .then_some(version)
+}
+
+/// This run's version of a named toolchain (`rustc`, `go`, `tokio`, `cargo`).
+fn ours_version(name: &str, e: &Environment) -> Option<String> {
+    let find = |key: &str| {
+        e.toolchains
+            .iter()
+            .find(|(k, _)| k.starts_with(key))
+            .map(|(_, v)| v.clone())
+    };
+    match name {
+        "rustc" => find("rustc")?
+            .lines()
+            .find_map(|l| l.strip_prefix("release: ").map(str::to_owned)),
+        "go" => find("go")?
+            .split_whitespace()
+            .nth(2)
+            .map(|v| v.trim_start_matches("go").to_owned()),
+        "cargo" => find("cargo")?.split_whitespace().nth(1).map(str::to_owned),
+        // The first word with a digit on the first line: `Python 3.13.5`, `v22.20.0`,
+        // `openjdk 21.0.13.1 2026-11-17`.
+        other => find(other)?
+            .lines()
+            .next()?
+            .split_whitespace()
+            .find(|w| w.chars().any(|c| c.is_ascii_digit()))
+            .map(str::to_owned),
+    }
+}
+
+/// The "Explanations" section of a run's report.md, linking the index `parkbench explain` keeps
+/// beside it: added once, when the index exists; nothing else in the run folder is touched.
+pub fn link_explanations(dir: &Path) -> Result<()> {
+    if !dir.join(crate::outputs::explain::INDEX).is_file() {
+        return Ok(());
+    }
+    let path = dir.join(run_dir::REPORT);
+    let mut text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    const HEADING: &str = "\n## Explanations\n";
+    if text.contains(HEADING) {
+        return Ok(());
+    }
+    text.push_str(&format!(
+        "{HEADING}\nClaims of this run explained by `parkbench explain`, with which factor \
+         accounts for each difference: [{0}]({0}).\n",
+        crate::outputs::explain::INDEX
+    ));
+    crate::build::cache::write_atomic(&path, text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::published_kernel;
+
+    #[test]
+    fn the_published_kernel_is_the_version_after_the_word() {
+        assert_eq!(published_kernel("Ubuntu 22.04 (Kernel 5.15)"), Some("5.15"));
+        assert_eq!(
+            published_kernel("kernel 6.1.0-31-amd64, x86"),
+            Some("6.1.0-31-amd64")
+        );
+        assert_eq!(published_kernel("WSL2 Linux 6.6.87.2"), None);
+        assert_eq!(published_kernel("a kernel of its own"), None);
+    }
+
+    #[test]
+    fn the_runs_warnings_reach_the_report_and_the_terminal() {
+        let state = r#"{"run_id": "r", "study": "wait-1m", "status": "complete",
+            "cpus_requested": "0-7", "cpus_pinned": "0-1", "workers": 2, "deviations": [],
+            "started_at": "t", "finished_at": null, "wall_ms": 1.0,
+            "warnings": [{"what": "swap in use: 5 MiB of 10 MiB", "touches": "all"}]}"#;
+        let files = |run_json: &str| crate::run::run_dir::RunFiles {
+            run_id: "r".into(),
+            study_yaml: crate::study::DEFAULT_STUDY.into(),
+            samples_jsonl: include_str!("../../tests/fixtures/samples.jsonl").into(),
+            env_json: None,
+            manifest_json: None,
+            summary_json: None,
+            verdicts_json: None,
+            report_md: None,
+            run_json: Some(run_json.into()),
+        };
+        let outcome = super::recompute(&files(state)).unwrap();
+        assert_eq!(outcome.warnings.len(), 1);
+        assert_eq!(outcome.report_input().warnings, outcome.warnings);
+        assert!(
+            outcome
+                .terminal()
+                .contains("swap in use: 5 MiB of 10 MiB [may touch all figures]")
+        );
+        let older = state
+            .split(",\n            \"warnings\"")
+            .next()
+            .unwrap()
+            .to_owned()
+            + "}";
+        let outcome = super::recompute(&files(&older)).unwrap();
+        assert!(
+            outcome.warnings.is_empty(),
+            "a run.json without warnings loads"
+        );
+        assert!(!outcome.terminal().contains("Validity warnings"));
+    }
+
+    #[test]
+    fn a_kernel_matches_on_every_part_the_article_gives() {
+        use super::same_version;
+        assert!(same_version("5.15.0-91-generic", "5.15"));
+        assert!(!same_version("5.15.0", "5.1"));
+        assert!(!same_version("6.18.44-fc-v1147", "5.15"));
+        assert!(same_version("6.1.0-31-amd64", "6.1.0-31-amd64"));
+    }
+}

@@ -1,0 +1,650 @@
+//! `report.md`: the human report — validity warnings, verdicts, environment, deviations, protocol,
+//! results per scale, invalid samples, the figure and how to recompute everything.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use crate::outputs::report::number::{self, grouped, mib};
+use crate::outputs::report::{Format, ReportInput};
+use crate::outputs::summary::{Cell, Summary};
+use crate::outputs::verdict::Verdict;
+use crate::run::warning::{Touches, Warning};
+use crate::study::kind::Kind;
+use crate::study::sample::Sample;
+use crate::study::{Order, Study, Unit};
+
+/// `report.md`.
+pub struct Markdown;
+
+impl Format for Markdown {
+    fn name(&self) -> &'static str {
+        "report.md"
+    }
+
+    fn render(&self, input: &ReportInput) -> Result<Vec<u8>> {
+        let sections = [
+            header(input),
+            warnings(&input.warnings),
+            verdicts(input.verdicts),
+            environment(input),
+            deviations(&input.deviations),
+            protocol(input.study, input.samples),
+            results(input.study, input.summary, &input.warnings),
+            precision(input.summary),
+            lower_by(input.study, input.summary),
+            invalid(input.summary),
+            notes(input.summary),
+            recompute(),
+        ];
+        let text: Vec<String> = sections.into_iter().filter(|s| !s.is_empty()).collect();
+        Ok(text.join("\n").into_bytes())
+    }
+}
+
+fn header(input: &ReportInput) -> String {
+    let (study, s) = (input.study, input.summary);
+    let mut out = format!("# {}\n\n", study.title);
+    let _ = writeln!(
+        out,
+        "Run `{}` of study `{}`, after the article *{}*.\n",
+        input.run_id, study.id, study.source.article
+    );
+    if let Some(reason) = &input.partial {
+        let _ = writeln!(
+            out,
+            "> **Partial data:** {reason}. Statistics and verdicts cover only the samples read.\n"
+        );
+    }
+    let not_measured = match s.not_measured {
+        0 => String::new(),
+        n => format!("{n} not measured (toolchain unavailable); "),
+    };
+    let _ = writeln!(
+        out,
+        "{} of {} processes valid; {} invalid; {not_measured}{} outside the study.",
+        s.valid,
+        s.samples,
+        s.invalid - s.not_measured,
+        s.outside
+    );
+    out
+}
+
+pub(crate) fn verdicts(verdicts: &[Verdict]) -> String {
+    let mut out = String::from("## Verdicts\n\n");
+    if verdicts.is_empty() {
+        out.push_str("This study states no claims; no verdicts.\n");
+        return out;
+    }
+    out.push_str("| Claim | Expected | Measured | Delta | Ratio | Tolerance | Status |\n");
+    out.push_str("|---|--:|--:|--:|--:|--:|---|\n");
+    for v in verdicts {
+        let delta = v
+            .delta
+            .map_or_else(|| "—".into(), |d| number::signed(d, v.unit));
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {delta} | {} | {} | **{}** |",
+            v.claim,
+            number::expected(&v.expected, v.unit),
+            number::measured(v.measured.as_ref(), v.unit),
+            number::ratio(v.ratio),
+            v.tolerance,
+            v.status_label()
+        );
+    }
+    out.push_str(
+        "\nDelta is measured − published; ratio is measured ÷ published (midpoints for ranges); ",
+    );
+    out.push_str("pp = percentage points.\n\n");
+    for v in verdicts {
+        let note = v
+            .note
+            .as_deref()
+            .map(|n| format!(" — {n}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "- `{}` ({}): {}{}",
+            v.claim,
+            v.status_label(),
+            v.text,
+            note
+        );
+    }
+    out
+}
+
+fn environment(input: &ReportInput) -> String {
+    let mut out = String::from("## Environment\n\n");
+    if input.environment.is_empty() {
+        out.push_str("Not recorded.\n");
+    } else {
+        out.push_str("| | This run |\n|---|---|\n");
+        for (label, value) in &input.environment {
+            let _ = writeln!(out, "| {} | {} |", cell_text(label), cell_text(value));
+        }
+    }
+    let src = &input.study.source;
+    let tools: Vec<String> = src
+        .toolchains
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let _ = write!(out, "\nPublished: {}", src.environment);
+    if !tools.is_empty() {
+        let _ = write!(out, "; {}", tools.join(", "));
+    }
+    let _ = writeln!(out, "; CPUs `{}`.", src.cpus);
+    out
+}
+
+fn deviations(list: &[String]) -> String {
+    let mut out = String::from("## Deviations from the published setup\n\n");
+    if list.is_empty() {
+        out.push_str("None found.\n");
+    }
+    for d in list {
+        let _ = writeln!(out, "- {d}");
+    }
+    out
+}
+
+/// Before any number: what may have touched the numbers, and which of them.
+fn warnings(list: &[Warning]) -> String {
+    let mut out = String::from("## Validity warnings\n\n");
+    if list.is_empty() {
+        out.push_str("None seen.\n");
+        return out;
+    }
+    out.push_str("Host conditions seen before or while measuring; they explain samples, never invalidate them.\n\n");
+    for w in list {
+        let _ = writeln!(out, "- {} — may touch **{}**.", w.what, w.touches.label());
+    }
+    out
+}
+
+fn protocol(study: &Study, samples: &[Sample]) -> String {
+    let p = &study.protocol;
+    let scales: Vec<String> = p.scales.iter().map(|&n| grouped(n as f64, 0)).collect();
+    let order = match p.order {
+        Order::Fixed => "fixed (listed order every repeat)",
+        Order::Alternate => "alternate (listed order on odd repeats, reversed on even ones)",
+    };
+    let mut out = String::from("## Protocol\n\n");
+    let _ = writeln!(out, "- Scales: {} tasks.", scales.join("; "));
+    for probe in study.probes.iter().filter(|p| p.scales.is_some()) {
+        let own: Vec<String> = study
+            .scales_of(probe)
+            .iter()
+            .map(|&n| grouped(n as f64, 0))
+            .collect();
+        let _ = writeln!(
+            out,
+            "- {} runs its own scales: {} tasks.",
+            probe.id,
+            own.join("; ")
+        );
+    }
+    if let Some(t) = p.target_cv {
+        let _ = writeln!(
+            out,
+            "- Timed precision: a cell whose CV across process medians is above {} % is flagged.",
+            grouped(t * 100.0, 2)
+        );
+    }
+    let more = p
+        .repeats
+        .rule()
+        .map(|r| format!(", {r} (standard deviation ÷ mean of the cell's headline values)"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "- Repeats: {} independent processes per probe and scale{more}; order {order}.",
+        p.repeats.min
+    );
+    let pinned: std::collections::BTreeSet<&str> =
+        samples.iter().map(|s| s.cpus_pinned.as_str()).collect();
+    let pinned = pinned
+        .into_iter()
+        .map(|c| format!("`{c}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(
+        out,
+        "- CPUs: the study pins every probe to `{}`; this run pinned to {} (sched_setaffinity, no cgroup limits).",
+        p.cpus,
+        if pinned.is_empty() {
+            "—".to_string()
+        } else {
+            pinned
+        }
+    );
+    let kinds: std::collections::BTreeSet<Kind> = study.probes.iter().map(|p| p.kind).collect();
+    for kind in kinds {
+        if kind == Kind::Steady {
+            let _ = writeln!(
+                out,
+                "- RSS: {} ms after every task is ready, {} readings {} ms apart; a process's RSS is the median of its readings.",
+                p.settle_ms, p.samples, p.interval_ms
+            );
+        } else {
+            let _ = writeln!(out, "- {}", kind.measure().describe(p));
+        }
+    }
+    let _ = writeln!(out, "- Timeout: {} s per process.\n", p.timeout_s);
+    out.push_str(
+        "| Probe | Image | Program | Arguments | Environment | CPUs |\n|---|---|---|---|---|---|\n",
+    );
+    let code = |text: &str| {
+        if text.is_empty() {
+            "—".to_string()
+        } else {
+            format!("`{}`", cell_text(text))
+        }
+    };
+    for probe in &study.probes {
+        let env: Vec<String> = probe.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let cpus = probe
+            .cpus
+            .map_or("all of the run's".to_string(), |n| format!("the first {n}"));
+        let _ = writeln!(
+            out,
+            "| {} | {} | `{}` | {} | {} | {cpus} |",
+            probe.id,
+            probe.image,
+            probe.program,
+            code(&probe.args.join(" ")),
+            code(&env.join(" ")),
+        );
+    }
+    out
+}
+
+fn results(study: &Study, summary: &Summary, warnings: &[Warning]) -> String {
+    let mut out = String::from("## Results\n\n");
+    let mut touched = warnings.iter().map(|w| w.touches);
+    if let Some(first) = touched.next() {
+        let label = if touched.any(|t| t != first) {
+            Touches::All.label()
+        } else {
+            first.label()
+        };
+        let _ = writeln!(
+            out,
+            "> The validity warnings above may touch {label} here.\n"
+        );
+    }
+    out.push_str("![Memory per scale: a dot per process, a bar at the median](figure.svg)\n\n");
+    if study.probes.iter().any(|p| p.kind == Kind::Steady) {
+        out.push_str(
+            "RSS in MiB (1 MiB = 1,048,576 bytes). CV is the population standard deviation of the ",
+        );
+        out.push_str("process medians ÷ their mean. Per task is the median over processes of (RSS − baseline), ÷ tasks.\n");
+        let scales = study.all_scales();
+        let steady = |c: &&Cell| c.kind == Kind::Steady;
+        for tasks in scales {
+            let cells: Vec<&Cell> = summary
+                .cells
+                .iter()
+                .filter(steady)
+                .filter(|c| c.tasks == tasks)
+                .collect();
+            if cells.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "\n### {} tasks\n", grouped(tasks as f64, 0));
+            out.push_str("| Probe | Valid | Process medians (MiB) | Median | Min | Max | CV | Per task | Metrics (median) |\n");
+            out.push_str("|---|--:|---|--:|--:|--:|--:|--:|---|\n");
+            for cell in &cells {
+                out.push_str(&cell_row(cell, summary.processes_of(cell)));
+            }
+            out.push_str(&probe_notes(&cells));
+        }
+    }
+    out.push_str(&crate::outputs::report::kinds::tables(study, summary));
+    out
+}
+
+fn cell_row(c: &Cell, repeats: usize) -> String {
+    let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "—".into(), f);
+    let processes: Vec<String> = c
+        .processes
+        .iter()
+        .filter_map(|p| Some(format!("r{} {}", p.repeat, mib(p.rss_median_bytes?))))
+        .collect();
+    let metrics: Vec<String> = c
+        .metrics
+        .iter()
+        .map(|(name, m)| {
+            let share = if m.count < c.valid {
+                format!(" ({} of {})", m.count, c.valid)
+            } else {
+                String::new()
+            };
+            format!("{name} {}{share}", metric_value(name, m.median))
+        })
+        .collect();
+    format!(
+        "| {} | {} of {repeats} | {} | {} | {} | {} | {} | {} | {} |\n",
+        c.probe,
+        c.valid,
+        if processes.is_empty() {
+            "—".into()
+        } else {
+            processes.join("; ")
+        },
+        opt(c.rss_median_bytes, &mib),
+        opt(c.rss_min_bytes, &mib),
+        opt(c.rss_max_bytes, &mib),
+        opt(c.rss_cv, &|v| format!("{} %", grouped(v * 100.0, 2))),
+        opt(c.per_task_bytes, &|v| number::value(v, Unit::B)),
+        if metrics.is_empty() {
+            "—".into()
+        } else {
+            metrics.join("; ")
+        },
+    )
+}
+
+/// The programs' notes of these cells, one line per cell that has any: each distinct note with
+/// how many processes printed it. Empty when no cell has a note.
+pub(crate) fn probe_notes(cells: &[&Cell]) -> String {
+    let mut out = String::new();
+    for c in cells.iter().filter(|c| !c.probe_notes.is_empty()) {
+        if out.is_empty() {
+            out.push('\n');
+        }
+        let notes: Vec<String> = c
+            .probe_notes
+            .iter()
+            .map(|n| {
+                let who = match n.processes {
+                    1 => "1 process".to_string(),
+                    k => format!("{k} processes"),
+                };
+                format!("“{}” ({who})", cell_text(&n.text))
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "- Notes of {} at {} tasks: {}",
+            c.probe,
+            grouped(c.tasks as f64, 0),
+            notes.join("; ")
+        );
+    }
+    out
+}
+
+/// Metrics named `*_bytes` in MiB; others as plain numbers.
+fn metric_value(name: &str, v: f64) -> String {
+    if name.ends_with("_bytes") {
+        format!("{} MiB", mib(v))
+    } else {
+        grouped(v, if v.fract() == 0.0 { 0 } else { 2 })
+    }
+}
+
+/// Processes on demand: per cell the processes it ran and the CV it reached, against the target.
+fn precision(summary: &Summary) -> String {
+    let Some(first) = summary.precision.first() else {
+        return String::new();
+    };
+    let met = summary.precision.iter().filter(|p| p.met).count();
+    let mut out = String::from(
+        "## Precision
+
+",
+    );
+    let _ = writeln!(
+        out,
+        "Processes came on demand: {met} of {} cells met the target CV of {} % (standard deviation \
+         ÷ mean of the cell's values: median RSS, peak, or the kind's least precise \
+         statistic). A cell above the target got one more process at a time, up to {}; ⚠ marks \
+         one that is still above it.\n",
+        summary.precision.len(),
+        grouped(first.target_cv * 100.0, 2),
+        first.max
+    );
+    out.push_str("| Probe | Tasks | Statistic | Processes | Valid | CV | Target met |\n");
+    out.push_str("|---|--:|---|--:|--:|--:|---|\n");
+    for p in &summary.precision {
+        let cv =
+            p.cv.map_or("—".into(), |v| format!("{} %", grouped(v * 100.0, 2)));
+        let met = match (p.met, p.valid) {
+            (true, _) => "yes",
+            (false, 0) => "⚠ no valid process",
+            (false, _) => "⚠ no",
+        };
+        let stat = if p.stat.is_empty() {
+            "—".to_string()
+        } else {
+            format!("`{}`", p.stat)
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {stat} | {} | {} | {cv} | {met} |",
+            p.probe,
+            grouped(p.tasks as f64, 0),
+            p.processes,
+            p.valid
+        );
+    }
+    out
+}
+
+fn lower_by(study: &Study, summary: &Summary) -> String {
+    let mut lines = Vec::new();
+    for tasks in study.all_scales() {
+        for (i, a) in study.probes.iter().enumerate() {
+            for b in &study.probes[i + 1..] {
+                let pair = [
+                    summary.ratio(&a.id, &b.id, tasks),
+                    summary.ratio(&b.id, &a.id, tasks),
+                ];
+                let Some(r) = pair
+                    .into_iter()
+                    .flatten()
+                    .find(|r| r.lower_by_percent >= 0.0)
+                else {
+                    continue;
+                };
+                let median = |p: &str| {
+                    summary
+                        .cell(p, tasks)
+                        .and_then(|c| c.rss_median_bytes)
+                        .unwrap_or(0.0)
+                };
+                lines.push(format!(
+                    "- {} tasks: {} is {} % lower than {} (median {} MiB vs {} MiB).",
+                    grouped(tasks as f64, 0),
+                    r.probe,
+                    grouped(r.lower_by_percent, 2),
+                    r.than,
+                    mib(median(&r.probe)),
+                    mib(median(&r.than))
+                ));
+            }
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "## Lower by\n\n(1 − lower ÷ higher) × 100, from unrounded medians.\n\n{}\n",
+        lines.join("\n")
+    )
+}
+
+fn invalid(summary: &Summary) -> String {
+    let mut out = String::from("## Invalid samples\n\n");
+    if summary.invalid_samples.is_empty() {
+        out.push_str("None.\n");
+        return out;
+    }
+    out.push_str("| Probe | Tasks | Repeat | Reason |\n|---|--:|--:|---|\n");
+    for s in &summary.invalid_samples {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            s.probe,
+            grouped(s.tasks as f64, 0),
+            s.repeat,
+            cell_text(&s.error)
+        );
+    }
+    out
+}
+
+fn notes(summary: &Summary) -> String {
+    if summary.notes.is_empty() {
+        return String::new();
+    }
+    let items: Vec<String> = summary.notes.iter().map(|n| format!("- {n}")).collect();
+    format!("## Notes on the samples\n\n{}\n", items.join("\n"))
+}
+
+fn recompute() -> String {
+    let mut out = String::from("## Recompute\n\n");
+    out.push_str(
+        "Every number here comes from the raw samples in `samples.jsonl` (also flat in `samples.csv`; ",
+    );
+    out.push_str(
+        "statistics in `summary.json`, verdicts in `verdicts.json`). To recompute them, run:\n\n",
+    );
+    out.push_str("```\nparkbench verify <dir>\n```\n\nwhere `<dir>` is this run's directory.\n");
+    out
+}
+
+/// Text safe inside a table cell: no pipes, no line breaks.
+pub(crate) fn cell_text(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\r', '\n'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outputs::report::fixture;
+
+    fn render(study: &Study, partial: Option<&str>) -> String {
+        let samples = fixture::samples();
+        let summary = crate::outputs::summary::summarize(study, &samples);
+        let verdicts = crate::outputs::verdict::judge(study, &summary);
+        let mut input = fixture::input(study, &samples, &summary, &verdicts);
+        input.partial = partial.map(String::from);
+        String::from_utf8(Markdown.render(&input).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn snapshot() {
+        let text = render(&fixture::study(), None);
+        assert!(text.contains("| `rust-range-1m` |"));
+        let at = |s: &str| text.find(s).unwrap_or_else(|| panic!("no {s}"));
+        assert!(
+            at("## Validity warnings") < at("## Verdicts"),
+            "before any number"
+        );
+        assert!(text.contains("2 MiB steps — may touch **memory figures**."));
+        assert!(text.contains("may touch all figures here."));
+        insta::assert_snapshot!("report_md", text);
+    }
+
+    #[test]
+    fn no_claims_and_partial() {
+        let mut study = fixture::study();
+        study.claims.clear();
+        let text = render(&study, Some("samples.jsonl line 7 malformed"));
+        assert!(text.contains("This study states no claims; no verdicts."));
+        let quiet = {
+            let (samples, summary) = (fixture::samples(), fixture::summary());
+            let mut input = fixture::input(&study, &samples, &summary, &[]);
+            input.warnings.clear();
+            String::from_utf8(Markdown.render(&input).unwrap()).unwrap()
+        };
+        assert!(
+            quiet.contains("## Validity warnings\n\nNone seen.\n"),
+            "{quiet}"
+        );
+        assert!(text.contains("> **Partial data:** samples.jsonl line 7 malformed."));
+        assert!(!text.contains("| Claim |"));
+    }
+
+    #[test]
+    fn notes_intervals_batches_and_flags_beside_the_cells() {
+        let text = "id: t\ntitle: t\nsource: {article: a, environment: e, cpus: '0'}\n\
+            protocol: {scales: [10], repeats: 2, order: fixed, cpus: '0', interval_ms: 1, timeout_s: 5, target_cv: 0.05}\n\
+            probes:\n  - {id: sw, image: x, kind: timed, scales: [1]}\n  - {id: st, image: y}\n";
+        let study = Study::parse(text).unwrap();
+        let mut samples = Vec::new();
+        for (repeat, base) in [(1, 10.0), (2, 20.0)] {
+            let mut s = fixture::samples()[0].clone();
+            (s.probe, s.tasks, s.expected, s.repeat, s.kind) =
+                ("sw".into(), 1, 1, repeat, Kind::Timed);
+            s.peak = Some(crate::study::sample::Peak {
+                ru_maxrss_bytes: Some(1),
+                exit_code: Some(0),
+                ..Default::default()
+            });
+            s.results = (0..5)
+                .map(|i| std::collections::BTreeMap::from([("ns".into(), base + f64::from(i))]))
+                .collect();
+            s.notes = vec!["pinned to CPU 0".into()];
+            (s.rss_bytes, s.baseline_rss_bytes) = (Vec::new(), None);
+            samples.push(s);
+        }
+        let mut st = fixture::samples()[0].clone();
+        (st.probe, st.tasks, st.expected, st.completed) = ("st".into(), 10, 10, Some(10));
+        st.metrics.clear();
+        st.notes = vec!["limit | reached".into()];
+        samples.push(st);
+        let summary = crate::outputs::summary::summarize(&study, &samples);
+        let input = fixture::input(&study, &samples, &summary, &[]);
+        let md = String::from_utf8(Markdown.render(&input).unwrap()).unwrap();
+        assert!(md.contains("- sw runs its own scales: 1 tasks."), "{md}");
+        assert!(
+            md.contains("(12–22, CV 29.41 %) ⚠ CV above 5.00 % |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- sw: r1 5 batches, ns 10–14; r2 5 batches, ns 20–24"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- Notes of sw at 1 tasks: “pinned to CPU 0” (2 processes)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- Notes of st at 10 tasks: “limit \\| reached” (1 process)"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn processes_on_demand_give_each_cells_precision() {
+        let mut study = fixture::study();
+        assert!(!render(&study, None).contains("## Precision"));
+        study.protocol.repeats = crate::study::Repeats {
+            min: 3,
+            max: 10,
+            target_cv: Some(0.005),
+        };
+        let text = render(&study, None);
+        assert!(
+            text.contains("3 independent processes per probe and scale, one more process at a time while a cell's CV is above 0.50 %, up to 10"),
+            "{text}"
+        );
+        let section = text
+            .split("## Precision")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .expect("a Precision section");
+        insta::assert_snapshot!("report_md_precision", section);
+    }
+
+    #[test]
+    fn table_cells_are_escaped() {
+        assert_eq!(cell_text("a|b\nc"), "a\\|b c");
+    }
+}

@@ -1,0 +1,114 @@
+//! Reports of a run: every file format behind one small trait, plus the terminal verdict table.
+//!
+//! Each format renders the same [`ReportInput`] to the bytes of one file; [`write_all`] writes them
+//! all into a run directory, each through a temporary file and a rename.
+
+mod csv;
+mod json;
+mod kinds;
+pub(crate) mod markdown;
+pub(crate) mod number;
+pub(crate) mod svg;
+pub mod terminal;
+
+#[cfg(test)]
+pub mod fixture;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::outputs::summary::Summary;
+use crate::outputs::verdict::Verdict;
+use crate::run::warning::Warning;
+use crate::study::Study;
+use crate::study::sample::Sample;
+
+/// Everything a report is made from.
+pub struct ReportInput<'a> {
+    /// The study the run follows.
+    pub study: &'a Study,
+    /// Run identifier (the run directory's name).
+    pub run_id: &'a str,
+    /// Every sample read, valid or not.
+    pub samples: &'a [Sample],
+    /// Statistics computed from `samples`.
+    pub summary: &'a Summary,
+    /// One verdict per claim of the study.
+    pub verdicts: &'a [Verdict],
+    /// This run's environment as label → value (e.g. `("Kernel", "6.1.0")`), in display order.
+    pub environment: Vec<(String, String)>,
+    /// Differences from the published environment and protocol, one sentence each.
+    pub deviations: Vec<String>,
+    /// Host conditions that may have touched the numbers (swap, hugepages, steal …), each naming
+    /// the figures it may touch; they explain samples, never invalidate them.
+    pub warnings: Vec<Warning>,
+    /// Why the data is partial (e.g. `samples.jsonl line 7 malformed`); `None` when complete.
+    pub partial: Option<String>,
+}
+
+/// One report file format.
+pub trait Format {
+    /// The file name written in the run directory (e.g. `report.md`).
+    fn name(&self) -> &'static str;
+    /// The file's bytes.
+    fn render(&self, input: &ReportInput) -> Result<Vec<u8>>;
+}
+
+/// Every format, in the order they are written.
+pub fn all() -> Vec<Box<dyn Format>> {
+    vec![
+        Box::new(json::SummaryJson),
+        Box::new(json::VerdictsJson),
+        Box::new(csv::SamplesCsv),
+        Box::new(svg::Figure),
+        Box::new(markdown::Markdown),
+    ]
+}
+
+/// Renders every format into `dir`, each through a temporary file and a rename; returns the paths.
+pub fn write_all(dir: &Path, input: &ReportInput) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for format in all() {
+        let bytes = format
+            .render(input)
+            .with_context(|| format!("rendering {}", format.name()))?;
+        let path = dir.join(format.name());
+        crate::build::cache::write_atomic(&path, &bytes)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_every_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let (summary, verdicts) = (fixture::summary(), fixture::verdicts());
+        let study = fixture::study();
+        let samples = fixture::samples();
+        let input = fixture::input(&study, &samples, &summary, &verdicts);
+        let paths = write_all(dir.path(), &input).unwrap();
+        let names: Vec<_> = paths
+            .iter()
+            .map(|p| p.file_name().unwrap().to_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "summary.json",
+                "verdicts.json",
+                "samples.csv",
+                "figure.svg",
+                "report.md"
+            ]
+        );
+        let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(leftovers, 5, "no temporary files are left behind");
+        let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+        assert!(md.contains("figure.svg"));
+    }
+}

@@ -1,0 +1,604 @@
+//! Verdicts: each published claim judged against the run's statistics.
+//!
+//! Every claim is compared as an interval: a published value `v` is the interval [v, v], a range is
+//! [low, high]; the measured side is a value or, for `rss_range`, [min, max] of the process medians.
+//! A claim is reproduced when the measured interval lies inside the published one widened by the
+//! tolerance on each side. With both a relative and an absolute tolerance, the wider one applies
+//! (either suffices). Delta and ratio compare the midpoints.
+
+mod compare;
+mod value;
+
+use serde::{Deserialize, Serialize};
+
+use crate::outputs::summary::Summary;
+use crate::study::{Claim, Expected, Stat, Study, Tolerance, Unit};
+
+/// The verdicts of a run (`verdicts.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerdictFile {
+    /// True when the data is partial (a sample log line could not be read, the run was cut short…).
+    pub partial: bool,
+    /// Why the data is partial; `None` when it is complete.
+    pub partial_reason: Option<String>,
+    /// One verdict per claim, in the study's order.
+    pub verdicts: Vec<Verdict>,
+}
+
+/// One claim, judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Claim identifier.
+    pub claim: String,
+    /// The article's words.
+    pub text: String,
+    /// The statistic compared.
+    pub stat: Stat,
+    /// The probe the claim is about.
+    pub probe: String,
+    /// For `lower_by_percent` and `ratio`: what the probe was compared against, in words.
+    pub than: Option<String>,
+    /// For `ratio` and `order`: the statistic compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub of: Option<Stat>,
+    /// Participants of a comparison that could not be measured, each with the reason; the verdict
+    /// is then judged on the others and is partial.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+    /// The scale (task count); `None` for scale-free statistics.
+    pub tasks: Option<u64>,
+    /// For `metric_median`: the metric's name.
+    pub metric: Option<String>,
+    /// Unit of `expected`, `measured`, `accepted` and `delta`.
+    pub unit: Unit,
+    /// The published value or [low, high] range, in `unit`.
+    pub expected: Expected,
+    /// The measured value or [min, max] range, in `unit`; `None` when not measured.
+    pub measured: Option<Measured>,
+    /// Measured values reproduce the claim inside [low, high], in `unit`; an open side of a bound is
+    /// `null`. [null, null] for an order.
+    pub accepted: [Option<f64>; 2],
+    /// Measured midpoint − published midpoint, signed, in `unit`.
+    pub delta: Option<f64>,
+    /// Measured midpoint ÷ published midpoint, a plain ratio; `None` when the published one is 0.
+    pub ratio: Option<f64>,
+    /// The tolerance in words (e.g. `±5 %`, `±2 pp`, `±0 B`).
+    pub tolerance: String,
+    /// The finding.
+    pub status: Status,
+    /// What qualifies the finding (e.g. `2 of 3 processes valid`), or why nothing was measured.
+    pub note: Option<String>,
+}
+
+/// A measured value, [min, max] range or ranking.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Measured {
+    /// A single value, in the claim's unit.
+    Value(f64),
+    /// [min, max] of the process values, in the claim's unit.
+    Range([f64; 2]),
+    /// Probes from the lowest to the highest measured value.
+    Order(Vec<String>),
+}
+
+/// The finding of a verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The measurement lies within the tolerance of the claim.
+    Reproduced,
+    /// The measurement lies outside it.
+    Differs,
+    /// Nothing to compare (no valid sample, missing metric or baseline); the note says why.
+    NotMeasured,
+    /// Judged without some participants, and one of them could turn the finding around (e.g.
+    /// "Go uses more than 13× the lowest" when the lowest probe was not measured); or measured, but
+    /// resting on a claim (`requires`) that did not reproduce.
+    Inconclusive,
+}
+
+impl Status {
+    /// The status as written in reports.
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Reproduced => "reproduced",
+            Status::Differs => "differs",
+            Status::NotMeasured => "not measured",
+            Status::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+impl Measured {
+    /// [low, high]; a value is [v, v]; `None` for a ranking.
+    pub fn bounds(&self) -> Option<[f64; 2]> {
+        match self {
+            Measured::Value(v) => Some([*v, *v]),
+            Measured::Range(r) => Some(*r),
+            Measured::Order(_) => None,
+        }
+    }
+}
+
+/// What measuring a claim found: the value, notes that qualify it, and participants left out.
+struct Found {
+    measured: Measured,
+    notes: Vec<String>,
+    missing: Vec<String>,
+    /// With participants missing: which findings they could not turn around (`None`: no effect).
+    settled: Option<Settled>,
+}
+
+/// Which finding of a partial comparison the missing participants cannot change.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Settled {
+    /// Adding participants can only make the claim fail more: a `differs` stands.
+    Differs,
+    /// Adding participants can only help the claim: a `reproduced` stands.
+    Reproduced,
+    /// Adding participants could move the value either way: no finding stands.
+    Neither,
+}
+
+impl Verdict {
+    /// The status as written in tables, with `(partial)` when participants were missing.
+    pub fn status_label(&self) -> String {
+        if self.missing.is_empty() {
+            self.status.label().to_string()
+        } else {
+            format!("{} (partial)", self.status.label())
+        }
+    }
+}
+
+/// Judges every claim of the study against the statistics, in the claims' order.
+pub fn judge(study: &Study, summary: &Summary) -> Vec<Verdict> {
+    let mut verdicts: Vec<Verdict> = study
+        .claims
+        .iter()
+        .map(|c| judge_one(study, c, summary))
+        .collect();
+    let premises = verdicts.clone();
+    for (v, claim) in verdicts.iter_mut().zip(&study.claims) {
+        rest_on(v, &claim.requires, &premises);
+    }
+    verdicts
+}
+
+/// A finding resting on a claim that did not reproduce (`requires`) cannot stand: it becomes
+/// `inconclusive`, and the note names that claim. Nothing measured stays `not measured`.
+fn rest_on(v: &mut Verdict, requires: &[String], premises: &[Verdict]) {
+    let failed: Vec<String> = requires
+        .iter()
+        .filter_map(|id| premises.iter().find(|p| &p.claim == id))
+        .filter(|p| p.status != Status::Reproduced)
+        .map(|p| format!("{} ({})", p.claim, p.status_label()))
+        .collect();
+    if failed.is_empty() || v.status == Status::NotMeasured {
+        return;
+    }
+    let why = format!(
+        "rests on {}, which did not reproduce: this finding cannot stand",
+        failed.join(", ")
+    );
+    v.note = Some(match v.note.take() {
+        Some(n) => format!("{n}; {why}"),
+        None => why,
+    });
+    v.status = Status::Inconclusive;
+}
+
+fn judge_one(study: &Study, claim: &Claim, summary: &Summary) -> Verdict {
+    let (found, mut notes) = match measure(study, claim, summary) {
+        Ok(f) => {
+            let notes = f.notes.clone();
+            (Some(f), notes)
+        }
+        Err(why) => (None, vec![why]),
+    };
+    let missing = found
+        .as_ref()
+        .map(|f| f.missing.clone())
+        .unwrap_or_default();
+    let settled = found.as_ref().and_then(|f| f.settled);
+    if !missing.is_empty() {
+        notes.push(format!("partial, not measured: {}", missing.join("; ")));
+    }
+    let measured = found.map(|f| f.measured);
+    let accepted = accepted(&claim.expected, &claim.tolerance);
+    let status = match &measured {
+        None => Status::NotMeasured,
+        Some(m) if holds(&claim.expected, m, accepted) => Status::Reproduced,
+        Some(_) => Status::Differs,
+    };
+    let status = match (status, settled) {
+        (Status::Reproduced, Some(Settled::Differs | Settled::Neither))
+        | (Status::Differs, Some(Settled::Reproduced | Settled::Neither)) => {
+            notes.push("a probe not measured could turn this finding around".into());
+            Status::Inconclusive
+        }
+        (s, _) => s,
+    };
+    let mid_expected = midpoint_of(&claim.expected);
+    let mid_measured = measured.as_ref().and_then(Measured::bounds).map(midpoint);
+    let (delta, ratio) = match (mid_measured, mid_expected) {
+        (Some(m), Some(e)) => (Some(m - e), (e != 0.0).then(|| m / e)),
+        _ => (None, None),
+    };
+    Verdict {
+        claim: claim.id.clone(),
+        text: claim.text.clone(),
+        stat: claim.stat,
+        probe: claim.probe.clone(),
+        than: compare::than_words(study, claim),
+        of: claim.of,
+        missing,
+        tasks: claim.tasks,
+        metric: claim.metric.clone(),
+        unit: claim.unit,
+        expected: claim.expected.clone(),
+        measured,
+        accepted,
+        delta,
+        ratio,
+        tolerance: match claim.expected {
+            Expected::Bound(_) | Expected::Order(_) => "—".into(),
+            _ => describe(&claim.tolerance, claim.unit),
+        },
+        status,
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+    }
+}
+
+/// The measured value in the claim's unit with qualifying notes, or why there is none.
+fn measure(study: &Study, claim: &Claim, summary: &Summary) -> Result<Found, String> {
+    let plain = |measured, notes| Found {
+        measured,
+        notes,
+        missing: Vec::new(),
+        settled: None,
+    };
+    match claim.stat {
+        Stat::Ratio => compare::ratio(study, claim, summary),
+        Stat::Order => compare::order(claim, summary),
+        Stat::LowerByPercent => compare::lower_by(claim, summary).map(|(m, n)| plain(m, n)),
+        Stat::MetricMedian if claim.tasks.is_none() => {
+            value::metric_all_scales(claim, summary).map(|(m, n)| plain(m, n))
+        }
+        Stat::RssRange | Stat::PeakRange => value::range(claim, summary).map(|(m, n)| plain(m, n)),
+        stat => {
+            let tasks = claim
+                .tasks
+                .ok_or_else(|| format!("claim names no task count for {stat:?}"))?;
+            let (v, notes) = value::scalar(stat, claim, &claim.probe, tasks, summary)?;
+            Ok(plain(Measured::Value(v / claim.unit.scale()), notes))
+        }
+    }
+}
+
+/// Whether the measurement reproduces the claim.
+fn holds(expected: &Expected, measured: &Measured, accepted: [Option<f64>; 2]) -> bool {
+    match (expected, measured) {
+        (Expected::Order(want), Measured::Order(got)) => {
+            let want: Vec<&String> = want.iter().filter(|p| got.contains(p)).collect();
+            want.iter().copied().eq(got.iter())
+        }
+        (Expected::Bound(_), m) => m.bounds().is_some_and(|[lo, hi]| {
+            accepted[0].is_none_or(|a| lo > a) && accepted[1].is_none_or(|b| hi < b)
+        }),
+        (_, m) => match (m.bounds(), accepted) {
+            (Some(m), [Some(a), Some(b)]) => within(m, [a, b]),
+            _ => false,
+        },
+    }
+}
+
+/// The published midpoint; `None` for bounds and orders.
+fn midpoint_of(e: &Expected) -> Option<f64> {
+    match e {
+        Expected::Value(_) | Expected::Range(_) => bounds(e).map(midpoint),
+        _ => None,
+    }
+}
+
+fn bounds(e: &Expected) -> Option<[f64; 2]> {
+    match e {
+        Expected::Value(v) => Some([*v, *v]),
+        Expected::Range([lo, hi]) => Some([lo.min(*hi), lo.max(*hi)]),
+        Expected::Bound(_) | Expected::Order(_) => None,
+    }
+}
+
+fn midpoint([lo, hi]: [f64; 2]) -> f64 {
+    f64::midpoint(lo, hi)
+}
+
+/// The published interval widened by the tolerance on each side; a bound's open side is `None`.
+fn accepted(e: &Expected, tol: &Tolerance) -> [Option<f64>; 2] {
+    let widen = |v: f64| {
+        let rel = tol.relative.map_or(0.0, |r| r * v.abs());
+        rel.max(tol.absolute.unwrap_or(0.0))
+    };
+    match (e, bounds(e)) {
+        (_, Some([lo, hi])) => [Some(lo - widen(lo)), Some(hi + widen(hi))],
+        (Expected::Bound(b), None) => [b.above, b.below],
+        _ => [None, None],
+    }
+}
+
+/// Whether the measured interval lies inside the accepted one; a hair of slack (10⁻⁹ relative)
+/// absorbs float noise from unit conversion so that an exact match is never judged off.
+fn within([lo, hi]: [f64; 2], [a, b]: [f64; 2]) -> bool {
+    let slack = |v: f64| 1e-9 * v.abs().max(1.0);
+    lo >= a - slack(a) && hi <= b + slack(b)
+}
+
+fn describe(tol: &Tolerance, unit: Unit) -> String {
+    let rel = tol.relative.map(|r| {
+        let pct = trim(r * 100.0);
+        if unit == Unit::Percent {
+            format!("±{pct} % rel.")
+        } else {
+            format!("±{pct} %")
+        }
+    });
+    let abs = tol.absolute.map(|a| match unit {
+        Unit::Percent => format!("±{} pp", trim(a)),
+        _ => format!("±{} {}", trim(a), unit_label(unit)),
+    });
+    match (rel, abs) {
+        (Some(r), Some(a)) => format!("{r} or {a}"),
+        (r, a) => r.or(a).unwrap_or_default(),
+    }
+}
+
+/// A tolerance number without trailing zeros (5, 2.5, 0.1).
+fn trim(v: f64) -> String {
+    let s = format!("{v:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// The unit as written in reports.
+pub fn unit_label(unit: Unit) -> &'static str {
+    match unit {
+        Unit::B => "B",
+        Unit::KiB => "KiB",
+        Unit::MiB => "MiB",
+        Unit::GiB => "GiB",
+        Unit::Kb => "kB",
+        Unit::Mb => "MB",
+        Unit::Percent => "%",
+        Unit::Ns => "ns",
+        Unit::Us => "µs",
+        Unit::Ms => "ms",
+        Unit::Times => "×",
+        Unit::Count => "",
+        Unit::Rank => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outputs::report::fixture;
+
+    fn claim(yaml: &str) -> Claim {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    fn with_claims(claims: Vec<Claim>) -> Study {
+        let mut study = fixture::study();
+        study.claims = claims;
+        study
+    }
+
+    fn one(yaml: &str) -> Verdict {
+        judge(&with_claims(vec![claim(yaml)]), &fixture::summary()).remove(0)
+    }
+
+    const BASE: &str = "{id: c, text: t, probe: go, tasks: 10000, unit: B, ";
+
+    #[test]
+    fn value_reproduced_and_differs_with_signed_delta() {
+        let median = fixture::summary()
+            .cell("go", 10_000)
+            .unwrap()
+            .rss_median_bytes
+            .unwrap();
+        let ok = one(&format!(
+            "{BASE} stat: rss_median, expected: {}, tolerance: {{relative: 0.01}}}}",
+            median * 1.005
+        ));
+        assert_eq!(ok.status, Status::Reproduced);
+        assert!(ok.delta.unwrap() < 0.0);
+        let off = one(&format!(
+            "{BASE} stat: rss_median, expected: {}, tolerance: {{absolute: 1000}}}}",
+            median - 5000.0
+        ));
+        assert_eq!(off.status, Status::Differs);
+        assert!(
+            (off.delta.unwrap() - 5000.0).abs() < 1e-6,
+            "measured − expected, signed"
+        );
+        assert!(off.ratio.unwrap() > 1.0);
+        assert_eq!(off.tolerance, "±1000 B");
+    }
+
+    #[test]
+    fn either_tolerance_suffices() {
+        let median = fixture::summary()
+            .cell("go", 10_000)
+            .unwrap()
+            .rss_median_bytes
+            .unwrap();
+        let yaml = format!(
+            "{BASE} stat: rss_median, expected: {}, tolerance: {{relative: 0.0001, absolute: 100000}}}}",
+            median + 50_000.0
+        );
+        let v = one(&yaml);
+        assert_eq!(v.status, Status::Reproduced);
+        assert_eq!(v.tolerance, "±0.01 % or ±100000 B");
+    }
+
+    #[test]
+    fn range_inside_and_outside() {
+        let cell = fixture::summary().cell("go", 10_000).unwrap().clone();
+        let mib = |b: Option<f64>| b.unwrap() / Unit::MiB.scale();
+        let (lo, hi) = (mib(cell.rss_min_bytes), mib(cell.rss_max_bytes));
+        let yaml = |a: f64, b: f64| {
+            format!(
+                "{{id: r, text: t, probe: go, tasks: 10000, unit: MiB, stat: rss_range, expected: [{a}, {b}], tolerance: {{relative: 0.001}}}}"
+            )
+        };
+        let inside = one(&yaml(lo - 0.01, hi + 0.01));
+        assert_eq!(inside.status, Status::Reproduced);
+        assert_eq!(inside.measured, Some(Measured::Range([lo, hi])));
+        let outside = one(&yaml(lo + 0.2, hi + 0.3));
+        assert_eq!(outside.status, Status::Differs);
+        assert!(
+            (outside.delta.unwrap() + 0.25).abs() < 1e-9,
+            "delta on midpoints"
+        );
+    }
+
+    #[test]
+    fn a_claim_resting_on_one_that_differs_is_inconclusive() {
+        let median = fixture::summary()
+            .cell("go", 10_000)
+            .unwrap()
+            .rss_median_bytes
+            .unwrap();
+        let value = |id: &str, expected: f64, requires: &str| {
+            claim(&format!(
+                "{{id: {id}, text: t, probe: go, tasks: 10000, unit: B, stat: rss_median, \
+                 expected: {expected}, tolerance: {{relative: 0.01}}{requires}}}"
+            ))
+        };
+        let claims = vec![
+            value("holds", median, ""),
+            value("fails", median * 2.0, ""),
+            value("on-holds", median, ", requires: [holds]"),
+            value("on-fails", median, ", requires: [holds, fails]"),
+            value("off-on-fails", median * 2.0, ", requires: [fails]"),
+        ];
+        let v = judge(&with_claims(claims), &fixture::summary());
+        let status: Vec<Status> = v.iter().map(|v| v.status).collect();
+        use Status::*;
+        assert_eq!(
+            status,
+            [Reproduced, Differs, Reproduced, Inconclusive, Inconclusive]
+        );
+        let note = v[3].note.as_deref().unwrap();
+        assert!(note.contains("rests on fails (differs)"), "{note}");
+        assert!(!note.contains("holds"), "{note}");
+    }
+
+    #[test]
+    fn baseline_median_is_the_median_of_the_processes_baselines() {
+        let cell = fixture::summary().cell("go", 10_000).unwrap().clone();
+        let mut baselines: Vec<f64> = cell
+            .processes
+            .iter()
+            .map(|p| p.baseline_rss_bytes.unwrap() as f64)
+            .collect();
+        baselines.sort_by(f64::total_cmp);
+        let want = baselines[baselines.len() / 2];
+        let v = one(&format!(
+            "{BASE} stat: baseline_median, expected: {want}, tolerance: {{absolute: 0}}}}"
+        ));
+        assert_eq!(v.status, Status::Reproduced, "{v:?}");
+        assert_eq!(v.measured, Some(Measured::Value(want)));
+    }
+
+    #[test]
+    fn requires_names_claims_of_the_study_one_level_deep() {
+        let study = |requires: &str| {
+            let text = crate::study::DEFAULT_STUDY.replacen(
+                "  - id: rust-rss-1m\n",
+                &format!("  - id: rust-rss-1m\n    requires: {requires}\n"),
+                1,
+            );
+            crate::study::Study::parse(&text).map_err(|e| format!("{e:#}"))
+        };
+        assert!(study("[go-rss-1m]").is_ok());
+        let err = study("[nope]").unwrap_err();
+        assert!(
+            err.contains("claim \"rust-rss-1m\": requires \"nope\", which is not a claim"),
+            "{err}"
+        );
+        assert!(
+            study("[rust-rss-1m]")
+                .unwrap_err()
+                .contains("requires itself")
+        );
+        let text = crate::study::DEFAULT_STUDY
+            .replacen(
+                "  - id: rust-rss-1m\n",
+                "  - id: rust-rss-1m\n    requires: [go-rss-1m]\n",
+                1,
+            )
+            .replacen(
+                "  - id: go-rss-1m\n",
+                "  - id: go-rss-1m\n    requires: [rust-lower-1m]\n",
+                1,
+            );
+        let err = format!("{:#}", crate::study::Study::parse(&text).unwrap_err());
+        assert!(err.contains("has `requires` of its own"), "{err}");
+    }
+
+    #[test]
+    fn not_measured_says_why() {
+        let mut samples = fixture::samples();
+        samples.retain(|s| !(s.probe == "go" && s.tasks == 1_000_000));
+        let summary = crate::outputs::summary::summarize(&fixture::study(), &samples);
+        let v = judge(&fixture::study(), &summary);
+        let go = v.iter().find(|v| v.claim == "go-rss-1m").unwrap();
+        assert_eq!(
+            (go.status, go.measured.clone(), go.delta),
+            (Status::NotMeasured, None, None)
+        );
+        assert_eq!(
+            go.note.as_deref(),
+            Some("no valid sample of go at 1000000 tasks")
+        );
+        let lower = v.iter().find(|v| v.claim == "rust-lower-1m").unwrap();
+        assert_eq!(lower.status, Status::NotMeasured);
+        let missing = one(&format!(
+            "{BASE} stat: metric_median, metric: nope, expected: 1, tolerance: {{absolute: 0}}}}"
+        ));
+        assert_eq!(
+            missing.note.as_deref(),
+            Some("no valid sample of go at 10000 tasks reports metric nope")
+        );
+    }
+
+    #[test]
+    fn metric_without_tasks_uses_every_scale() {
+        let v = one(
+            "{id: f, text: t, probe: rust-tokio, stat: metric_median, metric: future_size_64b, expected: 144, unit: B, tolerance: {absolute: 0}}",
+        );
+        assert_eq!(
+            (v.status, v.measured),
+            (Status::Reproduced, Some(Measured::Value(144.0)))
+        );
+        assert_eq!(
+            v.note.as_deref(),
+            Some("median of 12 valid processes, all scales")
+        );
+    }
+
+    #[test]
+    fn default_study_on_fixtures() {
+        let v = judge(&fixture::study(), &fixture::summary());
+        let status = |id: &str| v.iter().find(|v| v.claim == id).unwrap().status;
+        assert_eq!(status("go-rss-1m"), Status::Reproduced);
+        assert_eq!(status("rust-range-1m"), Status::Differs);
+        let lower = v.iter().find(|v| v.claim == "rust-lower-1m").unwrap();
+        assert_eq!(
+            lower.note.as_deref(),
+            Some("go: 2 of 3 processes valid at 1000000 tasks")
+        );
+        assert_eq!(lower.tolerance, "±2 pp");
+    }
+}

@@ -1,0 +1,164 @@
+//! Benchmarks of the kit itself. `fidelity`: the same probe binaries measured side by side, in one
+//! run, in containers through the kit and natively on the host by the same sampler — or, in its
+//! kernel mode, in a VM under a guest kernel.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use tokio_util::sync::CancellationToken;
+
+use crate::build::image::Manifest;
+use crate::engine::Engine;
+use crate::run::lifecycle;
+use crate::run::run_dir::RunState;
+use crate::study::Study;
+use crate::study::sample::{self, Sample, SamplerOutput};
+
+/// Measures each cell of `study` twice — in its container, then natively — and prints the ratio of
+/// the median memory per probe (steady: RSS with every task parked; peak: `ru_maxrss`). The probe
+/// binary runs natively as it is in the image, so only probes that are one binary take part.
+/// With `guest` (the study under one guest kernel, and that kernel made ready) the second way is
+/// the VM instead of the host.
+pub async fn fidelity(
+    engine: &Engine,
+    study: &Study,
+    manifest: &Manifest,
+    state: &RunState,
+    guest: Option<(&Study, &crate::run::guest::Guests)>,
+) -> Result<String> {
+    let other = if guest.is_some() { "guest" } else { "native" };
+    let bins = tempfile::tempdir().context("creating a folder for the probe binaries")?;
+    let cancel = CancellationToken::new();
+    let mut medians: BTreeMap<(String, &str), Vec<u64>> = BTreeMap::new();
+    for cell in lifecycle::plan(study) {
+        let probe = &study.probes[cell.probe];
+        let image = manifest.get(&probe.image).with_context(|| {
+            match manifest.unavailable(&probe.image) {
+                Some(why) => format!(
+                    "probe {}: image {} is unavailable here ({}); leave it out with --probes",
+                    probe.id,
+                    probe.image,
+                    why.lines().next().unwrap_or_default()
+                ),
+                None => format!("probe {}: image {} was not built", probe.id, probe.image),
+            }
+        })?;
+        let dir = bins.path().join(&probe.id);
+        if !dir.exists() {
+            extract_binaries(engine, &image.tag, &probe.program, &dir).await?;
+        }
+        // The Engine's default profile, as the native run has none of the study's.
+        let kit = lifecycle::measure(
+            engine,
+            (study, manifest, &Default::default()),
+            state,
+            &cell,
+            None,
+            &cancel,
+        )
+        .await?
+        .context("interrupted")?;
+        let second = match guest {
+            Some((in_vm, guests)) => lifecycle::measure(
+                engine,
+                (in_vm, manifest, guests),
+                state,
+                &cell,
+                None,
+                &cancel,
+            )
+            .await?
+            .context("interrupted")?,
+            None => measure_native(&dir, study, state, &cell, kit.clone())?,
+        };
+        for (how, s) in [("container", &kit), (other, &second)] {
+            if !s.valid {
+                bail!(
+                    "{how} run of {} at {} tasks is invalid: {:?}",
+                    probe.id,
+                    cell.tasks,
+                    s.error
+                );
+            }
+            let bytes = s.memory_bytes().unwrap_or(0);
+            eprintln!("{how:<9} {} {} B", probe.id, bytes);
+            medians
+                .entry((probe.id.clone(), how))
+                .or_default()
+                .push(bytes);
+        }
+    }
+    let mut out = format!(
+        "{:<22} {:>16} {:>16} {:>8}\n",
+        "probe",
+        "container MiB",
+        format!("{other} MiB"),
+        "ratio"
+    );
+    for probe in &study.probes {
+        let m = |how| {
+            let v: Vec<f64> = medians[&(probe.id.clone(), how)]
+                .iter()
+                .map(|&b| b as f64)
+                .collect();
+            crate::stats::median(&v).map_or(0.0, f64::floor)
+        };
+        let (c, n) = (m("container"), m(other));
+        out.push_str(&format!(
+            "{:<22} {:>16.2} {:>16.2} {:>8.4}\n",
+            probe.id,
+            c / 1048576.0,
+            n / 1048576.0,
+            c / n
+        ));
+    }
+    Ok(out)
+}
+
+/// The sampler and the probe's program, as `sampler` and `probe` in `dir`.
+async fn extract_binaries(engine: &Engine, tag: &str, program: &str, dir: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    for (name, path) in [("sampler", "/usr/local/bin/sampler"), ("probe", program)] {
+        let data = engine.read_file(tag, path).await?;
+        let path = dir.join(name);
+        std::fs::write(&path, data).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(())
+}
+
+/// Runs the sampler natively with the same arguments the container got.
+fn measure_native(
+    dir: &Path,
+    study: &Study,
+    state: &RunState,
+    cell: &lifecycle::Cell,
+    mut s: Sample,
+) -> Result<Sample> {
+    let probe = &study.probes[cell.probe];
+    let words = lifecycle::placeholders(probe, state, cell.tasks).map_err(anyhow::Error::msg)?;
+    let output = Command::new(dir.join("sampler"))
+        .args(lifecycle::sampler_args(
+            probe,
+            &study.protocol,
+            &crate::run::cpuset::format(&words.cpus),
+        ))
+        .arg(dir.join("probe"))
+        .args(probe.expand_args(&words))
+        .env_clear()
+        .envs(probe.expand_env(&words))
+        .output()
+        .context("running the sampler natively")?;
+    let out: SamplerOutput =
+        serde_json::from_slice(&output.stdout).context("parsing the native sampler's JSON")?;
+    s.exit_code = output.status.code().map(i64::from);
+    s.oom_killed = false;
+    s.metrics.clear();
+    let unusable = sample::fill_from_sampler(&mut s, &out);
+    let error = out.error.clone().or(unusable);
+    sample::judge_validity(&mut s, error.as_deref(), &probe.results);
+    Ok(s)
+}

@@ -1,0 +1,334 @@
+//! The environment record (`env.json`), written once per run: the host, the Engine, the images and
+//! toolchains used, and the view from inside a probe container. It is written before measuring
+//! starts; the validity warnings taken before and while measuring (swap, hugepages, governor,
+//! memory pressure, busy pinned CPUs, steal) are in `run.json` ([`crate::run::warning`]).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::build::image::Manifest;
+use crate::engine::{Containers, EngineFacts};
+
+/// `env.json`: where a run was measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// When the record was taken, RFC 3339 UTC.
+    pub recorded_at: String,
+    /// parkbench version that took the run.
+    pub parkbench_version: String,
+    /// The host the Engine runs on (read by parkbench on its own host; the Engine is assumed local).
+    pub host: Host,
+    /// The Docker Engine.
+    pub engine: EngineFacts,
+    /// The build manifest of the images used.
+    pub images: Manifest,
+    /// Toolchain versions: `rustc -vV`, `cargo -V`, `go version` (from inside the images), and `tokio`
+    /// (from the probe's Cargo.lock).
+    pub toolchains: BTreeMap<String, String>,
+    /// The view from inside a probe container.
+    pub container: ContainerView,
+    /// The study's seccomp profile; `None`: the Engine's default profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp: Option<crate::run::seccomp::Seccomp>,
+}
+
+/// Host facts, from /proc and /sys.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    /// `uname -r`.
+    pub kernel_release: String,
+    /// `uname -v`.
+    pub kernel_version: String,
+    /// /etc/os-release, key → value.
+    pub os_release: BTreeMap<String, String>,
+    /// CPU model name (/proc/cpuinfo).
+    pub cpu_model: String,
+    /// CPU flags (/proc/cpuinfo), space-separated.
+    pub cpu_flags: String,
+    /// Microcode revision, where reported.
+    pub microcode: Option<String>,
+    /// Logical CPUs online.
+    pub logical_cpus: usize,
+    /// Online CPU list (/sys/devices/system/cpu/online).
+    pub cpus_online: String,
+    /// SMT active (/sys/devices/system/cpu/smt/active), where visible.
+    pub smt_active: Option<bool>,
+    /// MemTotal, bytes.
+    pub mem_total_bytes: u64,
+    /// Transparent hugepages `enabled` setting (the bracketed choice).
+    pub thp_enabled: Option<String>,
+    /// Transparent hugepages `defrag` setting.
+    pub thp_defrag: Option<String>,
+    /// vm.overcommit_memory.
+    pub overcommit_memory: Option<String>,
+    /// cpufreq governor of CPU 0, where visible.
+    pub cpufreq_governor: Option<String>,
+    /// Running under WSL (kernel release or version mentions Microsoft/WSL).
+    pub wsl: bool,
+}
+
+/// What a process inside a probe container sees.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContainerView {
+    /// `uname -a` inside the container.
+    pub uname: String,
+    /// Cpus_allowed_list of a container process before any pinning.
+    pub cpus_allowed: String,
+    /// First line of `ldd --version` (the image's glibc).
+    pub glibc: String,
+}
+
+/// Takes the environment record, running one short container from `probe_image` for its view.
+pub async fn record(
+    engine: &impl Containers,
+    manifest: &Manifest,
+    probe_image: &str,
+    repo: &Path,
+) -> Result<Environment> {
+    let mut toolchains = BTreeMap::new();
+    for img in &manifest.images {
+        toolchains.extend(img.versions.clone());
+    }
+    // The async runtimes each Rust probe locked, e.g. `tokio (rust-tokio)`.
+    let docker = repo.join("docker");
+    for img in &manifest.images {
+        let lock = match crate::build::image::recipe::Recipe::load(&docker.join(&img.name)) {
+            Ok(recipe) => recipe.cargo_lock(&docker),
+            Err(_) => docker.join(&img.name).join("Cargo.lock"),
+        };
+        for krate in ["tokio", "async-std", "smol", "glommio"] {
+            if let Some(v) = locked_version(&lock, krate) {
+                toolchains.insert(format!("{krate} ({})", img.name), v);
+            }
+        }
+    }
+    Ok(Environment {
+        recorded_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        parkbench_version: env!("CARGO_PKG_VERSION").into(),
+        host: host(),
+        engine: engine.facts().await?,
+        images: manifest.clone(),
+        toolchains,
+        container: container_view(engine, probe_image).await?,
+        seccomp: None,
+    })
+}
+
+async fn container_view(engine: &impl Containers, image: &str) -> Result<ContainerView> {
+    let script = "uname -a; grep Cpus_allowed_list /proc/self/status | cut -f2; ldd --version 2>&1 | head -n1";
+    let out = engine
+        .output(image, &["/bin/sh", "-c", script], "env")
+        .await?;
+    let mut lines = out.lines().map(str::to_owned);
+    Ok(ContainerView {
+        uname: lines.next().unwrap_or_default(),
+        cpus_allowed: lines.next().unwrap_or_default(),
+        glibc: lines.next().unwrap_or_default(),
+    })
+}
+
+/// The version of `krate` in a Cargo.lock, when a package of the lockfile's own (one without a
+/// `source`) depends on it directly: a crate locked only as another's optional or foreign-platform
+/// dependency (tokio under async-std's wasm support, say) is not reported.
+pub fn locked_version(lock: &Path, krate: &str) -> Option<String> {
+    let text = std::fs::read_to_string(lock).ok()?;
+    let packages: Vec<Locked> = text
+        .split("[[package]]")
+        .skip(1)
+        .map(Locked::parse)
+        .collect();
+    let dep = packages
+        .iter()
+        .filter(|p| !p.registry)
+        .flat_map(|p| &p.dependencies)
+        .find(|d| d.split_whitespace().next() == Some(krate))?;
+    // "name" when one version is locked, "name version" when several are.
+    match dep.split_whitespace().nth(1) {
+        Some(v) => Some(v.to_string()),
+        None => packages
+            .iter()
+            .find(|p| p.name == krate)
+            .map(|p| p.version.clone()),
+    }
+}
+
+/// One `[[package]]` of a Cargo.lock, as far as [`locked_version`] reads it.
+struct Locked {
+    name: String,
+    version: String,
+    /// Has a `source`: from a registry or git, not the lockfile's own.
+    registry: bool,
+    dependencies: Vec<String>,
+}
+
+impl Locked {
+    fn parse(block: &str) -> Locked {
+        let value = |key: &str| {
+            block
+                .lines()
+                .find_map(|l| l.trim().strip_prefix(key)?.trim().strip_prefix("= \""))
+                .map(|v| v.trim_end_matches('"').to_string())
+                .unwrap_or_default()
+        };
+        let dependencies = block
+            .split_once("dependencies = [")
+            .and_then(|(_, rest)| rest.split_once(']'))
+            .map(|(list, _)| {
+                list.lines()
+                    .map(|l| l.trim().trim_end_matches(',').trim_matches('"').to_string())
+                    .filter(|l| !l.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Locked {
+            name: value("name "),
+            version: value("version "),
+            registry: block.lines().any(|l| l.trim().starts_with("source = ")),
+            dependencies,
+        }
+    }
+}
+
+/// Host facts; anything unreadable is left empty rather than failing the run.
+pub fn host() -> Host {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .find(|l| l.split(':').next().map(str::trim) == Some(name))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let bracketed = |p: &str| read(p).as_deref().and_then(crate::run::warning::bracketed);
+    let kernel_release = read("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let kernel_version = read("/proc/sys/kernel/version").unwrap_or_default();
+    let cpus_online = read("/sys/devices/system/cpu/online").unwrap_or_default();
+    let wsl = format!("{kernel_release} {kernel_version}").to_lowercase();
+    Host {
+        os_release: os_release(&read("/etc/os-release").unwrap_or_default()),
+        cpu_model: field("model name").unwrap_or_default(),
+        cpu_flags: field("flags").unwrap_or_default(),
+        microcode: field("microcode"),
+        logical_cpus: crate::run::cpuset::parse(&cpus_online)
+            .map(|c| c.len())
+            .unwrap_or(0),
+        cpus_online,
+        smt_active: read("/sys/devices/system/cpu/smt/active").map(|s| s == "1"),
+        mem_total_bytes: meminfo_total(&read("/proc/meminfo").unwrap_or_default()),
+        thp_enabled: bracketed("/sys/kernel/mm/transparent_hugepage/enabled"),
+        thp_defrag: bracketed("/sys/kernel/mm/transparent_hugepage/defrag"),
+        overcommit_memory: read("/proc/sys/vm/overcommit_memory"),
+        cpufreq_governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        wsl: wsl.contains("microsoft") || wsl.contains("wsl"),
+        kernel_release,
+        kernel_version,
+    }
+}
+
+fn os_release(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('"').to_string()))
+        .collect()
+}
+
+fn meminfo_total(text: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_os_release_and_meminfo() {
+        let os = os_release("NAME=\"Debian GNU/Linux\"\nVERSION_ID=\"12\"\n");
+        assert_eq!(os["VERSION_ID"], "12");
+        assert_eq!(
+            meminfo_total("MemTotal:       16384 kB\nMemFree: 1 kB"),
+            16384 * 1024
+        );
+    }
+
+    #[tokio::test]
+    async fn the_container_view_comes_from_one_short_container() {
+        use crate::engine::fake::{FakeEngine, Step};
+        let stdout = "Linux c 6.1.0 x86_64 GNU/Linux\n0-1\nldd (Debian GLIBC 2.36-9) 2.36\n";
+        let engine = FakeEngine::new([Step::Exit {
+            code: 0,
+            stdout: stdout.into(),
+            stderr: String::new(),
+        }]);
+        let repo = tempfile::tempdir().unwrap();
+        let env = record(&engine, &Manifest::default(), "parkbench/go:x", repo.path())
+            .await
+            .unwrap();
+        assert_eq!(env.container.cpus_allowed, "0-1");
+        assert!(env.container.glibc.contains("2.36"));
+        assert_eq!(env.engine.ncpu, 2);
+        let runs = engine.runs();
+        assert_eq!((runs.len(), runs[0].image.as_str()), (1, "parkbench/go:x"));
+        assert_eq!(runs[0].labels["parkbench.role"], "env");
+        assert!(engine.live().is_empty());
+
+        let failing = FakeEngine::new([Step::Exit {
+            code: 1,
+            stdout: String::new(),
+            stderr: "no shell".into(),
+        }]);
+        let err = record(&failing, &Manifest::default(), "img", repo.path()).await;
+        assert!(format!("{:#}", err.unwrap_err()).contains("no shell"));
+    }
+
+    #[test]
+    fn the_probes_lockfiles_name_their_own_runtimes() {
+        let docker = Path::new(env!("CARGO_MANIFEST_DIR")).join("docker");
+        let of = |image: &str, krate: &str| {
+            locked_version(&docker.join(image).join("Cargo.lock"), krate)
+        };
+        assert!(of("rust-tokio", "tokio").is_some());
+        assert_eq!(of("runtime-tokio", "tokio").as_deref(), Some("1.54.1"));
+        assert_eq!(
+            of("runtime-async-std", "async-std").as_deref(),
+            Some("1.13.2")
+        );
+        assert_eq!(
+            of("runtime-async-std", "tokio"),
+            None,
+            "locked only for wasm"
+        );
+        assert_eq!(of("runtime-glommio", "glommio").as_deref(), Some("0.9.0"));
+    }
+
+    #[test]
+    fn finds_tokio_in_a_lockfile() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("Cargo.lock");
+        let text = "[[package]]\nname = \"probe\"\nversion = \"0.1.0\"\ndependencies = [\n \"futures 0.3.1\",\n \"tokio\",\n]\n\n\
+            [[package]]\nname = \"tokio\"\nversion = \"1.53.2\"\nsource = \"registry+x\"\n\n\
+            [[package]]\nname = \"futures\"\nversion = \"0.3.1\"\nsource = \"registry+x\"\n\n\
+            [[package]]\nname = \"async-std\"\nversion = \"1.13.2\"\nsource = \"registry+x\"\n\
+            dependencies = [\n \"smol\",\n]\n\n\
+            [[package]]\nname = \"smol\"\nversion = \"2.0.2\"\nsource = \"registry+x\"\n";
+        std::fs::write(&lock, text).unwrap();
+        assert_eq!(locked_version(&lock, "tokio").as_deref(), Some("1.53.2"));
+        assert_eq!(locked_version(&lock, "futures").as_deref(), Some("0.3.1"));
+        assert_eq!(
+            locked_version(&lock, "async-std"),
+            None,
+            "not a dependency of the probe"
+        );
+        assert_eq!(locked_version(&lock, "smol"), None, "only async-std's");
+    }
+}

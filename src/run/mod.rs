@@ -1,0 +1,15 @@
+//! The run stage: a study's plan of cells → processes in containers (or in a VM under a guest kernel)
+//! → a run folder of raw samples, the environment and validity warnings, written as they happen.
+//!
+//! May import: `build`, `engine`, `study`, `stats`, `yaml`.
+
+pub mod bench;
+pub mod cpuset;
+pub mod doctor;
+pub mod env;
+pub mod guest;
+pub mod lifecycle;
+pub mod plan;
+pub mod run_dir;
+pub mod seccomp;
+pub mod warning;

@@ -1,0 +1,201 @@
+//! The plan of a run: how many processes it will start and how long they should take. Times come
+//! from the study's latest earlier run (each cell's median container time) and, as the run goes, from
+//! the processes it has finished; with neither, the plan says the time is not known yet.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::run::lifecycle::Cell;
+use crate::stats::median;
+use crate::study::Study;
+use crate::study::sample::{self, Sample};
+
+/// Expected wall time per process, by (probe, tasks), ms.
+#[derive(Debug, Default)]
+pub struct Estimates {
+    by_cell: BTreeMap<(String, u64), f64>,
+    /// The run the estimates come from.
+    pub source: Option<String>,
+    /// Wall time of each process finished in this invocation, by (probe, tasks), ms.
+    finished: BTreeMap<(String, u64), Vec<f64>>,
+    /// Probes that start no process (their toolchain is unavailable): no time.
+    not_run: std::collections::BTreeSet<String>,
+}
+
+impl Estimates {
+    /// From a finished or partial run folder's samples; empty when it has none.
+    pub fn from_run(dir: &Path) -> Self {
+        let Ok((samples, _)) = sample::read_all(&dir.join(crate::run::run_dir::SAMPLES)) else {
+            return Self::default();
+        };
+        let mut times: BTreeMap<(String, u64), Vec<f64>> = BTreeMap::new();
+        for s in &samples {
+            if let Some(ms) = s.timings.container_ms {
+                times
+                    .entry((s.probe.clone(), s.tasks))
+                    .or_default()
+                    .push(ms);
+            }
+        }
+        let by_cell: BTreeMap<_, _> = times
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, median(&v)?)))
+            .collect();
+        let source = std::fs::canonicalize(dir)
+            .ok()
+            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
+        Self {
+            source: source.filter(|_| !by_cell.is_empty()),
+            by_cell,
+            ..Self::default()
+        }
+    }
+
+    /// Marks probes that start no process (an unavailable toolchain): their cells take no time.
+    pub fn not_run(mut self, probes: impl IntoIterator<Item = String>) -> Self {
+        self.not_run.extend(probes);
+        self
+    }
+
+    /// Records a process this invocation finished.
+    pub fn finished(&mut self, s: &Sample) {
+        if let Some(ms) = s.timings.container_ms {
+            let key = (s.probe.clone(), s.tasks);
+            self.finished.entry(key).or_default().push(ms);
+        }
+    }
+
+    /// The expected time of one process: this run's own times for the cell, then the earlier run's,
+    /// then this run's times at the same scale.
+    fn of(&self, study: &Study, cell: &Cell) -> Option<f64> {
+        let key = (study.probes[cell.probe].id.clone(), cell.tasks);
+        if self.not_run.contains(&key.0) {
+            return Some(0.0);
+        }
+        let same_scale: Vec<f64> = self
+            .finished
+            .iter()
+            .filter(|((probe, _), _)| !self.not_run.contains(probe))
+            .filter(|((_, t), _)| *t == cell.tasks)
+            .flat_map(|(_, v)| v.iter().copied())
+            .collect();
+        self.finished
+            .get(&key)
+            .and_then(|v| median(v))
+            .or_else(|| self.by_cell.get(&key).copied())
+            .or_else(|| median(&same_scale))
+    }
+
+    /// The expected time of these processes, and how many of them have no estimate.
+    pub fn total(&self, study: &Study, cells: &[Cell]) -> (Duration, usize) {
+        let mut ms = 0.0;
+        let mut unknown = 0;
+        for c in cells {
+            match self.of(study, c) {
+                Some(t) => ms += t,
+                None => unknown += 1,
+            }
+        }
+        (Duration::from_secs_f64(ms / 1000.0), unknown)
+    }
+}
+
+impl Estimates {
+    /// `ETA 12 min 05 s` for these processes, `ETA unknown` while some have no estimate, `done`
+    /// when none are left.
+    pub fn eta(&self, study: &Study, cells: &[Cell]) -> String {
+        if cells.is_empty() {
+            return "done".into();
+        }
+        match self.total(study, cells) {
+            (left, 0) => format!("ETA {}", clock(left)),
+            _ => "ETA unknown".into(),
+        }
+    }
+}
+
+/// The plan printed before a run starts: processes by probe and scale, and the expected time.
+pub fn describe(study: &Study, todo: &[Cell], already: usize, est: &Estimates) -> String {
+    let p = &study.protocol;
+    let shape = if study.probes.iter().all(|probe| probe.scales.is_none()) {
+        format!(
+            "{} probes × {} scales × {} repeats",
+            study.probes.len(),
+            p.scales.len(),
+            p.repeats
+        )
+    } else {
+        let cells: usize = study.probes.iter().map(|p| study.scales_of(p).len()).sum();
+        format!(
+            "{cells} probe × scale cells of {} probes, each probe at its own scales, × {} repeats",
+            study.probes.len(),
+            p.repeats
+        )
+    };
+    let more = p
+        .repeats
+        .rule()
+        .map(|r| format!("; then {r}"))
+        .unwrap_or_default();
+    let mut out = format!(
+        "plan: {} processes to run ({shape}; {already} already measured{more})",
+        todo.len()
+    );
+    let (time, unknown) = est.total(study, todo);
+    match (&est.source, unknown) {
+        (_, n) if n == todo.len() => out.push_str(
+            "; expected time not known yet (no earlier run of this study): the progress line \
+             estimates it as processes finish",
+        ),
+        (Some(run), 0) => out.push_str(&format!(
+            "; expected ≈ {} (container times of run {run})",
+            clock(time)
+        )),
+        (Some(run), n) => out.push_str(&format!(
+            "; expected ≥ {} (container times of run {run}; {n} processes without an estimate)",
+            clock(time)
+        )),
+        (None, _) => {}
+    }
+    out
+}
+
+/// `1 h 02 min`, `12 min 05 s`, `42 s`.
+pub fn clock(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {:02} s", s / 60, s % 60),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimates_prefer_this_run_then_the_earlier_one() {
+        let study = Study::default_study();
+        let cells = crate::run::lifecycle::plan(&study);
+        let mut est = Estimates::default();
+        assert_eq!(est.total(&study, &cells).1, cells.len());
+        assert!(describe(&study, &cells, 0, &est).contains("not known yet"));
+        est.by_cell.insert(("go".into(), 10_000), 2000.0);
+        est.source = Some("r1".into());
+        let (t, unknown) = est.total(&study, &cells[..2]);
+        assert_eq!(
+            (t.as_secs(), unknown),
+            (2, 1),
+            "rust-tokio at 10k has no estimate"
+        );
+        let mut s = crate::outputs::report::fixture::samples()[0].clone();
+        (s.probe, s.tasks, s.timings.container_ms) = ("rust-tokio".into(), 10_000, Some(1000.0));
+        est.finished(&s);
+        let (t, unknown) = est.total(&study, &cells[..2]);
+        assert_eq!((t.as_secs(), unknown), (3, 0));
+        assert_eq!(clock(Duration::from_secs(3725)), "1 h 02 min");
+        assert_eq!(clock(Duration::from_secs(725)), "12 min 05 s");
+    }
+}

@@ -1,0 +1,428 @@
+//! The run folder, `results/<study>/runs/<run-id>/`: the one owner of its file names, its creation
+//! under a unique name, its state (`run.json`, saved atomically) and the `runs/latest` link. Readers
+//! of an archive find a run's files by the same names.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::study::{Repeats, Study};
+
+/// The study exactly as run.
+pub const STUDY: &str = "study.yaml";
+/// One JSON sample per line, appended as measured.
+pub const SAMPLES: &str = "samples.jsonl";
+/// The environment record.
+pub const ENV: &str = "env.json";
+/// The build manifest of the images used.
+pub const MANIFEST: &str = "manifest.json";
+/// The study's seccomp profile as the run started with it (only when the study names one).
+pub const SECCOMP: &str = "seccomp.json";
+/// The run state ([`RunState`]).
+pub const STATE: &str = "run.json";
+/// Report files, written by `parkbench report`.
+pub const SUMMARY: &str = "summary.json";
+pub const VERDICTS: &str = "verdicts.json";
+pub const SAMPLES_CSV: &str = "samples.csv";
+pub const FIGURE: &str = "figure.svg";
+pub const REPORT: &str = "report.md";
+/// A rerun's comparison with the archive it reran (Markdown and figure).
+pub const COMPARE_MD: &str = "compare.md";
+pub const COMPARE_SVG: &str = "compare.svg";
+/// The link in `runs/` to the newest run.
+pub const LATEST: &str = "latest";
+
+/// Files a run must hold.
+pub const REQUIRED: [&str; 2] = [STUDY, SAMPLES];
+/// Files a run normally holds besides those (an archive lacking one is listed by `check`).
+pub const OPTIONAL: [&str; 8] = [
+    ENV,
+    STATE,
+    MANIFEST,
+    SAMPLES_CSV,
+    SUMMARY,
+    VERDICTS,
+    REPORT,
+    FIGURE,
+];
+
+/// Largest run file read into memory (by `report`, `verify` and from archives), bytes.
+pub const LOAD_LIMIT: u64 = 64 << 20;
+
+/// The small text files of one run, read from a run folder or an archive.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunFiles {
+    /// The run id: the archive's top folder or the run directory's name.
+    pub run_id: String,
+    pub study_yaml: String,
+    pub samples_jsonl: String,
+    pub env_json: Option<String>,
+    pub manifest_json: Option<String>,
+    pub summary_json: Option<String>,
+    pub verdicts_json: Option<String>,
+    pub report_md: Option<String>,
+    pub run_json: Option<String>,
+}
+
+impl RunFiles {
+    /// The files [`RunFiles`] holds, for readers that load them in one pass.
+    pub const NAMES: [&str; 8] = [
+        STUDY, SAMPLES, ENV, MANIFEST, SUMMARY, VERDICTS, REPORT, STATE,
+    ];
+
+    /// Builds the set from `load`, which returns a file's text or `None` when it is absent.
+    pub fn assemble(
+        run_id: String,
+        mut load: impl FnMut(&str) -> Result<Option<String>>,
+    ) -> Result<RunFiles> {
+        let mut required = |name: &str| -> Result<String> {
+            load(name)?.with_context(|| format!("{run_id}/{name} is missing: a run must hold it"))
+        };
+        let study_yaml = required(STUDY)?;
+        let samples_jsonl = required(SAMPLES)?;
+        Ok(RunFiles {
+            study_yaml,
+            samples_jsonl,
+            env_json: load(ENV)?,
+            manifest_json: load(MANIFEST)?,
+            summary_json: load(SUMMARY)?,
+            verdicts_json: load(VERDICTS)?,
+            report_md: load(REPORT)?,
+            run_json: load(STATE)?,
+            run_id,
+        })
+    }
+}
+
+/// Where a run is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Measuring now (or the process measuring it died).
+    Running,
+    /// Every cell of the matrix has a sample.
+    Complete,
+    /// Stopped by an interrupt or an error before every cell was measured; resumable.
+    Incomplete,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Status::Running => "running",
+            Status::Complete => "complete",
+            Status::Incomplete => "incomplete",
+        })
+    }
+}
+
+/// `run.json`: the state of a run directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    /// Run identifier (the directory name).
+    pub run_id: String,
+    /// Study identifier.
+    pub study: String,
+    /// `running`, `complete` or `incomplete` (interrupted or stopped by an error; resumable).
+    pub status: Status,
+    /// CPU list the study asked for.
+    pub cpus_requested: String,
+    /// CPU list the probes are pinned to.
+    pub cpus_pinned: String,
+    /// Worker threads per runtime (= number of pinned CPUs).
+    pub workers: u32,
+    /// Differences from the published protocol, in words.
+    pub deviations: Vec<String>,
+    /// When the run started, RFC 3339 UTC.
+    pub started_at: String,
+    /// When the run last stopped, RFC 3339 UTC.
+    pub finished_at: Option<String>,
+    /// Wall time spent measuring, summed over every invocation of this run (a resume adds to it), ms.
+    pub wall_ms: f64,
+    /// The archive this run reran (`parkbench rerun`); absent for a run of a study file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_of: Option<crate::ops::rerun::RerunOf>,
+    /// Processes per probe and scale in force for this run, as in a study's `protocol.repeats`: the
+    /// study's own, or what `run --repeats` made of it. A resume and the report follow it, so they
+    /// keep the rule the run started with. Absent in runs from before it was recorded (then the
+    /// study's own applies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<Repeats>,
+    /// Validity warnings: host conditions seen before and while measuring that may touch the
+    /// numbers (swap, hugepages, governor, memory pressure, busy pinned CPUs, steal). They explain
+    /// samples and never invalidate one; absent when none was seen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<crate::run::warning::Warning>,
+    /// The kernels in force (`--kernel` or the study's `protocol.kernels`); empty in runs made
+    /// before kernels existed, which ran on the host's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<String>,
+    /// Every guest kernel as the last invocation booted it: release, config, THP, acceleration,
+    /// memory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guests: Vec<crate::run::guest::GuestKernel>,
+}
+
+impl RunState {
+    /// The study as this run measures it: with the processes per probe and scale in force.
+    pub fn in_force(&self, mut study: Study) -> anyhow::Result<Study> {
+        if let Some(r) = self.repeats {
+            study.protocol.repeats = r;
+        }
+        study.under_kernels(&self.kernels)
+    }
+}
+
+/// A run folder on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunDir {
+    path: PathBuf,
+}
+
+impl RunDir {
+    /// A new, uniquely named run folder under `results/<study>/runs/`, named after the UTC time.
+    pub fn create(results: &Path, study: &str) -> Result<RunDir> {
+        let runs = results.join(study).join("runs");
+        std::fs::create_dir_all(&runs).with_context(|| format!("creating {}", runs.display()))?;
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+        for n in 0.. {
+            let id = match n {
+                0 => stamp.clone(),
+                n => format!("{stamp}-{n}"),
+            };
+            let path = runs.join(&id);
+            // create_dir fails if another run took the name first, so two runs never share a folder.
+            match std::fs::create_dir(&path) {
+                Ok(()) => return Ok(RunDir { path }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+            }
+        }
+        unreachable!("some run id is free")
+    }
+
+    /// An existing run folder (a link such as `runs/latest` is followed to the run it names).
+    pub fn open(path: &Path) -> Result<RunDir> {
+        let path = std::fs::canonicalize(path)
+            .with_context(|| format!("reading run directory {}", path.display()))?;
+        if !path.is_dir() {
+            bail!("{} is not a run directory", path.display());
+        }
+        Ok(RunDir { path })
+    }
+
+    /// The folder as given, without checking it (for reading whatever files it holds).
+    pub fn at(path: &Path) -> RunDir {
+        RunDir {
+            path: path.to_owned(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The run id: the folder's name.
+    pub fn id(&self) -> String {
+        self.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// The path of one of the run's files (one of this module's names).
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// The run's archive, `<run-id>.tar.gz` beside the folder.
+    pub fn archive_path(&self) -> PathBuf {
+        self.path.with_extension("tar.gz")
+    }
+
+    /// Writes one of the run's files whole or not at all.
+    pub fn write(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        crate::build::cache::write_atomic(&self.file(name), bytes)
+    }
+
+    /// Writes a value as pretty JSON to one of the run's files.
+    pub fn write_json(&self, name: &str, value: &impl Serialize) -> Result<()> {
+        let json =
+            serde_json::to_string_pretty(value).with_context(|| format!("serialising {name}"))?;
+        self.write(name, json.as_bytes())
+    }
+
+    /// Reads one of the run's text files.
+    pub fn read(&self, name: &str) -> Result<String> {
+        let path = self.file(name);
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+    }
+
+    /// The run's small text files; absent optional files are `None`.
+    pub fn read_files(&self) -> Result<RunFiles> {
+        RunFiles::assemble(self.id(), |name| {
+            let path = self.file(name);
+            let size = match std::fs::metadata(&path) {
+                Ok(meta) => meta.len(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+            };
+            if size > LOAD_LIMIT {
+                bail!(
+                    "{}: {size} bytes, over the {LOAD_LIMIT}-byte limit for files read into memory",
+                    path.display()
+                );
+            }
+            self.read(name).map(Some)
+        })
+        .with_context(|| format!("reading run directory {}", self.path.display()))
+    }
+
+    /// Saves `run.json` atomically.
+    pub fn save_state(&self, state: &RunState) -> Result<()> {
+        self.write_json(STATE, state)
+    }
+
+    /// Loads `run.json`.
+    pub fn load_state(&self) -> Result<RunState> {
+        let path = self.file(STATE);
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "reading {}; is {} a run directory?",
+                path.display(),
+                self.path.display()
+            )
+        })?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    }
+
+    /// Points `runs/latest` at this run (replacing the link atomically).
+    pub fn link_latest(&self) -> Result<()> {
+        let runs = self.path.parent().context("run directory has no parent")?;
+        let name = self.path.file_name().context("run directory has no name")?;
+        let link = runs.join(LATEST);
+        let tmp = runs.join(format!(".{LATEST}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(name, &tmp)
+            .with_context(|| format!("creating {}", tmp.display()))?;
+        std::fs::rename(&tmp, &link).with_context(|| format!("updating {}", link.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(status: Status) -> RunState {
+        RunState {
+            run_id: "r".into(),
+            study: "s".into(),
+            status,
+            cpus_requested: "0-3".into(),
+            cpus_pinned: "0-1".into(),
+            workers: 2,
+            deviations: vec![],
+            started_at: "2026-01-01T00:00:00Z".into(),
+            finished_at: None,
+            wall_ms: 0.0,
+            rerun_of: None,
+            repeats: None,
+            warnings: vec![],
+            kernels: vec![],
+            guests: vec![],
+        }
+    }
+
+    #[test]
+    fn report_files_are_named_here() {
+        for format in crate::outputs::report::all() {
+            assert!(OPTIONAL.contains(&format.name()), "{}", format.name());
+        }
+    }
+
+    #[test]
+    fn runs_get_unique_folders_and_latest_follows() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = RunDir::create(tmp.path(), "demo").unwrap();
+        let b = RunDir::create(tmp.path(), "demo").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(a.path().parent(), b.path().parent());
+        a.link_latest().unwrap();
+        b.link_latest().unwrap();
+        let latest = tmp.path().join("demo/runs").join(LATEST);
+        assert_eq!(RunDir::open(&latest).unwrap().id(), b.id());
+        assert_eq!(b.archive_path(), b.path().with_extension("tar.gz"));
+    }
+
+    #[test]
+    fn state_round_trips_with_the_status_strings() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::create(tmp.path(), "demo").unwrap();
+        for status in [Status::Running, Status::Complete, Status::Incomplete] {
+            dir.save_state(&state(status)).unwrap();
+            assert_eq!(dir.load_state().unwrap(), state(status));
+            let json = dir.read(STATE).unwrap();
+            assert!(
+                json.contains(&format!("\"status\": \"{status}\"")),
+                "{json}"
+            );
+        }
+        let err = format!("{:#}", RunDir::at(tmp.path()).load_state().unwrap_err());
+        assert!(
+            err.contains("is") && err.contains("a run directory?"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_repeats_in_force_are_kept_and_old_states_still_load() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::create(tmp.path(), "demo").unwrap();
+        let mut s = state(Status::Complete);
+        let old = serde_json::to_string(&s).unwrap();
+        assert!(!old.contains("repeats"), "{old}");
+        assert_eq!(serde_json::from_str::<RunState>(&old).unwrap(), s);
+        let study = Study::default_study();
+        let own = s.in_force(study.clone()).unwrap();
+        assert_eq!(
+            own,
+            study.clone().under_kernels(&[]).unwrap(),
+            "the study's own"
+        );
+        assert_eq!(own.protocol.repeats, study.protocol.repeats);
+        s.repeats = Some(Repeats {
+            min: 3,
+            max: 10,
+            target_cv: Some(0.005),
+        });
+        dir.save_state(&s).unwrap();
+        assert_eq!(dir.load_state().unwrap(), s);
+        let json = dir.read(STATE).unwrap();
+        assert!(json.contains("\"target_cv\": 0.005"), "{json}");
+        assert_eq!(
+            s.in_force(study).unwrap().protocol.repeats,
+            s.repeats.unwrap()
+        );
+    }
+
+    #[test]
+    fn warnings_are_kept_and_an_older_state_without_them_loads() {
+        use crate::run::warning::{Touches, Warning};
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::create(tmp.path(), "demo").unwrap();
+        dir.save_state(&state(Status::Complete)).unwrap();
+        assert!(
+            !dir.read(STATE).unwrap().contains("warnings"),
+            "none: not written"
+        );
+        let mut warned = state(Status::Complete);
+        warned.warnings.push(Warning {
+            what: "swap in use: 1 MiB of 2 MiB".into(),
+            touches: Touches::All,
+        });
+        dir.save_state(&warned).unwrap();
+        assert_eq!(dir.load_state().unwrap(), warned);
+        assert!(dir.read(STATE).unwrap().contains("\"touches\": \"all\""));
+    }
+}

@@ -1,0 +1,488 @@
+//! The raw sample: one JSON object per probe process, appended to `samples.jsonl` the moment it is
+//! measured. This struct *is* the file format; every field says its unit.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::study::kind::Kind;
+
+/// One probe process, measured once. Memory is in bytes, times in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sample {
+    /// Run identifier (the run directory's name).
+    pub run_id: String,
+    /// Study identifier (`id` in study.yaml).
+    pub study: String,
+    /// Probe identifier (`probes[].id` in study.yaml).
+    pub probe: String,
+    /// Image tag the container ran.
+    pub image_tag: String,
+    /// Image ID (`sha256:…`) the container ran.
+    pub image_id: String,
+    /// Number of tasks the probe was asked to create.
+    pub tasks: u64,
+    /// Repeat number, 1-based.
+    pub repeat: u32,
+    /// Position of this process in the run order, 0-based.
+    pub position: u32,
+    /// CPU list the study asked for (e.g. `0-3`).
+    pub cpus_requested: String,
+    /// CPU list this process was pinned to (the `--cpus` choice, e.g. `0-1` with `--cpus auto`).
+    pub cpus_pinned: String,
+    /// CPU list in force, read back from `/proc/<pid>/status` (`Cpus_allowed_list`) inside the container.
+    pub cpus_in_force: Option<String>,
+    /// Worker threads given to the runtime (GOMAXPROCS, Tokio workers).
+    pub workers: u32,
+    /// Environment variables set for the probe.
+    pub env: BTreeMap<String, String>,
+    /// Command line of the probe inside the container (its arguments, after the program).
+    pub args: Vec<String>,
+    /// The program run inside the container (`probes[].program`); absent in samples written before
+    /// it was recorded, which all ran `/usr/local/bin/probe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// RSS (VmRSS) before any task was created, bytes.
+    pub baseline_rss_bytes: Option<u64>,
+    /// RSS readings after all tasks were ready and the settle time passed, bytes, in order.
+    pub rss_bytes: Vec<u64>,
+    /// Median of `rss_bytes`, bytes.
+    pub rss_median_bytes: Option<u64>,
+    /// (rss_median_bytes − baseline_rss_bytes) / tasks, bytes per task.
+    pub per_task_bytes: Option<f64>,
+    /// Peak RSS (VmHWM) at the last reading, bytes.
+    pub vm_hwm_bytes: Option<u64>,
+    /// Anonymous RSS (RssAnon) at the last reading, bytes.
+    pub rss_anon_bytes: Option<u64>,
+    /// File-backed RSS (RssFile) at the last reading, bytes.
+    pub rss_file_bytes: Option<u64>,
+    /// OS threads of the probe at the last reading.
+    pub threads: Option<u64>,
+    /// Tasks the probe reported completed after the release.
+    pub completed: Option<u64>,
+    /// Tasks expected to complete (= `tasks`).
+    pub expected: u64,
+    /// True when the protocol ran to the end, exit code 0, not OOM-killed and completed = expected.
+    pub valid: bool,
+    /// Why the sample is invalid; `None` when valid.
+    pub error: Option<String>,
+    /// Last lines of the probe's and sampler's stderr (at most a few KiB).
+    pub stderr_tail: String,
+    /// The probe's own metrics from its `ready` and `done` lines (e.g. `goroutines`, `stack_inuse_bytes`).
+    pub metrics: BTreeMap<String, f64>,
+    /// Phase durations.
+    pub timings: Timings,
+    /// When the container was started, RFC 3339 UTC.
+    pub started_at: String,
+    /// Container exit code, if it exited.
+    pub exit_code: Option<i64>,
+    /// True when the Engine reports the container was OOM-killed.
+    pub oom_killed: bool,
+    /// How the process was measured; absent (steady) in samples written before kinds existed.
+    #[serde(default, skip_serializing_if = "Kind::is_steady")]
+    pub kind: Kind,
+    /// Peak, timed and latency kinds: the unmodified program as seen from outside.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<Peak>,
+    /// Timed and latency kinds: the key=value pairs of every `result` line, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<BTreeMap<String, f64>>,
+    /// Latency kind: the program's histogram as [value in ns, count] pairs, by value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_ns: Vec<[u64; 2]>,
+    /// Every kind: the text of the program's `note <text>` lines, verbatim and in order, as the
+    /// sampler kept them (at most 32, each cut at 300 bytes): why something happened, in the
+    /// program's words (e.g. which limit stopped thread creation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// The VM the process ran in, under a guest kernel; absent on the host's kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<GuestSample>,
+}
+
+/// A process's VM (`guest` in a sample).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuestSample {
+    /// The kernel's name (`debian-6.1`).
+    pub kernel: String,
+    /// `uname -r` in the guest, as its init printed it; empty when the guest printed nothing.
+    pub release: String,
+    /// The guest's THP mode when the probe started.
+    pub thp: String,
+    /// How the guest's CPU ran (`kvm` or `tcg`).
+    pub accel: crate::run::guest::Accel,
+    /// vCPUs, numbered 0.. in the guest; QEMU is pinned to the sample's `cpus_pinned`.
+    pub vcpus: u64,
+    /// Guest memory as the guest sees it (MemTotal), KiB.
+    pub memory_kib: u64,
+}
+
+/// An unmodified program seen from outside: polled `/proc/<pid>/status` and `wait4` at its exit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Peak {
+    /// Maximum resident set size from `wait4` (`ru_maxrss`, what `/usr/bin/time -v` reports), bytes.
+    pub ru_maxrss_bytes: Option<u64>,
+    /// Largest `VmHWM` seen while polling, bytes; `None` if the program exited before the first poll.
+    pub vm_hwm_bytes: Option<u64>,
+    /// Largest `VmRSS` seen while polling, bytes.
+    pub vm_rss_max_bytes: Option<u64>,
+    /// Most OS threads seen while polling.
+    pub threads_max: Option<u64>,
+    /// Polls of `/proc/<pid>/status` taken.
+    pub polls: u64,
+    /// From exec to exit, ms.
+    pub wall_ms: Option<f64>,
+    /// CPU time in user mode (`ru_utime`), ms.
+    pub user_ms: Option<f64>,
+    /// CPU time in the kernel (`ru_stime`), ms.
+    pub sys_ms: Option<f64>,
+    /// The program's exit code; `None` when it was killed by a signal.
+    pub exit_code: Option<i64>,
+    /// The signal that killed the program, if one did.
+    pub signal: Option<i64>,
+    /// Lines on stdout that were neither `result` nor `latency` lines (ignored).
+    pub other_lines: u64,
+}
+
+impl Peak {
+    /// The process's peak: the larger of `ru_maxrss` and the largest VmHWM polled, bytes. Each can
+    /// miss what the other sees: the kernel updates the high-water mark behind `ru_maxrss` lazily
+    /// (pages freed before exit on some paths are not counted), and polling can miss a peak between
+    /// two polls; on recent kernels `/proc`'s counters are per-CPU sums read approximately (a few
+    /// hundred KiB at most). `ru_maxrss` also counts the sampler's own few MiB from before the exec,
+    /// a floor that only tiny programs reach.
+    pub fn peak_bytes(&self) -> Option<u64> {
+        self.ru_maxrss_bytes.max(self.vm_hwm_bytes)
+    }
+}
+
+/// Phase durations of one process, milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timings {
+    /// From the baseline acknowledgement to the probe's `ready` line (creating all tasks), ms.
+    pub spawn_ms: Option<f64>,
+    /// From `ready` to the end of the last RSS reading (settle + sampling), ms.
+    pub measure_ms: Option<f64>,
+    /// From the release line to the probe's `done` line, ms.
+    pub release_ms: Option<f64>,
+    /// Lifetime of the probe process, from exec to exit, ms.
+    pub probe_ms: Option<f64>,
+    /// Lifetime of the container as seen by the driver, from create to removal, ms.
+    pub container_ms: Option<f64>,
+}
+
+/// How the error of a sample whose probe image could not be built here begins: its toolchain is
+/// unavailable, so the cell is `not measured`, not a failed process.
+pub const UNAVAILABLE: &str = "toolchain unavailable: ";
+
+impl Sample {
+    /// True when the probe never ran because its toolchain is unavailable here.
+    pub fn is_unavailable(&self) -> bool {
+        !self.valid
+            && self
+                .error
+                .as_deref()
+                .is_some_and(|e| e.starts_with(UNAVAILABLE))
+    }
+
+    /// The process's memory as its kind measures it: steady, the median RSS with every task parked;
+    /// peak and the others, the peak (see [`Peak::peak_bytes`]). Bytes.
+    pub fn memory_bytes(&self) -> Option<u64> {
+        match self.kind {
+            Kind::Steady => self.rss_median_bytes,
+            _ => self.peak.as_ref()?.peak_bytes(),
+        }
+    }
+
+    /// The cell of the study matrix this sample fills.
+    pub fn cell(&self) -> (String, u64, u32) {
+        (self.probe.clone(), self.tasks, self.repeat)
+    }
+}
+
+/// Appends samples to a run's `samples.jsonl`, flushing and syncing each line as it is written.
+pub struct SampleLog {
+    path: PathBuf,
+    file: File,
+}
+
+impl SampleLog {
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening sample log {}", path.display()))?;
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+        })
+    }
+
+    pub fn append(&mut self, sample: &Sample) -> Result<()> {
+        let mut line = serde_json::to_vec(sample).context("encoding sample")?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .and_then(|()| self.file.sync_data())
+            .with_context(|| format!("appending to {}", self.path.display()))
+    }
+}
+
+/// A line of samples.jsonl that could not be read, with its 1-based line number.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BadLine {
+    pub line: usize,
+    pub error: String,
+}
+
+/// Reads every sample of a samples.jsonl; malformed lines are returned beside the good ones, never dropped silently.
+pub fn read_all(path: &Path) -> Result<(Vec<Sample>, Vec<BadLine>)> {
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    parse_lines(BufReader::new(file)).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Parses samples.jsonl text (see [`read_all`]).
+pub fn parse_lines(reader: impl BufRead) -> Result<(Vec<Sample>, Vec<BadLine>)> {
+    let mut good = Vec::new();
+    let mut bad = Vec::new();
+    for (i, line) in reader.lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Sample>(&line) {
+            Ok(s) => good.push(s),
+            Err(e) => bad.push(BadLine {
+                line: i + 1,
+                error: e.to_string(),
+            }),
+        }
+    }
+    Ok((good, bad))
+}
+
+/// The sampler's JSON (see `docker/README.md`): what one probe process did, in KiB and ms.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct SamplerOutput {
+    pub cpus_in_force: Option<String>,
+    pub baseline: Option<Reading>,
+    #[serde(default)]
+    pub samples: Vec<Reading>,
+    #[serde(default)]
+    pub ready: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub done: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub timings_ms: BTreeMap<String, Option<f64>>,
+    pub exit_code: Option<i64>,
+    pub signal: Option<i64>,
+    pub error: Option<String>,
+    /// Peak, timed and latency kinds (see `docker/README.md`).
+    pub peak: Option<PeakOutput>,
+    #[serde(default)]
+    pub results: Vec<BTreeMap<String, serde_json::Value>>,
+    #[serde(default)]
+    pub latency: Vec<[u64; 2]>,
+    #[serde(default)]
+    pub other_lines: u64,
+    /// Every kind: the program's `note` lines, without the word `note`.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// The sampler's `peak` object, KiB and ms.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct PeakOutput {
+    #[serde(default)]
+    pub polls: u64,
+    pub vm_hwm_kib: Option<u64>,
+    pub vm_rss_max_kib: Option<u64>,
+    pub threads_max: Option<u64>,
+    pub ru_maxrss_kib: Option<u64>,
+    pub wall_ms: Option<f64>,
+    pub user_ms: Option<f64>,
+    pub sys_ms: Option<f64>,
+}
+
+/// One read of /proc/<pid>/status, KiB.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct Reading {
+    pub vm_rss_kib: u64,
+    pub vm_hwm_kib: u64,
+    pub rss_anon_kib: u64,
+    pub rss_file_kib: u64,
+    pub threads: u64,
+}
+
+/// The measured part of a sample, filled from the sampler's output by the sample's kind; returns
+/// what makes the output unusable, if anything.
+pub fn fill_from_sampler(sample: &mut Sample, out: &SamplerOutput) -> Option<String> {
+    sample.cpus_in_force = out.cpus_in_force.clone();
+    sample.notes = out.notes.clone();
+    sample.kind.measure().fill(sample, out)
+}
+
+/// The steady kind's fields, from the handshake protocol's readings and lines.
+pub fn fill_steady(sample: &mut Sample, out: &SamplerOutput) {
+    const KIB: u64 = 1024;
+    sample.baseline_rss_bytes = out.baseline.as_ref().map(|b| b.vm_rss_kib * KIB);
+    sample.rss_bytes = out.samples.iter().map(|r| r.vm_rss_kib * KIB).collect();
+    // The mean of the two middle readings, truncated, for an even count.
+    let readings: Vec<f64> = sample.rss_bytes.iter().map(|&b| b as f64).collect();
+    sample.rss_median_bytes = crate::stats::median(&readings).map(|m| m as u64);
+    sample.per_task_bytes = match (sample.rss_median_bytes, sample.baseline_rss_bytes) {
+        (Some(m), Some(b)) if sample.tasks > 0 => Some((m as f64 - b as f64) / sample.tasks as f64),
+        _ => None,
+    };
+    if let Some(last) = out.samples.last() {
+        sample.vm_hwm_bytes = Some(last.vm_hwm_kib * KIB);
+        sample.rss_anon_bytes = Some(last.rss_anon_kib * KIB);
+        sample.rss_file_bytes = Some(last.rss_file_kib * KIB);
+        sample.threads = Some(last.threads);
+    }
+    sample.completed = out
+        .done
+        .get("completed")
+        .and_then(serde_json::Value::as_u64);
+    for (k, v) in out.ready.iter().chain(out.done.iter()) {
+        if let Some(x) = v.as_f64() {
+            sample.metrics.insert(k.clone(), x);
+        }
+    }
+    let t = |k: &str| out.timings_ms.get(k).copied().flatten();
+    sample.timings.spawn_ms = t("spawn");
+    sample.timings.measure_ms = t("measure");
+    sample.timings.release_ms = t("release");
+    sample.timings.probe_ms = t("probe");
+}
+
+/// Decides validity: the sampler ran to the end, exit 0, not OOM-killed, then the kind's own checks
+/// (for steady: completed = expected and RSS readings). `result_keys` are the keys a timed or
+/// latency probe may report (empty: any).
+pub fn judge_validity(sample: &mut Sample, sampler_error: Option<&str>, result_keys: &[String]) {
+    let reason = if let Some(e) = sampler_error {
+        Some(e.to_string())
+    } else if sample.oom_killed {
+        Some("OOM-killed".to_string())
+    } else if sample.exit_code != Some(0) {
+        Some(format!("sampler exited with {:?}", sample.exit_code))
+    } else {
+        sample.kind.measure().invalid(sample, result_keys)
+    };
+    sample.valid = reason.is_none();
+    sample.error = reason.map(|r| with_notes(r, &sample.notes));
+}
+
+/// Notes of the program shown after an invalid sample's reason.
+const NOTES_IN_REASON: usize = 4;
+
+/// `reason; note: …; note: …`: the program's own words after why its sample is invalid (the
+/// first few; how many more there are).
+pub fn with_notes(reason: String, notes: &[String]) -> String {
+    let mut out = reason;
+    for n in notes.iter().take(NOTES_IN_REASON) {
+        out.push_str(&format!("; note: {n}"));
+    }
+    if notes.len() > NOTES_IN_REASON {
+        out.push_str(&format!("; {} more notes", notes.len() - NOTES_IN_REASON));
+    }
+    out
+}
+
+/// The steady kind's checks: every task was created (a `ready` line's `created=K`, when the probe
+/// reports it), every task completed, and RSS was read.
+pub fn steady_invalid(sample: &Sample) -> Option<String> {
+    let created = sample.metrics.get("created").copied();
+    if let Some(k) = created.filter(|&k| k < sample.expected as f64) {
+        // The probe went on with the K it had: `completed=K` says nothing more.
+        Some(format!("created {k} of {} tasks", sample.expected))
+    } else if sample.completed != Some(sample.expected) {
+        Some(format!(
+            "completed {:?} of {} tasks",
+            sample.completed, sample.expected
+        ))
+    } else if sample.rss_bytes.is_empty() || sample.baseline_rss_bytes.is_none() {
+        Some("no RSS readings".to_string())
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steady(created: Option<f64>, completed: u64, notes: &[&str]) -> Sample {
+        let mut s = crate::outputs::report::fixture::samples()[0].clone();
+        (s.tasks, s.expected, s.completed) = (10, 10, Some(completed));
+        s.metrics.clear();
+        if let Some(k) = created {
+            s.metrics.insert("created".into(), k);
+        }
+        s.notes = notes.iter().map(|n| n.to_string()).collect();
+        s.exit_code = Some(0);
+        s
+    }
+
+    #[test]
+    fn fewer_created_than_asked_is_one_reason_with_the_notes() {
+        let mut s = steady(
+            Some(3.0),
+            3,
+            &["pthread_create failed: EAGAIN", "limit: pids.max 3"],
+        );
+        judge_validity(&mut s, None, &[]);
+        assert!(!s.valid);
+        assert_eq!(
+            s.error.as_deref(),
+            Some(
+                "created 3 of 10 tasks; note: pthread_create failed: EAGAIN; \
+                 note: limit: pids.max 3"
+            )
+        );
+        let mut s = steady(Some(10.0), 10, &["all fine"]);
+        judge_validity(&mut s, None, &[]);
+        assert!(s.valid, "{:?}", s.error);
+        let mut s = steady(None, 9, &[]);
+        judge_validity(&mut s, None, &[]);
+        assert_eq!(s.error.as_deref(), Some("completed Some(9) of 10 tasks"));
+        let notes: Vec<String> = (0..6).map(|i| format!("n{i}")).collect();
+        assert_eq!(
+            with_notes("x".into(), &notes),
+            "x; note: n0; note: n1; note: n2; note: n3; 2 more notes"
+        );
+    }
+
+    #[test]
+    fn notes_come_from_the_sampler_and_round_trip() {
+        let out: SamplerOutput =
+            serde_json::from_str(r#"{"notes":["a b","c"],"exit_code":0}"#).unwrap();
+        let mut s = crate::outputs::report::fixture::samples()[0].clone();
+        assert!(
+            !serde_json::to_string(&s).unwrap().contains("\"notes\""),
+            "no notes, no field"
+        );
+        fill_from_sampler(&mut s, &out);
+        assert_eq!(s.notes, ["a b", "c"]);
+        let line = serde_json::to_string(&s).unwrap();
+        let back: Sample = serde_json::from_str(&line).unwrap();
+        assert_eq!(back.notes, s.notes);
+    }
+
+    #[test]
+    fn malformed_lines_are_named_not_dropped() {
+        let text = "{\"not\": \"a sample\"}\n\n";
+        let (good, bad) = parse_lines(text.as_bytes()).unwrap();
+        assert!(good.is_empty());
+        assert_eq!(bad.len(), 1);
+        assert_eq!(bad[0].line, 1);
+    }
+}
