@@ -7,15 +7,15 @@
 //! | 1 | `stats`, `yaml` | median, CV, percentiles, bootstrap; YAML loading with exact error locations |
 //! | 2 | `study` | the schema: a study, its probes, claims, kinds, factors, and the sample record |
 //! | 2 | `engine` | the one door to the Docker Engine, and its fake for unit tests |
-//! | 3 | `build` | pins → artifacts → build contexts → pinned images and their manifest |
+//! | 3 | `images` | pins → artifacts → build contexts → pinned images and their manifest |
 //! | 4 | `run` | a run folder of raw samples, its environment and warnings, on the host or in a guest kernel |
 //! | 5 | `outputs` | statistics, verdicts, report, archive, compare, index, explanations |
 //! | 6 | `ops` | what a command does, as a pipeline: reproduce, rerun, explain |
 //! | 7 | `cli` | argument plumbing and exit codes |
 
-pub mod build;
 pub mod cli;
 pub mod engine;
+pub mod images;
 pub mod ops;
 pub mod outputs;
 pub mod run;

@@ -36,7 +36,7 @@ fn the_study_example_is_the_default_study_and_parses() {
 
 #[test]
 fn the_image_recipe_example_parses_with_every_field() {
-    use parkbench::build::image::recipe::Recipe;
+    use parkbench::images::recipe::Recipe;
     let example = block_after(&readme(), "<!-- image-recipe -->");
     let recipe =
         Recipe::parse("example", &example).expect("the README's image.yaml example parses");

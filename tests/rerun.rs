@@ -42,7 +42,7 @@ fn repack(root: &Path, out: &Path) -> PathBuf {
             file.is_file().then(|| {
                 format!(
                     "{}  {path}\n",
-                    parkbench::build::digest::file(&file).unwrap()
+                    parkbench::images::digest::file(&file).unwrap()
                 )
             })
         })
@@ -114,7 +114,7 @@ fn rerun_an_archive_with_and_without_images() {
     let of = &state(&run)["rerun_of"];
     assert_eq!(
         of["sha256"].as_str().unwrap(),
-        parkbench::build::digest::file(&with_images).unwrap()
+        parkbench::images::digest::file(&with_images).unwrap()
     );
     assert_eq!(of["images"], "loaded");
     assert!(run.join("compare.md").is_file() && run.join("compare.svg").is_file());

@@ -8,8 +8,8 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use parkbench::build::tarball::{Layout, Tree, Writer};
-use parkbench::build::{context, digest};
+use parkbench::images::tarball::{Layout, Tree, Writer};
+use parkbench::images::{context, digest};
 use parkbench::outputs::archive;
 
 /// Build context of the fixture's `probe/` folder plus a vendored folder and a blob.

@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::build::cache::Cache;
-use crate::build::image::{self, Manifest};
 use crate::engine::Engine;
+use crate::images::cache::Cache;
+use crate::images::{self, Manifest};
 use crate::outputs::archive::{self, ArchiveInfo};
 use crate::run::run_dir::{self, RunDir};
 
-/// The source bundle's folder of vendored crates' checksums (see [`image::vendored_checksums`]).
+/// The source bundle's folder of vendored crates' checksums (see [`images::vendored_checksums`]).
 const VENDOR_CHECKSUMS: &str = "vendor-checksums";
 
 /// Writes `<run-id>.tar.gz` beside the run folder (a `runs/latest` link names the run it points at).
@@ -41,7 +41,7 @@ async fn export_images(repo: &Path, run: &RunDir, dir: &Path) -> Result<Vec<(Str
         .context("parsing the run's manifest.json")?;
     let engine = Engine::connect().await?;
     let mut extras = Vec::new();
-    let probes = image::probe_names(repo)?;
+    let probes = images::probe_names(repo)?;
     // A run under guest kernels carries its VM and kernel images too.
     let wanted =
         |name: &str| probes.iter().any(|p| p == name) || crate::run::guest::is_guest_image(name);
@@ -75,7 +75,7 @@ fn sources(repo: &Path) -> Result<Vec<(String, PathBuf)>> {
     if carried.is_dir() {
         out.push((VENDOR_CHECKSUMS.to_string(), carried));
     } else {
-        out.extend(image::vendored_checksums(&Cache::from_env()?, repo)?);
+        out.extend(images::vendored_checksums(&Cache::from_env()?, repo)?);
     }
     Ok(out)
 }

@@ -3,10 +3,10 @@
 use anyhow::{Context, Result, bail};
 
 use super::Ending;
-use crate::build::cache::Cache;
-use crate::build::image;
 use crate::cli::args::CleanArgs;
 use crate::engine::Engine;
+use crate::images;
+use crate::images::cache::Cache;
 
 pub async fn command(args: &CleanArgs) -> Result<Ending> {
     if !args.images && !args.cache {
@@ -14,7 +14,7 @@ pub async fn command(args: &CleanArgs) -> Result<Ending> {
     }
     if args.images {
         let engine = Engine::connect().await?;
-        let removed = engine.remove_images(&image::namespace()).await?;
+        let removed = engine.remove_images(&images::namespace()).await?;
         eprintln!("removed {} image tag(s)", removed.len());
     }
     if args.cache {

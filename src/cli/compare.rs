@@ -16,8 +16,8 @@ pub fn command(args: &CompareArgs) -> Result<Ending> {
         let svg = compare::figure(&a, &b);
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the output folder {}", dir.display()))?;
-        crate::build::cache::write_atomic(&dir.join("compare.md"), md.as_bytes())?;
-        crate::build::cache::write_atomic(&dir.join("compare.svg"), svg.as_bytes())?;
+        crate::images::cache::write_atomic(&dir.join("compare.md"), md.as_bytes())?;
+        crate::images::cache::write_atomic(&dir.join("compare.svg"), svg.as_bytes())?;
     }
     print!("{md}");
     let Some(percent) = args.fail_above else {

@@ -3,7 +3,7 @@
 use anyhow::Result;
 
 use super::Ending;
-use crate::build::cache::Cache;
+use crate::images::cache::Cache;
 use crate::run::doctor;
 
 pub async fn command() -> Result<Ending> {

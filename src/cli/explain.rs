@@ -121,7 +121,7 @@ pub async fn command(paths: &Paths, args: &ExplainArgs, interrupt: &Interrupt) -
 /// Every level's image is a probe image under docker/ and its kernel a known one, before anything
 /// is built or run.
 fn check_levels(repo: &Path, factors: &[&crate::study::factor::Factor]) -> Result<()> {
-    let recipes = crate::build::image::recipe::discover(&repo.join("docker"))?;
+    let recipes = crate::images::recipe::discover(&repo.join("docker"))?;
     let images: Vec<&str> = recipes
         .iter()
         .filter(|r| r.probe)
@@ -209,7 +209,7 @@ async fn measure(
         claim.id,
         serde_yaml::to_string(&sweep.study)?
     );
-    crate::build::cache::write_atomic(&file, text.as_bytes())?;
+    crate::images::cache::write_atomic(&file, text.as_bytes())?;
     let run_args = RunArgs {
         study: Some(file),
         cpus: Some(args.cpus.clone().unwrap_or(CpuChoice::Auto)),
@@ -368,7 +368,7 @@ fn index(run: &Path, sweep_dir: &Path, e: &Explanation) -> Result<()> {
         "- **{}** ([sweep]({link})): {}\n",
         e.claim, e.finding
     ));
-    crate::build::cache::write_atomic(&path, text.as_bytes())
+    crate::images::cache::write_atomic(&path, text.as_bytes())
 }
 
 /// `to` relative to the folder `from` (both below one study folder).

@@ -5,11 +5,11 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use crate::build::cache::{self, Cache};
-use crate::build::image::{self, BuildOptions, Manifest};
-use crate::build::pin;
 use crate::cli::args::BuildArgs;
 use crate::engine::Engine;
+use crate::images::cache::{self, Cache};
+use crate::images::pin;
+use crate::images::{self, BuildOptions, Manifest};
 
 /// What `prepare` gives: an Engine with every image built, and their manifest.
 pub struct Prepared {
@@ -29,8 +29,8 @@ pub async fn prepare(repo: &Path, args: &BuildArgs) -> Result<Prepared> {
         verbose: args.verbose,
         only: args.only.clone(),
     };
-    let manifest = image::build_all(&engine, &cache, &pins, repo, &options).await?;
-    print!("{}", image::table(&manifest));
+    let manifest = images::build_all(&engine, &cache, &pins, repo, &options).await?;
+    print!("{}", images::table(&manifest));
     if let Some(path) = &args.manifest {
         cache::write_atomic(path, serde_json::to_string_pretty(&manifest)?.as_bytes())?;
         eprintln!("manifest written to {}", path.display());

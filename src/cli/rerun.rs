@@ -9,9 +9,9 @@ use anyhow::{Context, Result, bail, ensure};
 
 use super::run::{Fresh, check_runnable, measure, new_run, reopen, study_images};
 use super::{Ending, Interrupt, Paths, Prepared, archive, prepare, report};
-use crate::build::image::Manifest;
 use crate::cli::args::RerunArgs;
 use crate::engine::Engine;
+use crate::images::Manifest;
 use crate::ops::rerun::{self, BinaryDifference, Origin, Source};
 use crate::outputs::compare;
 use crate::run::run_dir::{self, RunDir, RunState};

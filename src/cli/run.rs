@@ -6,9 +6,9 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::{Ending, Interrupt, Paths, Prepared, prepare};
-use crate::build::image::{self, Manifest};
 use crate::cli::args::{BuildArgs, RunArgs};
 use crate::engine::{Containers, Engine};
+use crate::images::{self, Manifest};
 use crate::ops::rerun::RerunOf;
 use crate::run::env;
 use crate::run::guest;
@@ -152,7 +152,7 @@ async fn guests(
     state: &mut RunState,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<guest::Guests> {
-    let cache = crate::build::cache::Cache::from_env()?;
+    let cache = crate::images::cache::Cache::from_env()?;
     let guests = guest::prepare(engine, &cache, manifest, study, cancel).await?;
     if guests.kernels.is_empty() {
         return Ok(guests);
@@ -175,7 +175,7 @@ async fn guests(
 /// program among that image's `binaries`; checked before anything is built. The error names the
 /// study file and the probe's line.
 fn check_probe_images(repo: &Path, study: &Study, file: Option<&Path>) -> Result<()> {
-    let recipes = image::recipe::discover(&repo.join("docker"))?;
+    let recipes = images::recipe::discover(&repo.join("docker"))?;
     let (name, text) = match file {
         Some(f) => (
             f.display().to_string(),
@@ -188,7 +188,7 @@ fn check_probe_images(repo: &Path, study: &Study, file: Option<&Path>) -> Result
 
 /// [`check_probe_images`] on recipes already read; `name` and `text` are the study file's.
 fn check_probes_against(
-    recipes: &[image::recipe::Recipe],
+    recipes: &[images::recipe::Recipe],
     study: &Study,
     name: &str,
     text: &str,
@@ -381,8 +381,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::build::image::BuiltImage;
     use crate::engine::fake::{FakeEngine, Step};
+    use crate::images::BuiltImage;
 
     fn manifest(study: &Study) -> Manifest {
         let images = study.probes.iter().map(|p| BuiltImage {

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 
-use crate::build::image::Manifest;
 use crate::engine::Images;
+use crate::images::Manifest;
 use crate::outputs::archive::{self, Unpack};
 use crate::run::run_dir::{self, RunFiles};
 use crate::study::Study;
@@ -102,7 +102,7 @@ pub fn open(path: &Path) -> Result<Source> {
     };
     let files = archive::read_run_unpacking(path, unpack)
         .with_context(|| format!("{shown}: cannot rerun it"))?;
-    let sha256 = crate::build::digest::file(path)?;
+    let sha256 = crate::images::digest::file(path)?;
     let study = Study::parse(&files.study_yaml).with_context(|| {
         format!(
             "{shown}: its study.yaml cannot be run by this version of parkbench; rerun it with the \
@@ -278,7 +278,7 @@ pub async fn verify_loaded(engine: &impl Images, manifest: &Manifest) -> Result<
         );
         for (path, want) in &image.binaries {
             let data = engine.read_file(&image.tag, path).await?;
-            let got = crate::build::digest::bytes(&data);
+            let got = crate::images::digest::bytes(&data);
             ensure!(
                 &got == want,
                 "image {} {path}: sha256 {got} after loading, but the archive's manifest says {want}; \

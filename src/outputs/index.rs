@@ -43,7 +43,7 @@ pub fn write(results: &Path) -> Result<PathBuf> {
         out.push_str(&section(results, &file));
     }
     let path = results.join("index.md");
-    crate::build::cache::write_atomic(&path, out.as_bytes())?;
+    crate::images::cache::write_atomic(&path, out.as_bytes())?;
     Ok(path)
 }
 

@@ -2,7 +2,7 @@
 //! report and figures (`report`), the archive (`archive`), two runs side by side (`compare`), the
 //! index of studies (`index`) and a claim's explanation (`explain`); `outcome` recomputes them all.
 //!
-//! May import: `run` (the run folder and its records), `build` (hashing, tar), `study`, `stats`.
+//! May import: `run` (the run folder and its records), `images` (hashing, tar), `study`, `stats`.
 
 pub mod archive;
 pub mod compare;

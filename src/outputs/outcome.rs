@@ -310,7 +310,7 @@ pub fn link_explanations(dir: &Path) -> Result<()> {
          accounts for each difference: [{0}]({0}).\n",
         crate::outputs::explain::INDEX
     ));
-    crate::build::cache::write_atomic(&path, text.as_bytes())
+    crate::images::cache::write_atomic(&path, text.as_bytes())
 }
 
 #[cfg(test)]

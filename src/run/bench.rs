@@ -9,8 +9,8 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use tokio_util::sync::CancellationToken;
 
-use crate::build::image::Manifest;
 use crate::engine::Engine;
+use crate::images::Manifest;
 use crate::run::lifecycle;
 use crate::run::run_dir::RunState;
 use crate::study::Study;

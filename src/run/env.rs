@@ -9,8 +9,8 @@ use std::path::Path;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::build::image::Manifest;
 use crate::engine::{Containers, EngineFacts};
+use crate::images::Manifest;
 
 /// `env.json`: where a run was measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,7 +95,7 @@ pub async fn record(
     // The async runtimes each Rust probe locked, e.g. `tokio (rust-tokio)`.
     let docker = repo.join("docker");
     for img in &manifest.images {
-        let lock = match crate::build::image::recipe::Recipe::load(&docker.join(&img.name)) {
+        let lock = match crate::images::recipe::Recipe::load(&docker.join(&img.name)) {
             Ok(recipe) => recipe.cargo_lock(&docker),
             Err(_) => docker.join(&img.name).join("Cargo.lock"),
         };

@@ -17,12 +17,12 @@ use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::build::cache::Cache;
-use crate::build::digest;
-use crate::build::image::Manifest;
-use crate::build::image::recipe::{self, KERNEL_CONFIG, KERNEL_FILE, KERNEL_PREFIX};
-use crate::build::initramfs;
 use crate::engine::{Containers, Engine};
+use crate::images::Manifest;
+use crate::images::cache::Cache;
+use crate::images::digest;
+use crate::images::initramfs;
+use crate::images::recipe::{self, KERNEL_CONFIG, KERNEL_FILE, KERNEL_PREFIX};
 use crate::study::Study;
 
 pub use qemu::{COMMAND_LINE_MAX, Console, GuestLine, cell_spec, too_long};
@@ -290,7 +290,7 @@ pub fn same_as_before(before: &[GuestKernel], now: &[GuestKernel]) -> Result<()>
     Ok(())
 }
 
-fn built<'m>(manifest: &'m Manifest, name: &str) -> Result<&'m crate::build::image::BuiltImage> {
+fn built<'m>(manifest: &'m Manifest, name: &str) -> Result<&'m crate::images::BuiltImage> {
     manifest
         .get(name)
         .with_context(|| format!("image {name} was not built: run `parkbench build --only {name}`"))
@@ -333,7 +333,7 @@ async fn kernel(
     let sha = digest::bytes(&vmlinuz);
     let file = dir.join(format!("vmlinuz-{sha}"));
     if !file.exists() {
-        crate::build::cache::write_atomic(&file, &vmlinuz)?;
+        crate::images::cache::write_atomic(&file, &vmlinuz)?;
     }
     let record = GuestKernel {
         name: name.to_string(),
@@ -364,7 +364,7 @@ async fn root(
     let key = digest::bytes(
         format!(
             "{} {} {}",
-            crate::build::initramfs::LAYOUT,
+            crate::images::initramfs::LAYOUT,
             image.id,
             digest::bytes(init)
         )

@@ -8,8 +8,8 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
-use crate::build::image::Manifest;
 use crate::engine::{ContainerOutcome, ContainerSpec, Containers};
+use crate::images::Manifest;
 use crate::run::guest::{self, Guests};
 use crate::run::run_dir::{self, RunDir, RunState, Status};
 use crate::run::warning::{self, Watch};

@@ -1,7 +1,7 @@
 //! The run stage: a study's plan of cells → processes in containers (or in a VM under a guest kernel)
 //! → a run folder of raw samples, the environment and validity warnings, written as they happen.
 //!
-//! May import: `build`, `engine`, `study`, `stats`, `yaml`.
+//! May import: `images`, `engine`, `study`, `stats`, `yaml`.
 
 pub mod bench;
 pub mod cpuset;

@@ -49,7 +49,7 @@ impl Profile {
         Ok(Profile {
             record: Seccomp {
                 file: file.to_string(),
-                sha256: crate::build::digest::bytes(bytes),
+                sha256: crate::images::digest::bytes(bytes),
             },
             json,
         })

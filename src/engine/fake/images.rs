@@ -10,8 +10,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use super::FakeEngine;
-use crate::build::digest;
 use crate::engine::{BuildSpec, ImageFacts, Images};
+use crate::images::digest;
 
 /// How the build of one image ends.
 #[derive(Debug, Clone)]

@@ -2,8 +2,8 @@ use std::collections::BTreeMap;
 use std::fs;
 
 use super::*;
-use crate::build::image::{BuiltImage, UnavailableImage};
 use crate::engine::fake::FakeEngine;
+use crate::images::{BuiltImage, UnavailableImage};
 use crate::study::DEFAULT_STUDY;
 
 fn image(name: &str, binaries: &[(&str, &str)]) -> BuiltImage {
@@ -71,7 +71,7 @@ async fn loaded_images_are_checked_against_the_manifest() {
         .unwrap();
     let facts = engine.image("parkbench/go:0123").await.unwrap().unwrap();
     let data = engine.read_file("parkbench/go:0123", "/p").await.unwrap();
-    let mut good = image("go", &[("/p", &crate::build::digest::bytes(&data))]);
+    let mut good = image("go", &[("/p", &crate::images::digest::bytes(&data))]);
     good.built = true;
     good.layers = facts.layers.clone();
     verify_loaded(&engine, &manifest(vec![good.clone()]))
@@ -184,7 +184,7 @@ fn an_archive_opens_with_its_sources_and_images() {
     assert_eq!(plain.files.run_id, "run-1");
     assert_eq!(
         plain.sha256,
-        crate::build::digest::file(&plain.path).unwrap()
+        crate::images::digest::file(&plain.path).unwrap()
     );
 
     let full = open(&fx.write(&["go", "rust-tokio"])).unwrap();

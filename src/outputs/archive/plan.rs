@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, ensure};
 
 use super::sums;
-use crate::build::tarball::{self, Entry, Layout, Tree};
+use crate::images::tarball::{self, Entry, Layout, Tree};
 
 /// Folders never taken from a source tree: build output, vendored crates, Git metadata.
 const SKIPPED_SOURCE_DIRS: [&str; 3] = ["target", "vendor", ".git"];

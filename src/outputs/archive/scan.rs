@@ -16,8 +16,8 @@ use tar::EntryType;
 
 use super::check::CheckReport;
 use super::{MODIFIED, UNSAFE, sums};
-use crate::build::digest;
-use crate::build::tarball;
+use crate::images::digest;
+use crate::images::tarball;
 use crate::run::run_dir::{LOAD_LIMIT, OPTIONAL, REQUIRED};
 
 /// Largest SHA256SUMS accepted (about 80,000 lines).

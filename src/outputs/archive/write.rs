@@ -19,8 +19,8 @@ use anyhow::{Context, Result, ensure};
 use flate2::{Compression, GzBuilder};
 
 use super::{plan, sums};
-use crate::build::digest;
-use crate::build::tarball::{self, Tree};
+use crate::images::digest;
+use crate::images::tarball::{self, Tree};
 use crate::run::run_dir::RunDir;
 
 /// gzip level; part of the byte-for-byte output, so never derived from the environment.
@@ -161,7 +161,7 @@ mod tests {
     use super::*;
 
     fn sha256_of(path: &Path) -> String {
-        crate::build::digest::file(path).unwrap()
+        crate::images::digest::file(path).unwrap()
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::build::image::Manifest;
+use crate::images::Manifest;
 use crate::outputs::archive;
 use crate::outputs::outcome::{self, Outcome};
 pub use crate::outputs::summary::Headline;

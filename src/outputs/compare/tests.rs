@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::*;
-use crate::build::image::BuiltImage;
+use crate::images::BuiltImage;
 use crate::outputs::report::fixture;
 
 fn side(path: &str, summary: Summary, manifest: Option<Manifest>) -> Side {
@@ -263,7 +263,7 @@ fn images_unavailable_in_both_runs_are_skipped_and_in_one_run_differ() {
     let without_first = |binary: &str| {
         let mut m = manifest(binary);
         m.images.retain(|i| i.name != first);
-        m.unavailable.push(crate::build::image::UnavailableImage {
+        m.unavailable.push(crate::images::UnavailableImage {
             name: first.clone(),
             reason: "pin cannot be produced".into(),
         });

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::build::image::BuiltImage;
 use crate::engine::fake::{FakeEngine, Step, sampler_json_rss};
+use crate::images::BuiltImage;
 
 /// Two probes at one scale, `repeats` repeats, alternating.
 fn study(repeats: u32) -> Study {
@@ -241,12 +241,10 @@ async fn an_unavailable_toolchain_is_not_measured_and_starts_no_container() {
     let (_tmp, dir, mut state) = new_run(&study);
     let mut manifest = manifest();
     manifest.images.retain(|i| i.name != "go");
-    manifest
-        .unavailable
-        .push(crate::build::image::UnavailableImage {
-            name: "go".into(),
-            reason: "pin go cannot be produced here\n  - url: unreachable".into(),
-        });
+    manifest.unavailable.push(crate::images::UnavailableImage {
+        name: "go".into(),
+        reason: "pin go cannot be produced here\n  - url: unreachable".into(),
+    });
     let engine = FakeEngine::new([Step::Valid]);
     let cancel = CancellationToken::new();
     let result = execute(
@@ -272,12 +270,10 @@ async fn an_unavailable_toolchain_is_not_measured_and_starts_no_container() {
         go.error.as_deref(),
         Some("toolchain unavailable: pin go cannot be produced here")
     );
-    manifest
-        .unavailable
-        .push(crate::build::image::UnavailableImage {
-            name: "child".into(),
-            reason: "its parent image go is unavailable".into(),
-        });
+    manifest.unavailable.push(crate::images::UnavailableImage {
+        name: "child".into(),
+        reason: "its parent image go is unavailable".into(),
+    });
     assert_eq!(
         super::unavailable_reason(&manifest, "child").as_deref(),
         Some("image go: pin go cannot be produced here")
@@ -463,12 +459,10 @@ async fn agreeing_cells_stop_at_min_and_cells_never_measured_get_nothing_more() 
     let (_tmp, dir, mut state) = new_run(&study);
     let mut manifest = manifest();
     manifest.images.retain(|i| i.name != "go");
-    manifest
-        .unavailable
-        .push(crate::build::image::UnavailableImage {
-            name: "go".into(),
-            reason: "pin go cannot be produced here".into(),
-        });
+    manifest.unavailable.push(crate::images::UnavailableImage {
+        name: "go".into(),
+        reason: "pin go cannot be produced here".into(),
+    });
     let engine = FakeEngine::new([rss(2048), rss(1024), rss(2048), rss(2048)]);
     execute(
         &engine,

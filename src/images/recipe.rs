@@ -431,8 +431,7 @@ versions: {"rustc -vV": [rustc, -vV]}
         let alt = recipes.iter().find(|r| r.name == "probe.alt").unwrap();
         assert_eq!(alt.cargo_lock(&d), d.join("probe/Cargo.lock"));
         let scratch = tempfile::tempdir().unwrap();
-        let merged =
-            crate::build::image::build::source_dir(repo.path(), alt, scratch.path()).unwrap();
+        let merged = crate::images::build::source_dir(repo.path(), alt, scratch.path()).unwrap();
         let read = |rel: &str| std::fs::read_to_string(merged.join(rel)).unwrap();
         assert_eq!(read("Dockerfile"), "FROM scratch\n");
         assert_eq!(read("Cargo.lock"), "# base\n");

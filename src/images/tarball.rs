@@ -18,7 +18,7 @@ use std::path::{Component, Path};
 use anyhow::{Context as _, Result, bail, ensure};
 use tar::{EntryType, Header};
 
-use crate::build::digest;
+use crate::images::digest;
 
 pub use member::{components, resolve_link};
 pub use tree::{Entry, Layout, Tree, check_link, walk};

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{Result, bail};
 
 use super::recipe::{FILE, Recipe};
-use crate::build::pin::{Pin, Pins};
+use crate::images::pin::{Pin, Pins};
 
 /// The pin whose root filesystem is the image named `base` (its tags predate other rootfs pins).
 const BASE_PIN: &str = "debian-base";

@@ -1,14 +1,27 @@
+//! The image stage: pins → verified artifacts (cached by sha256) → deterministic build contexts →
+//! pinned images and their manifest.
+//!
 //! Images: a base image per root filesystem pin (imported), and one image per `docker/<name>/`
 //! folder with an `image.yaml` recipe (toolchains, the sampler, probes), built offline through the
 //! Engine. Tags are derived from the hash of all inputs, so unchanged inputs skip the build; the
 //! build manifest records what went into every image and the sha256 of every binary in it, read
 //! back from the image. An image whose pinned artifact cannot be produced here is not built, nor is
 //! any image below it; the manifest lists them as unavailable.
+//!
+//! Also the deterministic tar and cpio writers and the streaming sha256 that later stages reuse.
+//! May import: `study`, `engine`, `yaml`, `stats`.
 
+pub mod artifact;
 mod base;
 mod build;
+pub mod cache;
+pub mod context;
+pub mod digest;
+pub mod initramfs;
+pub mod pin;
 pub mod plan;
 pub mod recipe;
+pub mod tarball;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,9 +29,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::build::cache::Cache;
-use crate::build::pin::Pins;
 use crate::engine::Images;
+use crate::images::cache::Cache;
+use crate::images::pin::Pins;
 use plan::{Graph, Node, Schedule};
 
 /// The build manifest (`manifest.json`): every image parkbench built or reused, and what is in it.

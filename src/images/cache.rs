@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use tempfile::NamedTempFile;
 
-use crate::build::digest;
-use crate::build::pin::check_sha256;
+use crate::images::digest;
+use crate::images::pin::check_sha256;
 
 /// Buffer size for writing blobs.
 const BUF: usize = 1 << 20;

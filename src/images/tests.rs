@@ -6,9 +6,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::*;
-use crate::build::digest;
-use crate::build::pin::{Mirror, Mmdebstrap, Pin, Source};
 use crate::engine::fake::{Build, FakeEngine};
+use crate::images::digest;
+use crate::images::pin::{Mirror, Mmdebstrap, Pin, Source};
 
 /// The bytes of the base image's root filesystem and of the toolchain artifact.
 const ROOTFS: &[u8] = b"a root filesystem tar";
@@ -49,10 +49,10 @@ fn pin(name: &str, bytes: &[u8], source: Source) -> Pin {
 
 /// A pin whose only source is an official download out of reach: unavailable unless cached.
 fn tool_pin() -> Pin {
-    let source = Source::Url(crate::build::pin::Url {
+    let source = Source::Url(crate::images::pin::Url {
         url: "file:///nonexistent/parkbench/tool.tar.gz".into(),
         sha256: None,
-        format: crate::build::pin::UrlFormat::GoTarball,
+        format: crate::images::pin::UrlFormat::GoTarball,
     });
     pin("tool", TOOL, source)
 }

@@ -13,9 +13,9 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::build::cache::{Cache, HashMismatch};
-use crate::build::pin::{Pin, Source, UrlFormat, WheelLayout};
-use crate::build::tarball::{self, Layout, Tree};
+use crate::images::cache::{Cache, HashMismatch};
+use crate::images::pin::{Pin, Source, UrlFormat, WheelLayout};
+use crate::images::tarball::{self, Layout, Tree};
 
 /// A pinned artifact on disk, its bytes verified against the pin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,7 +238,7 @@ fn set_mode(_path: &Path, _mode: u32) -> Result<()> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::build::pin::Pip;
+    use crate::images::pin::Pip;
 
     const ZERO: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
@@ -247,7 +247,7 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
         let rustup = |toolchain: &str| {
-            Source::Rustup(crate::build::pin::Rustup {
+            Source::Rustup(crate::images::pin::Rustup {
                 toolchain: toolchain.into(),
                 commit_hash: "0".repeat(40),
                 target: "x86_64-unknown-linux-gnu".into(),
@@ -290,7 +290,7 @@ pub(crate) mod tests {
     }
 
     fn url_source(url: &str) -> Source {
-        Source::Url(crate::build::pin::Url {
+        Source::Url(crate::images::pin::Url {
             url: url.into(),
             sha256: None,
             format: UrlFormat::GoTarball,
@@ -367,7 +367,7 @@ pub(crate) mod tests {
     fn cached_blob_is_used_without_running_sources() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
-        let sha = crate::build::digest::bytes(b"tar");
+        let sha = crate::images::digest::bytes(b"tar");
         cache.put(&sha, "test", &b"tar"[..]).unwrap();
         let pin = Pin {
             name: "go".into(),
@@ -403,7 +403,7 @@ pub(crate) mod tests {
                 version: "0".into(),
                 sha256: ZERO.into(),
                 // An address that cannot be fetched: reaching it would fail differently.
-                sources: vec![Source::Url(crate::build::pin::Url {
+                sources: vec![Source::Url(crate::images::pin::Url {
                     url: "https://invalid./sdk.tar.gz".into(),
                     sha256: None,
                     format,
@@ -434,7 +434,7 @@ pub(crate) mod tests {
             let scratch = tempfile::tempdir_in(&keep).unwrap();
             let path = keep.join(format!("{name}-{round}.tar"));
             let file = std::fs::File::create(&path).unwrap();
-            let mut out = crate::build::digest::Writer::new(std::io::BufWriter::new(file));
+            let mut out = crate::images::digest::Writer::new(std::io::BufWriter::new(file));
             write_source(&pin, &pin.sources[0], scratch.path(), &mut out).unwrap();
             let (mut file, sha, size) = out.finish();
             file.flush().unwrap();
@@ -456,7 +456,7 @@ pub(crate) mod tests {
     #[ignore]
     fn real_artifacts() {
         let pins =
-            crate::build::pin::load_all(&Path::new(env!("CARGO_MANIFEST_DIR")).join("toolchains"))
+            crate::images::pin::load_all(&Path::new(env!("CARGO_MANIFEST_DIR")).join("toolchains"))
                 .unwrap();
         let cache = Cache::from_env().unwrap();
         let mut failed = 0;

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result, bail};
 
 use super::{BuiltImage, Outcome, namespace};
-use crate::build::artifact::{self, EnsureError};
-use crate::build::cache::Cache;
-use crate::build::pin::Pin;
 use crate::engine::Images;
+use crate::images::artifact::{self, EnsureError};
+use crate::images::cache::Cache;
+use crate::images::pin::Pin;
 
 /// Imports (or reuses) the base image `name` from the root filesystem of `pin`.
 pub async fn import<E: Images>(

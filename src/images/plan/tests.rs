@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::build::pin::{Mirror, Mmdebstrap, Source, Url, UrlFormat};
+use crate::images::pin::{Mirror, Mmdebstrap, Source, Url, UrlFormat};
 
 const SHA: &str = "31d11c66df592f6de454d5a29f01ac9ce8268b5f676f29f21be6fd9922aad66d";
 
@@ -225,10 +225,10 @@ fn an_unavailable_pin_takes_its_images_and_their_children_only() {
 #[test]
 fn a_url_only_pin_whose_download_fails_is_unavailable_with_its_children() {
     let dir = tempfile::tempdir().unwrap();
-    let cache = crate::build::cache::Cache::open(dir.path()).unwrap();
-    let node = crate::build::artifact::tests::unreachable_pin("node");
-    let Err(crate::build::artifact::EnsureError::Unavailable { pin, reason }) =
-        crate::build::artifact::ensure(&cache, &node)
+    let cache = crate::images::cache::Cache::open(dir.path()).unwrap();
+    let node = crate::images::artifact::tests::unreachable_pin("node");
+    let Err(crate::images::artifact::EnsureError::Unavailable { pin, reason }) =
+        crate::images::artifact::ensure(&cache, &node)
     else {
         panic!("a failed download leaves the pin unavailable");
     };

@@ -8,12 +8,12 @@ use anyhow::{Context, Result, ensure};
 
 use super::recipe::{FILE, Recipe};
 use super::{BuildOptions, BuiltImage, Manifest, Outcome, namespace};
-use crate::build::artifact::{self, EnsureError};
-use crate::build::cache::Cache;
-use crate::build::context;
-use crate::build::digest;
-use crate::build::pin::Pins;
 use crate::engine::{BuildSpec, Images};
+use crate::images::artifact::{self, EnsureError};
+use crate::images::cache::Cache;
+use crate::images::context;
+use crate::images::digest;
+use crate::images::pin::Pins;
 
 /// What a build needs besides the recipe.
 pub struct Kit<'a, E: Images> {
@@ -314,6 +314,6 @@ async fn contents<E: Images>(
         versions.insert(label.clone(), engine.output(tag, &cmd, "version").await?);
     }
     let found = (binaries, versions);
-    crate::build::cache::write_atomic(&memo, serde_json::to_string_pretty(&found)?.as_bytes())?;
+    crate::images::cache::write_atomic(&memo, serde_json::to_string_pretty(&found)?.as_bytes())?;
     Ok(found)
 }

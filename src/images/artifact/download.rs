@@ -6,9 +6,9 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use crate::build::cache::HashMismatch;
-use crate::build::digest;
-use crate::build::pin::{Deb, Pip, Url};
+use crate::images::cache::HashMismatch;
+use crate::images::digest;
+use crate::images::pin::{Deb, Pip, Url};
 
 /// Downloads the wheel with `pip download --no-deps` into `dir` and checks its sha256.
 pub fn pip(p: &Pip, dir: &Path) -> Result<PathBuf> {

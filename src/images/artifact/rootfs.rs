@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-use crate::build::pin::{Mirror, Mmdebstrap};
+use crate::images::pin::{Mirror, Mmdebstrap};
 
 /// Hook run in the finished chroot (`$1`): `/etc/resolv.conf` and `/etc/hostname` are copied from
 /// the host; Docker provides both at run time.

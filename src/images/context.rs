@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, ensure};
 
-use crate::build::digest;
-use crate::build::tarball::{self, Layout, Tree};
+use crate::images::digest;
+use crate::images::tarball::{self, Layout, Tree};
 
 /// A build context written to disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
