@@ -50,9 +50,9 @@ fn the_rerun_record_example_parses() {
     let example = block_after(&readme(), "<!-- rerun-of -->");
     let record: serde_json::Value =
         serde_json::from_str(&format!("{{{example}}}")).expect("the rerun_of example is JSON");
-    let of: parkbench::ops::rerun::RerunOf =
+    let of: parkbench::run::run_dir::RerunOf =
         serde_json::from_value(record["rerun_of"].clone()).expect("it is a rerun_of record");
-    assert_eq!(of.images, parkbench::ops::rerun::Origin::Loaded);
+    assert_eq!(of.images, parkbench::run::run_dir::Origin::Loaded);
 }
 
 #[test]

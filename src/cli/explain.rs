@@ -143,7 +143,7 @@ fn check_levels(repo: &Path, factors: &[&crate::study::factor::Factor]) -> Resul
             if let Some(k) = l
                 .kernel
                 .as_deref()
-                .filter(|k| *k != crate::run::guest::HOST)
+                .filter(|k| *k != crate::study::kernel::HOST)
             {
                 ensure!(
                     kernels.iter().any(|known| known == k),
@@ -351,7 +351,7 @@ fn write(e: &Explanation, dir: &Path) -> Result<()> {
 
 /// Adds the explanation to the explained run's index of explanations.
 fn index(run: &Path, sweep_dir: &Path, e: &Explanation) -> Result<()> {
-    let path = run.join(explain::INDEX);
+    let path = run.join(crate::run::run_dir::EXPLANATIONS);
     let mut text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

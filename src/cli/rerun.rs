@@ -12,9 +12,10 @@ use super::{Ending, Interrupt, Paths, Prepared, archive, prepare, report};
 use crate::cli::args::RerunArgs;
 use crate::engine::Engine;
 use crate::images::Manifest;
-use crate::ops::rerun::{self, BinaryDifference, Origin, Source};
+use crate::ops::rerun::{self, Source};
 use crate::outputs::compare;
 use crate::run::run_dir::{self, RunDir, RunState};
+use crate::run::run_dir::{BinaryDifference, Origin};
 use crate::study::repeats::Repeats;
 
 pub async fn command(paths: &Paths, args: &RerunArgs, interrupt: &Interrupt) -> Result<Ending> {

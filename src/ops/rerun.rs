@@ -8,66 +8,16 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::engine::Images;
 use crate::images::Manifest;
 use crate::outputs::archive::{self, Unpack};
-use crate::run::run_dir::{self, RunFiles};
+use crate::run::run_dir::{self, BinaryDifference, Origin, RerunOf, RunFiles};
 use crate::study::Study;
 
 /// The archive members a rerun unpacks: the source bundle, the exported images, the seccomp profile.
 const UNPACKED: [&str; 3] = ["source", "images", run_dir::SECCOMP];
-
-/// `run.json`'s `rerun_of`: the archive a run reran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RerunOf {
-    /// The archive's file name, as given on the command line (its folder left out).
-    pub archive: String,
-    /// sha256 of the archive file, hex.
-    pub sha256: String,
-    /// The run id of the archived run (the archive's top folder).
-    pub run_id: String,
-    /// How the probe images came here: `loaded` from the archive, or `rebuilt` from its sources.
-    pub images: Origin,
-    /// Binaries that differ from the archive's manifest (only with `--accept-different-binaries`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub different_binaries: Vec<BinaryDifference>,
-}
-
-/// Where a rerun's probe images came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Origin {
-    /// Loaded through the Engine from the archive's `images/<name>.tar`.
-    Loaded,
-    /// Built here from the archive's `source/` and its pins.
-    Rebuilt,
-}
-
-/// One binary whose sha256 here is not the archive's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BinaryDifference {
-    /// The image's short name.
-    pub image: String,
-    /// The binary's absolute path inside the image.
-    pub path: String,
-    /// sha256 in the archive's manifest, hex.
-    pub archive: String,
-    /// sha256 here, hex; `None` when the image here has no such binary.
-    pub here: Option<String>,
-}
-
-impl std::fmt::Display for BinaryDifference {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let here = self.here.as_deref().unwrap_or("(absent)");
-        write!(
-            f,
-            "image {} {}: archive sha256 {}, here {here}",
-            self.image, self.path, self.archive
-        )
-    }
-}
 
 /// An archive, checked and unpacked into a temporary folder that lives as long as this value.
 pub struct Source {

@@ -18,8 +18,6 @@ use crate::study::{Claim, Expected, Study, Than};
 pub const MARKDOWN: &str = "explanation.md";
 pub const SVG: &str = "tornado.svg";
 pub const JSON: &str = "explanation.json";
-/// The index of a run's explanations, in the explained run's folder.
-pub const INDEX: &str = "explanations.md";
 
 /// One variant of a sweep: a factor's level applied to one probe of the claim.
 #[derive(Debug, Clone, PartialEq, Serialize)]

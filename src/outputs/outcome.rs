@@ -295,7 +295,7 @@ fn ours_version(name: &str, e: &Environment) -> Option<String> {
 /// The "Explanations" section of a run's report.md, linking the index `parkbench explain` keeps
 /// beside it: added once, when the index exists; nothing else in the run folder is touched.
 pub fn link_explanations(dir: &Path) -> Result<()> {
-    if !dir.join(crate::outputs::explain::INDEX).is_file() {
+    if !dir.join(run_dir::EXPLANATIONS).is_file() {
         return Ok(());
     }
     let path = dir.join(run_dir::REPORT);
@@ -308,7 +308,7 @@ pub fn link_explanations(dir: &Path) -> Result<()> {
     text.push_str(&format!(
         "{HEADING}\nClaims of this run explained by `parkbench explain`, with which factor \
          accounts for each difference: [{0}]({0}).\n",
-        crate::outputs::explain::INDEX
+        run_dir::EXPLANATIONS
     ));
     crate::images::cache::write_atomic(&path, text.as_bytes())
 }

@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::Engine;
 use crate::images::Manifest;
-use crate::run::lifecycle;
 use crate::run::run_dir::RunState;
+use crate::run::{lifecycle, plan};
 use crate::study::Study;
 use crate::study::sample::{self, Sample, SamplerOutput};
 
@@ -32,7 +32,7 @@ pub async fn fidelity(
     let bins = tempfile::tempdir().context("creating a folder for the probe binaries")?;
     let cancel = CancellationToken::new();
     let mut medians: BTreeMap<(String, &str), Vec<u64>> = BTreeMap::new();
-    for cell in lifecycle::plan(study) {
+    for cell in plan::matrix(study) {
         let probe = &study.probes[cell.probe];
         let image = manifest.get(&probe.image).with_context(|| {
             match manifest.unavailable(&probe.image) {
@@ -135,7 +135,7 @@ fn measure_native(
     dir: &Path,
     study: &Study,
     state: &RunState,
-    cell: &lifecycle::Cell,
+    cell: &plan::Cell,
     mut s: Sample,
 ) -> Result<Sample> {
     let probe = &study.probes[cell.probe];

@@ -24,11 +24,10 @@ use crate::images::digest;
 use crate::images::initramfs;
 use crate::images::recipe::{self, KERNEL_CONFIG, KERNEL_FILE, KERNEL_PREFIX};
 use crate::study::Study;
+use crate::study::kernel::{Accel, HOST};
 
 pub use qemu::{COMMAND_LINE_MAX, Console, GuestLine, cell_spec, too_long};
 
-/// The kernel name of a run on the host's own kernel (in a container, no VM).
-pub const HOST: &str = "host";
 /// The image QEMU runs in.
 pub const VM_IMAGE: &str = "vm";
 /// The guest's init inside the `vm` image; it enters every initramfs as [`INIT`].
@@ -42,25 +41,6 @@ const TCG_CHECK: Duration = Duration::from_secs(180);
 /// The boot allowance added to a cell's timeout under TCG (unpacking a large initramfs in an
 /// emulated CPU takes seconds).
 pub const BOOT_ALLOWANCE: Duration = Duration::from_secs(120);
-
-/// How the guest's CPU runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Accel {
-    /// The host's KVM: the guest's CPU is the host's, timed samples count.
-    Kvm,
-    /// QEMU's software emulation: memory kinds count, timed and latency samples are invalid.
-    Tcg,
-}
-
-impl std::fmt::Display for Accel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Accel::Kvm => "kvm",
-            Accel::Tcg => "tcg",
-        })
-    }
-}
 
 /// One guest kernel as a run used it (run.json `guests`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -10,12 +10,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{ContainerOutcome, ContainerSpec, Containers};
 use crate::images::Manifest;
+use crate::run::cpuset;
 use crate::run::guest::{self, Guests};
+use crate::run::plan::{self, Cell};
 use crate::run::run_dir::{self, RunDir, RunState, Status};
 use crate::run::warning::{self, Watch};
-use crate::run::{cpuset, plan};
 use crate::study::sample::{self, Sample, SampleLog, SamplerOutput};
-use crate::study::{Order, Placeholders, Study};
+use crate::study::{Placeholders, Study};
 
 /// How to choose the CPUs the probes are pinned to.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,15 +40,6 @@ impl std::str::FromStr for CpuChoice {
     }
 }
 
-/// One process to run: a cell of the study matrix.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Cell {
-    pub probe: usize,
-    pub tasks: u64,
-    pub repeat: u32,
-    pub position: u32,
-}
-
 /// The result of `execute`.
 pub struct RunResult {
     pub dir: RunDir,
@@ -68,33 +60,6 @@ impl RunResult {
     pub fn overhead(&self) -> Option<f64> {
         (self.probe_ms > 0.0).then(|| self.wall_ms / self.probe_ms)
     }
-}
-
-/// The planned matrix (`protocol.repeats`, its `min` when processes come on demand) in run
-/// order: per scale, per repeat, the probes that run that scale (their own
-/// `scales` or `protocol.scales`) — reversed on even repeats when the order alternates.
-pub fn plan(study: &Study) -> Vec<Cell> {
-    let mut cells = Vec::new();
-    for tasks in study.all_scales() {
-        for repeat in 1..=study.protocol.repeats.min {
-            let mut order: Vec<usize> = (0..study.probes.len())
-                .filter(|&i| study.scales_of(&study.probes[i]).contains(&tasks))
-                .collect();
-            if study.protocol.order == Order::Alternate && repeat % 2 == 0 {
-                order.reverse();
-            }
-            for probe in order {
-                let position = cells.len() as u32;
-                cells.push(Cell {
-                    probe,
-                    tasks,
-                    repeat,
-                    position,
-                });
-            }
-        }
-    }
-    cells
 }
 
 /// Chooses the CPU list in force from the study's request, the host's CPUs and the user's choice.
@@ -355,7 +320,7 @@ fn read_samples(log_path: &std::path::Path) -> Result<Vec<Sample>> {
 /// The cells of the plan that have no sample yet, in plan order.
 fn missing_cells(study: &Study, existing: &[Sample]) -> Vec<Cell> {
     let done: BTreeSet<_> = existing.iter().map(Sample::cell).collect();
-    plan(study)
+    plan::matrix(study)
         .into_iter()
         .filter(|c| !done.contains(&(study.probes[c.probe].id.clone(), c.tasks, c.repeat)))
         .collect()
@@ -528,7 +493,7 @@ pub async fn measure(
                 ));
                 return Ok(Some(s));
             }
-            if accel == guest::Accel::Tcg && probe.kind.measure().measures_time() {
+            if accel == crate::study::kernel::Accel::Tcg && probe.kind.measure().measures_time() {
                 let mut s = blank(study, state, cell, now());
                 s.error = Some(format!(
                     "not timed under TCG: kernel {kernel} runs in QEMU's emulated CPU here (no \
@@ -579,7 +544,7 @@ fn guest_outcome(
     s: &mut Sample,
     outcome: &ContainerOutcome,
     kernel: String,
-    accel: guest::Accel,
+    accel: crate::study::kernel::Accel,
     error: Option<String>,
 ) -> Option<String> {
     let console = guest::Console::read(&outcome.stdout);
@@ -839,7 +804,7 @@ mod tests {
     #[test]
     fn plan_alternates_probes_between_repeats() {
         let study = Study::default_study();
-        let cells = plan(&study);
+        let cells = plan::matrix(&study);
         assert_eq!(cells.len(), 24);
         let first: Vec<_> = cells.iter().take(6).map(|c| (c.probe, c.repeat)).collect();
         assert_eq!(first, vec![(0, 1), (1, 1), (1, 2), (0, 2), (0, 3), (1, 3)]);
@@ -855,7 +820,7 @@ mod tests {
     fn plan_runs_each_probe_at_its_own_scales() {
         let mut study = Study::default_study();
         study.probes[1].scales = Some(vec![1, 10_000]);
-        let cells = plan(&study);
+        let cells = plan::matrix(&study);
         let of = |p: usize| -> Vec<u64> {
             let mut t: Vec<u64> = cells
                 .iter()

@@ -6,10 +6,45 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::run::lifecycle::Cell;
 use crate::stats::median;
-use crate::study::Study;
 use crate::study::sample::{self, Sample};
+use crate::study::{Order, Study};
+
+/// One process to run: a cell of the study matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    pub probe: usize,
+    pub tasks: u64,
+    pub repeat: u32,
+    pub position: u32,
+}
+
+/// The planned matrix (`protocol.repeats`, its `min` when processes come on demand) in run
+/// order: per scale, per repeat, the probes that run that scale (their own
+/// `scales` or `protocol.scales`) — reversed on even repeats when the order alternates.
+pub fn matrix(study: &Study) -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for tasks in study.all_scales() {
+        for repeat in 1..=study.protocol.repeats.min {
+            let mut order: Vec<usize> = (0..study.probes.len())
+                .filter(|&i| study.scales_of(&study.probes[i]).contains(&tasks))
+                .collect();
+            if study.protocol.order == Order::Alternate && repeat % 2 == 0 {
+                order.reverse();
+            }
+            for probe in order {
+                let position = cells.len() as u32;
+                cells.push(Cell {
+                    probe,
+                    tasks,
+                    repeat,
+                    position,
+                });
+            }
+        }
+    }
+    cells
+}
 
 /// Expected wall time per process, by (probe, tasks), ms.
 #[derive(Debug, Default)]
@@ -178,7 +213,7 @@ mod tests {
     #[test]
     fn estimates_prefer_this_run_then_the_earlier_one() {
         let study = Study::default_study();
-        let cells = crate::run::lifecycle::plan(&study);
+        let cells = matrix(&study);
         let mut est = Estimates::default();
         assert_eq!(est.total(&study, &cells).1, cells.len());
         assert!(describe(&study, &cells, 0, &est).contains("not known yet"));

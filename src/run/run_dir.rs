@@ -27,6 +27,8 @@ pub const VERDICTS: &str = "verdicts.json";
 pub const SAMPLES_CSV: &str = "samples.csv";
 pub const FIGURE: &str = "figure.svg";
 pub const REPORT: &str = "report.md";
+/// The index of `parkbench explain`'s sweeps of this run's claims.
+pub const EXPLANATIONS: &str = "explanations.md";
 /// A rerun's comparison with the archive it reran (Markdown and figure).
 pub const COMPARE_MD: &str = "compare.md";
 pub const COMPARE_SVG: &str = "compare.svg";
@@ -142,7 +144,7 @@ pub struct RunState {
     pub wall_ms: f64,
     /// The archive this run reran (`parkbench rerun`); absent for a run of a study file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rerun_of: Option<crate::ops::rerun::RerunOf>,
+    pub rerun_of: Option<RerunOf>,
     /// Processes per probe and scale in force for this run, as in a study's `protocol.repeats`: the
     /// study's own, or what `run --repeats` made of it. A resume and the report follow it, so they
     /// keep the rule the run started with. Absent in runs from before it was recorded (then the
@@ -307,6 +309,56 @@ impl RunDir {
         std::os::unix::fs::symlink(name, &tmp)
             .with_context(|| format!("creating {}", tmp.display()))?;
         std::fs::rename(&tmp, &link).with_context(|| format!("updating {}", link.display()))
+    }
+}
+
+/// `run.json`'s `rerun_of`: the archive a run reran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RerunOf {
+    /// The archive's file name, as given on the command line (its folder left out).
+    pub archive: String,
+    /// sha256 of the archive file, hex.
+    pub sha256: String,
+    /// The run id of the archived run (the archive's top folder).
+    pub run_id: String,
+    /// How the probe images came here: `loaded` from the archive, or `rebuilt` from its sources.
+    pub images: Origin,
+    /// Binaries that differ from the archive's manifest (only with `--accept-different-binaries`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub different_binaries: Vec<BinaryDifference>,
+}
+
+/// Where a rerun's probe images came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// Loaded through the Engine from the archive's `images/<name>.tar`.
+    Loaded,
+    /// Built here from the archive's `source/` and its pins.
+    Rebuilt,
+}
+
+/// One binary whose sha256 here is not the archive's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BinaryDifference {
+    /// The image's short name.
+    pub image: String,
+    /// The binary's absolute path inside the image.
+    pub path: String,
+    /// sha256 in the archive's manifest, hex.
+    pub archive: String,
+    /// sha256 here, hex; `None` when the image here has no such binary.
+    pub here: Option<String>,
+}
+
+impl std::fmt::Display for BinaryDifference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let here = self.here.as_deref().unwrap_or("(absent)");
+        write!(
+            f,
+            "image {} {}: archive sha256 {}, here {here}",
+            self.image, self.path, self.archive
+        )
     }
 }
 

@@ -80,7 +80,7 @@ impl Level {
             p.cpus = self.cpus;
         }
         if let Some(k) = &self.kernel {
-            p.kernel = (k != crate::run::guest::HOST).then(|| k.clone());
+            p.kernel = (k != crate::study::kernel::HOST).then(|| k.clone());
         }
         if self.thp.is_some() {
             p.thp = self.thp.clone();
@@ -161,7 +161,7 @@ pub fn validate(factors: &[Factor], probes: &[Probe]) -> Result<()> {
                 ensure!(
                     l.kernel
                         .as_deref()
-                        .is_some_and(|k| k != crate::run::guest::HOST),
+                        .is_some_and(|k| k != crate::study::kernel::HOST),
                     "{at}: thp is set by a guest kernel's init; name the level's kernel (e.g. debian-6.1)"
                 );
             }

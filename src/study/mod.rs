@@ -6,6 +6,7 @@ use std::path::Path;
 
 pub mod claim;
 pub mod factor;
+pub mod kernel;
 pub mod kind;
 pub mod repeats;
 pub mod sample;
@@ -537,12 +538,12 @@ impl Study {
         }
         self.per_kernel = true;
         let kernels: Vec<String> = match (kernels, self.protocol.kernels.as_slice()) {
-            ([], []) => vec![crate::run::guest::HOST.to_string()],
+            ([], []) => vec![crate::study::kernel::HOST.to_string()],
             ([], own) => own.to_vec(),
             (given, _) => given.to_vec(),
         };
         self.protocol.kernels = kernels.clone();
-        let guest = |k: &str| (k != crate::run::guest::HOST).then(|| k.to_string());
+        let guest = |k: &str| (k != crate::study::kernel::HOST).then(|| k.to_string());
         if let [k] = kernels.as_slice() {
             for p in self.probes.iter_mut().filter(|p| p.kernel.is_none()) {
                 p.kernel = guest(k);
@@ -568,7 +569,7 @@ impl Study {
                 kernels.join(", ")
             );
         }
-        if kernels.iter().any(|k| k == crate::run::guest::HOST)
+        if kernels.iter().any(|k| k == crate::study::kernel::HOST)
             && let Some(p) = self.probes.iter().find(|p| p.thp.is_some())
         {
             bail!(
@@ -618,7 +619,7 @@ impl Study {
     pub fn kernels(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
         for p in &self.probes {
-            let k = p.kernel.as_deref().unwrap_or(crate::run::guest::HOST);
+            let k = p.kernel.as_deref().unwrap_or(crate::study::kernel::HOST);
             if !out.contains(&k) {
                 out.push(k);
             }
@@ -1009,7 +1010,7 @@ mod tests {
             }
         );
         assert_eq!(
-            crate::run::lifecycle::plan(&study).len(),
+            crate::run::plan::matrix(&study).len(),
             24,
             "min processes are planned"
         );

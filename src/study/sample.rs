@@ -115,7 +115,7 @@ pub struct GuestSample {
     /// The guest's THP mode when the probe started.
     pub thp: String,
     /// How the guest's CPU ran (`kvm` or `tcg`).
-    pub accel: crate::run::guest::Accel,
+    pub accel: crate::study::kernel::Accel,
     /// vCPUs, numbered 0.. in the guest; QEMU is pinned to the sample's `cpus_pinned`.
     pub vcpus: u64,
     /// Guest memory as the guest sees it (MemTotal), KiB.

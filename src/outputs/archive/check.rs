@@ -1,44 +1,10 @@
 //! `parkbench check`: validating a run archive without extracting it (see `scan` for the rules).
 
-use std::fmt;
 use std::path::Path;
 
 use anyhow::Result;
 
-use super::scan::scan;
-
-/// The result of a passing [`check`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct CheckReport {
-    /// The archive's top folder (the run id).
-    pub root: String,
-    /// Tar entries: folders, files, links and SHA256SUMS.
-    pub members: usize,
-    /// Bytes of file data, SHA256SUMS included.
-    pub bytes: u64,
-    /// Files whose SHA-256 matched their SHA256SUMS line.
-    pub verified: usize,
-    /// Optional run files the archive lacks (e.g. `report.md`), relative to the root.
-    pub missing_optional: Vec<String>,
-}
-
-impl fmt::Display for CheckReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: OK, {} files match SHA256SUMS ({} members, {} bytes)",
-            self.root, self.verified, self.members, self.bytes
-        )?;
-        if !self.missing_optional.is_empty() {
-            write!(
-                f,
-                "; missing optional: {}",
-                self.missing_optional.join(", ")
-            )?;
-        }
-        Ok(())
-    }
-}
+use super::scan::{CheckReport, scan};
 
 /// Checks `archive` (see the module docs); never writes anything.
 pub fn check(archive: &Path) -> Result<CheckReport> {

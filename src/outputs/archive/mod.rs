@@ -13,9 +13,9 @@ mod write;
 mod fixture;
 
 pub use {
-    check::{CheckReport, check},
+    check::check,
     run_files::{read_run, read_run_dir, read_run_unpacking},
-    scan::Unpack,
+    scan::{CheckReport, Unpack},
     write::{ArchiveInfo, write, write_with},
 };
 

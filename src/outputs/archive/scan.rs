@@ -6,6 +6,7 @@
 //! folder when the scan fails.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -14,7 +15,6 @@ use anyhow::{Context, Result, bail, ensure};
 use flate2::bufread::GzDecoder;
 use tar::EntryType;
 
-use super::check::CheckReport;
 use super::{MODIFIED, UNSAFE, sums};
 use crate::images::digest;
 use crate::images::tarball;
@@ -424,6 +424,39 @@ fn link_target<R: Read>(path: &str, entry: &tar::Entry<'_, R>) -> Result<String>
     let target = std::str::from_utf8(&raw)
         .map_err(|_| anyhow::anyhow!("{path}: link target is not UTF-8: {UNSAFE}"))?;
     Ok(target.to_string())
+}
+
+/// The result of a passing scan (`parkbench check`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckReport {
+    /// The archive's top folder (the run id).
+    pub root: String,
+    /// Tar entries: folders, files, links and SHA256SUMS.
+    pub members: usize,
+    /// Bytes of file data, SHA256SUMS included.
+    pub bytes: u64,
+    /// Files whose SHA-256 matched their SHA256SUMS line.
+    pub verified: usize,
+    /// Optional run files the archive lacks (e.g. `report.md`), relative to the root.
+    pub missing_optional: Vec<String>,
+}
+
+impl fmt::Display for CheckReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: OK, {} files match SHA256SUMS ({} members, {} bytes)",
+            self.root, self.verified, self.members, self.bytes
+        )?;
+        if !self.missing_optional.is_empty() {
+            write!(
+                f,
+                "; missing optional: {}",
+                self.missing_optional.join(", ")
+            )?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use crate::outputs::report::number::{grouped, mib};
+use crate::outputs::report::number::{cell_text, grouped, mib};
 use crate::outputs::summary::{Cell, Spread, Summary};
 use crate::study::Study;
 use crate::study::kind::Kind;
@@ -35,7 +35,7 @@ pub fn tables(study: &Study, summary: &Summary) -> String {
             if kind == Kind::Timed {
                 out.push_str(&precision(&cells));
             }
-            out.push_str(&crate::outputs::report::markdown::probe_notes(&cells));
+            out.push_str(&probe_notes(&cells));
         }
     }
     out
@@ -152,4 +152,34 @@ fn spread(name: &str, s: &Spread) -> String {
         format!(", CV {} %", grouped(c * 100.0, 2))
     });
     format!("{}{unit} ({}–{}{cv})", f(s.median), f(s.min), f(s.max))
+}
+
+/// The programs' notes of these cells, one line per cell that has any: each distinct note with
+/// how many processes printed it. Empty when no cell has a note.
+pub(crate) fn probe_notes(cells: &[&Cell]) -> String {
+    let mut out = String::new();
+    for c in cells.iter().filter(|c| !c.probe_notes.is_empty()) {
+        if out.is_empty() {
+            out.push('\n');
+        }
+        let notes: Vec<String> = c
+            .probe_notes
+            .iter()
+            .map(|n| {
+                let who = match n.processes {
+                    1 => "1 process".to_string(),
+                    k => format!("{k} processes"),
+                };
+                format!("“{}” ({who})", cell_text(&n.text))
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "- Notes of {} at {} tasks: {}",
+            c.probe,
+            grouped(c.tasks as f64, 0),
+            notes.join("; ")
+        );
+    }
+    out
 }

@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::outputs::report::number::{self, grouped, mib};
+use crate::outputs::report::kinds::probe_notes;
+use crate::outputs::report::number::{self, cell_text, grouped, mib};
 use crate::outputs::report::{Format, ReportInput};
 use crate::outputs::summary::{Cell, Summary};
 use crate::outputs::verdict::Verdict;
@@ -348,36 +349,6 @@ fn cell_row(c: &Cell, repeats: usize) -> String {
     )
 }
 
-/// The programs' notes of these cells, one line per cell that has any: each distinct note with
-/// how many processes printed it. Empty when no cell has a note.
-pub(crate) fn probe_notes(cells: &[&Cell]) -> String {
-    let mut out = String::new();
-    for c in cells.iter().filter(|c| !c.probe_notes.is_empty()) {
-        if out.is_empty() {
-            out.push('\n');
-        }
-        let notes: Vec<String> = c
-            .probe_notes
-            .iter()
-            .map(|n| {
-                let who = match n.processes {
-                    1 => "1 process".to_string(),
-                    k => format!("{k} processes"),
-                };
-                format!("“{}” ({who})", cell_text(&n.text))
-            })
-            .collect();
-        let _ = writeln!(
-            out,
-            "- Notes of {} at {} tasks: {}",
-            c.probe,
-            grouped(c.tasks as f64, 0),
-            notes.join("; ")
-        );
-    }
-    out
-}
-
 /// Metrics named `*_bytes` in MiB; others as plain numbers.
 fn metric_value(name: &str, v: f64) -> String {
     if name.ends_with("_bytes") {
@@ -516,11 +487,6 @@ fn recompute() -> String {
     );
     out.push_str("```\nparkbench verify <dir>\n```\n\nwhere `<dir>` is this run's directory.\n");
     out
-}
-
-/// Text safe inside a table cell: no pipes, no line breaks.
-pub(crate) fn cell_text(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\r', '\n'], " ")
 }
 
 #[cfg(test)]

@@ -133,6 +133,11 @@ pub fn scale_label(tasks: u64) -> String {
     }
 }
 
+/// Text safe inside a table cell: no pipes, no line breaks.
+pub(crate) fn cell_text(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\r', '\n'], " ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

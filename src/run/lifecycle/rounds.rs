@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::Cell;
 use crate::outputs::summary::{self, Headline};
+use crate::run::plan::Cell;
 use crate::study::sample::Sample;
 use crate::study::{Order, Study};
 
