@@ -468,7 +468,7 @@ fn intervals(s: &Sample) -> BTreeMap<String, [f64; 2]> {
     by_key
         .into_iter()
         .filter_map(|(k, v)| {
-            let i = crate::stats::bootstrap::median_interval(&v, crate::stats::bootstrap::seed(s))?;
+            let i = crate::stats::bootstrap::median_interval(&v, s.bootstrap_seed())?;
             Some((k.to_string(), i))
         })
         .collect()

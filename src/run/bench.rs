@@ -144,7 +144,7 @@ fn measure_native(
         .args(lifecycle::sampler_args(
             probe,
             &study.protocol,
-            &crate::run::cpuset::format(&words.cpus),
+            &crate::study::cpuset::format(&words.cpus),
         ))
         .arg(dir.join("probe"))
         .args(probe.expand_args(&words))

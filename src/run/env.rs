@@ -217,7 +217,7 @@ pub fn host() -> Host {
         cpu_model: field("model name").unwrap_or_default(),
         cpu_flags: field("flags").unwrap_or_default(),
         microcode: field("microcode"),
-        logical_cpus: crate::run::cpuset::parse(&cpus_online)
+        logical_cpus: crate::study::cpuset::parse(&cpus_online)
             .map(|c| c.len())
             .unwrap_or(0),
         cpus_online,

@@ -10,11 +10,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{ContainerOutcome, ContainerSpec, Containers};
 use crate::images::Manifest;
-use crate::run::cpuset;
 use crate::run::guest::{self, Guests};
 use crate::run::plan::{self, Cell};
 use crate::run::run_dir::{self, RunDir, RunState, Status};
 use crate::run::warning::{self, Watch};
+use crate::study::cpuset;
 use crate::study::sample::{self, Sample, SampleLog, SamplerOutput};
 use crate::study::{Placeholders, Study};
 

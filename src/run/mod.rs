@@ -4,7 +4,6 @@
 //! May import: `images`, `engine`, `study`, `stats`, `yaml`.
 
 pub mod bench;
-pub mod cpuset;
 pub mod doctor;
 pub mod env;
 pub mod guest;

@@ -225,12 +225,23 @@ mod tests {
             (2, 1),
             "rust-tokio at 10k has no estimate"
         );
-        let mut s = crate::outputs::report::fixture::samples()[0].clone();
+        let mut s = crate::study::sample::fixture::samples()[0].clone();
         (s.probe, s.tasks, s.timings.container_ms) = ("rust-tokio".into(), 10_000, Some(1000.0));
         est.finished(&s);
         let (t, unknown) = est.total(&study, &cells[..2]);
         assert_eq!((t.as_secs(), unknown), (3, 0));
         assert_eq!(clock(Duration::from_secs(3725)), "1 h 02 min");
         assert_eq!(clock(Duration::from_secs(725)), "12 min 05 s");
+    }
+
+    #[test]
+    fn processes_on_demand_plan_their_minimum() {
+        let text = crate::study::DEFAULT_STUDY.replacen(
+            "  repeats: 3\n",
+            "  repeats: {min: 3, max: 10, target_cv: 0.005}\n",
+            1,
+        );
+        let study = Study::parse(&text).unwrap();
+        assert_eq!(matrix(&study).len(), 24, "min processes are planned");
     }
 }

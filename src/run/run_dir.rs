@@ -387,13 +387,6 @@ mod tests {
     }
 
     #[test]
-    fn report_files_are_named_here() {
-        for format in crate::outputs::report::all() {
-            assert!(OPTIONAL.contains(&format.name()), "{}", format.name());
-        }
-    }
-
-    #[test]
     fn runs_get_unique_folders_and_latest_follows() {
         let tmp = tempfile::tempdir().unwrap();
         let a = RunDir::create(tmp.path(), "demo").unwrap();

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::run::cpuset;
+use crate::study::cpuset;
 
 /// A pinned CPU busier than this before measuring (fraction of its time) is warned about.
 pub const BUSY_LIMIT: f64 = 0.10;

@@ -481,7 +481,7 @@ mod tests {
 
     #[test]
     fn timed_results_are_checked() {
-        let mut s = crate::outputs::report::fixture::samples()[0].clone();
+        let mut s = crate::study::sample::fixture::samples()[0].clone();
         s.kind = Kind::Timed;
         s.peak = Some(Peak {
             ru_maxrss_bytes: Some(1),
@@ -518,7 +518,7 @@ mod tests {
 
     #[test]
     fn reported_results_may_be_zero_but_not_negative() {
-        let mut s = crate::outputs::report::fixture::samples()[0].clone();
+        let mut s = crate::study::sample::fixture::samples()[0].clone();
         s.kind = Kind::Reported;
         s.peak = Some(Peak {
             ru_maxrss_bytes: Some(1),

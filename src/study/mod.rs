@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 pub mod claim;
+pub mod cpuset;
 pub mod factor;
 pub mod kernel;
 pub mod kind;
@@ -214,7 +215,7 @@ impl Probe {
                 "probe {:?} asks for {n} CPUs but this run has {} ({}); pass --cpus with more",
                 self.id,
                 run_cpus.len(),
-                crate::run::cpuset::format(run_cpus)
+                crate::study::cpuset::format(run_cpus)
             )),
         }
     }
@@ -471,7 +472,7 @@ impl Study {
         ensure!(p.samples > 0, "protocol.samples must be > 0");
         ensure!(p.interval_ms > 0, "protocol.interval_ms must be > 0");
         ensure!(p.timeout_s > 0, "protocol.timeout_s must be > 0");
-        crate::run::cpuset::parse(&p.cpus).context("protocol.cpus")?;
+        crate::study::cpuset::parse(&p.cpus).context("protocol.cpus")?;
         for (i, k) in p.kernels.iter().enumerate() {
             ensure!(
                 valid_id(k) && !p.kernels[..i].contains(k),
@@ -930,9 +931,9 @@ impl Placeholders {
             .replace("{workers}", &self.cpus.len().to_string())
             .replace(
                 "{other_cpus}",
-                &crate::run::cpuset::format(&self.other_cpus),
+                &crate::study::cpuset::format(&self.other_cpus),
             )
-            .replace("{cpus}", &crate::run::cpuset::format(&self.cpus))
+            .replace("{cpus}", &crate::study::cpuset::format(&self.cpus))
     }
 }
 
@@ -1008,11 +1009,6 @@ mod tests {
                 max: 10,
                 target_cv: Some(0.005)
             }
-        );
-        assert_eq!(
-            crate::run::plan::matrix(&study).len(),
-            24,
-            "min processes are planned"
         );
         let err = |r: &str| format!("{:#}", Study::parse(&with(r)).unwrap_err());
         let e = err("{min: 1, max: 10, target_cv: 0.005}");

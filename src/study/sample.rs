@@ -416,12 +416,41 @@ pub fn steady_invalid(sample: &Sample) -> Option<String> {
     }
 }
 
+impl Sample {
+    /// The seed of this sample's bootstrap intervals: the first 8 bytes of
+    /// sha256(`run_id/probe/tasks/repeat`), so the same `samples.jsonl` always gives the same intervals.
+    pub fn bootstrap_seed(&self) -> u64 {
+        use sha2::{Digest, Sha256};
+        let text = format!(
+            "{}/{}/{}/{}",
+            self.run_id, self.probe, self.tasks, self.repeat
+        );
+        let hash = Sha256::digest(text.as_bytes());
+        u64::from_le_bytes(hash[..8].try_into().expect("8 bytes"))
+    }
+}
+
+/// Test fixtures: a realistic, made-up run of the default study (`tests/fixtures/samples.jsonl`:
+/// 2 probes × 4 scales × 3 repeats, Go at 1M repeat 2 OOM-killed).
+#[cfg(test)]
+pub mod fixture {
+    use super::{Sample, parse_lines};
+
+    const SAMPLES: &str = include_str!("../../tests/fixtures/samples.jsonl");
+
+    pub fn samples() -> Vec<Sample> {
+        let (good, bad) = parse_lines(SAMPLES.as_bytes()).unwrap();
+        assert!(bad.is_empty(), "fixture lines malformed: {bad:?}");
+        good
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn steady(created: Option<f64>, completed: u64, notes: &[&str]) -> Sample {
-        let mut s = crate::outputs::report::fixture::samples()[0].clone();
+        let mut s = crate::study::sample::fixture::samples()[0].clone();
         (s.tasks, s.expected, s.completed) = (10, 10, Some(completed));
         s.metrics.clear();
         if let Some(k) = created {
@@ -465,7 +494,7 @@ mod tests {
     fn notes_come_from_the_sampler_and_round_trip() {
         let out: SamplerOutput =
             serde_json::from_str(r#"{"notes":["a b","c"],"exit_code":0}"#).unwrap();
-        let mut s = crate::outputs::report::fixture::samples()[0].clone();
+        let mut s = crate::study::sample::fixture::samples()[0].clone();
         assert!(
             !serde_json::to_string(&s).unwrap().contains("\"notes\""),
             "no notes, no field"
@@ -484,5 +513,14 @@ mod tests {
         assert!(good.is_empty());
         assert_eq!(bad.len(), 1);
         assert_eq!(bad[0].line, 1);
+    }
+
+    #[test]
+    fn the_bootstrap_seed_comes_from_the_sample() {
+        let s = fixture::samples()[0].clone();
+        assert_eq!(s.bootstrap_seed(), s.clone().bootstrap_seed());
+        let mut t = s.clone();
+        t.repeat += 1;
+        assert_ne!(s.bootstrap_seed(), t.bootstrap_seed());
     }
 }

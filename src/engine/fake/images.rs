@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 
 use super::FakeEngine;
 use crate::engine::{BuildSpec, ImageFacts, Images};
-use crate::images::digest;
+use sha2::{Digest, Sha256};
 
 /// How the build of one image ends.
 #[derive(Debug, Clone)]
@@ -43,7 +43,7 @@ impl Store {
         let facts = ImageFacts {
             id: format!(
                 "sha256:{}",
-                digest::bytes(format!("{tag} {}", self.made).as_bytes())
+                sha256(format!("{tag} {}", self.made).as_bytes())
             ),
             layers,
             labels: labels.clone(),
@@ -106,7 +106,12 @@ impl Images for FakeEngine {
 
     /// The layer is the sha256 of the tar, as the real Engine's diff-ID is.
     async fn import(&self, rootfs: &Path, repo: &str, tag: &str) -> Result<()> {
-        let layer = format!("sha256:{}", digest::file(rootfs)?);
+        let layer = format!(
+            "sha256:{}",
+            sha256(
+                &std::fs::read(rootfs).with_context(|| format!("reading {}", rootfs.display()))?
+            )
+        );
         let tag = format!("{repo}:{tag}");
         let mut store = self.images();
         store.imports.push(tag.clone());
@@ -135,7 +140,7 @@ impl Images for FakeEngine {
         store.events.push(format!("finished {name}"));
         match script {
             None => {
-                let layer = format!("sha256:{}", digest::bytes(spec.tag.as_bytes()));
+                let layer = format!("sha256:{}", sha256(spec.tag.as_bytes()));
                 store.new_image(&spec.tag, vec![layer], &spec.labels);
             }
             Some(Build::Image(facts)) => _ = store.images.insert(spec.tag.clone(), facts),
@@ -163,4 +168,9 @@ impl Images for FakeEngine {
         }
         Ok(format!("{} 1.0", cmd.join(" ")))
     }
+}
+
+/// sha256 of bytes, hex (the fake stands below the image stage's streaming digest).
+fn sha256(data: &[u8]) -> String {
+    hex::encode(Sha256::digest(data))
 }

@@ -6,19 +6,13 @@ use crate::outputs::summary::{Summary, summarize};
 use crate::outputs::verdict::{Verdict, judge};
 use crate::run::warning::{Touches, Warning};
 use crate::study::Study;
-use crate::study::sample::{Sample, parse_lines};
-
-const SAMPLES: &str = include_str!("../../../tests/fixtures/samples.jsonl");
+use crate::study::sample::Sample;
 
 pub fn study() -> Study {
     Study::default_study()
 }
 
-pub fn samples() -> Vec<Sample> {
-    let (good, bad) = parse_lines(SAMPLES.as_bytes()).unwrap();
-    assert!(bad.is_empty(), "fixture lines malformed: {bad:?}");
-    good
-}
+pub use crate::study::sample::fixture::samples;
 
 pub fn summary() -> Summary {
     summarize(&study(), &samples())

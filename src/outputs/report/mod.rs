@@ -111,4 +111,15 @@ mod tests {
         let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
         assert!(md.contains("figure.svg"));
     }
+
+    #[test]
+    fn report_files_are_named_in_the_run_folder() {
+        for format in all() {
+            assert!(
+                crate::run::run_dir::OPTIONAL.contains(&format.name()),
+                "{}",
+                format.name()
+            );
+        }
+    }
 }

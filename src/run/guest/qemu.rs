@@ -43,7 +43,7 @@ impl Boot<'_> {
             cmd.extend([
                 "taskset".into(),
                 "-c".into(),
-                crate::run::cpuset::format(self.host_cpus),
+                crate::study::cpuset::format(self.host_cpus),
             ]);
         }
         let (accel, cpu) = match self.accel {
