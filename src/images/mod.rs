@@ -21,6 +21,7 @@ pub mod initramfs;
 pub mod pin;
 pub mod plan;
 pub mod recipe;
+pub mod saved;
 pub mod tarball;
 
 use std::collections::BTreeMap;
