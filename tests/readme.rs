@@ -1,45 +1,74 @@
-//! The README's examples still hold: the study example is the embedded default study and parses, the
-//! image recipe example parses, every `just` recipe it names exists, and every `parkbench` subcommand it
-//! names answers `--help`.
+//! The docs' examples still hold: the study example in `docs/study-files.md` is the embedded default
+//! study and parses, the image recipe example in `docs/images.md` parses, the `rerun_of` example in
+//! `docs/archives.md` is a rerun record, every `just` recipe the README and the docs name exists, and
+//! every `parkbench` subcommand they name answers `--help`. No Engine needed.
 
 mod common;
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 
 use parkbench::study::{DEFAULT_STUDY, Study};
 
-fn readme() -> String {
-    std::fs::read_to_string(common::repo().join("README.md")).unwrap()
+fn read(relative: &str) -> String {
+    let path = common::repo().join(relative);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
-/// The fenced block after a `<!-- marker -->` line.
-fn block_after(text: &str, marker: &str) -> String {
+/// The README, every page under `docs/` and every study's README, each with its path.
+fn every_doc() -> Vec<(PathBuf, String)> {
+    let repo = common::repo();
+    let mut files = vec![repo.join("README.md")];
+    for dir in ["docs", "results"] {
+        for entry in std::fs::read_dir(repo.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            let readme = path.join("README.md");
+            if path.extension().is_some_and(|e| e == "md") {
+                files.push(path);
+            } else if readme.is_file() {
+                files.push(readme);
+            }
+        }
+    }
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap();
+            (f.strip_prefix(&repo).unwrap().to_owned(), text)
+        })
+        .collect()
+}
+
+/// The fenced block after a `<!-- marker -->` line of `file`.
+fn block_after(file: &str, marker: &str) -> String {
+    let text = read(file);
     let after = text
         .split(marker)
         .nth(1)
-        .unwrap_or_else(|| panic!("README has no {marker}"));
+        .unwrap_or_else(|| panic!("{file} has no {marker}"));
     let body = after.split("```").nth(1).unwrap();
     body.split_once('\n').unwrap().1.to_string()
 }
 
 #[test]
 fn the_study_example_is_the_default_study_and_parses() {
-    let example = block_after(&readme(), "<!-- default-study -->");
-    let parsed = Study::parse(&example).expect("the README's study example parses");
+    let example = block_after("docs/study-files.md", "<!-- default-study -->");
+    let parsed = Study::parse(&example).expect("the study example in docs/study-files.md parses");
     assert_eq!(parsed, Study::parse(DEFAULT_STUDY).unwrap());
     assert_eq!(
         example.trim_end(),
         DEFAULT_STUDY.trim_end(),
-        "README example drifted from results/wait-1m/study.yaml"
+        "the example in docs/study-files.md drifted from results/wait-1m/study.yaml"
     );
 }
 
 #[test]
 fn the_image_recipe_example_parses_with_every_field() {
     use parkbench::images::recipe::Recipe;
-    let example = block_after(&readme(), "<!-- image-recipe -->");
-    let recipe =
-        Recipe::parse("example", &example).expect("the README's image.yaml example parses");
+    let example = block_after("docs/images.md", "<!-- image-recipe -->");
+    let recipe = Recipe::parse("example", &example)
+        .expect("the image.yaml example in docs/images.md parses");
     assert!(recipe.vendor && recipe.probe);
     assert!(!recipe.parents.is_empty() && !recipe.artifacts.is_empty());
     assert!(!recipe.binaries.is_empty() && !recipe.versions.is_empty());
@@ -47,7 +76,7 @@ fn the_image_recipe_example_parses_with_every_field() {
 
 #[test]
 fn the_rerun_record_example_parses() {
-    let example = block_after(&readme(), "<!-- rerun-of -->");
+    let example = block_after("docs/archives.md", "<!-- rerun-of -->");
     let record: serde_json::Value =
         serde_json::from_str(&format!("{{{example}}}")).expect("the rerun_of example is JSON");
     let of: parkbench::run::run_dir::RerunOf =
@@ -57,39 +86,49 @@ fn the_rerun_record_example_parses() {
 
 #[test]
 fn every_just_recipe_named_exists() {
-    let justfile = std::fs::read_to_string(common::repo().join("Justfile")).unwrap();
+    let justfile = read("Justfile");
     let recipes: BTreeSet<&str> = justfile
         .lines()
         .filter(|l| !l.starts_with([' ', '#', '\t']) && l.contains(':') && !l.contains(":="))
         .filter_map(|l| l.split([' ', ':']).next())
         .collect();
-    let text = readme();
-    for named in text
-        .split("just ")
-        .skip(1)
-        .filter_map(|r| r.split([' ', '`', '\n']).next())
-    {
-        if named.chars().all(|c| c.is_ascii_lowercase() || c == '-') && !named.is_empty() {
-            assert!(
-                recipes.contains(named),
-                "README names `just {named}`, which the Justfile lacks"
-            );
+    for (file, text) in every_doc() {
+        for named in text
+            .split("just ")
+            .skip(1)
+            .filter_map(|r| r.split([' ', '`', '\n']).next())
+        {
+            if named.chars().all(|c| c.is_ascii_lowercase() || c == '-') && !named.is_empty() {
+                assert!(
+                    recipes.contains(named),
+                    "{} names `just {named}`, which the Justfile lacks",
+                    file.display()
+                );
+            }
         }
     }
 }
 
-#[test]
-fn every_parkbench_subcommand_named_answers_help() {
-    let text = readme();
-    let named: BTreeSet<&str> = text
-        .split("`parkbench ")
+/// The subcommands `text` names as `` `parkbench <sub> ``.
+fn subcommands_named(text: &str) -> BTreeSet<String> {
+    text.split("`parkbench ")
         .skip(1)
         .filter_map(|r| r.split([' ', '`']).next())
-        .filter(|w| w.chars().all(|c| c.is_ascii_lowercase()))
+        .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_lowercase()))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_parkbench_subcommand_named_answers_help() {
+    let in_readme = subcommands_named(&read("README.md"));
+    assert!(in_readme.len() >= 5, "{in_readme:?}");
+    let named: BTreeSet<String> = every_doc()
+        .iter()
+        .flat_map(|(_, text)| subcommands_named(text))
         .collect();
-    assert!(named.len() >= 5, "{named:?}");
     for sub in named {
-        let out = common::parkbench().args([sub, "--help"]).output().unwrap();
+        let out = common::parkbench().args([&sub, "--help"]).output().unwrap();
         assert!(
             out.status.success(),
             "`parkbench {sub} --help` fails: {}",
