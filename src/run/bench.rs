@@ -14,7 +14,8 @@ use crate::images::Manifest;
 use crate::run::run_dir::RunState;
 use crate::run::{lifecycle, plan};
 use crate::study::Study;
-use crate::study::sample::{self, Sample, SamplerOutput};
+use crate::study::kind;
+use crate::study::sample::{Sample, SamplerOutput};
 
 /// Measures each cell of `study` twice — in its container, then natively — and prints the ratio of
 /// the median memory per probe (steady: RSS with every task parked; peak: `ru_maxrss`). The probe
@@ -82,7 +83,7 @@ pub async fn fidelity(
                     s.error
                 );
             }
-            let bytes = s.memory_bytes().unwrap_or(0);
+            let bytes = s.kind.measure().memory_bytes(s).map_or(0, |b| b as u64);
             eprintln!("{how:<9} {} {} B", probe.id, bytes);
             medians
                 .entry((probe.id.clone(), how))
@@ -157,8 +158,8 @@ fn measure_native(
     s.exit_code = output.status.code().map(i64::from);
     s.oom_killed = false;
     s.metrics.clear();
-    let unusable = sample::fill_from_sampler(&mut s, &out);
+    let unusable = kind::fill_from_sampler(&mut s, &out);
     let error = out.error.clone().or(unusable);
-    sample::judge_validity(&mut s, error.as_deref(), &probe.results);
+    kind::judge_validity(&mut s, error.as_deref(), &probe.results);
     Ok(s)
 }

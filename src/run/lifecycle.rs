@@ -14,9 +14,9 @@ use crate::run::guest::{self, Guests};
 use crate::run::plan::{self, Cell};
 use crate::run::run_dir::{self, RunDir, RunState, Status};
 use crate::run::warning::{self, Watch};
-use crate::study::cpuset;
 use crate::study::sample::{self, Sample, SampleLog, SamplerOutput};
 use crate::study::{Placeholders, Study};
+use crate::study::{cpuset, kind};
 
 /// How to choose the CPUs the probes are pinned to.
 #[derive(Debug, Clone, PartialEq)]
@@ -520,7 +520,7 @@ pub async fn measure(
     if let Some((kernel, accel)) = accel {
         error = guest_outcome(&mut s, &outcome, kernel, accel, error);
     }
-    sample::judge_validity(&mut s, error.as_deref(), &probe.results);
+    kind::judge_validity(&mut s, error.as_deref(), &probe.results);
     Ok(Some(s))
 }
 
@@ -719,7 +719,7 @@ fn fill(s: &mut Sample, outcome: &ContainerOutcome) -> Option<String> {
             ));
         }
     };
-    let unusable = sample::fill_from_sampler(s, &out);
+    let unusable = kind::fill_from_sampler(s, &out);
     if outcome.timed_out {
         return Some("timed out; container killed".into());
     }

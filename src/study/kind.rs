@@ -1,6 +1,8 @@
 //! Kinds of measurement: how a probe process is driven and sampled, what its sample holds, which
-//! statistics its cells have and which of them claims may name. A study says the kind per probe; the
-//! run, the summary, the report and the verdicts ask the kind's [`Measure`], never match on it.
+//! statistics its cells have, how the report lays them out and which of them claims may name. A
+//! study says the kind per probe; the run, the summary, the report and the verdicts ask the kind's
+//! [`Measure`], never match on it. A new kind is one type that implements [`Measure`] (a file
+//! beside `steady.rs`) plus its name in [`Kind`] and its line in [`Kind::measure`].
 //!
 //! - `steady`: the probe speaks the handshake protocol (`docker/README.md`); RSS is read after every
 //!   task is parked.
@@ -13,41 +15,30 @@
 //!   do not depend on time (sizes, counts, limits); zero is a value. The sampler runs it as `timed`.
 //!
 //! Every kind keeps the program's `note <text>` lines (`Sample::notes`).
+//!
+//! This module sits above the sample record (`study::sample`), which only names its kind.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
-use crate::stats::percentile;
-use crate::study::sample::{self, Peak, Sample, SamplerOutput};
+use crate::study::sample::{Sample, SamplerOutput};
 use crate::study::{Protocol, Stat};
 
-/// The kind of measurement of a probe (`kind:` in a study, `kind` in a sample).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// The handshake protocol: RSS of parked tasks.
-    #[default]
-    Steady,
-    /// Peak memory of an unmodified program.
-    Peak,
-    /// Time per operation, from the program's `result` lines.
-    Timed,
-    /// Latency percentiles, from the program's histogram.
-    Latency,
-    /// Values the program computes itself (sizes, counts, limits), from its `result` lines.
-    Reported,
-}
+mod peak;
+mod results;
+mod steady;
+
+pub use crate::study::sample::Kind;
+pub use results::{PERCENTILES, percentile_name};
 
 impl Kind {
-    /// The kind's implementation.
+    /// The kind's implementation: the one place that maps a name to it.
     pub fn measure(self) -> &'static dyn Measure {
         match self {
-            Kind::Steady => &Steady,
-            Kind::Peak => &PeakKind,
-            Kind::Timed => &Timed,
-            Kind::Latency => &Latency,
-            Kind::Reported => &Reported,
+            Kind::Steady => &steady::Steady,
+            Kind::Peak => &peak::PeakKind,
+            Kind::Timed => &results::Timed,
+            Kind::Latency => &results::Latency,
+            Kind::Reported => &results::Reported,
         }
     }
 
@@ -55,11 +46,35 @@ impl Kind {
     pub fn name(self) -> &'static str {
         self.measure().name()
     }
+}
 
-    /// For `skip_serializing_if`: steady is the default and is not written.
-    pub fn is_steady(&self) -> bool {
-        *self == Kind::Steady
-    }
+/// Where a cell of a kind keeps its statistics, and so which table the report shows them in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fields {
+    /// The cell's RSS fields: median, min, max and CV of the process medians, per task, metrics.
+    Rss,
+    /// The cell's `stats`: the spread of each value the kind records per process, by name.
+    Stats,
+}
+
+/// A kind's memory figure: what the figure plots for its cells and what processes on demand judge.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryFigure {
+    /// The per-process value, in bytes: `rss_median_bytes` (steady), `peak_bytes` (peak).
+    pub name: &'static str,
+    /// The statistic a claim names for its median over processes (`rss_median`, `peak_median`).
+    pub stat: Stat,
+    /// What the figure's dots and bars are, one line under its title.
+    pub caption: &'static str,
+}
+
+/// What processes on demand judge for a cell: a statistic and its value per valid process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judged {
+    /// The statistic's name (`rss_median_bytes`, `peak_bytes`, a result key, `p99_ns`…).
+    pub name: String,
+    /// One value per valid process that has it, in repeat order.
+    pub values: Vec<f64>,
 }
 
 /// One way of measuring a process.
@@ -73,497 +88,148 @@ pub trait Measure: Sync {
     /// Why a sample that ran to the end is still invalid; `keys` are the result keys the probe may
     /// report (empty: any).
     fn invalid(&self, s: &Sample, keys: &[String]) -> Option<String>;
+    /// Why a sample marked valid does not count after all: a hand-edited log must not slip an
+    /// empty sample into the statistics.
+    fn recheck(&self, s: &Sample, keys: &[String]) -> Option<String> {
+        let why = self.invalid(s, keys)?;
+        Some(format!("marked valid, but {why}"))
+    }
     /// The per-process values whose spread over processes each cell reports, by name, in base units
     /// (bytes, ms for times of the process, ns for results and latencies).
     fn values(&self, s: &Sample) -> BTreeMap<String, f64>;
+    /// Where a cell keeps the kind's statistics.
+    fn fields(&self) -> Fields {
+        Fields::Stats
+    }
     /// The statistics a claim may name for a probe of this kind.
     fn stats(&self) -> &'static [Stat];
-    /// The statistic a claim names for the kind's memory figure ([`crate::outputs::summary::Cell::memory`]),
-    /// which figures plot; `None` for a kind without one.
-    fn memory_stat(&self) -> Option<Stat> {
+    /// The kind's memory figure, which figures plot; `None` for a kind without one.
+    fn memory(&self) -> Option<MemoryFigure> {
         None
+    }
+    /// The process's memory as the kind measures it, recomputed from its raw sample, bytes: for a
+    /// program run unmodified, its peak ([`crate::study::sample::Peak::peak_bytes`]). The value of
+    /// the memory figure for a kind with one.
+    fn memory_bytes(&self, s: &Sample) -> Option<f64> {
+        Some(s.peak.as_ref()?.peak_bytes()? as f64)
+    }
+    /// What processes on demand judge for a cell, from its valid processes: the memory figure of a
+    /// memory kind, else the least precise of the kind's values (the largest CV across processes;
+    /// fewer than 2 values count as least precise), so that a constant count cannot stand for a
+    /// spread timing. `None` without any value.
+    fn judged(&self, valid: &[&Sample]) -> Option<Judged> {
+        let mut valid = valid.to_vec();
+        valid.sort_by_key(|s| (s.repeat, s.position));
+        if let Some(figure) = self.memory() {
+            let values: Vec<f64> = valid.iter().filter_map(|s| self.memory_bytes(s)).collect();
+            if !values.is_empty() {
+                let name = figure.name.to_string();
+                return Some(Judged { name, values });
+            }
+        }
+        let mut by_name: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for s in &valid {
+            for (name, v) in self.values(s) {
+                by_name.entry(name).or_default().push(v);
+            }
+        }
+        let cv = |values: &[f64]| {
+            crate::stats::cv(values)
+                .filter(|_| values.len() >= 2)
+                .unwrap_or(f64::INFINITY)
+        };
+        let (name, values) = by_name
+            .into_iter()
+            .max_by(|a, b| cv(&a.1).total_cmp(&cv(&b.1)))?;
+        Some(Judged { name, values })
+    }
+    /// The value whose growth from the probe's smallest scale gives a cell's per-task bytes (peak:
+    /// `peak_bytes`); `None` when each process's own baseline gives it.
+    fn per_task_growth(&self) -> Option<&'static str> {
+        None
+    }
+    /// Whether the program prints `result` lines, counted per process as batches.
+    fn prints_results(&self) -> bool {
+        false
+    }
+    /// Whether each process gets the bootstrap interval of the median of its batches, listed after
+    /// the kind's tables.
+    fn bootstrap_intervals(&self) -> bool {
+        false
+    }
+    /// Whether a cell's values are flagged when their CV across processes is above
+    /// `protocol.target_cv`.
+    fn flags_target_cv(&self) -> bool {
+        false
     }
     /// Whether the kind's values are times, which an emulated CPU (a guest under TCG) makes
     /// meaningless.
     fn measures_time(&self) -> bool {
         false
     }
+    /// The report's words above the kind's tables: what the values are and their units.
+    fn legend(&self) -> &'static str;
     /// A short account of a measured process for progress lines.
     fn progress(&self, s: &Sample) -> String;
     /// How a process of this kind is measured, one sentence for the report's protocol section.
     fn describe(&self, p: &Protocol) -> String;
 }
 
-struct Steady;
-struct PeakKind;
-struct Timed;
-struct Latency;
-struct Reported;
+/// The measured part of a sample, filled from the sampler's output by the sample's kind; returns
+/// what makes the output unusable, if anything.
+pub fn fill_from_sampler(sample: &mut Sample, out: &SamplerOutput) -> Option<String> {
+    sample.cpus_in_force = out.cpus_in_force.clone();
+    sample.notes = out.notes.clone();
+    sample.kind.measure().fill(sample, out)
+}
 
-const KIB: u64 = 1024;
+/// Decides validity: the sampler ran to the end, exit 0, not OOM-killed, then the kind's own checks
+/// (for steady: completed = expected and RSS readings). `result_keys` are the keys a timed or
+/// latency probe may report (empty: any).
+pub fn judge_validity(sample: &mut Sample, sampler_error: Option<&str>, result_keys: &[String]) {
+    let reason = if let Some(e) = sampler_error {
+        Some(e.to_string())
+    } else if sample.oom_killed {
+        Some("OOM-killed".to_string())
+    } else if sample.exit_code != Some(0) {
+        Some(format!("sampler exited with {:?}", sample.exit_code))
+    } else {
+        sample.kind.measure().invalid(sample, result_keys)
+    };
+    sample.valid = reason.is_none();
+    sample.error = reason.map(|r| with_notes(r, &sample.notes));
+}
 
+/// Why a sample is left out of a run's statistics; `None` when it counts. A sample marked valid is
+/// checked again by its kind ([`Measure::recheck`]). `result_keys` as for [`judge_validity`].
+pub fn left_out(sample: &Sample, result_keys: &[String]) -> Option<String> {
+    if !sample.valid {
+        let why = sample.error.as_deref();
+        return Some(why.unwrap_or("marked invalid, no reason recorded").into());
+    }
+    sample.kind.measure().recheck(sample, result_keys)
+}
+
+/// Notes of the program shown after an invalid sample's reason.
+const NOTES_IN_REASON: usize = 4;
+
+/// `reason; note: …; note: …`: the program's own words after why its sample is invalid (the
+/// first few; how many more there are).
+pub fn with_notes(reason: String, notes: &[String]) -> String {
+    let mut out = reason;
+    for n in notes.iter().take(NOTES_IN_REASON) {
+        out.push_str(&format!("; note: {n}"));
+    }
+    if notes.len() > NOTES_IN_REASON {
+        out.push_str(&format!("; {} more notes", notes.len() - NOTES_IN_REASON));
+    }
+    out
+}
+
+/// `1.23 MiB`, or `-` without a value: sizes in progress lines.
 fn mib(bytes: Option<u64>) -> String {
     bytes.map_or("-".into(), |b| format!("{:.2} MiB", b as f64 / 1048576.0))
 }
 
-/// `--cpus`, `--interval-ms`, `--timeout-s` and `--kind` for the kinds without a handshake.
-fn unmodified_args(kind: &str, p: &Protocol, cpus: &str) -> Vec<String> {
-    let mut args: Vec<String> = vec!["--kind".into(), kind.into()];
-    for (flag, value) in [
-        ("--cpus", cpus.to_string()),
-        ("--interval-ms", p.interval_ms.to_string()),
-        ("--timeout-s", p.timeout_s.to_string()),
-    ] {
-        args.extend([flag.to_string(), value]);
-    }
-    args
-}
-
-/// The `peak` object in bytes, and the process lifetime for the kit's overhead.
-fn fill_peak(s: &mut Sample, out: &SamplerOutput) {
-    let Some(p) = &out.peak else { return };
-    s.peak = Some(Peak {
-        ru_maxrss_bytes: p.ru_maxrss_kib.map(|k| k * KIB),
-        vm_hwm_bytes: p.vm_hwm_kib.map(|k| k * KIB),
-        vm_rss_max_bytes: p.vm_rss_max_kib.map(|k| k * KIB),
-        threads_max: p.threads_max,
-        polls: p.polls,
-        wall_ms: p.wall_ms,
-        user_ms: p.user_ms,
-        sys_ms: p.sys_ms,
-        exit_code: out.exit_code,
-        signal: out.signal,
-        other_lines: out.other_lines,
-    });
-    s.timings.probe_ms = p.wall_ms;
-}
-
-/// Numeric `result` lines; a value that is not a number is a problem named by its key.
-fn fill_results(s: &mut Sample, out: &SamplerOutput) -> Option<String> {
-    let mut problem = None;
-    for line in &out.results {
-        let mut numbers = BTreeMap::new();
-        for (k, v) in line {
-            match v.as_f64() {
-                Some(x) => {
-                    numbers.insert(k.clone(), x);
-                }
-                None => {
-                    problem.get_or_insert(format!("result {k}={v} is not a number"));
-                }
-            }
-        }
-        s.results.push(numbers);
-    }
-    problem
-}
-
-/// No result line, an unknown key, or a value that is not positive (or, with `zero_ok`,
-/// non-negative) and finite.
-fn results_invalid(s: &Sample, keys: &[String], zero_ok: bool) -> Option<String> {
-    if s.results.is_empty() {
-        return Some("the program printed no `result` line".into());
-    }
-    for (k, &v) in s.results.iter().flatten() {
-        if !keys.is_empty() && !keys.contains(k) {
-            return Some(format!(
-                "unknown result key {k:?} (the study declares: {})",
-                keys.join(", ")
-            ));
-        }
-        let fine = v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0));
-        match (fine, zero_ok) {
-            (true, _) => {}
-            (false, true) => return Some(format!("result {k}={v} is not a finite number >= 0")),
-            (false, false) => {
-                return Some(format!("result {k}={v} is not a positive finite number"));
-            }
-        }
-    }
-    None
-}
-
-/// Per key, the median of the process's `result` values.
-fn result_medians(s: &Sample) -> BTreeMap<String, f64> {
-    let mut by_key: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for (k, &v) in s.results.iter().flatten() {
-        by_key.entry(k.clone()).or_default().push(v);
-    }
-    by_key
-        .into_iter()
-        .filter_map(|(k, v)| Some((k, crate::stats::median(&v)?)))
-        .collect()
-}
-
-fn peak_ok(s: &Sample) -> Option<String> {
-    match &s.peak {
-        None => Some("the sampler reported no peak".into()),
-        Some(p) if p.ru_maxrss_bytes.is_none() => Some("no ru_maxrss from wait4".into()),
-        Some(Peak {
-            signal: Some(sig), ..
-        }) => Some(format!("the program was killed by signal {sig}")),
-        Some(p) if p.exit_code != Some(0) => {
-            Some(format!("the program exited with {:?}", p.exit_code))
-        }
-        Some(_) => None,
-    }
-}
-
-impl Measure for Steady {
-    fn name(&self) -> &'static str {
-        "steady"
-    }
-    fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
-        let mut args = Vec::new();
-        for (flag, value) in [
-            ("--cpus", cpus.to_string()),
-            ("--settle-ms", p.settle_ms.to_string()),
-            ("--samples", p.samples.to_string()),
-            ("--interval-ms", p.interval_ms.to_string()),
-            ("--timeout-s", p.timeout_s.to_string()),
-        ] {
-            args.extend([flag.to_string(), value]);
-        }
-        args
-    }
-    fn fill(&self, s: &mut Sample, out: &SamplerOutput) -> Option<String> {
-        sample::fill_steady(s, out);
-        None
-    }
-    fn invalid(&self, s: &Sample, _keys: &[String]) -> Option<String> {
-        sample::steady_invalid(s)
-    }
-    fn values(&self, _s: &Sample) -> BTreeMap<String, f64> {
-        // The steady statistics keep their own fields (rss_median_bytes, per_task_bytes, …).
-        BTreeMap::new()
-    }
-    fn stats(&self) -> &'static [Stat] {
-        &[
-            Stat::RssMedian,
-            Stat::RssRange,
-            Stat::PerTaskBytes,
-            Stat::BaselineMedian,
-            Stat::MetricMedian,
-        ]
-    }
-    fn memory_stat(&self) -> Option<Stat> {
-        Some(Stat::RssMedian)
-    }
-    fn describe(&self, p: &Protocol) -> String {
-        format!(
-            "steady: {} ms after every task is ready, {} RSS readings {} ms apart; a process's RSS \
-             is the median of its readings.",
-            p.settle_ms, p.samples, p.interval_ms
-        )
-    }
-    fn progress(&self, s: &Sample) -> String {
-        format!(
-            "rss={} completed={}/{}",
-            mib(s.rss_median_bytes),
-            s.completed.map_or("-".to_string(), |c| c.to_string()),
-            s.expected
-        )
-    }
-}
-
-impl Measure for PeakKind {
-    fn name(&self) -> &'static str {
-        "peak"
-    }
-    fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
-        unmodified_args("peak", p, cpus)
-    }
-    fn fill(&self, s: &mut Sample, out: &SamplerOutput) -> Option<String> {
-        fill_peak(s, out);
-        None
-    }
-    fn invalid(&self, s: &Sample, _keys: &[String]) -> Option<String> {
-        peak_ok(s)
-    }
-    fn values(&self, s: &Sample) -> BTreeMap<String, f64> {
-        let Some(p) = &s.peak else {
-            return BTreeMap::new();
-        };
-        let bytes = |v: Option<u64>| v.map(|b| b as f64);
-        [
-            ("peak_bytes", bytes(p.peak_bytes())),
-            ("ru_maxrss_bytes", bytes(p.ru_maxrss_bytes)),
-            ("vm_hwm_bytes", bytes(p.vm_hwm_bytes)),
-            ("threads_max", bytes(p.threads_max)),
-            ("wall_ms", p.wall_ms),
-            ("user_ms", p.user_ms),
-            ("sys_ms", p.sys_ms),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| Some((k.to_string(), v?)))
-        .collect()
-    }
-    fn stats(&self) -> &'static [Stat] {
-        &[Stat::PeakMedian, Stat::PeakRange, Stat::PerTaskBytes]
-    }
-    fn memory_stat(&self) -> Option<Stat> {
-        Some(Stat::PeakMedian)
-    }
-    fn describe(&self, p: &Protocol) -> String {
-        format!(
-            "peak: the unmodified program runs to its end; /proc/<pid>/status is polled every {} ms \
-             (VmHWM, VmRSS) and ru_maxrss comes from wait4 at exit (what /usr/bin/time -v calls \
-             \"Maximum resident set size\"); a process's peak is the larger of the two high-water \
-             marks; per task = (peak at N − peak at the smallest scale) ÷ (N − that scale's N).",
-            p.interval_ms
-        )
-    }
-    fn progress(&self, s: &Sample) -> String {
-        let p = s.peak.clone().unwrap_or_default();
-        format!(
-            "peak={} wall={}",
-            mib(p.peak_bytes()),
-            p.wall_ms
-                .map_or("-".into(), |w| format!("{:.2} s", w / 1000.0))
-        )
-    }
-}
-
-impl Measure for Timed {
-    fn measures_time(&self) -> bool {
-        true
-    }
-
-    fn name(&self) -> &'static str {
-        "timed"
-    }
-    fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
-        unmodified_args("timed", p, cpus)
-    }
-    fn fill(&self, s: &mut Sample, out: &SamplerOutput) -> Option<String> {
-        fill_peak(s, out);
-        fill_results(s, out)
-    }
-    fn invalid(&self, s: &Sample, keys: &[String]) -> Option<String> {
-        peak_ok(s).or_else(|| results_invalid(s, keys, false))
-    }
-    fn values(&self, s: &Sample) -> BTreeMap<String, f64> {
-        result_medians(s)
-    }
-    fn stats(&self) -> &'static [Stat] {
-        &[Stat::ResultMedian]
-    }
-    fn describe(&self, _p: &Protocol) -> String {
-        "timed: the program times its own loop and prints `result key=value` lines; a process's \
-         value is the median of its lines, a cell's the median of its processes."
-            .into()
-    }
-    fn progress(&self, s: &Sample) -> String {
-        let parts: Vec<String> = result_medians(s)
-            .iter()
-            .map(|(k, v)| format!("{k}={v:.3}"))
-            .collect();
-        parts.join(" ")
-    }
-}
-
-impl Measure for Latency {
-    fn measures_time(&self) -> bool {
-        true
-    }
-
-    fn name(&self) -> &'static str {
-        "latency"
-    }
-    fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
-        unmodified_args("latency", p, cpus)
-    }
-    fn fill(&self, s: &mut Sample, out: &SamplerOutput) -> Option<String> {
-        fill_peak(s, out);
-        s.latency_ns = out.latency.clone();
-        fill_results(s, out)
-    }
-    fn invalid(&self, s: &Sample, keys: &[String]) -> Option<String> {
-        if s.latency_ns.is_empty() || s.latency_ns.iter().all(|[_, c]| *c == 0) {
-            return Some("the program printed no `latency` line".into());
-        }
-        let no_results = s.results.is_empty();
-        peak_ok(s).or_else(|| {
-            (!no_results)
-                .then(|| results_invalid(s, keys, false))
-                .flatten()
-        })
-    }
-    fn values(&self, s: &Sample) -> BTreeMap<String, f64> {
-        let mut out = result_medians(s);
-        for p in PERCENTILES {
-            if let Some(v) = percentile(&s.latency_ns, *p) {
-                out.insert(percentile_name(*p), v as f64);
-            }
-        }
-        out
-    }
-    fn stats(&self) -> &'static [Stat] {
-        &[Stat::Percentile, Stat::ResultMedian]
-    }
-    fn describe(&self, _p: &Protocol) -> String {
-        "latency: the program prints its latency histogram; percentiles (nearest rank) are \
-         recomputed from it per process, a cell's value is the median of its processes."
-            .into()
-    }
-    fn progress(&self, s: &Sample) -> String {
-        let v = self.values(s);
-        let get = |p: f64| {
-            v.get(&percentile_name(p))
-                .map_or("-".into(), |x| format!("{:.1} µs", x / 1000.0))
-        };
-        format!("p50={} p99={} p99.9={}", get(50.0), get(99.0), get(99.9))
-    }
-}
-
-impl Measure for Reported {
-    fn name(&self) -> &'static str {
-        "reported"
-    }
-    fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
-        // The sampler runs it exactly as a timed program: it only collects the lines.
-        unmodified_args("timed", p, cpus)
-    }
-    fn fill(&self, s: &mut Sample, out: &SamplerOutput) -> Option<String> {
-        fill_peak(s, out);
-        fill_results(s, out)
-    }
-    fn invalid(&self, s: &Sample, keys: &[String]) -> Option<String> {
-        peak_ok(s).or_else(|| results_invalid(s, keys, true))
-    }
-    fn values(&self, s: &Sample) -> BTreeMap<String, f64> {
-        result_medians(s)
-    }
-    fn stats(&self) -> &'static [Stat] {
-        &[Stat::ResultMedian]
-    }
-    fn describe(&self, _p: &Protocol) -> String {
-        "reported: the program prints `result key=value` lines with values it computes itself \
-         (sizes, counts, limits; not times); a process's value is the median of its lines, a \
-         cell's the median of its processes."
-            .into()
-    }
-    fn progress(&self, s: &Sample) -> String {
-        Timed.progress(s)
-    }
-}
-
-/// Percentiles every latency cell reports.
-pub const PERCENTILES: &[f64] = &[50.0, 90.0, 99.0, 99.9];
-
-/// The name of a percentile's value in a cell's statistics (`p99_ns`, `p99.9_ns`).
-pub fn percentile_name(p: f64) -> String {
-    let text = format!("{p}");
-    format!("p{text}_ns")
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let h = [[30, 1], [10, 98], [20, 1]];
-        assert_eq!(percentile(&h, 50.0), Some(10));
-        assert_eq!(percentile(&h, 99.0), Some(20));
-        assert_eq!(percentile(&h, 99.9), Some(30));
-        assert_eq!(percentile(&[], 50.0), None);
-        // 1000 values 1..=1000: P99.9 is the 999th, P99 the 990th, P50 the 500th.
-        let h: Vec<[u64; 2]> = (1..=1000).map(|v| [v, 1]).collect();
-        assert_eq!(percentile(&h, 99.9), Some(999));
-        assert_eq!(percentile(&h, 99.0), Some(990));
-        assert_eq!(percentile(&h, 50.0), Some(500));
-        let h: Vec<[u64; 2]> = (1..=100_000).map(|v| [v, 1]).collect();
-        assert_eq!(percentile(&h, 99.9), Some(99_900));
-        assert_eq!(percentile_name(99.9), "p99.9_ns");
-        assert_eq!(percentile_name(50.0), "p50_ns");
-    }
-
-    #[test]
-    fn timed_results_are_checked() {
-        let mut s = crate::study::sample::fixture::samples()[0].clone();
-        s.kind = Kind::Timed;
-        s.peak = Some(Peak {
-            ru_maxrss_bytes: Some(1),
-            exit_code: Some(0),
-            ..Peak::default()
-        });
-        let keys = vec!["ns_per_op".to_string()];
-        assert!(
-            Timed
-                .invalid(&s, &keys)
-                .unwrap()
-                .contains("no `result` line")
-        );
-        s.results = vec![BTreeMap::from([("ns_per_op".into(), 2.0)])];
-        assert_eq!(Timed.invalid(&s, &keys), None);
-        s.results.push(BTreeMap::from([("ns_per_op".into(), 0.0)]));
-        assert!(
-            Timed
-                .invalid(&s, &keys)
-                .unwrap()
-                .contains("positive finite")
-        );
-        s.results[1] = BTreeMap::from([("bogus".into(), 1.0)]);
-        assert!(
-            Timed
-                .invalid(&s, &keys)
-                .unwrap()
-                .contains("unknown result key")
-        );
-        s.results.pop();
-        s.results.push(BTreeMap::from([("ns_per_op".into(), 4.0)]));
-        assert_eq!(Timed.values(&s)["ns_per_op"], 3.0);
-    }
-
-    #[test]
-    fn reported_results_may_be_zero_but_not_negative() {
-        let mut s = crate::study::sample::fixture::samples()[0].clone();
-        s.kind = Kind::Reported;
-        s.peak = Some(Peak {
-            ru_maxrss_bytes: Some(1),
-            exit_code: Some(0),
-            ..Peak::default()
-        });
-        let keys = vec!["syscalls_per_switch".to_string()];
-        assert!(
-            Reported
-                .invalid(&s, &keys)
-                .unwrap()
-                .contains("no `result` line")
-        );
-        s.results = vec![BTreeMap::from([("syscalls_per_switch".into(), 0.0)])];
-        assert_eq!(Reported.invalid(&s, &keys), None, "zero is a value");
-        assert_eq!(Reported.values(&s)["syscalls_per_switch"], 0.0);
-        s.results[0] = BTreeMap::from([("syscalls_per_switch".into(), -1.0)]);
-        assert!(Reported.invalid(&s, &keys).unwrap().contains(">= 0"));
-        s.results[0] = BTreeMap::from([("syscalls_per_switch".into(), f64::INFINITY)]);
-        assert!(Reported.invalid(&s, &keys).unwrap().contains(">= 0"));
-        s.results[0] = BTreeMap::from([("other".into(), 1.0)]);
-        assert!(
-            Reported
-                .invalid(&s, &keys)
-                .unwrap()
-                .contains("unknown result key")
-        );
-        assert_eq!(Reported.invalid(&s, &[]), None, "no declared keys: any key");
-        let args = Reported.sampler_args(&crate::study::Study::default_study().protocol, "0");
-        assert_eq!(args[..2], ["--kind".to_string(), "timed".to_string()]);
-    }
-
-    #[test]
-    fn kinds_round_trip_by_name() {
-        for k in [
-            Kind::Steady,
-            Kind::Peak,
-            Kind::Timed,
-            Kind::Latency,
-            Kind::Reported,
-        ] {
-            let yaml = serde_yaml::to_string(&k).unwrap();
-            assert_eq!(yaml.trim(), k.name());
-            assert_eq!(serde_yaml::from_str::<Kind>(&yaml).unwrap(), k);
-        }
-        assert!(serde_yaml::from_str::<Kind>("bogus").is_err());
-    }
-}
+mod tests;

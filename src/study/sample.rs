@@ -1,5 +1,8 @@
 //! The raw sample: one JSON object per probe process, appended to `samples.jsonl` the moment it is
 //! measured. This struct *is* the file format; every field says its unit.
+//!
+//! The record is the bottom of the study floor: it names its kind ([`Kind`]) but knows nothing of
+//! what a kind does; `study::kind` fills, checks and reads samples through each kind's `Measure`.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -9,7 +12,30 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::study::kind::Kind;
+/// The kind of measurement of a probe (`kind:` in a study, `kind` in a sample). Only the name: what
+/// each kind does is its `Measure`, which `Kind::measure` (`study::kind`) looks up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// The handshake protocol: RSS of parked tasks.
+    #[default]
+    Steady,
+    /// Peak memory of an unmodified program.
+    Peak,
+    /// Time per operation, from the program's `result` lines.
+    Timed,
+    /// Latency percentiles, from the program's histogram.
+    Latency,
+    /// Values the program computes itself (sizes, counts, limits), from its `result` lines.
+    Reported,
+}
+
+impl Kind {
+    /// For `skip_serializing_if`: steady is the default and is not written.
+    pub fn is_steady(&self) -> bool {
+        *self == Self::default()
+    }
+}
 
 /// One probe process, measured once. Memory is in bytes, times in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -192,13 +218,11 @@ impl Sample {
                 .is_some_and(|e| e.starts_with(UNAVAILABLE))
     }
 
-    /// The process's memory as its kind measures it: steady, the median RSS with every task parked;
-    /// peak and the others, the peak (see [`Peak::peak_bytes`]). Bytes.
-    pub fn memory_bytes(&self) -> Option<u64> {
-        match self.kind {
-            Kind::Steady => self.rss_median_bytes,
-            _ => self.peak.as_ref()?.peak_bytes(),
-        }
+    /// The median of the process's RSS readings, recomputed from `rss_bytes`, bytes; `None`
+    /// without a reading. (The stored `rss_median_bytes` is the same value, truncated.)
+    pub fn rss_median(&self) -> Option<f64> {
+        let readings: Vec<f64> = self.rss_bytes.iter().map(|&b| b as f64).collect();
+        crate::stats::median(&readings)
     }
 
     /// The cell of the study matrix this sample fills.
@@ -322,100 +346,6 @@ pub struct Reading {
     pub threads: u64,
 }
 
-/// The measured part of a sample, filled from the sampler's output by the sample's kind; returns
-/// what makes the output unusable, if anything.
-pub fn fill_from_sampler(sample: &mut Sample, out: &SamplerOutput) -> Option<String> {
-    sample.cpus_in_force = out.cpus_in_force.clone();
-    sample.notes = out.notes.clone();
-    sample.kind.measure().fill(sample, out)
-}
-
-/// The steady kind's fields, from the handshake protocol's readings and lines.
-pub fn fill_steady(sample: &mut Sample, out: &SamplerOutput) {
-    const KIB: u64 = 1024;
-    sample.baseline_rss_bytes = out.baseline.as_ref().map(|b| b.vm_rss_kib * KIB);
-    sample.rss_bytes = out.samples.iter().map(|r| r.vm_rss_kib * KIB).collect();
-    // The mean of the two middle readings, truncated, for an even count.
-    let readings: Vec<f64> = sample.rss_bytes.iter().map(|&b| b as f64).collect();
-    sample.rss_median_bytes = crate::stats::median(&readings).map(|m| m as u64);
-    sample.per_task_bytes = match (sample.rss_median_bytes, sample.baseline_rss_bytes) {
-        (Some(m), Some(b)) if sample.tasks > 0 => Some((m as f64 - b as f64) / sample.tasks as f64),
-        _ => None,
-    };
-    if let Some(last) = out.samples.last() {
-        sample.vm_hwm_bytes = Some(last.vm_hwm_kib * KIB);
-        sample.rss_anon_bytes = Some(last.rss_anon_kib * KIB);
-        sample.rss_file_bytes = Some(last.rss_file_kib * KIB);
-        sample.threads = Some(last.threads);
-    }
-    sample.completed = out
-        .done
-        .get("completed")
-        .and_then(serde_json::Value::as_u64);
-    for (k, v) in out.ready.iter().chain(out.done.iter()) {
-        if let Some(x) = v.as_f64() {
-            sample.metrics.insert(k.clone(), x);
-        }
-    }
-    let t = |k: &str| out.timings_ms.get(k).copied().flatten();
-    sample.timings.spawn_ms = t("spawn");
-    sample.timings.measure_ms = t("measure");
-    sample.timings.release_ms = t("release");
-    sample.timings.probe_ms = t("probe");
-}
-
-/// Decides validity: the sampler ran to the end, exit 0, not OOM-killed, then the kind's own checks
-/// (for steady: completed = expected and RSS readings). `result_keys` are the keys a timed or
-/// latency probe may report (empty: any).
-pub fn judge_validity(sample: &mut Sample, sampler_error: Option<&str>, result_keys: &[String]) {
-    let reason = if let Some(e) = sampler_error {
-        Some(e.to_string())
-    } else if sample.oom_killed {
-        Some("OOM-killed".to_string())
-    } else if sample.exit_code != Some(0) {
-        Some(format!("sampler exited with {:?}", sample.exit_code))
-    } else {
-        sample.kind.measure().invalid(sample, result_keys)
-    };
-    sample.valid = reason.is_none();
-    sample.error = reason.map(|r| with_notes(r, &sample.notes));
-}
-
-/// Notes of the program shown after an invalid sample's reason.
-const NOTES_IN_REASON: usize = 4;
-
-/// `reason; note: …; note: …`: the program's own words after why its sample is invalid (the
-/// first few; how many more there are).
-pub fn with_notes(reason: String, notes: &[String]) -> String {
-    let mut out = reason;
-    for n in notes.iter().take(NOTES_IN_REASON) {
-        out.push_str(&format!("; note: {n}"));
-    }
-    if notes.len() > NOTES_IN_REASON {
-        out.push_str(&format!("; {} more notes", notes.len() - NOTES_IN_REASON));
-    }
-    out
-}
-
-/// The steady kind's checks: every task was created (a `ready` line's `created=K`, when the probe
-/// reports it), every task completed, and RSS was read.
-pub fn steady_invalid(sample: &Sample) -> Option<String> {
-    let created = sample.metrics.get("created").copied();
-    if let Some(k) = created.filter(|&k| k < sample.expected as f64) {
-        // The probe went on with the K it had: `completed=K` says nothing more.
-        Some(format!("created {k} of {} tasks", sample.expected))
-    } else if sample.completed != Some(sample.expected) {
-        Some(format!(
-            "completed {:?} of {} tasks",
-            sample.completed, sample.expected
-        ))
-    } else if sample.rss_bytes.is_empty() || sample.baseline_rss_bytes.is_none() {
-        Some("no RSS readings".to_string())
-    } else {
-        None
-    }
-}
-
 impl Sample {
     /// The seed of this sample's bootstrap intervals: the first 8 bytes of
     /// sha256(`run_id/probe/tasks/repeat`), so the same `samples.jsonl` always gives the same intervals.
@@ -448,63 +378,6 @@ pub mod fixture {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn steady(created: Option<f64>, completed: u64, notes: &[&str]) -> Sample {
-        let mut s = crate::study::sample::fixture::samples()[0].clone();
-        (s.tasks, s.expected, s.completed) = (10, 10, Some(completed));
-        s.metrics.clear();
-        if let Some(k) = created {
-            s.metrics.insert("created".into(), k);
-        }
-        s.notes = notes.iter().map(|n| n.to_string()).collect();
-        s.exit_code = Some(0);
-        s
-    }
-
-    #[test]
-    fn fewer_created_than_asked_is_one_reason_with_the_notes() {
-        let mut s = steady(
-            Some(3.0),
-            3,
-            &["pthread_create failed: EAGAIN", "limit: pids.max 3"],
-        );
-        judge_validity(&mut s, None, &[]);
-        assert!(!s.valid);
-        assert_eq!(
-            s.error.as_deref(),
-            Some(
-                "created 3 of 10 tasks; note: pthread_create failed: EAGAIN; \
-                 note: limit: pids.max 3"
-            )
-        );
-        let mut s = steady(Some(10.0), 10, &["all fine"]);
-        judge_validity(&mut s, None, &[]);
-        assert!(s.valid, "{:?}", s.error);
-        let mut s = steady(None, 9, &[]);
-        judge_validity(&mut s, None, &[]);
-        assert_eq!(s.error.as_deref(), Some("completed Some(9) of 10 tasks"));
-        let notes: Vec<String> = (0..6).map(|i| format!("n{i}")).collect();
-        assert_eq!(
-            with_notes("x".into(), &notes),
-            "x; note: n0; note: n1; note: n2; note: n3; 2 more notes"
-        );
-    }
-
-    #[test]
-    fn notes_come_from_the_sampler_and_round_trip() {
-        let out: SamplerOutput =
-            serde_json::from_str(r#"{"notes":["a b","c"],"exit_code":0}"#).unwrap();
-        let mut s = crate::study::sample::fixture::samples()[0].clone();
-        assert!(
-            !serde_json::to_string(&s).unwrap().contains("\"notes\""),
-            "no notes, no field"
-        );
-        fill_from_sampler(&mut s, &out);
-        assert_eq!(s.notes, ["a b", "c"]);
-        let line = serde_json::to_string(&s).unwrap();
-        let back: Sample = serde_json::from_str(&line).unwrap();
-        assert_eq!(back.notes, s.notes);
-    }
 
     #[test]
     fn malformed_lines_are_named_not_dropped() {

@@ -1,65 +1,77 @@
-//! The results tables of the kinds other than steady: per scale, a row per probe with every value the
-//! kind records per process — its median over processes, range and CV — and the per-task value.
+//! The results tables, one section per kind of the study in kind order: the kind's legend, then a
+//! table per scale of its cells. The kind says where its cells keep their statistics
+//! ([`Fields`]), and so which table shows them: the RSS fields (steady) in a row of process
+//! medians, median, range, CV, per task and metrics; the others, a row per probe with every value
+//! the kind records per process — its median over processes, range and CV — and the per-task value.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use crate::outputs::report::number::{cell_text, grouped, mib};
+use crate::outputs::report::number::{self, cell_text, grouped, mib};
 use crate::outputs::summary::{Cell, Spread, Summary};
-use crate::study::Study;
-use crate::study::kind::Kind;
+use crate::study::kind::{Fields, Kind};
+use crate::study::{Study, Unit};
 
-/// One table per kind and scale, for every cell that is not steady; empty when there is none.
+/// Every kind's section, in kind order; empty for a study without probes.
 pub fn tables(study: &Study, summary: &Summary) -> String {
-    let kinds: BTreeSet<Kind> = study
-        .probes
-        .iter()
-        .map(|p| p.kind)
-        .filter(|k| *k != Kind::Steady)
-        .collect();
+    let kinds: BTreeSet<Kind> = study.probes.iter().map(|p| p.kind).collect();
     let mut out = String::new();
     for kind in kinds {
-        let _ = writeln!(out, "\n### {} kind\n", kind.name());
-        out.push_str(legend(kind));
-        for tasks in study.all_scales() {
-            let cells: Vec<&Cell> = summary
-                .cells
-                .iter()
-                .filter(|c| c.kind == kind && c.tasks == tasks)
-                .collect();
-            if cells.is_empty() {
-                continue;
-            }
-            let target = study.protocol.target_cv;
-            out.push_str(&table(tasks, &cells, summary, target));
-            if kind == Kind::Timed {
-                out.push_str(&precision(&cells));
-            }
-            out.push_str(&probe_notes(&cells));
-        }
+        out.push_str(&match kind.measure().fields() {
+            Fields::Rss => rss_section(kind, study, summary),
+            Fields::Stats => stats_section(kind, study, summary),
+        });
     }
     out
 }
 
-fn legend(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Peak => {
-            "A process's peak is the larger of `ru_maxrss` (from wait4 at exit) and the largest \
-             VmHWM seen while polling; both are listed. Values are medians over processes (range, \
-             CV); MiB = 1,048,576 bytes; times in ms. Per task = (peak at N − peak at the smallest \
-             scale) ÷ (N − that N).\n"
+/// A kind whose cells keep RSS fields: its legend, then a table per scale, without a heading of
+/// its own (the results section opens with it).
+fn rss_section(kind: Kind, study: &Study, summary: &Summary) -> String {
+    let mut out = kind.measure().legend().to_string();
+    for tasks in study.all_scales() {
+        let cells = cells_of(summary, kind, tasks);
+        if cells.is_empty() {
+            continue;
         }
-        Kind::Timed => {
-            "Each value is the median over processes of each process's own value (range, CV); \
-             times in the unit their name says. Batches: `result` lines per process. A process's \
-             interval is the bootstrap 95 % interval of the median of its batches (2000 \
-             resamples, seeded from the sample). ⚠ marks a CV above `protocol.target_cv`.\n"
+        let _ = writeln!(out, "\n### {} tasks\n", grouped(tasks as f64, 0));
+        out.push_str("| Probe | Valid | Process medians (MiB) | Median | Min | Max | CV | Per task | Metrics (median) |\n");
+        out.push_str("|---|--:|---|--:|--:|--:|--:|--:|---|\n");
+        for cell in &cells {
+            out.push_str(&cell_row(cell, summary.processes_of(cell)));
         }
-        _ => {
-            "Each value is the median over processes of each process's own value (range, CV); \
-             times in the unit their name says.\n"
-        }
+        out.push_str(&probe_notes(&cells));
     }
+    out
+}
+
+/// A kind whose cells keep their values in `stats`: a heading and its legend, then per scale a
+/// table, each process's batches and intervals when the kind has them, and the programs' notes.
+fn stats_section(kind: Kind, study: &Study, summary: &Summary) -> String {
+    let measure = kind.measure();
+    let mut out = format!("\n### {} kind\n\n{}", kind.name(), measure.legend());
+    for tasks in study.all_scales() {
+        let cells = cells_of(summary, kind, tasks);
+        if cells.is_empty() {
+            continue;
+        }
+        let target = study.protocol.target_cv;
+        out.push_str(&table(tasks, &cells, summary, target));
+        if measure.bootstrap_intervals() {
+            out.push_str(&precision(&cells));
+        }
+        out.push_str(&probe_notes(&cells));
+    }
+    out
+}
+
+/// The cells of a kind at one scale, in summary order.
+fn cells_of(summary: &Summary, kind: Kind, tasks: u64) -> Vec<&Cell> {
+    summary
+        .cells
+        .iter()
+        .filter(|c| c.kind == kind && c.tasks == tasks)
+        .collect()
 }
 
 fn table(tasks: u64, cells: &[&Cell], summary: &Summary, target_cv: Option<f64>) -> String {
@@ -97,7 +109,7 @@ fn table(tasks: u64, cells: &[&Cell], summary: &Summary, target_cv: Option<f64>)
     out
 }
 
-/// Timed cells: per process, its batches and the bootstrap interval of each key's median.
+/// Per process, its batches and the bootstrap interval of each key's median.
 fn precision(cells: &[&Cell]) -> String {
     let mut out = String::new();
     for c in cells.iter().filter(|c| !c.processes.is_empty()) {
@@ -182,4 +194,54 @@ pub(crate) fn probe_notes(cells: &[&Cell]) -> String {
         );
     }
     out
+}
+
+fn cell_row(c: &Cell, repeats: usize) -> String {
+    let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "—".into(), f);
+    let processes: Vec<String> = c
+        .processes
+        .iter()
+        .filter_map(|p| Some(format!("r{} {}", p.repeat, mib(p.rss_median_bytes?))))
+        .collect();
+    let metrics: Vec<String> = c
+        .metrics
+        .iter()
+        .map(|(name, m)| {
+            let share = if m.count < c.valid {
+                format!(" ({} of {})", m.count, c.valid)
+            } else {
+                String::new()
+            };
+            format!("{name} {}{share}", metric_value(name, m.median))
+        })
+        .collect();
+    format!(
+        "| {} | {} of {repeats} | {} | {} | {} | {} | {} | {} | {} |\n",
+        c.probe,
+        c.valid,
+        if processes.is_empty() {
+            "—".into()
+        } else {
+            processes.join("; ")
+        },
+        opt(c.rss_median_bytes, &mib),
+        opt(c.rss_min_bytes, &mib),
+        opt(c.rss_max_bytes, &mib),
+        opt(c.rss_cv, &|v| format!("{} %", grouped(v * 100.0, 2))),
+        opt(c.per_task_bytes, &|v| number::value(v, Unit::B)),
+        if metrics.is_empty() {
+            "—".into()
+        } else {
+            metrics.join("; ")
+        },
+    )
+}
+
+/// Metrics named `*_bytes` in MiB; others as plain numbers.
+fn metric_value(name: &str, v: f64) -> String {
+    if name.ends_with("_bytes") {
+        format!("{} MiB", mib(v))
+    } else {
+        grouped(v, if v.fract() == 0.0 { 0 } else { 2 })
+    }
 }

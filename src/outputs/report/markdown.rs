@@ -5,15 +5,14 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::outputs::report::kinds::probe_notes;
 use crate::outputs::report::number::{self, cell_text, grouped, mib};
-use crate::outputs::report::{Format, ReportInput};
-use crate::outputs::summary::{Cell, Summary};
+use crate::outputs::report::{Format, ReportInput, kinds};
+use crate::outputs::summary::Summary;
 use crate::outputs::verdict::Verdict;
 use crate::run::warning::{Touches, Warning};
 use crate::study::kind::Kind;
 use crate::study::sample::Sample;
-use crate::study::{Order, Study, Unit};
+use crate::study::{Order, Study};
 
 /// `report.md`.
 pub struct Markdown;
@@ -224,18 +223,16 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
     );
     let kinds: std::collections::BTreeSet<Kind> = study.probes.iter().map(|p| p.kind).collect();
     for kind in kinds {
-        if kind == Kind::Steady {
-            let _ = writeln!(
-                out,
-                "- RSS: {} ms after every task is ready, {} readings {} ms apart; a process's RSS is the median of its readings.",
-                p.settle_ms, p.samples, p.interval_ms
-            );
-        } else {
-            let _ = writeln!(out, "- {}", kind.measure().describe(p));
-        }
+        let _ = writeln!(out, "- {}", kind.measure().describe(p));
     }
     let _ = writeln!(out, "- Timeout: {} s per process.\n", p.timeout_s);
-    out.push_str(
+    out.push_str(&probe_table(study));
+    out
+}
+
+/// What each probe runs: image, program, arguments, environment and CPUs.
+fn probe_table(study: &Study) -> String {
+    let mut out = String::from(
         "| Probe | Image | Program | Arguments | Environment | CPUs |\n|---|---|---|---|---|---|\n",
     );
     let code = |text: &str| {
@@ -278,84 +275,8 @@ fn results(study: &Study, summary: &Summary, warnings: &[Warning]) -> String {
         );
     }
     out.push_str("![Memory per scale: a dot per process, a bar at the median](figure.svg)\n\n");
-    if study.probes.iter().any(|p| p.kind == Kind::Steady) {
-        out.push_str(
-            "RSS in MiB (1 MiB = 1,048,576 bytes). CV is the population standard deviation of the ",
-        );
-        out.push_str("process medians ÷ their mean. Per task is the median over processes of (RSS − baseline), ÷ tasks.\n");
-        let scales = study.all_scales();
-        let steady = |c: &&Cell| c.kind == Kind::Steady;
-        for tasks in scales {
-            let cells: Vec<&Cell> = summary
-                .cells
-                .iter()
-                .filter(steady)
-                .filter(|c| c.tasks == tasks)
-                .collect();
-            if cells.is_empty() {
-                continue;
-            }
-            let _ = writeln!(out, "\n### {} tasks\n", grouped(tasks as f64, 0));
-            out.push_str("| Probe | Valid | Process medians (MiB) | Median | Min | Max | CV | Per task | Metrics (median) |\n");
-            out.push_str("|---|--:|---|--:|--:|--:|--:|--:|---|\n");
-            for cell in &cells {
-                out.push_str(&cell_row(cell, summary.processes_of(cell)));
-            }
-            out.push_str(&probe_notes(&cells));
-        }
-    }
-    out.push_str(&crate::outputs::report::kinds::tables(study, summary));
+    out.push_str(&kinds::tables(study, summary));
     out
-}
-
-fn cell_row(c: &Cell, repeats: usize) -> String {
-    let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "—".into(), f);
-    let processes: Vec<String> = c
-        .processes
-        .iter()
-        .filter_map(|p| Some(format!("r{} {}", p.repeat, mib(p.rss_median_bytes?))))
-        .collect();
-    let metrics: Vec<String> = c
-        .metrics
-        .iter()
-        .map(|(name, m)| {
-            let share = if m.count < c.valid {
-                format!(" ({} of {})", m.count, c.valid)
-            } else {
-                String::new()
-            };
-            format!("{name} {}{share}", metric_value(name, m.median))
-        })
-        .collect();
-    format!(
-        "| {} | {} of {repeats} | {} | {} | {} | {} | {} | {} | {} |\n",
-        c.probe,
-        c.valid,
-        if processes.is_empty() {
-            "—".into()
-        } else {
-            processes.join("; ")
-        },
-        opt(c.rss_median_bytes, &mib),
-        opt(c.rss_min_bytes, &mib),
-        opt(c.rss_max_bytes, &mib),
-        opt(c.rss_cv, &|v| format!("{} %", grouped(v * 100.0, 2))),
-        opt(c.per_task_bytes, &|v| number::value(v, Unit::B)),
-        if metrics.is_empty() {
-            "—".into()
-        } else {
-            metrics.join("; ")
-        },
-    )
-}
-
-/// Metrics named `*_bytes` in MiB; others as plain numbers.
-fn metric_value(name: &str, v: f64) -> String {
-    if name.ends_with("_bytes") {
-        format!("{} MiB", mib(v))
-    } else {
-        grouped(v, if v.fract() == 0.0 { 0 } else { 2 })
-    }
 }
 
 /// Processes on demand: per cell the processes it ran and the CV it reached, against the target.

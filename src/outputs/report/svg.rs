@@ -7,6 +7,7 @@
 
 mod published;
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use anyhow::Result;
@@ -14,8 +15,8 @@ use anyhow::Result;
 use crate::outputs::report::number::{GIB, MIB, grouped, scale_label};
 use crate::outputs::report::{Format, ReportInput};
 use crate::outputs::summary::{Cell, Memory, Summary};
-use crate::study::Stat;
 use crate::study::kind::Kind;
+use crate::study::{Stat, Study};
 
 /// `figure.svg`.
 pub struct Figure;
@@ -42,7 +43,7 @@ impl Format for Figure {
         let probes: Vec<(&str, Stat)> = study
             .probes
             .iter()
-            .filter_map(|p| Some((p.id.as_str(), p.kind.measure().memory_stat()?)))
+            .filter_map(|p| Some((p.id.as_str(), p.kind.measure().memory()?.stat)))
             .collect();
         let scales: Vec<u64> = study
             .all_scales()
@@ -81,18 +82,10 @@ impl Format for Figure {
             "{}",
             text(MARGIN + 4.0, 26.0, 17, "start", "bold", &study.title)
         );
-        let peak = study.probes.iter().any(|p| p.kind == Kind::Peak);
-        let sub = if peak {
-            "Peak RSS of each process (ru_maxrss or polled VmHWM). Dot: one process; bar: median of the \
-             processes. Lower is better."
-        } else {
-            "Process RSS with every task parked. Dot: one process (median of its readings); \
-             bar: median of the processes. Lower is better."
-        };
         let _ = writeln!(
             out,
             "{}",
-            text(MARGIN + 4.0, 48.0, 12, "start", "normal", sub)
+            text(MARGIN + 4.0, 48.0, 12, "start", "normal", caption(study))
         );
         let ids: Vec<&str> = probes.iter().map(|(p, _)| *p).collect();
         for (i, (&tasks, marks)) in scales.iter().zip(&marks).enumerate() {
@@ -106,6 +99,18 @@ impl Format for Figure {
         out.push_str("</svg>\n");
         Ok(out.into_bytes())
     }
+}
+
+/// What the dots and bars are: the caption of the study's memory figure, the later kind's when
+/// kinds with one mix (peak over steady); the default kind's when no probe has one.
+fn caption(study: &Study) -> &'static str {
+    let kinds: BTreeSet<Kind> = study.probes.iter().map(|p| p.kind).collect();
+    kinds
+        .into_iter()
+        .rev()
+        .chain([Kind::default()])
+        .find_map(|k| k.measure().memory())
+        .map_or("", |m| m.caption)
 }
 
 /// The y axis of a panel: unit name, bytes per unit, top value and tick step (in the unit).
@@ -172,6 +177,24 @@ pub(crate) struct Plot {
 }
 
 impl Plot {
+    /// The plot area of the panel at (`x0`, `y0`), its axis up to the largest measured value of
+    /// `cells` — and the published values too, however far they are from the measured ones.
+    fn of_panel(x0: f64, y0: f64, cells: &[Option<&Cell>], marks: &published::Marks) -> Self {
+        let max = cells
+            .iter()
+            .flatten()
+            .filter_map(|c| c.memory().map(|m| m.max))
+            .chain(marks.iter().flatten().map(|(_, bytes)| *bytes))
+            .fold(0.0, f64::max);
+        Plot {
+            left: x0 + PLOT[0],
+            right: x0 + PLOT[1],
+            top: y0 + PLOT[2],
+            bottom: y0 + PLOT[3],
+            axis: Axis::new(max),
+        }
+    }
+
     /// The y pixel of a value in bytes.
     pub(crate) fn y(&self, bytes: f64) -> f64 {
         self.bottom - (bytes / self.axis.per_unit / self.axis.top) * (self.bottom - self.top)
@@ -187,20 +210,7 @@ fn panel(
     summary: &Summary,
 ) -> String {
     let cells: Vec<Option<&Cell>> = probes.iter().map(|p| summary.cell(p, tasks)).collect();
-    // The axis reaches the published values too, however far they are from the measured ones.
-    let max = cells
-        .iter()
-        .flatten()
-        .filter_map(|c| c.memory().map(|m| m.max))
-        .chain(marks.iter().flatten().map(|(_, bytes)| *bytes))
-        .fold(0.0, f64::max);
-    let plot = Plot {
-        left: x0 + PLOT[0],
-        right: x0 + PLOT[1],
-        top: y0 + PLOT[2],
-        bottom: y0 + PLOT[3],
-        axis: Axis::new(max),
-    };
+    let plot = Plot::of_panel(x0, y0, &cells, marks);
     let mut out = format!("<g class=\"panel\" data-tasks=\"{tasks}\">\n");
     let title = format!("{} tasks", scale_label(tasks));
     let _ = writeln!(

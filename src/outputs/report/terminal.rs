@@ -3,11 +3,10 @@
 use std::fmt::Write as _;
 
 use crate::outputs::report::number;
-use crate::outputs::summary::Summary;
+use crate::outputs::summary::{Cell, Summary};
 use crate::outputs::verdict::Verdict;
 use crate::run::warning::Warning;
 use crate::study::Study;
-use crate::study::kind::Kind;
 
 const HEADER: [&str; 7] = [
     "CLAIM",
@@ -43,13 +42,12 @@ pub fn verdict_table(verdicts: &[Verdict]) -> String {
     out
 }
 
-/// Each timed and latency cell's CV across processes, per key, flagged when above
-/// `protocol.target_cv`; empty when the study has no such cell.
+/// Each cell of a kind that flags its CV (timed, latency): its CV across processes, per key,
+/// flagged when above `protocol.target_cv`; empty when the study has no such cell.
 pub fn timed_precision(study: &Study, summary: &Summary) -> String {
     let target = study.protocol.target_cv;
     let mut out = String::new();
-    let precise =
-        |c: &&crate::outputs::summary::Cell| matches!(c.kind, Kind::Timed | Kind::Latency);
+    let precise = |c: &&Cell| c.kind.measure().flags_target_cv();
     for c in summary.cells.iter().filter(precise) {
         let flagged = c.above_target_cv(target);
         for (key, s) in &c.stats {
@@ -174,7 +172,7 @@ mod tests {
         let mut summary = fixture::summary();
         assert_eq!(timed_precision(&study, &summary), "", "no timed cell");
         let c = &mut summary.cells[0];
-        c.kind = Kind::Timed;
+        c.kind = crate::study::kind::Kind::Timed;
         c.stats.insert(
             "ns".into(),
             crate::outputs::summary::Spread::of(vec![10.0, 12.0]).unwrap(),

@@ -2,6 +2,8 @@
 //! comparison of two runs judges it, and processes on demand (`repeats`) stop when it agrees.
 
 use super::Cell;
+use crate::study::kind::Kind;
+use crate::study::sample::Sample;
 
 /// The headline of a cell: the statistic's name and the value of each valid process.
 pub struct Headline {
@@ -19,16 +21,13 @@ pub struct Headline {
 impl Headline {
     /// The kind's headline: its memory figure for a memory kind, else its first statistic by name.
     pub fn of(cell: &Cell) -> Option<Headline> {
-        if let Some(memory) = cell.memory() {
-            let name = match cell.kind {
-                crate::study::kind::Kind::Steady => "rss_median_bytes",
-                _ => "peak_bytes",
-            };
+        let figure = cell.kind.measure().memory();
+        if let Some((memory, figure)) = cell.memory().zip(figure) {
             return Some(Headline {
-                name: name.into(),
+                name: figure.name.into(),
                 value: memory.median,
                 values: memory.each.iter().map(|(_, v)| *v).collect(),
-                stat: cell.kind.measure().memory_stat(),
+                stat: Some(figure.stat),
             });
         }
         let (name, spread) = cell.stats.iter().next()?;
@@ -40,27 +39,16 @@ impl Headline {
         })
     }
 
-    /// What processes on demand judge: the memory figure of a memory kind, else the least precise
-    /// of the kind's statistics (the largest CV across processes), so that a constant count cannot
-    /// stand for a spread timing.
-    pub fn judged(cell: &Cell) -> Option<Headline> {
-        if cell.memory().is_some() {
-            return Headline::of(cell);
-        }
-        let cv = |values: &[f64]| {
-            crate::stats::cv(values)
-                .filter(|_| values.len() >= 2)
-                .unwrap_or(f64::INFINITY)
-        };
-        let (name, spread) = cell
-            .stats
-            .iter()
-            .max_by(|a, b| cv(&a.1.values).total_cmp(&cv(&b.1.values)))?;
+    /// What processes on demand judge for a cell of `kind`, from its valid samples: the kind's own
+    /// choice ([`crate::study::kind::Measure::judged`]), which the run's rounds ask too.
+    pub fn judged(kind: Kind, valid: &[&Sample]) -> Option<Headline> {
+        let judged = kind.measure().judged(valid)?;
+        let figure = kind.measure().memory().filter(|f| f.name == judged.name);
         Some(Headline {
-            name: name.clone(),
-            value: spread.median,
-            values: spread.values.clone(),
-            stat: None,
+            value: crate::stats::median(&judged.values)?,
+            stat: figure.map(|f| f.stat),
+            name: judged.name,
+            values: judged.values,
         })
     }
 

@@ -31,15 +31,16 @@ pub struct Precision {
     pub met: bool,
 }
 
-/// Every cell's precision when `rule` is adaptive; empty for a fixed count.
-pub(super) fn of(rule: &Repeats, cells: &[Cell]) -> Vec<Precision> {
+/// Every cell's precision when `rule` is adaptive, from what processes on demand judged in each
+/// (`judged`, in cell order); empty for a fixed count.
+pub(super) fn of(rule: &Repeats, cells: &[Cell], judged: &[Option<Headline>]) -> Vec<Precision> {
     let Some(target_cv) = rule.target_cv else {
         return Vec::new();
     };
     cells
         .iter()
-        .map(|c| {
-            let headline = Headline::judged(c);
+        .zip(judged)
+        .map(|(c, headline)| {
             let values = headline.as_ref().map_or(&[][..], |h| &h.values[..]);
             // The same CV as the precision rule's: none until two values agree or differ.
             let cv = crate::stats::cv(values).filter(|_| values.len() >= 2);

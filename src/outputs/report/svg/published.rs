@@ -181,7 +181,7 @@ mod tests {
     use super::*;
     use crate::outputs::report::{Format, fixture};
     use crate::outputs::summary::{Cell, Summary};
-    use crate::study::kind::Kind;
+    use crate::study::kind::{Fields, Kind};
 
     /// The figure of `study` over `summary`.
     fn render(study: &Study, summary: &Summary) -> String {
@@ -244,10 +244,11 @@ mod tests {
     fn cell_like(like: &Cell, probe: &str, tasks: u64, kind: Kind) -> Cell {
         let mut cell = like.clone();
         (cell.probe, cell.tasks, cell.kind) = (probe.into(), tasks, kind);
-        if kind == Kind::Peak {
+        let measure = kind.measure();
+        if let (Fields::Stats, Some(figure)) = (measure.fields(), measure.memory()) {
             let values = like.processes.iter().filter_map(|p| p.rss_median_bytes);
             let spread = crate::outputs::summary::Spread::of(values.collect()).unwrap();
-            cell.stats.insert("peak_bytes".into(), spread);
+            cell.stats.insert(figure.name.into(), spread);
         }
         cell
     }
@@ -266,7 +267,7 @@ mod tests {
             summary.cells = study
                 .probes
                 .iter()
-                .filter(|p| p.kind.measure().memory_stat().is_some())
+                .filter(|p| p.kind.measure().memory().is_some())
                 .flat_map(|p| study.scales_of(p).iter().map(move |&n| (p, n)))
                 .map(|(p, n)| cell_like(&like, &p.id, n, p.kind))
                 .collect();
@@ -283,7 +284,7 @@ mod tests {
                 let ys = markers(&svg, &c.id);
                 let memory = study
                     .probe(&c.probe)
-                    .and_then(|p| p.kind.measure().memory_stat());
+                    .and_then(|p| Some(p.kind.measure().memory()?.stat));
                 let placeable = memory.is_some_and(|stat| {
                     c.tasks
                         .and_then(|n| claim::published_bytes(c, stat, &c.probe, n))

@@ -1,0 +1,235 @@
+//! The kinds that read the program's own lines: `timed` and `reported` (`result key=value…`
+//! lines) and `latency` (a histogram, and optionally `result` lines). Each runs as an unmodified
+//! program (see `peak.rs`).
+
+use std::collections::BTreeMap;
+
+use super::Measure;
+use super::peak::{fill_peak, peak_ok, unmodified_args};
+use crate::stats::percentile;
+use crate::study::sample::{Sample, SamplerOutput};
+use crate::study::{Protocol, Stat};
+
+pub(super) struct Timed;
+pub(super) struct Latency;
+pub(super) struct Reported;
+
+impl Measure for Timed {
+    fn name(&self) -> &'static str {
+        "timed"
+    }
+    fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
+        unmodified_args("timed", p, cpus)
+    }
+    fn fill(&self, s: &mut Sample, out: &SamplerOutput) -> Option<String> {
+        fill_peak(s, out);
+        fill_results(s, out)
+    }
+    fn invalid(&self, s: &Sample, keys: &[String]) -> Option<String> {
+        peak_ok(s).or_else(|| results_invalid(s, keys, false))
+    }
+    fn values(&self, s: &Sample) -> BTreeMap<String, f64> {
+        result_medians(s)
+    }
+    fn stats(&self) -> &'static [Stat] {
+        &[Stat::ResultMedian]
+    }
+    fn prints_results(&self) -> bool {
+        true
+    }
+    fn bootstrap_intervals(&self) -> bool {
+        true
+    }
+    fn flags_target_cv(&self) -> bool {
+        true
+    }
+    fn measures_time(&self) -> bool {
+        true
+    }
+    fn legend(&self) -> &'static str {
+        "Each value is the median over processes of each process's own value (range, CV); times \
+         in the unit their name says. Batches: `result` lines per process. A process's interval \
+         is the bootstrap 95 % interval of the median of its batches (2000 resamples, seeded \
+         from the sample). ⚠ marks a CV above `protocol.target_cv`.\n"
+    }
+    fn describe(&self, _p: &Protocol) -> String {
+        "timed: the program times its own loop and prints `result key=value` lines; a process's \
+         value is the median of its lines, a cell's the median of its processes."
+            .into()
+    }
+    fn progress(&self, s: &Sample) -> String {
+        let parts: Vec<String> = result_medians(s)
+            .iter()
+            .map(|(k, v)| format!("{k}={v:.3}"))
+            .collect();
+        parts.join(" ")
+    }
+}
+
+impl Measure for Latency {
+    fn name(&self) -> &'static str {
+        "latency"
+    }
+    fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
+        unmodified_args("latency", p, cpus)
+    }
+    fn fill(&self, s: &mut Sample, out: &SamplerOutput) -> Option<String> {
+        fill_peak(s, out);
+        s.latency_ns = out.latency.clone();
+        fill_results(s, out)
+    }
+    fn invalid(&self, s: &Sample, keys: &[String]) -> Option<String> {
+        if s.latency_ns.is_empty() || s.latency_ns.iter().all(|[_, c]| *c == 0) {
+            return Some("the program printed no `latency` line".into());
+        }
+        let no_results = s.results.is_empty();
+        peak_ok(s).or_else(|| {
+            (!no_results)
+                .then(|| results_invalid(s, keys, false))
+                .flatten()
+        })
+    }
+    fn values(&self, s: &Sample) -> BTreeMap<String, f64> {
+        let mut out = result_medians(s);
+        for p in PERCENTILES {
+            if let Some(v) = percentile(&s.latency_ns, *p) {
+                out.insert(percentile_name(*p), v as f64);
+            }
+        }
+        out
+    }
+    fn stats(&self) -> &'static [Stat] {
+        &[Stat::Percentile, Stat::ResultMedian]
+    }
+    fn prints_results(&self) -> bool {
+        true
+    }
+    fn flags_target_cv(&self) -> bool {
+        true
+    }
+    fn measures_time(&self) -> bool {
+        true
+    }
+    fn legend(&self) -> &'static str {
+        "Each value is the median over processes of each process's own value (range, CV); times \
+         in the unit their name says.\n"
+    }
+    fn describe(&self, _p: &Protocol) -> String {
+        "latency: the program prints its latency histogram; percentiles (nearest rank) are \
+         recomputed from it per process, a cell's value is the median of its processes."
+            .into()
+    }
+    fn progress(&self, s: &Sample) -> String {
+        let v = self.values(s);
+        let get = |p: f64| {
+            v.get(&percentile_name(p))
+                .map_or("-".into(), |x| format!("{:.1} µs", x / 1000.0))
+        };
+        format!("p50={} p99={} p99.9={}", get(50.0), get(99.0), get(99.9))
+    }
+}
+
+impl Measure for Reported {
+    fn name(&self) -> &'static str {
+        "reported"
+    }
+    fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
+        // The sampler runs it exactly as a timed program: it only collects the lines.
+        unmodified_args("timed", p, cpus)
+    }
+    fn fill(&self, s: &mut Sample, out: &SamplerOutput) -> Option<String> {
+        fill_peak(s, out);
+        fill_results(s, out)
+    }
+    fn invalid(&self, s: &Sample, keys: &[String]) -> Option<String> {
+        peak_ok(s).or_else(|| results_invalid(s, keys, true))
+    }
+    fn values(&self, s: &Sample) -> BTreeMap<String, f64> {
+        result_medians(s)
+    }
+    fn stats(&self) -> &'static [Stat] {
+        &[Stat::ResultMedian]
+    }
+    fn prints_results(&self) -> bool {
+        true
+    }
+    fn legend(&self) -> &'static str {
+        "Each value is the median over processes of each process's own value (range, CV); times \
+         in the unit their name says.\n"
+    }
+    fn describe(&self, _p: &Protocol) -> String {
+        "reported: the program prints `result key=value` lines with values it computes itself \
+         (sizes, counts, limits; not times); a process's value is the median of its lines, a \
+         cell's the median of its processes."
+            .into()
+    }
+    fn progress(&self, s: &Sample) -> String {
+        Timed.progress(s)
+    }
+}
+
+/// Percentiles every latency cell reports.
+pub const PERCENTILES: &[f64] = &[50.0, 90.0, 99.0, 99.9];
+
+/// The name of a percentile's value in a cell's statistics (`p99_ns`, `p99.9_ns`).
+pub fn percentile_name(p: f64) -> String {
+    let text = format!("{p}");
+    format!("p{text}_ns")
+}
+
+/// Numeric `result` lines; a value that is not a number is a problem named by its key.
+fn fill_results(s: &mut Sample, out: &SamplerOutput) -> Option<String> {
+    let mut problem = None;
+    for line in &out.results {
+        let mut numbers = BTreeMap::new();
+        for (k, v) in line {
+            match v.as_f64() {
+                Some(x) => {
+                    numbers.insert(k.clone(), x);
+                }
+                None => {
+                    problem.get_or_insert(format!("result {k}={v} is not a number"));
+                }
+            }
+        }
+        s.results.push(numbers);
+    }
+    problem
+}
+
+/// No result line, an unknown key, or a value that is not positive (or, with `zero_ok`,
+/// non-negative) and finite.
+fn results_invalid(s: &Sample, keys: &[String], zero_ok: bool) -> Option<String> {
+    if s.results.is_empty() {
+        return Some("the program printed no `result` line".into());
+    }
+    for (k, &v) in s.results.iter().flatten() {
+        if !keys.is_empty() && !keys.contains(k) {
+            return Some(format!(
+                "unknown result key {k:?} (the study declares: {})",
+                keys.join(", ")
+            ));
+        }
+        let fine = v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0));
+        match (fine, zero_ok) {
+            (true, _) => {}
+            (false, true) => return Some(format!("result {k}={v} is not a finite number >= 0")),
+            (false, false) => {
+                return Some(format!("result {k}={v} is not a positive finite number"));
+            }
+        }
+    }
+    None
+}
+
+/// Per key, the median of the process's `result` values.
+fn result_medians(s: &Sample) -> BTreeMap<String, f64> {
+    let mut by_key: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (k, &v) in s.results.iter().flatten() {
+        by_key.entry(k.clone()).or_default().push(v);
+    }
+    by_key
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, crate::stats::median(&v)?)))
+        .collect()
+}
