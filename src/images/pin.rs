@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
+
+use crate::yaml::{At, Doc, Invalid, ensure_at};
 
 /// One pinned artifact. Unknown fields are errors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -165,7 +167,7 @@ impl Pins {
     pub fn get(&self, name: &str) -> Result<&Pin> {
         self.pins.get(name).with_context(|| {
             format!(
-                "no pin {name:?}: {} does not exist; add it (schema: src/pin.rs) or fix the name",
+                "no pin {name:?}: {} does not exist; add it (schema: `Pin` in src/images/pin.rs) or fix the name",
                 self.dir.join(format!("{name}.yaml")).display()
             )
         })
@@ -218,29 +220,31 @@ pub fn load_all(dir: &Path) -> Result<Pins> {
 }
 
 impl Pin {
-    /// Reads and validates one pin file; its `name` must equal the file name without `.yaml`.
+    /// Reads and validates one pin file; its `name` must equal the file name without `.yaml`. An
+    /// error leads with `file:line:column` of the node at fault.
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading pin {}", path.display()))?;
-        let pin = Self::parse(&text).with_context(|| format!("in pin {}", path.display()))?;
         let stem = path
             .file_stem()
             .and_then(|s| s.to_str())
             .unwrap_or_default();
-        ensure!(
-            pin.name == stem,
-            "in pin {}: name {:?} differs from the file name; rename one so they match",
-            path.display(),
-            pin.name
-        );
-        Ok(pin)
+        Doc::new(path.display().to_string(), &text).parse(|pin: &mut Pin| {
+            pin.validate()?;
+            ensure_at!(
+                pin.name == stem,
+                "name",
+                "name {:?} differs from the file name; rename one so they match",
+                pin.name
+            );
+            Ok(())
+        })
     }
 
-    /// Parses and validates pin YAML. Syntax errors and unknown fields carry line and column.
+    /// Parses and validates pin YAML; an error leads with `pin.yaml:line:column` of the node at
+    /// fault.
     pub fn parse(text: &str) -> Result<Self> {
-        let pin: Pin = crate::yaml::parse(text)?;
-        pin.validate()?;
-        Ok(pin)
+        Doc::new("pin.yaml", text).parse(|pin: &mut Pin| pin.validate())
     }
 
     /// Whether this pin is a root filesystem (its sources are mmdebstrap); it then becomes a base image.
@@ -250,28 +254,35 @@ impl Pin {
             .any(|s| matches!(s, Source::Mmdebstrap(_)))
     }
 
-    fn validate(&self) -> Result<()> {
-        ensure!(!self.name.is_empty(), "name is empty");
-        ensure!(!self.version.is_empty(), "version is empty");
-        check_sha256(&self.sha256).context("field sha256")?;
-        ensure!(
+    fn validate(&self) -> Result<(), Invalid> {
+        ensure_at!(!self.name.is_empty(), "name", "name is empty");
+        ensure_at!(!self.version.is_empty(), "version", "version is empty");
+        check_sha256(&self.sha256)
+            .context("field sha256")
+            .at("sha256")?;
+        ensure_at!(
             !self.sources.is_empty(),
+            "sources",
             "sources is empty: list at least one way to produce the artifact"
         );
         let mut seen_url = false;
         for (i, source) in self.sources.iter().enumerate() {
-            source
-                .validate()
-                .with_context(|| format!("field sources[{i}] ({source})"))?;
+            let at = format!("sources[{i}]");
+            source.validate().map_err(|mut e| {
+                e.message = format!("field {at} ({source}): {}", e.message);
+                e.under(&at)
+            })?;
             let is_url = matches!(source, Source::Url(_));
-            ensure!(
+            ensure_at!(
                 is_url || !seen_url,
-                "field sources[{i}] ({source}): list url sources after the local ones, which are tried first"
+                &at,
+                "field {at} ({source}): list url sources after the local ones, which are tried first"
             );
             seen_url |= is_url;
-            ensure!(
+            ensure_at!(
                 !self.is_rootfs() || matches!(source, Source::Mmdebstrap(_)),
-                "field sources[{i}] ({source}): a root filesystem pin (with an mmdebstrap source) \
+                &at,
+                "field {at} ({source}): a root filesystem pin (with an mmdebstrap source) \
                  lists only mmdebstrap sources; move this one to a pin of its own"
             );
         }
@@ -280,18 +291,30 @@ impl Pin {
 }
 
 impl Source {
-    fn validate(&self) -> Result<()> {
+    /// Checks the source's fields; an error names the field (relative to the source).
+    fn validate(&self) -> Result<(), Invalid> {
         match self {
             Source::Mmdebstrap(m) => m.validate(),
             Source::Rustup(r) => r.validate(),
             Source::Pip(p) => {
-                let named = !p.package.is_empty() && !p.version.is_empty();
-                ensure!(named, "package and version are required");
-                check_sha256(&p.sha256).context("field sha256 (of the wheel)")
+                ensure_at!(
+                    !p.package.is_empty(),
+                    "package",
+                    "package and version are required"
+                );
+                ensure_at!(
+                    !p.version.is_empty(),
+                    "version",
+                    "package and version are required"
+                );
+                check_sha256(&p.sha256)
+                    .context("field sha256 (of the wheel)")
+                    .at("sha256")
             }
             Source::Deb(d) => {
-                ensure!(
+                ensure_at!(
                     is_package_name(&d.package),
+                    "package",
                     "package {:?} is not a Debian package name",
                     d.package
                 );
@@ -299,8 +322,9 @@ impl Source {
                     && d.version
                         .chars()
                         .all(|c| c.is_ascii_alphanumeric() || ".+~:-".contains(c));
-                ensure!(
+                ensure_at!(
                     version_ok,
+                    "version",
                     "version {:?} is not a Debian version",
                     d.version
                 );
@@ -308,9 +332,11 @@ impl Source {
             }
             Source::Url(u) => {
                 let https = u.url.starts_with("https://");
-                ensure!(https, "url {:?} must start with https://", u.url);
+                ensure_at!(https, "url", "url {:?} must start with https://", u.url);
                 match &u.sha256 {
-                    Some(sha) => check_sha256(sha).context("field sha256 (of the download)"),
+                    Some(sha) => check_sha256(sha)
+                        .context("field sha256 (of the download)")
+                        .at("sha256"),
                     None => Ok(()),
                 }
             }
@@ -319,19 +345,25 @@ impl Source {
 }
 
 impl Mmdebstrap {
-    fn validate(&self) -> Result<()> {
-        ensure!(!self.suite.is_empty(), "suite is empty");
-        ensure!(!self.variant.is_empty(), "variant is empty");
-        ensure!(self.source_date_epoch > 0, "source_date_epoch must be > 0");
-        for p in &self.packages {
-            ensure!(
+    fn validate(&self) -> Result<(), Invalid> {
+        ensure_at!(!self.suite.is_empty(), "suite", "suite is empty");
+        ensure_at!(!self.variant.is_empty(), "variant", "variant is empty");
+        ensure_at!(
+            self.source_date_epoch > 0,
+            "source_date_epoch",
+            "source_date_epoch must be > 0"
+        );
+        for (j, p) in self.packages.iter().enumerate() {
+            ensure_at!(
                 is_package_name(p),
+                format!("packages[{j}]"),
                 "packages: {p:?} is not a Debian package name"
             );
         }
-        for path in &self.remove {
-            ensure!(
+        for (j, path) in self.remove.iter().enumerate() {
+            ensure_at!(
                 is_rootfs_path(path),
+                format!("remove[{j}]"),
                 "remove: {path:?} is not an absolute path of letters, digits and `._+-` \
                  (no `..`, no trailing `/`)"
             );
@@ -341,22 +373,33 @@ impl Mmdebstrap {
 }
 
 impl Rustup {
-    fn validate(&self) -> Result<()> {
+    fn validate(&self) -> Result<(), Invalid> {
         let (toolchain, target) = (&self.toolchain, &self.target);
-        ensure!(
+        ensure_at!(
             is_plain_name(toolchain),
+            "toolchain",
             "toolchain {toolchain:?} is not a toolchain name"
         );
-        ensure!(
+        ensure_at!(
             is_plain_name(target),
+            "target",
             "target {target:?} is not a target triple"
         );
         let commit_ok = is_hex(&self.commit_hash, 40);
-        ensure!(commit_ok, "commit_hash must be 40 lowercase hex digits");
-        ensure!(!self.components.is_empty(), "components is empty");
-        for c in &self.components {
-            ensure!(
+        ensure_at!(
+            commit_ok,
+            "commit_hash",
+            "commit_hash must be 40 lowercase hex digits"
+        );
+        ensure_at!(
+            !self.components.is_empty(),
+            "components",
+            "components is empty"
+        );
+        for (j, c) in self.components.iter().enumerate() {
+            ensure_at!(
                 is_plain_name(c),
+                format!("components[{j}]"),
                 "components: {c:?} is not a component name"
             );
         }

@@ -7,6 +7,8 @@ use std::path::{Component, Path};
 use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 
+use crate::yaml::{Doc, Invalid, ensure_at};
+
 /// The recipe file in every image folder.
 pub const FILE: &str = "image.yaml";
 
@@ -83,14 +85,20 @@ pub const KERNEL_CONFIG: &str = "/boot/config";
 pub const KERNEL_PREFIX: &str = "kernel-";
 
 impl Recipe {
-    /// Parses and checks recipe YAML for the image `name`; errors carry line and column.
+    /// Parses and checks recipe YAML for the image `name`; an error leads with
+    /// `docker/<name>/image.yaml:line:column` of the node at fault.
     pub fn parse(name: &str, text: &str) -> Result<Self> {
+        Self::parse_named(name, &format!("docker/{name}/{FILE}"), text)
+    }
+
+    /// [`Recipe::parse`] of the text of `file`, which errors name.
+    fn parse_named(name: &str, file: &str, text: &str) -> Result<Self> {
         // An empty file is YAML null, not an empty mapping.
         let text = if text.trim().is_empty() { "{}" } else { text };
-        let mut recipe: Recipe = crate::yaml::parse(text)?;
-        recipe.name = name.to_owned();
-        recipe.validate()?;
-        Ok(recipe)
+        Doc::new(file, text).parse(|recipe: &mut Recipe| {
+            recipe.name = name.to_owned();
+            recipe.validate()
+        })
     }
 
     /// Reads `docker/<name>/image.yaml` and checks it against its folder.
@@ -102,79 +110,97 @@ impl Recipe {
             .with_context(|| format!("{} is not a UTF-8 folder name", dir.display()))?;
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("reading image recipe {}", file.display()))?;
-        let recipe = Self::parse(name, &text)
-            .with_context(|| format!("in image recipe {}", file.display()))?;
+        let shown = file.display().to_string();
+        let recipe = Self::parse_named(name, &shown, &text)?;
+        let doc = Doc::new(&shown, &text);
         let from = match &recipe.variant_of {
             Some(base) => dir.with_file_name(base),
             None => dir.to_owned(),
         };
-        ensure!(
-            from.join(FILE).is_file(),
-            "in image recipe {}: variant_of: {:?} is not an image folder under {} (no {FILE} there)",
-            file.display(),
-            recipe.variant_of.as_deref().unwrap_or_default(),
-            dir.parent().unwrap_or(dir).display()
-        );
+        if !from.join(FILE).is_file() {
+            return Err(doc.error(&Invalid::new(
+                "variant_of",
+                format!(
+                    "variant_of: {:?} is not an image folder under {} (no {FILE} there)",
+                    recipe.variant_of.as_deref().unwrap_or_default(),
+                    dir.parent().unwrap_or(dir).display()
+                ),
+            )));
+        }
         ensure!(
             // A variant's base folder is checked as an image of its own (see `check_variants`).
             dir.join("Dockerfile").is_file() || recipe.variant_of.is_some(),
             "{} has {FILE} but no Dockerfile: add the Dockerfile, or remove the folder",
             dir.display()
         );
-        ensure!(
-            !recipe.vendor || dir.join("Cargo.lock").is_file() || from.join("Cargo.lock").is_file(),
-            "in image recipe {}: vendor is true but {} has no Cargo.lock: \
-             run `cargo generate-lockfile` there and commit it",
-            file.display(),
-            dir.display()
-        );
+        if recipe.vendor && !dir.join("Cargo.lock").is_file() && !from.join("Cargo.lock").is_file()
+        {
+            return Err(doc.error(&Invalid::new(
+                "vendor",
+                format!(
+                    "vendor is true but {} has no Cargo.lock: run `cargo generate-lockfile` \
+                     there and commit it",
+                    dir.display()
+                ),
+            )));
+        }
         Ok(recipe)
     }
 
-    fn validate(&self) -> Result<()> {
-        ensure!(
+    /// Checks the fields; an error names the node it is about (the empty path for the image's
+    /// name, which is its folder's, not written in the file).
+    fn validate(&self) -> Result<(), Invalid> {
+        ensure_at!(
             is_image_name(&self.name),
+            "",
             "image name {:?} (the folder's name) must be lowercase letters, digits, `.`, `_` or `-`",
             self.name
         );
         for arg in self.parents.keys() {
-            ensure!(
+            ensure_at!(
                 is_build_arg(arg),
+                format!("parents.{arg}"),
                 "parents: {arg:?} is not a build arg name (letters, digits and `_`)"
             );
         }
         for (file, pin) in &self.artifacts {
+            let at = format!("artifacts.{file}");
             let mut parts = Path::new(file).components();
             let plain =
                 matches!(parts.next(), Some(Component::Normal(_))) && parts.next().is_none();
-            ensure!(
+            ensure_at!(
                 plain && file != "vendor" && file != FILE && file != "Dockerfile",
+                &at,
                 "artifacts: {file:?} must be a plain file name in the context \
                  (not vendor, Dockerfile or {FILE})"
             );
-            ensure!(!pin.is_empty(), "artifacts: {file:?} names no pin");
+            ensure_at!(!pin.is_empty(), &at, "artifacts: {file:?} names no pin");
         }
-        for path in &self.binaries {
-            ensure!(
+        for (j, path) in self.binaries.iter().enumerate() {
+            ensure_at!(
                 path.starts_with('/'),
+                format!("binaries[{j}]"),
                 "binaries: {path:?} must be an absolute path inside the image"
             );
         }
         if self.kernel {
-            ensure!(
+            ensure_at!(
                 self.name.starts_with(KERNEL_PREFIX) && self.name.len() > KERNEL_PREFIX.len(),
+                "kernel",
                 "kernel: true needs a folder named {KERNEL_PREFIX}<name> (the kernel's name for --kernel)"
             );
             for file in [KERNEL_FILE, KERNEL_CONFIG] {
-                ensure!(
+                ensure_at!(
                     self.binaries.iter().any(|b| b == file),
+                    "kernel",
                     "kernel: true: list {file} in binaries, so the manifest records its sha256"
                 );
             }
         }
         for (label, command) in &self.versions {
-            ensure!(
+            ensure_at!(
                 command.first().is_some_and(|p| !p.is_empty()),
+                format!("versions.{label}"),
                 "versions: {label:?} has no command; write it as [program, arg, …]"
             );
         }
@@ -235,37 +261,39 @@ pub fn discover(docker_dir: &Path) -> Result<Vec<Recipe>> {
         } else if dir.join("Dockerfile").is_file() {
             bail!(
                 "{} has a Dockerfile but no {FILE}: add {FILE} (its fields are documented on \
-                 `Recipe` in src/image/recipe.rs), or move the Dockerfile out of docker/",
+                 `Recipe` in src/images/recipe.rs), or move the Dockerfile out of docker/",
                 dir.display()
             );
         }
     }
-    check_variants(&recipes)?;
+    check_variants(docker_dir, &recipes)?;
     Ok(recipes)
 }
 
-/// A variant names an existing folder that is not itself a variant, nor a kernel.
-fn check_variants(recipes: &[Recipe]) -> Result<()> {
+/// A variant names an existing folder that is not itself a variant, nor a kernel. An error leads
+/// with the variant's `image.yaml:line:column` of its `variant_of`.
+fn check_variants(docker_dir: &Path, recipes: &[Recipe]) -> Result<()> {
     for r in recipes {
         let Some(base) = &r.variant_of else { continue };
-        let Some(of) = recipes.iter().find(|o| &o.name == base) else {
-            bail!(
-                "image recipe docker/{}/{FILE}: variant_of: {base:?} is not an image folder under docker/ \
-                 (the known ones: {})",
-                r.name,
+        let problem = match recipes.iter().find(|o| &o.name == base) {
+            None => format!(
+                "variant_of: {base:?} is not an image folder under docker/ (the known ones: {})",
                 recipes
                     .iter()
                     .map(|o| o.name.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
-            );
+            ),
+            Some(of) if of.variant_of.is_some() || of.kernel || r.kernel => format!(
+                "variant_of: {base:?} is itself a variant or a kernel; name the folder it starts from"
+            ),
+            Some(_) => continue,
         };
-        ensure!(
-            of.variant_of.is_none() && !of.kernel && !r.kernel,
-            "image recipe docker/{}/{FILE}: variant_of: {base:?} is itself a variant or a kernel; \
-             name the folder it starts from",
-            r.name
-        );
+        let file = docker_dir.join(&r.name).join(FILE);
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading image recipe {}", file.display()))?;
+        let doc = Doc::new(file.display().to_string(), &text);
+        return Err(doc.error(&Invalid::new("variant_of", problem)));
     }
     Ok(())
 }
@@ -336,27 +364,53 @@ versions: {"rustc -vV": [rustc, -vV]}
             Recipe::parse("x", "probe: true\n  \nprobes: 1\n").unwrap_err()
         );
         assert!(
-            err.contains("line 3, column 1") && err.contains("probes"),
+            err.starts_with("docker/x/image.yaml:3:1: unknown field `probes`"),
             "{err}"
         );
     }
 
     #[test]
-    fn bad_values_are_named() {
+    fn bad_values_are_named_with_their_line_and_column() {
         let cases = [
-            ("parents: {base: base, 1X: a}", "\"1X\" is not a build arg"),
-            ("artifacts: {../rust.tar: rust}", "plain file name"),
-            ("artifacts: {vendor: rust}", "plain file name"),
-            ("binaries: [usr/bin/x]", "absolute path"),
-            ("versions: {go: []}", "has no command"),
-            ("vendor: yes please", "line 1, column 9"),
+            (
+                "parents: {base: base, 1X: a}",
+                "1:27: parents: \"1X\" is not a build arg",
+            ),
+            (
+                "artifacts: {../rust.tar: rust}",
+                "1:26: artifacts: \"../rust.tar\" must be a plain file name",
+            ),
+            (
+                "artifacts: {vendor: rust}",
+                "1:21: artifacts: \"vendor\" must be a plain file name",
+            ),
+            (
+                "binaries: [usr/bin/x]",
+                "1:12: binaries: \"usr/bin/x\" must be an absolute path",
+            ),
+            (
+                "versions: {go: []}",
+                "1:16: versions: \"go\" has no command",
+            ),
+            (
+                "probe: true\nbinaries:\n  - /bin/a\n  - bin/b\n",
+                "4:5: binaries: \"bin/b\"",
+            ),
+            ("vendor: yes please", "1:9: vendor: invalid type"),
         ];
         for (text, want) in cases {
             let err = format!("{:#}", Recipe::parse("x", text).unwrap_err());
-            assert!(err.contains(want), "{text}: {err}");
+            assert!(
+                err.starts_with(&format!("docker/x/image.yaml:{want}")),
+                "{text}: {err}"
+            );
         }
+        // The folder's name is not written in the file: no line.
         let err = format!("{:#}", Recipe::parse("Rust", "").unwrap_err());
-        assert!(err.contains("lowercase"), "{err}");
+        assert!(
+            err.starts_with("docker/Rust/image.yaml: image name \"Rust\""),
+            "{err}"
+        );
     }
 
     #[test]
@@ -443,9 +497,20 @@ versions: {"rustc -vV": [rustc, -vV]}
             err.contains("probe.bad") && err.contains("\"nope\" is not an image folder"),
             "{err}"
         );
-        write_at(&d, "probe.bad/image.yaml", "variant_of: probe.alt\n");
+        write_at(
+            &d,
+            "probe.bad/image.yaml",
+            "on_demand: true\nvariant_of: probe.alt\n",
+        );
         let err = format!("{:#}", discover(&d).unwrap_err());
-        assert!(err.contains("itself a variant"), "{err}");
+        let file = d.join("probe.bad").join(FILE);
+        assert!(
+            err.starts_with(&format!(
+                "{}:2:13: variant_of: \"probe.alt\" is itself a variant",
+                file.display()
+            )),
+            "{err}"
+        );
     }
 
     fn write_at(dir: &Path, rel: &str, text: &str) {

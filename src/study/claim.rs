@@ -1,11 +1,149 @@
-//! Load-time checks of claims: every statistic belongs to a kind of measurement, every unit measures
-//! what its statistic measures, and a comparison never mixes kinds (a peak ÷ a steady value). And
-//! which claims have a single published value a memory figure can mark beside the measured cell.
+//! A published claim and how it is judged: the statistic, the probes it is about, the published
+//! value and the tolerance. And the load-time checks of a claim on its own: every statistic belongs
+//! to a kind of measurement, every unit measures what its statistic measures, and a comparison
+//! never mixes kinds (a peak ÷ a steady value). And which claims have a single published value a
+//! memory figure can mark beside the measured cell.
 
-use anyhow::{Result, bail, ensure};
+use anyhow::{Result, ensure};
+use serde::{Deserialize, Serialize};
 
 use crate::study::kind::Kind;
-use crate::study::{Claim, Dimension, Expected, Stat};
+use crate::study::{Dimension, Unit};
+use crate::yaml::{Invalid, bail_at, ensure_at};
+
+/// A published claim and how to judge it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    /// Identifier, unique in the study.
+    pub id: String,
+    /// The article's words.
+    pub text: String,
+    /// The statistic measured.
+    pub stat: Stat,
+    /// The probe the statistic is about; empty for `order` (its probes are in `expected`).
+    #[serde(default)]
+    pub probe: String,
+    /// For `lower_by_percent` and `ratio`: what the probe is compared against.
+    #[serde(default)]
+    pub than: Option<Than>,
+    /// For `ratio`: the scale of what the probe is compared with: the probe itself at this other
+    /// scale (without `than`), or the one probe named by `than` at this scale (with it).
+    #[serde(default)]
+    pub than_tasks: Option<u64>,
+    /// For `ratio` and `order`: the statistic compared (`rss_median`, `peak_median`, `result_median`, …).
+    #[serde(default)]
+    pub of: Option<Stat>,
+    /// The scale (task count); omitted for scale-free statistics (e.g. a future size), or when the
+    /// probe runs exactly one scale (that one is taken).
+    #[serde(default)]
+    pub tasks: Option<u64>,
+    /// For `metric_median` and `result_median`: the metric's or result key's name (e.g. `ns_per_op`).
+    #[serde(default)]
+    pub metric: Option<String>,
+    /// For `ratio`: the metric or result key of what the probe is compared against, when it is not
+    /// `metric` (e.g. `ns_per_poll` of one program ÷ `ns_per_switch` of another).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub than_metric: Option<String>,
+    /// For `percentile`: which one, a percent (50, 99, 99.9).
+    #[serde(default)]
+    pub percentile: Option<f64>,
+    /// The published value, `[low, high]` range, bound (`{above: 13}`) or, for `order`, the probes
+    /// from lowest to highest.
+    pub expected: Expected,
+    /// Unit of `expected` and of the tolerance when absolute (`x` for ratios, `rank` for orders).
+    pub unit: Unit,
+    /// How far the measurement may be from `expected` and still reproduce it; bounds and orders
+    /// take none (the default).
+    #[serde(default)]
+    pub tolerance: Tolerance,
+    /// Claims of this study whose finding this one's measurement rests on (e.g. a check that the
+    /// load generator was not what limited a server): unless every one of them reproduced, this
+    /// claim is `inconclusive`, with the one that did not named. A claim named here may not itself
+    /// have `requires`. Default none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
+}
+
+/// What a `ratio` or `lower_by_percent` claim compares its probe against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Than {
+    /// One probe, or `lowest` / `highest`: the lowest or highest of every other probe of the same
+    /// kind measured at the scale.
+    One(String),
+    /// Each of these probes; the claim must hold against every one (the tightest ratio is judged).
+    Each(Vec<String>),
+}
+
+/// Statistics a claim can name; all computed from raw samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stat {
+    /// Median over processes of each process's median RSS.
+    RssMedian,
+    /// The [min, max] of the per-process median RSS.
+    RssRange,
+    /// Median over processes of (median RSS − baseline), divided by tasks.
+    PerTaskBytes,
+    /// Steady kind: median over processes of the baseline RSS, read at the probe's `baseline` line
+    /// (the runtime up, no task created yet): what an article calls base memory.
+    BaselineMedian,
+    /// (1 − probe median RSS / `than` median RSS) × 100.
+    LowerByPercent,
+    /// Median over processes of a probe metric.
+    MetricMedian,
+    /// Peak kind: median over processes of the peak RSS (`ru_maxrss`).
+    PeakMedian,
+    /// Peak kind: the [min, max] of the processes' peak RSS.
+    PeakRange,
+    /// Timed and latency kinds: median over processes of each process's median `result` value.
+    ResultMedian,
+    /// Latency kind: median over processes of a percentile recomputed from each histogram, ns.
+    Percentile,
+    /// `of` of the probe ÷ `of` of `than` (or of the probe at `than_tasks`), a plain ratio.
+    Ratio,
+    /// The ranking of probes by `of`, lowest first.
+    Order,
+}
+
+/// A published value, range, bound or ranking.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Expected {
+    /// One published value, in the claim's unit.
+    Value(f64),
+    /// A published `[low, high]` range, in the claim's unit.
+    Range([f64; 2]),
+    /// "more than" / "less than": the measurement must lie above and/or below these values.
+    Bound(Bound),
+    /// Probe identifiers from the lowest to the highest value.
+    Order(Vec<String>),
+}
+
+/// A one- or two-sided bound, in the claim's unit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bound {
+    /// The measurement must be greater than this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub above: Option<f64>,
+    /// The measurement must be less than this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below: Option<f64>,
+}
+
+/// Allowed distance from the published value: relative (fraction, 0.05 = 5 %) or absolute (in `unit`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerance {
+    /// Largest distance as a fraction of the published value (0.05 = ±5 %); default none.
+    #[serde(default)]
+    pub relative: Option<f64>,
+    /// Largest distance in the claim's `unit`; default none.
+    #[serde(default)]
+    pub absolute: Option<f64>,
+}
 
 /// Statistics with one value per cell, which `ratio` and `order` can compare.
 pub const SCALAR: &[Stat] = &[
@@ -35,8 +173,8 @@ pub fn check_stat(stat: Stat, kind: Kind) -> Result<()> {
     Ok(())
 }
 
-/// Fails unless every probe compared has the same kind, and that kind offers the scalar `of`.
-pub fn check_same_kind(of: Stat, ids: &[String], kinds: &[Kind]) -> Result<()> {
+/// Fails unless `of` is a single value per cell, which `ratio` and `order` can compare.
+pub fn check_scalar(of: Stat) -> Result<()> {
     ensure!(
         SCALAR.contains(&of),
         "`of: {}` is not a single value per cell; compare one of: {}",
@@ -47,6 +185,11 @@ pub fn check_same_kind(of: Stat, ids: &[String], kinds: &[Kind]) -> Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    Ok(())
+}
+
+/// Fails unless every probe compared (`ids`, of these `kinds`) has the same kind.
+pub fn check_one_kind(ids: &[String], kinds: &[Kind]) -> Result<()> {
     if let Some(first) = kinds.first()
         && kinds.iter().any(|k| k != first)
     {
@@ -55,79 +198,95 @@ pub fn check_same_kind(of: Stat, ids: &[String], kinds: &[Kind]) -> Result<()> {
             .zip(kinds)
             .map(|(id, k)| format!("{id} is {}", k.name()))
             .collect();
-        bail!(
+        anyhow::bail!(
             "the claim mixes kinds of measurement ({}); compare probes of one kind",
             each.join(", ")
         );
     }
-    match kinds.first() {
-        Some(kind) => check_stat(of, *kind),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
 /// Tolerances are non-negative and finite; values and ranges need one, bounds and orders take none.
-pub fn check_tolerance(c: &Claim) -> Result<()> {
+/// Errors name the field of the claim they are about.
+pub fn check_tolerance(c: &Claim) -> Result<(), Invalid> {
     let t = &c.tolerance;
     for (field, v) in [("relative", t.relative), ("absolute", t.absolute)] {
         if let Some(v) = v {
-            ensure!(
+            ensure_at!(
                 v.is_finite() && v >= 0.0,
+                format!("tolerance.{field}"),
                 "tolerance.{field} is {v}: a tolerance is a non-negative distance (0.05 = ±5 %)"
             );
         }
     }
     let has = t.relative.is_some() || t.absolute.is_some();
     match c.expected {
-        Expected::Value(_) | Expected::Range(_) => ensure!(
+        Expected::Value(_) | Expected::Range(_) => ensure_at!(
             has,
+            "tolerance",
             "tolerance needs `relative` or `absolute` for a published value or range"
         ),
         Expected::Bound(b) => {
-            ensure!(!has, "a bound (`above`/`below`) takes no tolerance");
-            ensure!(
+            ensure_at!(
+                !has,
+                "tolerance",
+                "a bound (`above`/`below`) takes no tolerance"
+            );
+            ensure_at!(
                 b.above.is_some() || b.below.is_some(),
+                "expected",
                 "a bound needs `above`, `below` or both"
             );
         }
-        Expected::Order(_) => ensure!(!has, "an order takes no tolerance"),
+        Expected::Order(_) => ensure_at!(!has, "tolerance", "an order takes no tolerance"),
     }
     Ok(())
 }
 
-/// The fields a statistic needs, and a unit that measures what it measures.
-pub fn check_fields(c: &Claim) -> Result<()> {
+/// The fields a statistic needs, and a unit that measures what it measures. Errors name the field
+/// of the claim they are about.
+pub fn check_fields(c: &Claim) -> Result<(), Invalid> {
     let inner = match c.stat {
         Stat::Ratio | Stat::Order => c.of.unwrap_or(c.stat),
         s => s,
     };
     if matches!(inner, Stat::MetricMedian | Stat::ResultMedian) {
-        ensure!(
+        ensure_at!(
             c.metric.is_some(),
+            "metric",
             "stat {} needs `metric`: the name of the value",
             name(inner)
         );
     }
-    ensure!(
+    ensure_at!(
         c.than_metric.is_none()
             || (c.stat == Stat::Ratio && matches!(inner, Stat::MetricMedian | Stat::ResultMedian)),
+        "than_metric",
         "`than_metric` is for a ratio of metric_median or result_median: the other side's metric"
     );
     if inner == Stat::Percentile {
         let known = crate::study::kind::PERCENTILES;
         match c.percentile {
             Some(p) if known.contains(&p) => {}
-            Some(p) => bail!("percentile {p} is not one the latency kind computes: {known:?}"),
-            None => bail!("stat percentile needs `percentile`, one of {known:?}"),
+            Some(p) => bail_at!(
+                "percentile",
+                "percentile {p} is not one the latency kind computes: {known:?}"
+            ),
+            None => bail_at!(
+                "percentile",
+                "stat percentile needs `percentile`, one of {known:?}"
+            ),
         }
     }
-    ensure!(
+    ensure_at!(
         matches!(c.expected, Expected::Order(_)) == (c.stat == Stat::Order),
+        "expected",
         "only stat order takes a list of probes as `expected`"
     );
     let allowed = dimensions(c.stat);
-    ensure!(
+    ensure_at!(
         allowed.contains(&c.unit.dimension()),
+        "unit",
         "unit {:?} does not fit stat {} (it measures {:?})",
         c.unit,
         name(c.stat),
@@ -285,10 +444,12 @@ mod tests {
         let file = dir.path().join("study.yaml");
         std::fs::write(&file, &bad).unwrap();
         let e = format!("{:#}", Study::load(&file).unwrap_err());
+        // The file, the line and the column of the claim's `tasks` value.
         assert!(
-            e.contains(&file.display().to_string())
-                && e.contains("line 10: claim \"bad\"")
-                && e.contains("probe a's own scales (1)"),
+            e.starts_with(&format!(
+                "{}:10:73: claim \"bad\": tasks 10 is not in probe a's own scales (1)",
+                file.display()
+            )),
             "{e}"
         );
         // Several scales: `tasks` is still needed.
@@ -306,7 +467,8 @@ mod tests {
             .unwrap_err()
         );
         assert!(
-            e.contains("line 10: claim \"r\"") && e.contains("probe a does not run 10 tasks"),
+            e.starts_with("study.yaml:10:107: claim \"r\"")
+                && e.contains("probe a does not run 10 tasks"),
             "{e}"
         );
         Study::parse(&format!(
@@ -326,7 +488,7 @@ mod tests {
             Study::parse(&OWN.replace("scales: [1]}", "scales: []}")).unwrap_err()
         );
         assert!(
-            e.contains("line 6: probe \"a\"") && e.contains("scales is empty"),
+            e.starts_with("study.yaml:6:47: probe \"a\": scales is empty"),
             "{e}"
         );
     }

@@ -16,12 +16,13 @@
 //!       - {id: "50", env: {GOGC: "50"}}
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::study::Probe;
+use crate::yaml::{At, Invalid, ensure_at};
 
 /// One factor: the probe it is about and its alternatives to the probe's own setting (the baseline,
 /// which is not listed).
@@ -122,50 +123,74 @@ impl Level {
     }
 }
 
-/// Checks a study's factors against its probes.
-pub fn validate(factors: &[Factor], probes: &[Probe]) -> Result<()> {
-    let mut ids = BTreeSet::new();
-    for f in factors {
-        ensure!(ids.insert(&f.id), "factor {:?} appears twice", f.id);
-        ensure!(
+/// Checks a study's factors against its probes; an error names its node by its path in the list
+/// (`[0].levels[1].thp`).
+pub fn validate(factors: &[Factor], probes: &[Probe]) -> Result<(), Invalid> {
+    for (i, f) in factors.iter().enumerate() {
+        let at = format!("[{i}]");
+        ensure_at!(
+            !factors[..i].iter().any(|o| o.id == f.id),
+            format!("{at}.id"),
+            "factor {:?} appears twice",
+            f.id
+        );
+        ensure_at!(
             plain(declared_id(&f.id)),
+            format!("{at}.id"),
             "factor {:?}: an id is letters, digits, `.`, `_` or `-`",
             f.id
         );
-        ensure!(
+        ensure_at!(
             probes.iter().any(|p| p.id == f.probe),
+            format!("{at}.probe"),
             "factor {:?}: probe {:?} is not a probe of this study",
             f.id,
             f.probe
         );
-        ensure!(
+        ensure_at!(
             !f.levels.is_empty(),
+            format!("{at}.levels"),
             "factor {:?}: levels is empty: list at least one alternative",
             f.id
         );
-        let mut levels = BTreeSet::new();
-        for l in &f.levels {
-            let at = format!("factor {:?}, level {:?}", f.id, l.id);
-            ensure!(levels.insert(&l.id), "{at} appears twice");
-            ensure!(
-                plain(&l.id),
-                "{at}: an id is letters, digits, `.`, `_` or `-`"
-            );
-            ensure!(
-                !l.is_empty(),
-                "{at} changes nothing: give it an image, env, args, cpus, kernel or thp"
-            );
-            ensure!(l.cpus != Some(0), "{at}: cpus must be at least 1");
-            if let Some(mode) = &l.thp {
-                crate::study::check_thp_mode(mode).with_context(|| at.clone())?;
-                ensure!(
-                    l.kernel
-                        .as_deref()
-                        .is_some_and(|k| k != crate::study::kernel::HOST),
-                    "{at}: thp is set by a guest kernel's init; name the level's kernel (e.g. debian-6.1)"
-                );
-            }
+        for (j, l) in f.levels.iter().enumerate() {
+            let what = format!("factor {:?}, level {:?}", f.id, l.id);
+            validate_level(l, &f.levels[..j], &what)
+                .map_err(|e| e.under(&format!("{at}.levels[{j}]")))?;
         }
+    }
+    Ok(())
+}
+
+/// Checks one level (`what` names it in messages) against the levels listed before it.
+fn validate_level(l: &Level, before: &[Level], what: &str) -> Result<(), Invalid> {
+    ensure_at!(
+        !before.iter().any(|o| o.id == l.id),
+        "id",
+        "{what} appears twice"
+    );
+    ensure_at!(
+        plain(&l.id),
+        "id",
+        "{what}: an id is letters, digits, `.`, `_` or `-`"
+    );
+    ensure_at!(
+        !l.is_empty(),
+        "",
+        "{what} changes nothing: give it an image, env, args, cpus, kernel or thp"
+    );
+    ensure_at!(l.cpus != Some(0), "cpus", "{what}: cpus must be at least 1");
+    if let Some(mode) = &l.thp {
+        crate::study::check_thp_mode(mode)
+            .with_context(|| what.to_string())
+            .at("thp")?;
+        ensure_at!(
+            l.kernel
+                .as_deref()
+                .is_some_and(|k| k != crate::study::kernel::HOST),
+            "thp",
+            "{what}: thp is set by a guest kernel's init; name the level's kernel (e.g. debian-6.1)"
+        );
     }
     Ok(())
 }

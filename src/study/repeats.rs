@@ -5,9 +5,11 @@
 
 use std::fmt;
 
-use anyhow::{Result, ensure};
+use anyhow::Result;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::yaml::{Invalid, ensure_at};
 
 /// Most processes a cell gets under `--repeats auto`, unless the study plans more.
 pub const AUTO_MAX: u32 = 10;
@@ -42,27 +44,34 @@ impl Repeats {
         self.target_cv.is_some()
     }
 
-    /// The values a study may hold; errors name the field and what to write.
-    pub fn check(&self) -> Result<()> {
+    /// The values a study may hold; errors name the field (`protocol.repeats.min`) and what to write.
+    pub fn check(&self) -> Result<(), Invalid> {
         let Some(t) = self.target_cv else {
-            ensure!(self.min > 0, "protocol.repeats must be > 0");
+            ensure_at!(
+                self.min > 0,
+                "protocol.repeats",
+                "protocol.repeats must be > 0"
+            );
             return Ok(());
         };
-        ensure!(
+        ensure_at!(
             self.min >= 2,
+            "protocol.repeats.min",
             "protocol.repeats.min is {}: a CV needs at least 2 processes; write e.g. \
              `repeats: {{min: 3, max: 10, target_cv: 0.005}}`",
             self.min
         );
-        ensure!(
+        ensure_at!(
             self.max >= self.min,
+            "protocol.repeats.max",
             "protocol.repeats.max is {} but min is {}: write a max of at least {}",
             self.max,
             self.min,
             self.min
         );
-        ensure!(
+        ensure_at!(
             t.is_finite() && t > 0.0 && t < 1.0,
+            "protocol.repeats.target_cv",
             "protocol.repeats.target_cv is {t}: a fraction between 0 and 1 (0.005 = 0.5 %)"
         );
         Ok(())
@@ -157,8 +166,11 @@ impl RepeatsChoice {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct OnDemand {
+    /// Processes every cell gets.
     min: u32,
+    /// Most processes a cell gets.
     max: u32,
+    /// The CV a cell's process values should be under, a fraction (0.005 = 0.5 %).
     target_cv: f64,
 }
 
@@ -218,7 +230,7 @@ mod tests {
     use super::*;
 
     fn parse(yaml: &str) -> Result<Repeats> {
-        crate::yaml::parse(yaml)
+        crate::yaml::Doc::new("repeats", yaml).deserialize()
     }
 
     #[test]

@@ -1,0 +1,90 @@
+//! The study's source (the article and its published environment) and its measuring protocol.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::study::Repeats;
+
+/// The published article and the environment it reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// The article (title or file name).
+    pub article: String,
+    /// Published environment, free text (CPU, OS, kernel).
+    pub environment: String,
+    /// Published toolchain versions by name (e.g. `rustc: 1.97.1`); default none.
+    #[serde(default)]
+    pub toolchains: BTreeMap<String, String>,
+    /// Published CPU list the processes were pinned to (e.g. `0-3`), as the article gives it.
+    pub cpus: String,
+}
+
+/// The measuring protocol.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Protocol {
+    /// Task counts, one per scale; a probe may run its own (`probes[].scales`). Default none, which
+    /// only a study whose every probe lists its own scales may leave.
+    #[serde(default)]
+    pub scales: Vec<u64>,
+    /// Independent processes per probe and scale: a count (`3`), or processes on demand
+    /// (`{min: 3, max: 10, target_cv: 0.005}`: `min` planned, then one more at a time while the
+    /// cell's CV is above `target_cv`, up to `max`; see `repeats`).
+    pub repeats: Repeats,
+    /// Order of probes within a repeat (`fixed` or `alternate`).
+    pub order: Order,
+    /// CPU list every probe is pinned to with sched_setaffinity (e.g. `0-3`).
+    pub cpus: String,
+    /// Steady kind: wait after every task reported ready, before the first RSS reading, ms
+    /// (default 500).
+    #[serde(default = "default_settle_ms")]
+    pub settle_ms: u64,
+    /// Steady kind: RSS readings per process (default 5).
+    #[serde(default = "default_samples")]
+    pub samples: u32,
+    /// Interval between RSS readings (steady) or between polls of a running program (other kinds),
+    /// ms.
+    pub interval_ms: u64,
+    /// A process still running after this many seconds (s) is killed and recorded invalid.
+    pub timeout_s: u64,
+    /// Timed and latency kinds: the coefficient of variation across processes a cell should stay under,
+    /// a fraction (0.02 = 2 %); a cell above it is flagged in the report and the run's output.
+    /// Optional: without it nothing is flagged (the CV is still reported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_cv: Option<f64>,
+    /// A seccomp profile (JSON) every probe container is started with instead of the Engine's
+    /// default: a path absolute or relative to the repository. Recorded, with its sha256, in the
+    /// environment and the report (see `seccomp`). Without it: the Engine's default profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp: Option<String>,
+    /// The kernels the matrix runs under, each in turn: `host` (containers on the host's kernel,
+    /// the default) or a guest kernel (`debian-6.1`: a VM booted from `docker/kernel-debian-6.1/`).
+    /// With more than one, every probe and claim is repeated per kernel as `<id>@<kernel>`.
+    /// `--kernel` overrides it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<String>,
+    /// Guest memory, MiB, under a guest kernel. Default: twice the largest probe image's
+    /// initramfs, plus 4 KiB per task of the largest scale, plus 512 MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_memory_mib: Option<u64>,
+}
+
+fn default_settle_ms() -> u64 {
+    500
+}
+
+fn default_samples() -> u32 {
+    5
+}
+
+/// Order of probes within each repeat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// Probes in the order listed, every repeat.
+    Fixed,
+    /// Listed order on odd repeats, reversed on even repeats.
+    Alternate,
+}

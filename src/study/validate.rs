@@ -1,0 +1,344 @@
+//! The checks a study passes once deserialized: ids, the protocol's values, every probe, every
+//! claim against the probes, their kinds and scales, and the factors. Each error names the node it
+//! is about by its path (`claims[3].tolerance`), so that loading shows the file's line and column.
+
+use anyhow::{Context, Result, ensure};
+
+use crate::study::kind::Kind;
+use crate::study::{
+    Claim, Expected, Probe, Stat, Study, Than, claim, cpuset, factor, placeholders,
+};
+use crate::yaml::{At, Invalid, bail_at, ensure_at};
+
+/// A check's outcome: nothing, or the node it failed on.
+type Checked = std::result::Result<(), Invalid>;
+
+impl Study {
+    /// Checks the whole study; an error names the node it is about.
+    pub(super) fn validate(&self) -> Checked {
+        ensure_at!(
+            valid_id(&self.id),
+            "id",
+            "study id {:?}: an id names the study's folder under results/, so it is lowercase \
+             letters, digits, `-`, `_` and `.`, starting with a letter or digit (e.g. wait-1m)",
+            self.id
+        );
+        self.validate_protocol()?;
+        ensure_at!(
+            !self.probes.is_empty(),
+            "probes",
+            "probes is empty: list at least one probe"
+        );
+        for (i, probe) in self.probes.iter().enumerate() {
+            let at = format!("probes[{i}]");
+            ensure_at!(
+                !self.probes[..i].iter().any(|p| p.id == probe.id),
+                format!("{at}.id"),
+                "probe id {:?} appears twice",
+                probe.id
+            );
+            self.validate_probe(probe)
+                .map_err(|e| about(e, "probe", &probe.id).under(&at))?;
+        }
+        for (i, c) in self.claims.iter().enumerate() {
+            let at = format!("claims[{i}]");
+            ensure_at!(
+                !self.claims[..i].iter().any(|o| o.id == c.id),
+                format!("{at}.id"),
+                "claim id {:?} appears twice",
+                c.id
+            );
+            self.validate_claim(c)
+                .and_then(|()| self.validate_requires(c))
+                .map_err(|e| about(e, "claim", &c.id).under(&at))?;
+        }
+        factor::validate(&self.factors, &self.probes).map_err(|e| e.under("factors"))
+    }
+
+    fn validate_protocol(&self) -> Checked {
+        let p = &self.protocol;
+        if let Some(i) = p.scales.iter().position(|&n| n == 0) {
+            bail_at!(
+                format!("protocol.scales[{i}]"),
+                "protocol.scales: task counts must be > 0"
+            );
+        }
+        if let Some(t) = p.target_cv {
+            ensure_at!(
+                t.is_finite() && t > 0.0,
+                "protocol.target_cv",
+                "protocol.target_cv is {t}: a positive fraction (0.02 = 2 %)"
+            );
+        }
+        p.repeats.check()?;
+        ensure_at!(
+            p.samples > 0,
+            "protocol.samples",
+            "protocol.samples must be > 0"
+        );
+        ensure_at!(
+            p.interval_ms > 0,
+            "protocol.interval_ms",
+            "protocol.interval_ms must be > 0"
+        );
+        ensure_at!(
+            p.timeout_s > 0,
+            "protocol.timeout_s",
+            "protocol.timeout_s must be > 0"
+        );
+        cpuset::parse(&p.cpus)
+            .context("protocol.cpus")
+            .at("protocol.cpus")?;
+        for (i, k) in p.kernels.iter().enumerate() {
+            ensure_at!(
+                valid_id(k) && !p.kernels[..i].contains(k),
+                format!("protocol.kernels[{i}]"),
+                "protocol.kernels: {k:?} is {}: name each kernel once, `host` or a guest kernel \
+                 such as debian-6.1 (a docker/kernel-<name>/ folder)",
+                if valid_id(k) {
+                    "named twice"
+                } else {
+                    "not a kernel name"
+                }
+            );
+        }
+        ensure_at!(
+            p.guest_memory_mib.is_none_or(|m| m >= 256),
+            "protocol.guest_memory_mib",
+            "protocol.guest_memory_mib must be at least 256 (MiB)"
+        );
+        Ok(())
+    }
+
+    /// A probe's own scales, program path, CPUs, THP mode and placeholders; paths are the probe's.
+    fn validate_probe(&self, probe: &Probe) -> Checked {
+        if let Some(mode) = &probe.thp {
+            crate::study::check_thp_mode(mode).at("thp")?;
+        }
+        match &probe.scales {
+            Some(s) => {
+                ensure_at!(
+                    !s.is_empty(),
+                    "scales",
+                    "scales is empty: list at least one task count, or leave it out"
+                );
+                if let Some(j) = s.iter().position(|&n| n == 0) {
+                    bail_at!(format!("scales[{j}]"), "scales: task counts must be > 0");
+                }
+            }
+            None => ensure_at!(
+                !self.protocol.scales.is_empty(),
+                "",
+                "protocol.scales is empty and the probe lists no `scales`: list at least one task count"
+            ),
+        }
+        ensure_at!(
+            probe.program.starts_with('/'),
+            "program",
+            "program {:?} must be an absolute path inside the image",
+            probe.program
+        );
+        ensure_at!(
+            probe.cpus != Some(0),
+            "cpus",
+            "cpus: 0 — a probe needs at least one CPU (leave it out to use all of the run's)"
+        );
+        for (j, arg) in probe.args.iter().enumerate() {
+            placeholders::check(arg).at(format!("args[{j}]"))?;
+        }
+        for (name, value) in &probe.env {
+            placeholders::check(value).at(format!("env.{name}"))?;
+        }
+        Ok(())
+    }
+
+    /// Checks one claim against the probes, their kinds and the scales; paths are the claim's.
+    fn validate_claim(&self, c: &Claim) -> Checked {
+        self.check_claim_scales(c)?;
+        claim::check_tolerance(c)?;
+        match c.stat {
+            Stat::Order => self.check_order(c)?,
+            Stat::Ratio | Stat::LowerByPercent => self.check_comparison(c)?,
+            stat => {
+                let kind = self.kind_of(&c.probe).at("probe")?;
+                claim::check_stat(stat, kind).at("stat")?;
+                ensure_at!(
+                    c.tasks.is_some() || stat == Stat::MetricMedian,
+                    "tasks",
+                    "stat {stat:?} needs `tasks`"
+                );
+            }
+        }
+        claim::check_fields(c)
+    }
+
+    /// Every probe a claim names runs the scale it names (`tasks`, and `than_tasks` for what it is
+    /// compared against).
+    fn check_claim_scales(&self, c: &Claim) -> Checked {
+        let named: Vec<&String> = match (&c.expected, c.stat) {
+            (Expected::Order(ids), Stat::Order) => ids.iter().collect(),
+            _ => vec![&c.probe],
+        };
+        if let Some(n) = c.tasks {
+            for id in named.into_iter().filter(|id| self.probe(id).is_some()) {
+                self.check_runs(id, n).at("tasks")?;
+            }
+        }
+        let field = if c.than_tasks.is_some() {
+            "than_tasks"
+        } else {
+            "tasks"
+        };
+        match (c.than_tasks.or(c.tasks), &c.than) {
+            (Some(n), None) if c.than_tasks.is_some() => self.check_runs(&c.probe, n).at(field)?,
+            (Some(n), Some(Than::One(id))) if id != "lowest" && id != "highest" => {
+                self.check_runs(id, n).at(field)?
+            }
+            (Some(n), Some(Than::Each(ids))) => {
+                for id in ids {
+                    self.check_runs(id, n).at(field)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A `stat: order` claim: two or more probes of one kind, ranked by a statistic they offer.
+    fn check_order(&self, c: &Claim) -> Checked {
+        let Expected::Order(ids) = &c.expected else {
+            bail_at!(
+                "expected",
+                "stat order needs `expected` as a list of probes, lowest first"
+            );
+        };
+        ensure_at!(
+            ids.len() >= 2,
+            "expected",
+            "an order needs at least two probes"
+        );
+        let Some(of) = c.of else {
+            bail_at!("of", "stat order needs `of`: the statistic ranked");
+        };
+        let kinds = ids
+            .iter()
+            .enumerate()
+            .map(|(j, id)| self.kind_of(id).at(format!("expected[{j}]")))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        compared(of, ids, &kinds, "expected")?;
+        ensure_at!(c.tasks.is_some(), "tasks", "stat order needs `tasks`");
+        Ok(())
+    }
+
+    /// A `ratio` or `lower_by_percent` claim: its probe and what it is compared against are of one
+    /// kind, which offers the statistic compared.
+    fn check_comparison(&self, c: &Claim) -> Checked {
+        if let Some(Than::Each(ids)) = &c.than {
+            ensure_at!(
+                ids.len() == 1 || matches!(c.expected, Expected::Bound(_)),
+                "expected",
+                "a ratio against each of several probes needs a bound as `expected` \
+                 ({{above: …}} or {{below: …}}): one value cannot hold for every ratio"
+            );
+        }
+        let kind = self.kind_of(&c.probe).at("probe")?;
+        let of = match (c.stat, c.of) {
+            (Stat::Ratio, Some(of)) => of,
+            (Stat::Ratio, None) => bail_at!("of", "stat ratio needs `of`: the statistic divided"),
+            _ => Stat::RssMedian,
+        };
+        let others = self.than_probes(c).at("than")?;
+        let mut ids = vec![c.probe.clone()];
+        ids.extend(others.iter().cloned());
+        let mut kinds = vec![kind];
+        for id in &others {
+            kinds.push(self.kind_of(id).at(than_path(c, id))?);
+        }
+        compared(of, &ids, &kinds, "than")?;
+        ensure_at!(
+            c.tasks.is_some(),
+            "tasks",
+            "stat {:?} needs `tasks`",
+            c.stat
+        );
+        Ok(())
+    }
+
+    /// The claims a claim `requires` exist and require nothing themselves.
+    fn validate_requires(&self, c: &Claim) -> Checked {
+        for (j, id) in c.requires.iter().enumerate() {
+            let at = format!("requires[{j}]");
+            let Some(r) = self.claims.iter().find(|r| &r.id == id) else {
+                bail_at!(at, "requires {id:?}, which is not a claim of this study");
+            };
+            ensure_at!(id != &c.id, at, "requires itself");
+            ensure_at!(
+                r.requires.is_empty(),
+                at,
+                "requires {id:?}, which has `requires` of its own; name what it requires here instead"
+            );
+        }
+        Ok(())
+    }
+
+    /// Fails unless probe `id` runs `tasks`, naming the scales it runs.
+    fn check_runs(&self, id: &str, tasks: u64) -> Result<()> {
+        let Some(p) = self.probe(id) else {
+            return Ok(());
+        };
+        let scales = self.scales_of(p);
+        let list = scales
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let whose = if p.scales.is_some() {
+            format!("probe {id}'s own scales")
+        } else {
+            "protocol.scales".to_string()
+        };
+        ensure!(
+            scales.contains(&tasks),
+            "tasks {tasks} is not in {whose} ({list}): probe {id} does not run {tasks} tasks"
+        );
+        Ok(())
+    }
+}
+
+/// `of` can be compared across probes `ids` of these `kinds` (named in the claim's field `list`):
+/// it is a single value per cell, and the probes are of one kind, which offers it.
+fn compared(of: Stat, ids: &[String], kinds: &[Kind], list: &str) -> Checked {
+    claim::check_scalar(of).at("of")?;
+    claim::check_one_kind(ids, kinds).at(list)?;
+    match kinds.first() {
+        Some(kind) => claim::check_stat(of, *kind).at("of"),
+        None => Ok(()),
+    }
+}
+
+/// Where claim `c` names probe `id` in its `than`: the list item, or the field.
+fn than_path(c: &Claim, id: &str) -> String {
+    match &c.than {
+        Some(Than::Each(ids)) => match ids.iter().position(|i| i == id) {
+            Some(j) => format!("than[{j}]"),
+            None => "than".to_string(),
+        },
+        _ => "than".to_string(),
+    }
+}
+
+/// `e` with its message led by what it is about (`claim "asm-switch": …`), for a reader who looks
+/// at the message before the line.
+fn about(mut e: Invalid, what: &str, id: &str) -> Invalid {
+    e.message = format!("{what} {id:?}: {}", e.message);
+    e
+}
+
+/// A study id is one plain folder name: `[a-z0-9][a-z0-9._-]*` (so never `..`, `/` or absolute).
+pub(super) fn valid_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c))
+}
