@@ -4,6 +4,7 @@
 //! May import: `images`, `engine`, `study`, `stats`, `yaml`.
 
 pub mod bench;
+pub mod cpu_lock;
 pub mod doctor;
 pub mod env;
 pub mod guest;
