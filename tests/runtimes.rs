@@ -71,20 +71,6 @@ fn number(v: &Value, key: &str) -> f64 {
 }
 
 #[test]
-fn the_shared_probe_library_is_one_file_in_every_image() {
-    let load = std::fs::read_to_string(repo().join("docker/echo-load/src/lib.rs")).unwrap();
-    for r in RUNTIMES {
-        let path = repo().join(format!("docker/runtime-{r}/src/lib.rs"));
-        let copy = std::fs::read_to_string(&path).unwrap();
-        assert!(
-            copy == load,
-            "{} differs from docker/echo-load/src/lib.rs: copy that file over it",
-            path.display()
-        );
-    }
-}
-
-#[test]
 fn every_runtime_parks_times_its_spawns_and_echoes() {
     build_images();
     let samples = run(&study("", &every_probe()));

@@ -167,27 +167,45 @@ fn inputs<E: Images>(
     if let Some(base) = &recipe.variant_of {
         inputs.insert("variant of".to_string(), base.clone());
     }
+    for file in recipe.shared.values() {
+        let path = kit.repo.join("docker").join(file);
+        inputs.insert(format!("shared {file}"), digest::file(&path)?);
+    }
     Ok(inputs)
 }
 
-/// The folder the image is built from: `docker/<name>/`, or for a variant a copy in `scratch` of
-/// the folder it is a variant of with the variant's own files laid over it.
+/// The folder the image is built from: `docker/<name>/`, or a copy in `scratch` of the folder a
+/// variant is a variant of with the variant's own files laid over it, and of the recipe's shared
+/// files laid over both.
 pub fn source_dir(repo: &Path, recipe: &Recipe, scratch: &Path) -> Result<PathBuf> {
     let docker = repo.join("docker");
     let own = docker.join(&recipe.name);
-    if recipe.variant_of.is_none() {
+    if recipe.variant_of.is_none() && recipe.shared.is_empty() {
         return Ok(own);
     }
     let merged = scratch.join("source");
-    for from in [recipe.base_folder(&docker), own] {
+    let mut layers = vec![recipe.base_folder(&docker)];
+    if recipe.variant_of.is_some() {
+        layers.push(own);
+    }
+    for from in layers {
         copy_tree(&from, &merged)
-            .with_context(|| format!("laying {} into the variant's sources", from.display()))?;
+            .with_context(|| format!("laying {} into the image's sources", from.display()))?;
+    }
+    for (at, file) in recipe.shared_files(&docker) {
+        let dest = merged.join(&at);
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::copy(&file, &dest)
+            .with_context(|| format!("laying {} into the build context as {at}", file.display()))?;
     }
     Ok(merged)
 }
 
 /// Copies the files below `from` (but its recipe file and the folders a build context leaves out)
-/// to the same places below `to`. A symbolic link is refused: a variant's sources are plain files.
+/// to the same places below `to`. A symbolic link is refused: the sources it copies are plain files.
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     let walk = walkdir::WalkDir::new(from).sort_by_file_name().into_iter();
     let skipped = |e: &walkdir::DirEntry| {
@@ -201,8 +219,8 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
         let dest = to.join(rel);
         ensure!(
             !entry.path_is_symlink(),
-            "{} is a symbolic link: a variant's sources (and the folder it is a variant of) hold \
-             plain files; replace the link with the file",
+            "{} is a symbolic link: the sources of a variant or of an image with shared files \
+             (and the folder it is a variant of) hold plain files; replace the link with the file",
             entry.path().display()
         );
         if entry.file_type().is_dir() {

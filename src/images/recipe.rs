@@ -18,6 +18,7 @@ pub const FILE: &str = "image.yaml";
 /// ```yaml
 /// parents: {BASE: base, RUST: toolchain-rust, SAMPLER: sampler}
 /// artifacts: {rust.tar: rust}
+/// shared: {src/lib.rs: probe-lib/lib.rs}
 /// vendor: true
 /// probe: true
 /// binaries: [/usr/local/bin/probe, /usr/local/bin/sampler]
@@ -38,6 +39,12 @@ pub struct Recipe {
     /// (`toolchains/<pin>.yaml`). Each artifact's pin name, version and sha256 are inputs.
     #[serde(default)]
     pub artifacts: BTreeMap<String, String>,
+    /// Files kept once under `docker/` and laid into the build context: path in the context →
+    /// path under `docker/` (e.g. `src/lib.rs: probe-lib/lib.rs`, the library several images'
+    /// programs share). A file of the folder at that path is a stand-in for builds on the host
+    /// (`cargo test`) and is replaced. Each shared file's sha256 is an input (`shared <path>`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub shared: BTreeMap<String, String>,
     /// Vendor the folder's crates (`cargo vendor --locked`) into `vendor/` of the context; the
     /// folder needs a `Cargo.lock` (an input, as `go.sum` is when present).
     #[serde(default)]
@@ -144,6 +151,18 @@ impl Recipe {
                 ),
             )));
         }
+        for (at, shared) in recipe.shared_files(dir.parent().unwrap_or(dir)) {
+            if !shared.is_file() {
+                return Err(doc.error(&Invalid::new(
+                    format!("shared.{at}"),
+                    format!(
+                        "shared: {at:?} names {}, which is not a file: fix the path (it is \
+                         relative to the folder of the image folders), or add the file",
+                        shared.display()
+                    ),
+                )));
+            }
+        }
         Ok(recipe)
     }
 
@@ -165,9 +184,7 @@ impl Recipe {
         }
         for (file, pin) in &self.artifacts {
             let at = format!("artifacts.{file}");
-            let mut parts = Path::new(file).components();
-            let plain =
-                matches!(parts.next(), Some(Component::Normal(_))) && parts.next().is_none();
+            let plain = relative_parts(file).is_some_and(|parts| parts.len() == 1);
             ensure_at!(
                 plain && file != "vendor" && file != FILE && file != "Dockerfile",
                 &at,
@@ -175,6 +192,26 @@ impl Recipe {
                  (not vendor, Dockerfile or {FILE})"
             );
             ensure_at!(!pin.is_empty(), &at, "artifacts: {file:?} names no pin");
+        }
+        for (at, shared) in &self.shared {
+            let path = format!("shared.{at}");
+            let kept = |parts: Vec<&str>| {
+                parts[0] != "vendor"
+                    && parts != [FILE]
+                    && !parts.iter().any(|p| [".git", "target"].contains(p))
+            };
+            ensure_at!(
+                relative_parts(at).is_some_and(kept) && !self.artifacts.contains_key(at),
+                &path,
+                "shared: {at:?} must be a relative path in the build context, not under vendor/, \
+                 target/ or .git/, not {FILE}, and not an artifact's name"
+            );
+            ensure_at!(
+                relative_parts(shared).is_some(),
+                &path,
+                "shared: {at:?}: {shared:?} must be a relative path under the folder of the image \
+                 folders (e.g. probe-lib/lib.rs), without `..`"
+            );
         }
         for (j, path) in self.binaries.iter().enumerate() {
             ensure_at!(
@@ -233,6 +270,15 @@ impl Recipe {
         }
     }
 
+    /// The shared files laid into the build context: path in the context → the file under
+    /// `docker_dir` (see [`Recipe::shared`]).
+    pub fn shared_files(&self, docker_dir: &Path) -> Vec<(String, std::path::PathBuf)> {
+        self.shared
+            .iter()
+            .map(|(at, file)| (at.clone(), docker_dir.join(file)))
+            .collect()
+    }
+
     /// Whether a plain `build` leaves this image out.
     pub fn is_on_demand(&self) -> bool {
         self.on_demand || self.kernel
@@ -287,7 +333,21 @@ fn check_variants(docker_dir: &Path, recipes: &[Recipe]) -> Result<()> {
             Some(of) if of.variant_of.is_some() || of.kernel || r.kernel => format!(
                 "variant_of: {base:?} is itself a variant or a kernel; name the folder it starts from"
             ),
-            Some(_) => continue,
+            Some(of) => {
+                // The base folder's stand-ins would otherwise reach the variant's context.
+                let missing: Vec<&str> = (of.shared.keys())
+                    .filter(|at| !r.shared.contains_key(*at))
+                    .map(String::as_str)
+                    .collect();
+                if missing.is_empty() {
+                    continue;
+                }
+                format!(
+                    "variant_of: {base:?} lays shared files into its build context ({}); name \
+                     them in this recipe's shared: too",
+                    missing.join(", ")
+                )
+            }
         };
         let file = docker_dir.join(&r.name).join(FILE);
         let text = std::fs::read_to_string(&file)
@@ -296,6 +356,18 @@ fn check_variants(docker_dir: &Path, recipes: &[Recipe]) -> Result<()> {
         return Err(doc.error(&Invalid::new("variant_of", problem)));
     }
     Ok(())
+}
+
+/// The parts of a relative path made only of plain names (no `.`, `..`, root or empty path).
+fn relative_parts(path: &str) -> Option<Vec<&str>> {
+    let parts: Vec<&str> = Path::new(path)
+        .components()
+        .map(|c| match c {
+            Component::Normal(name) => name.to_str(),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    (!parts.is_empty()).then_some(parts)
 }
 
 /// Docker's repository name component: lowercase letters, digits and separators.
@@ -322,6 +394,7 @@ mod tests {
 # Build args naming parent images.
 parents: {BASE: base, RUST: toolchain-rust, SAMPLER: sampler}
 artifacts: {rust.tar: rust}
+shared: {src/lib.rs: probe-lib/lib.rs}
 vendor: true
 probe: true
 binaries: [/usr/local/bin/probe, /usr/local/bin/sampler]
@@ -341,6 +414,7 @@ versions: {"rustc -vV": [rustc, -vV]}
             ]
         );
         assert_eq!(r.artifacts["rust.tar"], "rust");
+        assert_eq!(r.shared["src/lib.rs"], "probe-lib/lib.rs");
         assert!(r.vendor && r.probe);
         assert_eq!(
             r.binaries,
@@ -397,6 +471,34 @@ versions: {"rustc -vV": [rustc, -vV]}
                 "4:5: binaries: \"bin/b\"",
             ),
             ("vendor: yes please", "1:9: vendor: invalid type"),
+            (
+                "shared: {../lib.rs: lib/lib.rs}",
+                "1:21: shared: \"../lib.rs\" must be a relative path in the build context",
+            ),
+            (
+                "shared: {vendor/x/lib.rs: lib/lib.rs}",
+                "1:27: shared: \"vendor/x/lib.rs\" must be a relative path in the build context, not under vendor/",
+            ),
+            (
+                "shared: {src/target/lib.rs: lib/lib.rs}",
+                "1:29: shared: \"src/target/lib.rs\" must be a relative path in the build context, not under vendor/, target/",
+            ),
+            (
+                "shared: {image.yaml: lib/image.yaml}",
+                "1:22: shared: \"image.yaml\" must be a relative path in the build context, not under vendor/, target/ or .git/, not image.yaml",
+            ),
+            (
+                "artifacts: {rust.tar: rust}\nshared: {rust.tar: lib/rust.tar}",
+                "2:20: shared: \"rust.tar\" must be a relative path in the build context, not under vendor/, target/ or .git/, not image.yaml, and not an artifact's name",
+            ),
+            (
+                "shared: {src/lib.rs: ../lib.rs}",
+                "1:22: shared: \"src/lib.rs\": \"../lib.rs\" must be a relative path under the folder of the image folders (e.g. probe-lib/lib.rs), without `..`",
+            ),
+            (
+                "shared: {src/lib.rs: /lib/lib.rs}",
+                "1:22: shared: \"src/lib.rs\": \"/lib/lib.rs\" must be a relative path",
+            ),
         ];
         for (text, want) in cases {
             let err = format!("{:#}", Recipe::parse("x", text).unwrap_err());
@@ -511,6 +613,90 @@ versions: {"rustc -vV": [rustc, -vV]}
             )),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_shared_file_replaces_the_stand_in_in_the_context() {
+        let repo = tempfile::tempdir().unwrap();
+        let d = repo.path().join("docker");
+        write_at(&d, "probe-lib/lib.rs", "pub fn shared() {}\n");
+        write_at(&d, "probe/Dockerfile", "FROM scratch\n");
+        write_at(&d, "probe/src/main.rs", "fn main() {}\n");
+        write_at(&d, "probe/src/lib.rs", "// a stand-in for host builds\n");
+        write_at(&d, "probe/target/debug/big", "build output\n");
+        write_at(
+            &d,
+            "probe/image.yaml",
+            "shared: {src/lib.rs: probe-lib/lib.rs, src/more/util.rs: probe-lib/lib.rs}\n",
+        );
+        let recipes = discover(&d).unwrap();
+        assert_eq!(
+            recipes.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            ["probe"],
+            "a folder of shared files is no image"
+        );
+        let scratch = tempfile::tempdir().unwrap();
+        let dir =
+            crate::images::build::source_dir(repo.path(), &recipes[0], scratch.path()).unwrap();
+        let tar = scratch.path().join("context.tar");
+        crate::images::context::write(&dir, &[], &[FILE], &tar).unwrap();
+        let mut members = BTreeMap::new();
+        for entry in tar::Archive::new(std::fs::File::open(&tar).unwrap())
+            .entries()
+            .unwrap()
+        {
+            let mut entry = entry.unwrap();
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut entry, &mut text).unwrap();
+            members.insert(entry.path().unwrap().display().to_string(), text);
+        }
+        assert_eq!(members["src/lib.rs"], "pub fn shared() {}\n");
+        assert_eq!(members["src/more/util.rs"], "pub fn shared() {}\n");
+        assert_eq!(members["src/main.rs"], "fn main() {}\n");
+        assert!(
+            !members.contains_key(FILE) && !members.keys().any(|m| m.starts_with("target")),
+            "{members:?}"
+        );
+        let own = std::fs::read_to_string(d.join("probe/src/lib.rs")).unwrap();
+        assert_eq!(
+            own, "// a stand-in for host builds\n",
+            "the folder is left as it is"
+        );
+    }
+
+    #[test]
+    fn a_missing_shared_file_is_a_load_error() {
+        let repo = tempfile::tempdir().unwrap();
+        let d = repo.path().join("docker");
+        write_at(&d, "probe/Dockerfile", "FROM scratch\n");
+        write_at(
+            &d,
+            "probe/image.yaml",
+            "shared: {src/lib.rs: probe-lib/lib.rs}\n",
+        );
+        let err = format!("{:#}", discover(&d).unwrap_err());
+        assert!(
+            err.contains("docker/probe/image.yaml")
+                && err.contains("shared: \"src/lib.rs\" names")
+                && err.contains("probe-lib/lib.rs, which is not a file"),
+            "{err}"
+        );
+        write_at(&d, "probe-lib/lib.rs", "pub fn shared() {}\n");
+        discover(&d).unwrap();
+        write_at(&d, "probe.alt/image.yaml", "variant_of: probe\n");
+        let err = format!("{:#}", discover(&d).unwrap_err());
+        assert!(
+            err.contains("probe.alt")
+                && err.contains("lays shared files")
+                && err.contains("src/lib.rs"),
+            "{err}"
+        );
+        write_at(
+            &d,
+            "probe.alt/image.yaml",
+            "variant_of: probe\nshared: {src/lib.rs: probe-lib/lib.rs}\n",
+        );
+        discover(&d).unwrap();
     }
 
     fn write_at(dir: &Path, rel: &str, text: &str) {

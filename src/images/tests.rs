@@ -263,3 +263,36 @@ async fn a_corrupt_cached_artifact_stops_everything_with_both_hashes() {
         "reported, not deleted"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_file_is_an_input_of_the_tags_of_the_images_that_lay_it_in() {
+    let repo = Repo::new(true);
+    let docker = repo.dir.path().join("docker");
+    std::fs::create_dir_all(docker.join("probe-lib")).unwrap();
+    std::fs::write(docker.join("probe-lib/lib.rs"), "pub fn one() {}\n").unwrap();
+    let recipe = docker.join("probe-b").join(recipe::FILE);
+    let text = std::fs::read_to_string(&recipe).unwrap();
+    std::fs::write(&recipe, text + "shared: {src/lib.rs: probe-lib/lib.rs}\n").unwrap();
+    let engine = FakeEngine::default();
+    let first = repo.build(&engine, false).await.unwrap();
+    let probe = first.get("probe-b").unwrap();
+    assert_eq!(
+        probe.inputs["shared probe-lib/lib.rs"],
+        digest::bytes(b"pub fn one() {}\n")
+    );
+
+    std::fs::write(docker.join("probe-lib/lib.rs"), "pub fn two() {}\n").unwrap();
+    let second = repo.build(&engine, false).await.unwrap();
+    let rebuilt: Vec<&str> = second
+        .images
+        .iter()
+        .filter(|i| i.built)
+        .map(|i| i.name.as_str())
+        .collect();
+    assert_eq!(rebuilt, ["probe-b"], "only the image that lays it in");
+    assert_ne!(second.get("probe-b").unwrap().tag, probe.tag);
+    assert_eq!(
+        second.get("probe-a").unwrap().tag,
+        first.get("probe-a").unwrap().tag
+    );
+}
