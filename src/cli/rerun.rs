@@ -5,15 +5,17 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result};
 
-use super::run::{Fresh, check_runnable, measure, new_run, reopen, study_images};
+use super::run::{measure, study_images};
 use super::{Ending, Interrupt, Paths, Prepared, archive, prepare, report};
 use crate::cli::args::RerunArgs;
 use crate::engine::Engine;
 use crate::images::Manifest;
 use crate::ops::rerun::{self, Source};
 use crate::outputs::compare;
+use crate::run::lifecycle::{self, Fresh, Run};
+use crate::run::needs::check_runnable;
 use crate::run::run_dir::{self, RunDir, RunState};
 use crate::run::run_dir::{BinaryDifference, Origin};
 use crate::study::repeats::Repeats;
@@ -34,17 +36,8 @@ pub async fn command(paths: &Paths, args: &RerunArgs, interrupt: &Interrupt) -> 
         .transpose()?;
     let images = images(&source, args).await?;
     check_runnable(&source.study, &images.manifest)?;
-    let (dir, state) = run_folder(paths, args, &source, &images, resumed).await?;
-    let study = &source.study;
-    let run = measure(
-        &images.engine,
-        study,
-        &images.manifest,
-        dir,
-        state,
-        interrupt,
-    )
-    .await?;
+    let run = run_folder(paths, args, &source, &images, resumed).await?;
+    let run = measure(&images.engine, run, interrupt).await?;
     if run.interrupted {
         return Ok(Ending::of_run(&run));
     }
@@ -112,7 +105,7 @@ async fn images(source: &Source, args: &RerunArgs) -> Result<Images> {
     let Prepared {
         engine, manifest, ..
     } = prepare(&source.repo(), &study_images(&source.study)).await?;
-    let different = rerun::differences(&source.manifest, &manifest, &source.images);
+    let different = lifecycle::differences(&source.manifest, &manifest, &source.images);
     if !different.is_empty() && !args.accept_different_binaries {
         return Err(rerun::refuse(&source.path, &different));
     }
@@ -134,23 +127,11 @@ async fn run_folder(
     source: &Source,
     images: &Images,
     resumed: Option<RunDir>,
-) -> Result<(RunDir, RunState)> {
+) -> Result<Run> {
     let (engine, manifest, study) = (&images.engine, &images.manifest, &source.study);
     if let Some(dir) = resumed {
-        // The samples so far were measured with the run folder's binaries: no others may join them.
-        let before: Manifest = serde_json::from_str(&dir.read(run_dir::MANIFEST)?)
-            .with_context(|| format!("parsing {}", dir.file(run_dir::MANIFEST).display()))?;
-        let changed = rerun::differences(&before, manifest, &source.images);
-        if let Some(d) = changed.first() {
-            bail!(
-                "{}: the binaries here are not the ones its samples were measured with ({} of them, \
-                 first {d}); start a new rerun instead of resuming this one",
-                dir.path().display(),
-                changed.len()
-            );
-        }
-        let state = reopen(engine, &dir, study, manifest, &source.repo()).await?;
-        return Ok((dir, state));
+        let here = (study, manifest);
+        return Run::resume_rerun(engine, dir, here, &source.images, &source.repo()).await;
     }
     let deviations = images
         .different
@@ -168,24 +149,13 @@ async fn run_folder(
         )),
         repeats: repeats(source, args)?,
     };
-    new_run(engine, paths, study, manifest, fresh).await
+    Run::start(engine, &paths.results, study, manifest, fresh).await
 }
 
 /// The run folder `--resume` names, when it is a rerun of this very archive (checked before any
 /// image is loaded or built).
 fn resumed(path: &Path, source: &Source) -> Result<RunDir> {
-    let dir = RunDir::open(path)?;
-    let state = dir.load_state()?;
-    let of = state.rerun_of.as_ref();
-    ensure!(
-        of.is_some_and(|o| o.sha256 == source.sha256),
-        "{} is not a rerun of {} (its run.json names {}); resume it with the archive it reran",
-        dir.path().display(),
-        source.path.display(),
-        of.map(|o| format!("archive {} with sha256 {}", o.archive, o.sha256))
-            .unwrap_or_else(|| "no archive".into())
-    );
-    Ok(dir)
+    lifecycle::rerun_folder(path, &source.path, &source.sha256)
 }
 
 /// The processes per cell: `--repeats` applied to the study's rule, else the rule the archived run

@@ -278,34 +278,6 @@ pub fn check_saved_tags(name: &str, tag: &str, tags: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Every binary of the `images` whose sha256 in `here` is not the one in `archive` (an image
-/// missing here counts each of its binaries).
-pub fn differences(
-    archive: &Manifest,
-    here: &Manifest,
-    images: &[String],
-) -> Vec<BinaryDifference> {
-    let mut out = Vec::new();
-    for name in images {
-        let Some(want) = archive.get(name) else {
-            continue;
-        };
-        let got = here.get(name);
-        for (path, sha) in &want.binaries {
-            let here_sha = got.and_then(|g| g.binaries.get(path)).cloned();
-            if here_sha.as_ref() != Some(sha) {
-                out.push(BinaryDifference {
-                    image: name.clone(),
-                    path: path.clone(),
-                    archive: sha.clone(),
-                    here: here_sha,
-                });
-            }
-        }
-    }
-    out
-}
-
 /// The refusal when rebuilt binaries differ, naming both hashes of each.
 pub fn refuse(source: &Path, different: &[BinaryDifference]) -> anyhow::Error {
     let lines: Vec<String> = different.iter().map(|d| format!("  {d}")).collect();

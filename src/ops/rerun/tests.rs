@@ -4,6 +4,7 @@ use std::fs;
 use super::*;
 use crate::engine::fake::FakeEngine;
 use crate::images::{BuiltImage, UnavailableImage};
+use crate::run::lifecycle::differences;
 use crate::study::DEFAULT_STUDY;
 
 fn image(name: &str, binaries: &[(&str, &str)]) -> BuiltImage {
