@@ -78,8 +78,8 @@ async fn run_folder(
 ) -> Result<Run> {
     let (engine, manifest, study) = (&images.engine, &images.manifest, &source.study);
     if let Some(dir) = resumed {
-        let here = (study, manifest);
-        return Run::resume_rerun(engine, dir, here, &source.images, &source.repo()).await;
+        let (images, repo) = (&source.images, &source.repo());
+        return Run::resume_rerun(engine, dir, study, manifest, images, repo).await;
     }
     let deviations = images
         .different

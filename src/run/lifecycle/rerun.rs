@@ -36,7 +36,8 @@ impl Run {
     pub async fn resume_rerun(
         engine: &impl Containers,
         dir: RunDir,
-        (study, manifest): (&Study, &Manifest),
+        study: &Study,
+        manifest: &Manifest,
         images: &[String],
         repo: &Path,
     ) -> Result<Run> {
