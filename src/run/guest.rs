@@ -487,6 +487,9 @@ async fn check(
 }
 
 #[cfg(test)]
+mod prepare_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
