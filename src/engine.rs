@@ -2,10 +2,10 @@
 //! inspected here (`images`); containers are created, run, read and removed here (`containers`) — on
 //! every path, Ctrl-C and dropped futures included (`guard`).
 //!
-//! What a run needs from the Engine is the [`Containers`] trait, so that the run loop is unit-tested
-//! on a fake (`fake`, in tests) that scripts exits, timeouts, OOM kills, errors and interrupts; what
-//! image builds need is the [`Images`] trait, and the same fake scripts builds, their failures and
-//! the images they leave.
+//! What a run needs from the Engine is the [`Containers`] trait (and [`Images`] to make a guest
+//! kernel's root), so that the run loop is unit-tested on a fake (`fake`, in tests) that scripts
+//! exits, timeouts, OOM kills, errors and interrupts; what image builds need is the [`Images`]
+//! trait, and the same fake scripts builds, their failures and the images they leave.
 
 mod containers;
 #[cfg(test)]
@@ -103,6 +103,10 @@ pub trait Images: Clone + Send + Sync + 'static {
         cmd: &[&str],
         role: &str,
     ) -> impl Future<Output = Result<String>> + Send;
+
+    /// Writes the flattened filesystem of `image` (one tar, no layers) to `out` (a guest's root).
+    fn export_filesystem(&self, image: &str, out: &Path)
+    -> impl Future<Output = Result<()>> + Send;
 }
 
 /// 0..ncpu as the Engine counts them (containers get no cpuset).
@@ -336,5 +340,13 @@ impl Images for Engine {
         role: &str,
     ) -> impl Future<Output = Result<String>> + Send {
         Engine::output(self, image, cmd, role)
+    }
+
+    fn export_filesystem(
+        &self,
+        image: &str,
+        out: &Path,
+    ) -> impl Future<Output = Result<()>> + Send {
+        Engine::export_filesystem(self, image, out)
     }
 }

@@ -1,32 +1,13 @@
-//! The commands, one file each, and the one place that maps how a command ended to an exit code.
-//! Their arguments are in `args`; the commands that need images share one [`prepare`] step.
+//! Argument plumbing: the command line (`args`, one clap struct per subcommand) handed to what the
+//! command does (`ops`), and the one place that maps how a command ended to an exit code.
 
-mod archive;
 pub mod args;
-mod bench;
-mod build;
-mod check;
-mod clean;
-mod compare;
-mod doctor;
-mod explain;
-mod interrupt;
-mod prepare;
-mod report;
-mod reproduce;
-mod rerun;
-mod run;
-mod verify;
-
-use std::path::PathBuf;
 
 use anyhow::Result;
 
 use crate::cli::args::{BenchCommand, Cli, Command};
 use crate::engine;
-
-pub use interrupt::Interrupt;
-pub use prepare::{Prepared, prepare};
+use crate::ops::{self, Ending, Interrupt, Paths};
 
 /// Exit code: everything worked.
 pub const EXIT_OK: u8 = 0;
@@ -39,55 +20,15 @@ pub const EXIT_CLAIMS_DIFFER: u8 = 4;
 /// Exit code: interrupted; the run is kept and can be resumed.
 pub const EXIT_INTERRUPTED: u8 = 130;
 
-/// How a command ended; [`Ending::code`] is the one mapping to exit codes (an `Err` is [`EXIT_KIT`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
-    /// The kit worked (claims may still differ: that is a finding).
-    Ok,
-    /// A check of the machine failed (`doctor`).
-    NotReady,
-    /// The run finished with invalid samples.
-    ProbesFailed,
-    /// `--strict` and a claim was not reproduced.
-    ClaimsDiffer,
-    /// `compare --fail-above` and a cell's B ÷ A moved past the threshold.
-    RunsDiffer,
-    /// Ctrl-C: the running container was removed, the run is kept.
-    Interrupted,
-}
-
-impl Ending {
-    pub fn code(self) -> u8 {
-        match self {
-            Ending::Ok => EXIT_OK,
-            Ending::NotReady => EXIT_KIT,
-            Ending::ProbesFailed => EXIT_PROBES_FAILED,
-            Ending::ClaimsDiffer | Ending::RunsDiffer => EXIT_CLAIMS_DIFFER,
-            Ending::Interrupted => EXIT_INTERRUPTED,
-        }
+/// The exit code of a command that ended so (an `Err` is [`EXIT_KIT`]).
+pub fn code(ending: Ending) -> u8 {
+    match ending {
+        Ending::Ok => EXIT_OK,
+        Ending::NotReady => EXIT_KIT,
+        Ending::ProbesFailed => EXIT_PROBES_FAILED,
+        Ending::ClaimsDiffer | Ending::RunsDiffer => EXIT_CLAIMS_DIFFER,
+        Ending::Interrupted => EXIT_INTERRUPTED,
     }
-
-    /// How a run ended, saying what to do about it.
-    pub fn of_run(result: &crate::run::lifecycle::RunResult) -> Ending {
-        if result.interrupted {
-            eprintln!(
-                "run incomplete; resume with: parkbench run --resume {}",
-                result.dir.path().display()
-            );
-            Ending::Interrupted
-        } else if result.invalid > 0 {
-            eprintln!("{} invalid sample(s): see samples.jsonl", result.invalid);
-            Ending::ProbesFailed
-        } else {
-            Ending::Ok
-        }
-    }
-}
-
-/// Where the repository and the results are.
-pub struct Paths {
-    pub repo: PathBuf,
-    pub results: PathBuf,
 }
 
 /// Runs the command. Ctrl-C stops it: a run in progress keeps its samples and is marked incomplete;
@@ -100,31 +41,32 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
             .unwrap_or_else(|| cli.repo.join("results")),
         repo: cli.repo,
     };
-    let interrupt = Interrupt::install();
+    let interrupt = Interrupt::install(EXIT_INTERRUPTED);
     let ended = tokio::select! {
         ended = command(cli.command, &paths, &interrupt) => ended,
         () = interrupt.unclaimed() => Ok(Ending::Interrupted),
     };
     engine::settle().await;
-    ended.map(Ending::code)
+    ended.map(code)
 }
 
 async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Result<Ending> {
+    let repo = &paths.repo;
     match command {
-        Command::Doctor => doctor::command().await,
-        Command::Build(args) => build::command(&paths.repo, &args).await,
-        Command::Run(args) => run::command(paths, &args, interrupt).await,
-        Command::Report(args) => report::command(&args.run_dir).map(|_| Ending::Ok),
-        Command::Archive(args) => archive::command(&paths.repo, &args.run_dir, args.with_images)
+        Command::Doctor => ops::doctor::doctor().await,
+        Command::Build(a) => ops::prepare::build(repo, &a.options(), a.manifest.as_deref()).await,
+        Command::Run(a) => ops::run::command(paths, &a.into(), interrupt).await,
+        Command::Report(a) => ops::report::report(&a.run_dir).map(|_| Ending::Ok),
+        Command::Archive(a) => ops::archive::archive(repo, &a.run_dir, a.with_images)
             .await
             .map(|_| Ending::Ok),
-        Command::Check(args) => check::command(&args.archive),
-        Command::Verify(args) => verify::command(&args.path),
-        Command::Compare(args) => compare::command(&args),
-        Command::Reproduce(args) => reproduce::command(paths, &args, interrupt).await,
-        Command::Rerun(args) => rerun::command(paths, &args, interrupt).await,
-        Command::Explain(args) => explain::command(paths, &args, interrupt).await,
-        Command::Clean(args) => clean::command(&args).await,
-        Command::Bench(BenchCommand::Fidelity(args)) => bench::fidelity(&paths.repo, &args).await,
+        Command::Check(a) => ops::verify::check(&a.archive),
+        Command::Verify(a) => ops::verify::verify(&a.path),
+        Command::Compare(a) => ops::compare::compare(&a.a, &a.b, a.out.as_deref(), a.fail_above),
+        Command::Reproduce(a) => ops::reproduce::command(paths, &a.into(), interrupt).await,
+        Command::Rerun(a) => ops::rerun::command(paths, &a.into(), interrupt).await,
+        Command::Explain(a) => ops::explain::command(paths, &a.into(), interrupt).await,
+        Command::Clean(a) => ops::clean::clean(a.images, a.cache).await,
+        Command::Bench(BenchCommand::Fidelity(a)) => ops::bench::fidelity(repo, &a.into()).await,
     }
 }

@@ -1,5 +1,67 @@
-//! What the commands do, each a pipeline that reads top to bottom: rerun an archive.
+//! What the commands do, each a pipeline that reads top to bottom: build, run and reproduce a
+//! study, report, archive, check, verify and compare runs, rerun an archive, explain a claim,
+//! benchmark the kit. A command ends with an [`Ending`], which `cli` maps to an exit code.
 //!
 //! May import every stage below: `outputs`, `run`, `images`, `engine`, `study`, `stats`.
 
+pub mod archive;
+pub mod bench;
+pub mod clean;
+pub mod compare;
+pub mod doctor;
+pub mod explain;
+pub mod interrupt;
+pub mod prepare;
+pub mod report;
+pub mod reproduce;
 pub mod rerun;
+pub mod run;
+pub mod verify;
+
+use std::path::PathBuf;
+
+use crate::run::lifecycle::RunResult;
+
+pub use interrupt::Interrupt;
+pub use prepare::{Prepared, prepare};
+
+/// Where the repository and the results are.
+pub struct Paths {
+    pub repo: PathBuf,
+    pub results: PathBuf,
+}
+
+/// How a command ended (an `Err` is the kit failing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The kit worked (claims may still differ: that is a finding).
+    Ok,
+    /// A check of the machine failed (`doctor`).
+    NotReady,
+    /// The run finished with invalid samples.
+    ProbesFailed,
+    /// `--strict` and a claim was not reproduced.
+    ClaimsDiffer,
+    /// `compare --fail-above` and a cell's B ÷ A moved past the threshold.
+    RunsDiffer,
+    /// Ctrl-C: the running container was removed, the run is kept.
+    Interrupted,
+}
+
+impl Ending {
+    /// How a run ended, saying what to do about it.
+    pub fn of_run(result: &RunResult) -> Ending {
+        if result.interrupted {
+            eprintln!(
+                "run incomplete; resume with: parkbench run --resume {}",
+                result.dir.path().display()
+            );
+            Ending::Interrupted
+        } else if result.invalid > 0 {
+            eprintln!("{} invalid sample(s): see samples.jsonl", result.invalid);
+            Ending::ProbesFailed
+        } else {
+            Ending::Ok
+        }
+    }
+}

@@ -1,322 +1,139 @@
-//! Reruns: an archive's study run again, on this machine, with the archive's own binaries. The
-//! archive is checked and unpacked in one pass ([`open`]); its images are loaded and every binary is
-//! checked against the archive's manifest, or, when it carries no images, they are rebuilt from its
-//! sources and pins and compared with it ([`differences`]). What was rerun is recorded in the new
-//! run's `run.json` ([`RerunOf`]).
+//! `parkbench rerun ARCHIVE`: an archive's study run again here with the archive's binaries, each
+//! stage one line: open and check the archive → its images (loaded and verified, or rebuilt and
+//! compared) → start or resume the run → measure → report → compare with the archived run → archive.
 
-use std::collections::BTreeSet;
+mod images;
+mod source;
+
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail, ensure};
-use serde::Deserialize;
+use anyhow::{Context, Result};
 
-use crate::engine::Images;
-use crate::images::Manifest;
-use crate::outputs::archive::{self, Unpack};
-use crate::run::run_dir::{self, BinaryDifference, Origin, RerunOf, RunFiles};
-use crate::study::Study;
+use super::archive::archive;
+use super::report::report;
+use super::{Ending, Interrupt, Paths, run};
+use crate::outputs::compare;
+use crate::run::lifecycle::{self, CpuChoice, Fresh, Run};
+use crate::run::needs::check_runnable;
+use crate::run::run_dir::{self, RunDir, RunState};
+use crate::study::repeats::{Repeats, RepeatsChoice};
 
-/// The archive members a rerun unpacks: the source bundle, the exported images, the seccomp profile.
-const UNPACKED: [&str; 3] = ["source", "images", run_dir::SECCOMP];
+pub use images::{Images, check_saved_tags, images, refuse, saved_tags, verify_loaded};
+pub use source::{Source, open};
 
-/// An archive, checked and unpacked into a temporary folder that lives as long as this value.
-pub struct Source {
-    /// The archive file.
-    pub path: PathBuf,
-    /// sha256 of the archive file, hex.
-    pub sha256: String,
-    /// The archived run's small files.
-    pub files: RunFiles,
-    /// The archive's study, parsed by this version.
-    pub study: Study,
-    /// The archive's build manifest.
-    pub manifest: Manifest,
-    /// The probe images the study runs that the archive built (the others were unavailable there).
-    pub images: Vec<String>,
-    unpacked: tempfile::TempDir,
+/// What to rerun, and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The archive (`<run-id>.tar.gz`).
+    pub archive: PathBuf,
+    /// The CPUs to pin to; the archived study's list when `None`.
+    pub cpus: Option<CpuChoice>,
+    /// Run rebuilt images even when a binary differs from the archive's (a deviation each).
+    pub accept_different_binaries: bool,
+    /// An interrupted rerun of this archive to resume.
+    pub resume: Option<PathBuf>,
+    /// Processes per probe and scale; the archived run's own when `None`.
+    pub repeats: Option<RepeatsChoice>,
 }
 
-/// Checks `path` like `parkbench check` and unpacks what a rerun needs; refuses an archive this
-/// version cannot rerun (no manifest, a study it cannot read, images named but not carried).
-pub fn open(path: &Path) -> Result<Source> {
-    let shown = path.display();
-    ensure!(
-        path.is_file(),
-        "{shown}: no such archive; `parkbench rerun` takes a run archive (`<run-id>.tar.gz`); \
-         to compare run folders, use `parkbench compare`"
+pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Result<Ending> {
+    let source = open(&args.archive)?;
+    eprintln!(
+        "rerunning {} (run {} of study {}, sha256 {})",
+        args.archive.display(),
+        source.files.run_id,
+        source.study.id,
+        source.sha256
     );
-    let unpacked = tempfile::tempdir().context("creating a folder to unpack the archive into")?;
-    let unpack = Unpack {
-        dest: unpacked.path().to_owned(),
-        members: UNPACKED.iter().map(|m| m.to_string()).collect(),
-    };
-    let files = archive::read_run_unpacking(path, unpack)
-        .with_context(|| format!("{shown}: cannot rerun it"))?;
-    let sha256 = crate::images::digest::file(path)?;
-    let study = Study::parse(&files.study_yaml).with_context(|| {
-        format!(
-            "{shown}: its study.yaml cannot be run by this version of parkbench; rerun it with the \
-             version in the archive's source/ (build it with `cargo build --release`)"
-        )
-    })?;
-    // The kernels the archived run measured under (its run.json; none recorded: the study's own).
-    let kernels = match files.run_json.as_deref() {
-        Some(t) => {
-            serde_json::from_str::<crate::run::run_dir::RunState>(t)
-                .with_context(|| format!("{shown}: parsing {}/run.json", files.run_id))?
-                .kernels
-        }
-        None => Vec::new(),
-    };
-    let study = study.under_kernels(&kernels)?;
-    let text = files.manifest_json.as_deref().with_context(|| {
-        format!(
-            "{shown}: {}/manifest.json is missing, so no binary hash can be checked; \
-             an archive written by `parkbench archive` always holds it",
-            files.run_id
-        )
-    })?;
-    let manifest: Manifest = serde_json::from_str(text)
-        .with_context(|| format!("{shown}: parsing {}/manifest.json", files.run_id))?;
-    let images = probe_images(&study, &manifest);
-    let source = Source {
-        path: path.to_owned(),
-        sha256,
-        files,
-        study,
-        manifest,
-        images,
-        unpacked,
-    };
-    source.check_images()?;
-    ensure!(
-        source.repo().join("docker").is_dir() && source.repo().join("toolchains").is_dir(),
-        "{shown}: it carries no source/docker and source/toolchains, so its images cannot be \
-         rebuilt or its environment described; it was not written by `parkbench archive`"
+    let resumed = args
+        .resume
+        .as_deref()
+        .map(|d| lifecycle::rerun_folder(d, &source.path, &source.sha256))
+        .transpose()?;
+    let images = images(&source, args.accept_different_binaries).await?;
+    check_runnable(&source.study, &images.manifest)?;
+    let run = run_folder(paths, args, &source, &images, resumed).await?;
+    let run = run::measure(&images.engine, run, interrupt).await?;
+    if run.interrupted {
+        return Ok(Ending::of_run(&run));
+    }
+    report(run.dir.path())?;
+    compare_with_archive(&source, run.dir.path())?;
+    let info = archive(&source.repo(), run.dir.path(), false).await?;
+    println!(
+        "\narchive: {}\ncheck it with: parkbench check {}",
+        info.path.display(),
+        info.path.display()
     );
-    Ok(source)
+    Ok(Ending::of_run(&run))
 }
 
-/// The images the study's probes name that the manifest built, and the VM and kernel images of
-/// its guest kernels, sorted, once each.
-fn probe_images(study: &Study, manifest: &Manifest) -> Vec<String> {
-    let kernels: Vec<String> = study.kernels().into_iter().map(String::from).collect();
-    let guests = crate::run::guest::images_for(&kernels);
-    let names: BTreeSet<&str> = study
-        .probes
+/// A new run folder naming the archive it reruns, or (`--resume`) the interrupted rerun of it.
+async fn run_folder(
+    paths: &Paths,
+    args: &Options,
+    source: &Source,
+    images: &Images,
+    resumed: Option<RunDir>,
+) -> Result<Run> {
+    let (engine, manifest, study) = (&images.engine, &images.manifest, &source.study);
+    if let Some(dir) = resumed {
+        let (images, repo) = (&source.images, &source.repo());
+        return Run::resume_rerun(engine, dir, study, manifest, images, repo).await;
+    }
+    let deviations = images
+        .different
         .iter()
-        .map(|p| p.image.as_str())
-        .chain(guests.iter().map(String::as_str))
+        .map(|d| format!("binary rebuilt here differs from the archive's: {d}"))
         .collect();
-    names
-        .into_iter()
-        .filter(|n| manifest.get(n).is_some())
-        .map(str::to_owned)
-        .collect()
+    let fresh = Fresh {
+        text: &source.files.study_yaml,
+        cpus: args.cpus.as_ref(),
+        seccomp: source.seccomp()?,
+        repo: &source.repo(),
+        rerun_of: Some((
+            source.rerun_of(images.origin, images.different.clone()),
+            deviations,
+        )),
+        repeats: repeats(source, args)?,
+    };
+    Run::start(engine, &paths.results, study, manifest, fresh).await
 }
 
-impl Source {
-    /// The unpacked source bundle: a repository root with `docker/` and `toolchains/`.
-    pub fn repo(&self) -> PathBuf {
-        self.unpacked.path().join("source")
+/// The processes per cell: `--repeats` applied to the study's rule, else the rule the archived run
+/// had in force (its `run.json`), else the study's.
+fn repeats(source: &Source, args: &Options) -> Result<Option<Repeats>> {
+    let p = &source.study.protocol;
+    if let Some(choice) = args.repeats {
+        return Ok(Some(choice.apply(p.repeats, p.target_cv)));
     }
-
-    /// The exported image `images/<name>.tar`, when the archive carries it.
-    pub fn image_file(&self, name: &str) -> Option<PathBuf> {
-        let path = self
-            .unpacked
-            .path()
-            .join("images")
-            .join(format!("{name}.tar"));
-        path.is_file().then_some(path)
-    }
-
-    /// True when the archive carries its images (then it carries every one the study runs).
-    pub fn carries_images(&self) -> bool {
-        self.unpacked.path().join("images").is_dir()
-    }
-
-    /// The archive's copy of the study's seccomp profile, when the study names one.
-    pub fn seccomp(&self) -> Result<Option<crate::run::seccomp::Profile>> {
-        let Some(file) = &self.study.protocol.seccomp else {
-            return Ok(None);
-        };
-        let path = self.unpacked.path().join(run_dir::SECCOMP);
-        let bytes = std::fs::read(&path).with_context(|| {
-            format!(
-                "{}: the study names the seccomp profile {file:?} but the archive holds no {}/{}",
-                self.path.display(),
-                self.files.run_id,
-                run_dir::SECCOMP
-            )
-        })?;
-        crate::run::seccomp::Profile::parse(file, &bytes).map(Some)
-    }
-
-    /// The record for the rerun's `run.json`.
-    pub fn rerun_of(&self, images: Origin, different: Vec<BinaryDifference>) -> RerunOf {
-        RerunOf {
-            archive: self
-                .path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            sha256: self.sha256.clone(),
-            run_id: self.files.run_id.clone(),
-            images,
-            different_binaries: different,
-        }
-    }
-
-    /// An archive with an `images/` folder must carry every probe image its manifest built.
-    fn check_images(&self) -> Result<()> {
-        if !self.carries_images() {
-            return Ok(());
-        }
-        let missing: Vec<&str> = self
-            .images
-            .iter()
-            .filter(|n| self.image_file(n).is_none())
-            .map(String::as_str)
-            .collect();
-        if !missing.is_empty() {
-            bail!(
-                "{}: its manifest names the probe image(s) {} but the archive carries no {}; \
-                 it was cut down after it was written: use the complete archive, or one written \
-                 without --with-images (its images are then rebuilt from its sources)",
-                self.path.display(),
-                missing.join(", "),
-                missing
-                    .iter()
-                    .map(|n| format!("images/{n}.tar"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        Ok(())
-    }
-
-    /// The archive's manifest, its probe images marked as loaded here (`built`): the manifest of a
-    /// rerun from loaded images. The images they were built from stay listed, for their tool
-    /// versions, though only the probe images travel in the archive.
-    pub fn loaded_manifest(&self) -> Manifest {
-        let mut manifest = self.manifest.clone();
-        for image in &mut manifest.images {
-            image.built = self.images.contains(&image.name);
-        }
-        manifest
-    }
+    let Some(text) = &source.files.run_json else {
+        return Ok(None);
+    };
+    let state: RunState = serde_json::from_str(text).with_context(|| {
+        format!(
+            "{}: parsing {}/{}",
+            source.path.display(),
+            source.files.run_id,
+            run_dir::STATE
+        )
+    })?;
+    Ok(state.repeats)
 }
 
-/// Checks images loaded from the archive: each tag is there with the archive's layers, and every
-/// binary's sha256 is the manifest's. Any difference is refused: the archive's own images cannot
-/// differ from its manifest unless one of them was altered.
-pub async fn verify_loaded(engine: &impl Images, manifest: &Manifest) -> Result<()> {
-    for image in manifest.images.iter().filter(|i| i.built) {
-        let facts = engine.image(&image.tag).await?.with_context(|| {
-            format!(
-                "image {}: the archive's images/{}.tar did not load the tag {}",
-                image.name, image.name, image.tag
-            )
-        })?;
-        ensure!(
-            facts.layers == image.layers,
-            "image {} ({}): its layers differ from the archive's manifest; the exported image \
-             does not belong to this run",
-            image.name,
-            image.tag
-        );
-        for (path, want) in &image.binaries {
-            let data = engine.read_file(&image.tag, path).await?;
-            let got = crate::images::digest::bytes(&data);
-            ensure!(
-                &got == want,
-                "image {} {path}: sha256 {got} after loading, but the archive's manifest says {want}; \
-                 the exported image does not belong to this run",
-                image.name
-            );
-        }
-    }
+/// Compares the archived run (A) with the rerun (B): prints the Markdown and writes it and the
+/// figure into the rerun's folder.
+fn compare_with_archive(source: &Source, run_dir: &Path) -> Result<()> {
+    // The archive was checked and read when it was opened: no need to read it again.
+    let a = compare::from_files(source.path.display().to_string(), &source.files)?;
+    let b = compare::load(run_dir)?;
+    let md = compare::markdown(&a, &b);
+    let dir = RunDir::open(run_dir)?;
+    dir.write(run_dir::COMPARE_MD, md.as_bytes())?;
+    dir.write(run_dir::COMPARE_SVG, compare::figure(&a, &b).as_bytes())?;
+    print!("\n{md}");
+    eprintln!("comparison: {}", dir.file(run_dir::COMPARE_MD).display());
     Ok(())
-}
-
-/// The tags an exported image file (the Engine's save format) would set when loaded: the
-/// `RepoTags` of its `manifest.json`. A load sets every one of them, so a rerun loads a file only
-/// when it names exactly the tag the archive's manifest gives it.
-pub fn saved_tags(file: &Path) -> Result<Vec<String>> {
-    #[derive(Deserialize)]
-    struct Saved {
-        #[serde(rename = "RepoTags", default)]
-        repo_tags: Option<Vec<String>>,
-    }
-    let shown = file.display();
-    let data = std::fs::File::open(file).with_context(|| format!("opening {shown}"))?;
-    let mut tar = tar::Archive::new(std::io::BufReader::new(data));
-    for entry in tar.entries().with_context(|| format!("reading {shown}"))? {
-        let entry = entry.with_context(|| format!("reading {shown}"))?;
-        if entry.path_bytes().as_ref() != b"manifest.json" {
-            continue;
-        }
-        let saved: Vec<Saved> = serde_json::from_reader(entry)
-            .with_context(|| format!("{shown}: parsing its manifest.json"))?;
-        return Ok(saved
-            .into_iter()
-            .flat_map(|s| s.repo_tags.unwrap_or_default())
-            .collect());
-    }
-    bail!("{shown}: no manifest.json: not an image exported by the Engine")
-}
-
-/// Refuses an exported image that would set any tag but `tag` (or none).
-pub fn check_saved_tags(name: &str, tag: &str, tags: &[String]) -> Result<()> {
-    ensure!(
-        tags == [tag],
-        "images/{name}.tar would set the tag(s) [{}] when loaded, but the archive's manifest names \
-         only {tag}: refused, since loading it would move other tags; the archive was altered",
-        tags.join(", ")
-    );
-    Ok(())
-}
-
-/// Every binary of the `images` whose sha256 in `here` is not the one in `archive` (an image
-/// missing here counts each of its binaries).
-pub fn differences(
-    archive: &Manifest,
-    here: &Manifest,
-    images: &[String],
-) -> Vec<BinaryDifference> {
-    let mut out = Vec::new();
-    for name in images {
-        let Some(want) = archive.get(name) else {
-            continue;
-        };
-        let got = here.get(name);
-        for (path, sha) in &want.binaries {
-            let here_sha = got.and_then(|g| g.binaries.get(path)).cloned();
-            if here_sha.as_ref() != Some(sha) {
-                out.push(BinaryDifference {
-                    image: name.clone(),
-                    path: path.clone(),
-                    archive: sha.clone(),
-                    here: here_sha,
-                });
-            }
-        }
-    }
-    out
-}
-
-/// The refusal when rebuilt binaries differ, naming both hashes of each.
-pub fn refuse(source: &Path, different: &[BinaryDifference]) -> anyhow::Error {
-    let lines: Vec<String> = different.iter().map(|d| format!("  {d}")).collect();
-    anyhow::anyhow!(
-        "{}: the images rebuilt here from its sources differ from the ones it ran:\n{}\n\
-         the toolchains or sources that built them differ; rerun an archive written with \
-         --with-images for the same binaries, or pass --accept-different-binaries to run these \
-         (recorded as a deviation)",
-        source.display(),
-        lines.join("\n")
-    )
 }
 
 #[cfg(test)]

@@ -9,10 +9,12 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::Engine;
+use crate::engine::{Containers, Images};
 use crate::images::Manifest;
+use crate::run::guest::Guests;
+use crate::run::plan;
+use crate::run::process::{self, Setting};
 use crate::run::run_dir::RunState;
-use crate::run::{lifecycle, plan};
 use crate::study::Study;
 use crate::study::kind;
 use crate::study::sample::{Sample, SamplerOutput};
@@ -23,58 +25,20 @@ use crate::study::sample::{Sample, SamplerOutput};
 /// With `guest` (the study under one guest kernel, and that kernel made ready) the second way is
 /// the VM instead of the host.
 pub async fn fidelity(
-    engine: &Engine,
+    engine: &(impl Containers + Images),
     study: &Study,
     manifest: &Manifest,
     state: &RunState,
-    guest: Option<(&Study, &crate::run::guest::Guests)>,
+    guest: Option<(&Study, &Guests)>,
 ) -> Result<String> {
     let other = if guest.is_some() { "guest" } else { "native" };
     let bins = tempfile::tempdir().context("creating a folder for the probe binaries")?;
-    let cancel = CancellationToken::new();
     let mut medians: BTreeMap<(String, &str), Vec<u64>> = BTreeMap::new();
     for cell in plan::matrix(study) {
         let probe = &study.probes[cell.probe];
-        let image = manifest.get(&probe.image).with_context(|| {
-            match manifest.unavailable(&probe.image) {
-                Some(why) => format!(
-                    "probe {}: image {} is unavailable here ({}); leave it out with --probes",
-                    probe.id,
-                    probe.image,
-                    why.lines().next().unwrap_or_default()
-                ),
-                None => format!("probe {}: image {} was not built", probe.id, probe.image),
-            }
-        })?;
         let dir = bins.path().join(&probe.id);
-        if !dir.exists() {
-            extract_binaries(engine, &image.tag, &probe.program, &dir).await?;
-        }
-        // The Engine's default profile, as the native run has none of the study's.
-        let kit = lifecycle::measure(
-            engine,
-            (study, manifest, &Default::default()),
-            state,
-            &cell,
-            None,
-            &cancel,
-        )
-        .await?
-        .context("interrupted")?;
-        let second = match guest {
-            Some((in_vm, guests)) => lifecycle::measure(
-                engine,
-                (in_vm, manifest, guests),
-                state,
-                &cell,
-                None,
-                &cancel,
-            )
-            .await?
-            .context("interrupted")?,
-            None => measure_native(&dir, study, state, &cell, kit.clone())?,
-        };
-        for (how, s) in [("container", &kit), (other, &second)] {
+        let both = side_by_side(engine, (study, manifest, state), guest, &cell, &dir).await?;
+        for (how, s) in [("container", &both.0), (other, &both.1)] {
             if !s.valid {
                 bail!(
                     "{how} run of {} at {} tasks is invalid: {:?}",
@@ -91,6 +55,64 @@ pub async fn fidelity(
                 .push(bytes);
         }
     }
+    Ok(table(study, &medians, other))
+}
+
+/// One cell measured in its container and then the other way: natively with the binaries
+/// extracted into `dir`, or in the guest.
+async fn side_by_side(
+    engine: &(impl Containers + Images),
+    (study, manifest, state): (&Study, &Manifest, &RunState),
+    guest: Option<(&Study, &Guests)>,
+    cell: &plan::Cell,
+    dir: &Path,
+) -> Result<(Sample, Sample)> {
+    let probe = &study.probes[cell.probe];
+    let image =
+        manifest
+            .get(&probe.image)
+            .with_context(|| match manifest.unavailable(&probe.image) {
+                Some(why) => format!(
+                    "probe {}: image {} is unavailable here ({}); leave it out with --probes",
+                    probe.id,
+                    probe.image,
+                    why.lines().next().unwrap_or_default()
+                ),
+                None => format!("probe {}: image {} was not built", probe.id, probe.image),
+            })?;
+    if !dir.exists() {
+        extract_binaries(engine, &image.tag, &probe.program, dir).await?;
+    }
+    let cancel = CancellationToken::new();
+    // The Engine's default profile, as the native run has none of the study's.
+    let on_host = Setting {
+        study,
+        manifest,
+        guests: &Guests::default(),
+        state,
+        seccomp: None,
+    };
+    let kit = process::measure(engine, &on_host, cell, &cancel)
+        .await?
+        .context("interrupted")?;
+    let second = match guest {
+        Some((in_vm, guests)) => {
+            let in_guest = Setting {
+                study: in_vm,
+                guests,
+                ..on_host
+            };
+            process::measure(engine, &in_guest, cell, &cancel)
+                .await?
+                .context("interrupted")?
+        }
+        None => measure_native(dir, study, state, cell, kit.clone())?,
+    };
+    Ok((kit, second))
+}
+
+/// The table of median memory per probe, in containers and the other way, and their ratio.
+fn table(study: &Study, medians: &BTreeMap<(String, &str), Vec<u64>>, other: &str) -> String {
     let mut out = format!(
         "{:<22} {:>16} {:>16} {:>8}\n",
         "probe",
@@ -99,7 +121,7 @@ pub async fn fidelity(
         "ratio"
     );
     for probe in &study.probes {
-        let m = |how| {
+        let m = |how: &str| {
             let v: Vec<f64> = medians[&(probe.id.clone(), how)]
                 .iter()
                 .map(|&b| b as f64)
@@ -115,11 +137,16 @@ pub async fn fidelity(
             c / n
         ));
     }
-    Ok(out)
+    out
 }
 
 /// The sampler and the probe's program, as `sampler` and `probe` in `dir`.
-async fn extract_binaries(engine: &Engine, tag: &str, program: &str, dir: &Path) -> Result<()> {
+async fn extract_binaries(
+    engine: &impl Images,
+    tag: &str,
+    program: &str,
+    dir: &Path,
+) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(dir)?;
     for (name, path) in [("sampler", "/usr/local/bin/sampler"), ("probe", program)] {
@@ -140,9 +167,9 @@ fn measure_native(
     mut s: Sample,
 ) -> Result<Sample> {
     let probe = &study.probes[cell.probe];
-    let words = lifecycle::placeholders(probe, state, cell.tasks).map_err(anyhow::Error::msg)?;
+    let words = process::placeholders(probe, state, cell.tasks).map_err(anyhow::Error::msg)?;
     let output = Command::new(dir.join("sampler"))
-        .args(lifecycle::sampler_args(
+        .args(process::sampler_args(
             probe,
             &study.protocol,
             &crate::study::cpuset::format(&words.cpus),

@@ -7,6 +7,7 @@
 //! when `/dev/kvm` exists and such a boot prints within [`KVM_CHECK`], else under TCG (QEMU's
 //! software CPU). The kernel's release, THP mode and the acceleration are recorded in run.json.
 
+mod cell;
 mod qemu;
 
 use std::collections::BTreeMap;
@@ -17,7 +18,7 @@ use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{Containers, Engine};
+use crate::engine::{Containers, Images};
 use crate::images::Manifest;
 use crate::images::cache::Cache;
 use crate::images::digest;
@@ -26,6 +27,7 @@ use crate::images::recipe::{self, KERNEL_CONFIG, KERNEL_FILE, KERNEL_PREFIX};
 use crate::study::Study;
 use crate::study::kernel::{Accel, HOST};
 
+pub use cell::InGuest;
 pub use qemu::{COMMAND_LINE_MAX, Console, GuestLine, cell_spec, too_long};
 
 /// The image QEMU runs in.
@@ -169,7 +171,7 @@ pub fn memory_mib(study: &Study, largest_root: u64) -> u64 {
 /// against the manifest, writes each probe image's initramfs (cached by image ID), and boots each
 /// kernel once to find its acceleration and release.
 pub async fn prepare(
-    engine: &Engine,
+    engine: &(impl Containers + Images),
     cache: &Cache,
     manifest: &Manifest,
     study: &Study,
@@ -278,7 +280,7 @@ fn built<'m>(manifest: &'m Manifest, name: &str) -> Result<&'m crate::images::Bu
 
 /// The bytes of `path` in the image `name`, checked against the sha256 the manifest records.
 async fn verified_file(
-    engine: &Engine,
+    engine: &impl Images,
     manifest: &Manifest,
     name: &str,
     path: &str,
@@ -300,7 +302,7 @@ async fn verified_file(
 
 /// The kernel `name`'s record (without the boot's findings) and its file in `dir`.
 async fn kernel(
-    engine: &Engine,
+    engine: &impl Images,
     manifest: &Manifest,
     dir: &Path,
     name: &str,
@@ -334,7 +336,7 @@ async fn kernel(
 /// The initramfs of the probe image `name`: its exported filesystem and the guest's init, cached
 /// by image ID and init.
 async fn root(
-    engine: &Engine,
+    engine: &impl Images,
     cache: &Cache,
     manifest: &Manifest,
     name: &str,
@@ -483,6 +485,9 @@ async fn check(
     }
     unreachable!("the TCG try returns or fails")
 }
+
+#[cfg(test)]
+mod prepare_tests;
 
 #[cfg(test)]
 mod tests {

@@ -244,4 +244,44 @@ mod tests {
         let study = Study::parse(&text).unwrap();
         assert_eq!(matrix(&study).len(), 24, "min processes are planned");
     }
+
+    #[test]
+    fn plan_alternates_probes_between_repeats() {
+        let study = Study::default_study();
+        let cells = matrix(&study);
+        assert_eq!(cells.len(), 24);
+        let first: Vec<_> = cells.iter().take(6).map(|c| (c.probe, c.repeat)).collect();
+        assert_eq!(first, vec![(0, 1), (1, 1), (1, 2), (0, 2), (0, 3), (1, 3)]);
+        assert!(
+            cells
+                .iter()
+                .enumerate()
+                .all(|(i, c)| c.position as usize == i)
+        );
+    }
+
+    #[test]
+    fn plan_runs_each_probe_at_its_own_scales() {
+        let mut study = Study::default_study();
+        study.probes[1].scales = Some(vec![1, 10_000]);
+        let cells = matrix(&study);
+        let of = |p: usize| -> Vec<u64> {
+            let mut t: Vec<u64> = cells
+                .iter()
+                .filter(|c| c.probe == p)
+                .map(|c| c.tasks)
+                .collect();
+            t.dedup();
+            t
+        };
+        assert_eq!(of(0), study.protocol.scales);
+        assert_eq!(of(1), vec![10_000, 1]);
+        assert_eq!(cells.len(), 3 * (4 + 2));
+        assert!(
+            cells
+                .iter()
+                .enumerate()
+                .all(|(i, c)| c.position as usize == i)
+        );
+    }
 }

@@ -168,6 +168,19 @@ impl Images for FakeEngine {
         }
         Ok(format!("{} 1.0", cmd.join(" ")))
     }
+
+    /// An empty filesystem: a tar with no member.
+    async fn export_filesystem(&self, image: &str, out: &Path) -> Result<()> {
+        if !self.images().images.contains_key(image) {
+            bail!("exporting the filesystem of image {image}: no such image");
+        }
+        let file =
+            std::fs::File::create(out).with_context(|| format!("creating {}", out.display()))?;
+        tar::Builder::new(file)
+            .into_inner()
+            .with_context(|| format!("writing {}", out.display()))?;
+        Ok(())
+    }
 }
 
 /// sha256 of bytes, hex (the fake stands below the image stage's streaming digest).

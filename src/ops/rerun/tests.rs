@@ -2,8 +2,12 @@ use std::collections::BTreeMap;
 use std::fs;
 
 use super::*;
+use crate::engine::Images as _;
 use crate::engine::fake::FakeEngine;
-use crate::images::{BuiltImage, UnavailableImage};
+use crate::images::{BuiltImage, Manifest, UnavailableImage};
+use crate::outputs::archive;
+use crate::run::lifecycle::differences;
+use crate::run::run_dir::Origin;
 use crate::study::DEFAULT_STUDY;
 
 fn image(name: &str, binaries: &[(&str, &str)]) -> BuiltImage {

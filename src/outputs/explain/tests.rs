@@ -1,5 +1,5 @@
 use super::*;
-use crate::study::Study;
+use crate::study::{Study, Than};
 
 fn study() -> Study {
     Study::default_study()

@@ -1,12 +1,16 @@
 //! The run loop on a scripted Engine: failures, Engine errors, interrupts, resumes and timeouts.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
+use anyhow::Result;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
+use crate::engine::ContainerSpec;
 use crate::engine::fake::{FakeEngine, Step, sampler_json_rss};
 use crate::images::BuiltImage;
+use crate::study::sample::{self, Sample};
 
 /// Two probes at one scale, `repeats` repeats, alternating.
 fn study(repeats: u32) -> Study {
@@ -14,7 +18,7 @@ fn study(repeats: u32) -> Study {
 }
 
 /// [`study`] with `protocol.repeats` written as `repeats`.
-fn study_with(repeats: &str) -> Study {
+pub(super) fn study_with(repeats: &str) -> Study {
     Study::parse(&format!(
         r#"id: loop
 title: loop test
@@ -43,7 +47,7 @@ probes:
     .unwrap()
 }
 
-fn manifest() -> Manifest {
+pub(super) fn manifest() -> Manifest {
     let image = |name: &str| BuiltImage {
         name: name.into(),
         tag: format!("parkbench/{name}:test"),
@@ -62,15 +66,27 @@ fn manifest() -> Manifest {
 }
 
 /// A fresh run folder with its state, in a temporary results folder.
-fn new_run(study: &Study) -> (tempfile::TempDir, RunDir, RunState) {
+pub(super) fn new_run(study: &Study) -> (tempfile::TempDir, RunDir) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = RunDir::create(tmp.path(), &study.id).unwrap();
     let state = new_state(&dir.id(), study, &[0], vec![]);
     dir.save_state(&state).unwrap();
-    (tmp, dir, state)
+    (tmp, dir)
 }
 
-fn samples(dir: &RunDir) -> Vec<Sample> {
+/// Measures the run in `dir` on `engine`, every probe on the host's kernel.
+async fn execute(
+    engine: &FakeEngine,
+    study: &Study,
+    manifest: &Manifest,
+    dir: &RunDir,
+    cancel: &CancellationToken,
+) -> Result<RunResult> {
+    let run = Run::new(dir.clone(), dir.load_state()?, study, manifest)?;
+    run.measure(engine, &Guests::default(), cancel).await
+}
+
+pub(super) fn samples(dir: &RunDir) -> Vec<Sample> {
     let (good, bad) = sample::read_all(&dir.file(run_dir::SAMPLES)).unwrap();
     assert!(bad.is_empty());
     good
@@ -87,20 +103,12 @@ fn exit(code: i64, stderr: &str) -> Step {
 #[tokio::test]
 async fn a_failing_process_is_an_invalid_sample_and_the_run_goes_on() {
     let study = study(2);
-    let (_tmp, dir, mut state) = new_run(&study);
+    let (_tmp, dir) = new_run(&study);
     let engine = FakeEngine::new([exit(2, "unknown flag"), Step::Oom, Step::Valid, Step::Valid]);
     let cancel = CancellationToken::new();
-    let result = execute(
-        &engine,
-        &study,
-        &manifest(),
-        &Guests::default(),
-        &dir,
-        &mut state,
-        &cancel,
-    )
-    .await
-    .unwrap();
+    let result = execute(&engine, &study, &manifest(), &dir, &cancel)
+        .await
+        .unwrap();
     assert_eq!((result.measured, result.invalid), (4, 2));
     assert!(!result.interrupted);
     let got = samples(&dir);
@@ -125,24 +133,16 @@ async fn a_failing_process_is_an_invalid_sample_and_the_run_goes_on() {
 #[tokio::test]
 async fn an_engine_error_stops_the_run_and_keeps_the_samples() {
     let study = study(2);
-    let (_tmp, dir, mut state) = new_run(&study);
+    let (_tmp, dir) = new_run(&study);
     let engine = FakeEngine::new([
         Step::Valid,
         Step::EngineError("the Engine went away".into()),
     ]);
     let cancel = CancellationToken::new();
-    let err = execute(
-        &engine,
-        &study,
-        &manifest(),
-        &Guests::default(),
-        &dir,
-        &mut state,
-        &cancel,
-    )
-    .await
-    .err()
-    .expect("an Engine error stops the run");
+    let err = execute(&engine, &study, &manifest(), &dir, &cancel)
+        .await
+        .err()
+        .expect("an Engine error stops the run");
     let err = format!("{err:#}");
     assert!(err.contains("the Engine went away"), "{err}");
     assert!(
@@ -157,35 +157,24 @@ async fn an_engine_error_stops_the_run_and_keeps_the_samples() {
 #[tokio::test]
 async fn an_interrupt_stops_incomplete_and_resume_runs_exactly_the_missing_cells() {
     let study = study(2);
-    let (_tmp, dir, mut state) = new_run(&study);
+    let (_tmp, dir) = new_run(&study);
     let engine = FakeEngine::new([Step::Valid, Step::Interrupt, Step::Valid]);
     let cancel = CancellationToken::new();
-    let result = execute(
-        &engine,
-        &study,
-        &manifest(),
-        &Guests::default(),
-        &dir,
-        &mut state,
-        &cancel,
-    )
-    .await
-    .unwrap();
+    let result = execute(&engine, &study, &manifest(), &dir, &cancel)
+        .await
+        .unwrap();
     assert!(result.interrupted && cancel.is_cancelled());
     assert_eq!((result.measured, engine.runs().len()), (1, 2));
     let first = samples(&dir);
     assert_eq!(first.len(), 1);
     assert_eq!(dir.load_state().unwrap().status, Status::Incomplete);
 
-    let mut state = dir.load_state().unwrap();
     let engine = FakeEngine::new([Step::Valid, Step::Valid, Step::Valid]);
     let result = execute(
         &engine,
         &study,
         &manifest(),
-        &Guests::default(),
         &dir,
-        &mut state,
         &CancellationToken::new(),
     )
     .await
@@ -210,20 +199,12 @@ async fn an_interrupt_stops_incomplete_and_resume_runs_exactly_the_missing_cells
 #[tokio::test]
 async fn a_timeout_is_an_invalid_sample() {
     let study = study(1);
-    let (_tmp, dir, mut state) = new_run(&study);
+    let (_tmp, dir) = new_run(&study);
     let engine = FakeEngine::new([Step::TimedOut, Step::Valid]);
     let cancel = CancellationToken::new();
-    let result = execute(
-        &engine,
-        &study,
-        &manifest(),
-        &Guests::default(),
-        &dir,
-        &mut state,
-        &cancel,
-    )
-    .await
-    .unwrap();
+    let result = execute(&engine, &study, &manifest(), &dir, &cancel)
+        .await
+        .unwrap();
     assert_eq!(result.invalid, 1);
     let got = samples(&dir);
     assert_eq!(got[0].error.as_deref(), Some("timed out; container killed"));
@@ -238,7 +219,7 @@ async fn a_timeout_is_an_invalid_sample() {
 #[tokio::test]
 async fn an_unavailable_toolchain_is_not_measured_and_starts_no_container() {
     let study = study(1);
-    let (_tmp, dir, mut state) = new_run(&study);
+    let (_tmp, dir) = new_run(&study);
     let mut manifest = manifest();
     manifest.images.retain(|i| i.name != "go");
     manifest.unavailable.push(crate::images::UnavailableImage {
@@ -247,17 +228,9 @@ async fn an_unavailable_toolchain_is_not_measured_and_starts_no_container() {
     });
     let engine = FakeEngine::new([Step::Valid]);
     let cancel = CancellationToken::new();
-    let result = execute(
-        &engine,
-        &study,
-        &manifest,
-        &Guests::default(),
-        &dir,
-        &mut state,
-        &cancel,
-    )
-    .await
-    .unwrap();
+    let result = execute(&engine, &study, &manifest, &dir, &cancel)
+        .await
+        .unwrap();
     assert_eq!(
         (result.measured, result.invalid),
         (2, 0),
@@ -275,7 +248,7 @@ async fn an_unavailable_toolchain_is_not_measured_and_starts_no_container() {
         reason: "its parent image go is unavailable".into(),
     });
     assert_eq!(
-        super::unavailable_reason(&manifest, "child").as_deref(),
+        crate::run::process::unavailable_reason(&manifest, "child").as_deref(),
         Some("image go: pin go cannot be produced here")
     );
     assert!(got.iter().any(|s| s.probe == "rust-tokio" && s.valid));
@@ -286,20 +259,10 @@ async fn an_unavailable_toolchain_is_not_measured_and_starts_no_container() {
 async fn every_container_gets_the_run_folders_seccomp_profile() {
     let mut study = study(1);
     study.protocol.seccomp = Some("deny.json".into());
-    let (_tmp, dir, mut state) = new_run(&study);
+    let (_tmp, dir) = new_run(&study);
     let cancel = CancellationToken::new();
     let engine = FakeEngine::new([]);
-    let Err(err) = execute(
-        &engine,
-        &study,
-        &manifest(),
-        &Guests::default(),
-        &dir,
-        &mut state,
-        &cancel,
-    )
-    .await
-    else {
+    let Err(err) = execute(&engine, &study, &manifest(), &dir, &cancel).await else {
         panic!("a run without its profile's copy must not start");
     };
     let err = format!("{err:#}");
@@ -312,17 +275,9 @@ async fn every_container_gets_the_run_folders_seccomp_profile() {
     let profile = r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}"#;
     dir.write(run_dir::SECCOMP, profile.as_bytes()).unwrap();
     let engine = FakeEngine::new([Step::Valid, Step::Valid]);
-    execute(
-        &engine,
-        &study,
-        &manifest(),
-        &Guests::default(),
-        &dir,
-        &mut state,
-        &cancel,
-    )
-    .await
-    .unwrap();
+    execute(&engine, &study, &manifest(), &dir, &cancel)
+        .await
+        .unwrap();
     let runs = engine.runs();
     assert_eq!(runs.len(), 2);
     for spec in runs {
@@ -334,15 +289,13 @@ async fn every_container_gets_the_run_folders_seccomp_profile() {
 
 async fn study_without_profile_runs_with_the_default() -> Vec<ContainerSpec> {
     let study = study(1);
-    let (_tmp, dir, mut state) = new_run(&study);
+    let (_tmp, dir) = new_run(&study);
     let engine = FakeEngine::new([Step::Valid, Step::Valid]);
     execute(
         &engine,
         &study,
         &manifest(),
-        &Guests::default(),
         &dir,
-        &mut state,
         &CancellationToken::new(),
     )
     .await
@@ -376,7 +329,7 @@ fn cells(list: &[(&str, u32)]) -> Vec<(String, u32)> {
 #[tokio::test]
 async fn dispersed_cells_get_processes_in_alternating_rounds_up_to_max_and_resume_goes_on() {
     let study = study_with("{min: 2, max: 4, target_cv: 0.005}");
-    let (_tmp, dir, mut state) = new_run(&study);
+    let (_tmp, dir) = new_run(&study);
     let engine = FakeEngine::new([
         rss(2048),
         rss(2048),
@@ -387,17 +340,9 @@ async fn dispersed_cells_get_processes_in_alternating_rounds_up_to_max_and_resum
         Step::Interrupt,
     ]);
     let cancel = CancellationToken::new();
-    let result = execute(
-        &engine,
-        &study,
-        &manifest(),
-        &Guests::default(),
-        &dir,
-        &mut state,
-        &cancel,
-    )
-    .await
-    .unwrap();
+    let result = execute(&engine, &study, &manifest(), &dir, &cancel)
+        .await
+        .unwrap();
     assert!(result.interrupted);
     assert_eq!(dir.load_state().unwrap().status, Status::Incomplete);
     let planned = [("go", 1), ("rust-tokio", 1), ("rust-tokio", 2), ("go", 2)];
@@ -410,15 +355,12 @@ async fn dispersed_cells_get_processes_in_alternating_rounds_up_to_max_and_resum
         "the interrupted process left no sample"
     );
 
-    let mut state = dir.load_state().unwrap();
     let engine = FakeEngine::new([rss(2048), rss(2048)]);
     let result = execute(
         &engine,
         &study,
         &manifest(),
-        &Guests::default(),
         &dir,
-        &mut state,
         &CancellationToken::new(),
     )
     .await
@@ -438,25 +380,17 @@ async fn dispersed_cells_get_processes_in_alternating_rounds_up_to_max_and_resum
 #[tokio::test]
 async fn agreeing_cells_stop_at_min_and_cells_never_measured_get_nothing_more() {
     let study = study_with("{min: 2, max: 4, target_cv: 0.005}");
-    let (_tmp, dir, mut state) = new_run(&study);
+    let (_tmp, dir) = new_run(&study);
     let engine = FakeEngine::new([rss(2048), rss(2048), rss(2049), rss(2048)]);
     let cancel = CancellationToken::new();
-    let result = execute(
-        &engine,
-        &study,
-        &manifest(),
-        &Guests::default(),
-        &dir,
-        &mut state,
-        &cancel,
-    )
-    .await
-    .unwrap();
+    let result = execute(&engine, &study, &manifest(), &dir, &cancel)
+        .await
+        .unwrap();
     assert_eq!((result.measured, engine.runs().len()), (4, 4));
     let summary = crate::outputs::summary::summarize(&study, &samples(&dir));
     assert!(summary.precision.iter().all(|p| p.met), "{summary:?}");
 
-    let (_tmp, dir, mut state) = new_run(&study);
+    let (_tmp, dir) = new_run(&study);
     let mut manifest = manifest();
     manifest.images.retain(|i| i.name != "go");
     manifest.unavailable.push(crate::images::UnavailableImage {
@@ -464,17 +398,9 @@ async fn agreeing_cells_stop_at_min_and_cells_never_measured_get_nothing_more() 
         reason: "pin go cannot be produced here".into(),
     });
     let engine = FakeEngine::new([rss(2048), rss(1024), rss(2048), rss(2048)]);
-    execute(
-        &engine,
-        &study,
-        &manifest,
-        &Guests::default(),
-        &dir,
-        &mut state,
-        &cancel,
-    )
-    .await
-    .unwrap();
+    execute(&engine, &study, &manifest, &dir, &cancel)
+        .await
+        .unwrap();
     let want = cells(&[
         ("rust-tokio", 1),
         ("rust-tokio", 2),
@@ -496,20 +422,12 @@ async fn agreeing_cells_stop_at_min_and_cells_never_measured_get_nothing_more() 
 #[tokio::test]
 async fn a_crashing_probe_stops_at_max() {
     let study = study_with("{min: 2, max: 3, target_cv: 0.005}");
-    let (_tmp, dir, mut state) = new_run(&study);
+    let (_tmp, dir) = new_run(&study);
     let engine = FakeEngine::new([rss(2048), Step::Oom, Step::Oom, rss(1024), rss(2048)]);
     let cancel = CancellationToken::new();
-    execute(
-        &engine,
-        &study,
-        &manifest(),
-        &Guests::default(),
-        &dir,
-        &mut state,
-        &cancel,
-    )
-    .await
-    .unwrap();
+    execute(&engine, &study, &manifest(), &dir, &cancel)
+        .await
+        .unwrap();
     let want = cells(&[
         ("go", 1),
         ("rust-tokio", 1),

@@ -1,15 +1,17 @@
 //! The step every command that runs containers starts with: check the repository, load the pins,
-//! connect to the Engine, and build or reuse every image.
+//! connect to the Engine, and build or reuse every image. `parkbench build` is this step alone.
 
 use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use crate::cli::args::BuildArgs;
+use super::Ending;
 use crate::engine::Engine;
 use crate::images::cache::{self, Cache};
 use crate::images::pin;
 use crate::images::{self, BuildOptions, Manifest};
+use crate::run::needs;
+use crate::study::Study;
 
 /// What `prepare` gives: an Engine with every image built, and their manifest.
 pub struct Prepared {
@@ -19,27 +21,38 @@ pub struct Prepared {
 }
 
 /// Builds every pinned image (a no-op when nothing changed) and prints the image table.
-pub async fn prepare(repo: &Path, args: &BuildArgs) -> Result<Prepared> {
+pub async fn prepare(repo: &Path, options: &BuildOptions) -> Result<Prepared> {
     check_repo(repo)?;
     let pins = pin::load_all(&repo.join("toolchains"))?;
     let cache = Cache::from_env()?;
     let engine = Engine::connect().await?;
-    let options = BuildOptions {
-        no_cache: args.no_cache,
-        verbose: args.verbose,
-        only: args.only.clone(),
-    };
-    let manifest = images::build_all(&engine, &cache, &pins, repo, &options).await?;
+    let manifest = images::build_all(&engine, &cache, &pins, repo, options).await?;
     print!("{}", images::table(&manifest));
-    if let Some(path) = &args.manifest {
-        cache::write_atomic(path, serde_json::to_string_pretty(&manifest)?.as_bytes())?;
-        eprintln!("manifest written to {}", path.display());
-    }
     Ok(Prepared {
         engine,
         cache,
         manifest,
     })
+}
+
+/// `parkbench build`: every pinned image, built or reused; the manifest also written as JSON to
+/// `manifest` when given.
+pub async fn build(repo: &Path, options: &BuildOptions, manifest: Option<&Path>) -> Result<Ending> {
+    let prepared = prepare(repo, options).await?;
+    if let Some(path) = manifest {
+        let json = serde_json::to_string_pretty(&prepared.manifest)?;
+        cache::write_atomic(path, json.as_bytes())?;
+        eprintln!("manifest written to {}", path.display());
+    }
+    Ok(Ending::Ok)
+}
+
+/// The build a study needs: its probe images and what they are built from.
+pub fn for_study(study: &Study) -> BuildOptions {
+    BuildOptions {
+        only: needs::images(study),
+        ..BuildOptions::default()
+    }
 }
 
 fn check_repo(repo: &Path) -> Result<()> {

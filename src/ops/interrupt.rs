@@ -23,8 +23,8 @@ impl Interrupt {
         }
     }
 
-    /// Listens for Ctrl-C from now on.
-    pub fn install() -> Self {
+    /// Listens for Ctrl-C from now on; a second one exits at once with `quit`.
+    pub fn install(quit: u8) -> Self {
         let interrupt = Self::new();
         let listener = interrupt.clone();
         tokio::spawn(async move {
@@ -42,7 +42,7 @@ impl Interrupt {
             }
             listener.token.cancel();
             if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(i32::from(super::EXIT_INTERRUPTED));
+                std::process::exit(i32::from(quit));
             }
         });
         interrupt

@@ -4,11 +4,12 @@ use anyhow::Result;
 
 use super::Ending;
 use crate::images::cache::Cache;
-use crate::run::doctor;
+use crate::run::doctor as checks;
 
-pub async fn command() -> Result<Ending> {
+/// Prints the table of checks; [`Ending::NotReady`] when one failed.
+pub async fn doctor() -> Result<Ending> {
     let cache = Cache::from_env()?;
-    let (table, ok) = doctor::render(&doctor::run(cache.root()).await);
+    let (table, ok) = checks::render(&checks::run(cache.root()).await);
     print!("{table}");
     Ok(if ok { Ending::Ok } else { Ending::NotReady })
 }

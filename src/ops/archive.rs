@@ -15,7 +15,7 @@ use crate::run::run_dir::{self, RunDir};
 const VENDOR_CHECKSUMS: &str = "vendor-checksums";
 
 /// Writes `<run-id>.tar.gz` beside the run folder (a `runs/latest` link names the run it points at).
-pub async fn command(repo: &Path, run_dir: &Path, with_images: bool) -> Result<ArchiveInfo> {
+pub async fn archive(repo: &Path, run_dir: &Path, with_images: bool) -> Result<ArchiveInfo> {
     let run = RunDir::open(run_dir)?;
     let out = run.archive_path();
     let images = tempfile::tempdir().context("creating a folder for exported images")?;

@@ -1,4 +1,5 @@
-//! `parkbench verify`: statistics and verdicts recomputed offline from an archive or a run folder.
+//! `parkbench check` and `parkbench verify`, offline: an archive's SHA256SUMS lines and structure;
+//! statistics and verdicts recomputed from an archive or a run folder.
 
 use std::path::Path;
 
@@ -10,8 +11,15 @@ use crate::outputs::outcome;
 use crate::outputs::verdict::VerdictFile;
 use crate::run::run_dir::RunDir;
 
-/// Recomputes from raw samples; a stored verdicts.json that disagrees is an error.
-pub fn command(path: &Path) -> Result<Ending> {
+/// `check`: every SHA256SUMS line and the structure of the archive at `path`.
+pub fn check(path: &Path) -> Result<Ending> {
+    let report = archive::check(path).with_context(|| format!("checking {}", path.display()))?;
+    println!("{report}");
+    Ok(Ending::Ok)
+}
+
+/// `verify`: recomputes from raw samples; a stored verdicts.json that disagrees is an error.
+pub fn verify(path: &Path) -> Result<Ending> {
     let files = if path.is_dir() {
         RunDir::at(path).read_files()?
     } else {

@@ -8,7 +8,7 @@ use crate::outputs::outcome::{self, Outcome};
 use crate::run::run_dir::{self, RunDir};
 
 /// Recomputes and writes a run's report and verdicts, prints the verdict table.
-pub fn command(run_dir: &Path) -> Result<Outcome> {
+pub fn report(run_dir: &Path) -> Result<Outcome> {
     // `runs/latest` is a link: the report names the run it points at.
     let run = RunDir::open(run_dir)?;
     let outcome = outcome::recompute(&run.read_files()?)?;

@@ -3,11 +3,26 @@
 
 use anyhow::{Result, bail};
 
-use super::{Ending, Interrupt, Paths, archive, doctor, report, run};
-use crate::cli::args::{ReproduceArgs, RunArgs};
+use super::archive::archive;
+use super::doctor::doctor;
+use super::report::report;
+use super::{Ending, Interrupt, Paths, run};
 
-pub async fn command(paths: &Paths, args: &ReproduceArgs, interrupt: &Interrupt) -> Result<Ending> {
-    if doctor::command().await? != Ending::Ok {
+/// What to reproduce.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The study to run, as for `run`.
+    pub run: run::Options,
+    /// A claim not reproduced ends it as [`Ending::ClaimsDiffer`].
+    pub strict: bool,
+    /// Add the probe images to the archive.
+    pub with_images: bool,
+    /// Every study in `results/` in turn, then `results/index.md`.
+    pub all: bool,
+}
+
+pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Result<Ending> {
+    if doctor().await? != Ending::Ok {
         bail!("the machine is not ready (see the FAIL lines above)");
     }
     if !args.all {
@@ -18,7 +33,7 @@ pub async fn command(paths: &Paths, args: &ReproduceArgs, interrupt: &Interrupt)
     let (mut worst, mut failed) = (Ending::Ok, Vec::new());
     for file in files {
         eprintln!("\n== {}", file.display());
-        let run = RunArgs {
+        let run = run::Options {
             study: Some(file.clone()),
             ..args.run.clone()
         };
@@ -45,16 +60,16 @@ pub async fn command(paths: &Paths, args: &ReproduceArgs, interrupt: &Interrupt)
 /// One study: run, report, archive.
 async fn one(
     paths: &Paths,
-    args: &ReproduceArgs,
-    run_args: &RunArgs,
+    args: &Options,
+    run_args: &run::Options,
     interrupt: &Interrupt,
 ) -> Result<Ending> {
-    let run = run::study_run(paths, run_args, interrupt).await?;
+    let run = run::run(paths, run_args, interrupt).await?;
     if run.interrupted {
         return Ok(Ending::of_run(&run));
     }
-    let outcome = report::command(run.dir.path())?;
-    let info = archive::command(&paths.repo, run.dir.path(), args.with_images).await?;
+    let outcome = report(run.dir.path())?;
+    let info = archive(&paths.repo, run.dir.path(), args.with_images).await?;
     println!(
         "\narchive: {}\ncheck it with: parkbench check {}",
         info.path.display(),

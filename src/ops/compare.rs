@@ -1,18 +1,20 @@
 //! `parkbench compare A B`: two runs side by side, recomputed from their raw files.
 
+use std::path::Path;
+
 use anyhow::{Context, Result};
 
 use super::Ending;
-use crate::cli::args::CompareArgs;
 use crate::outputs::compare;
 
-/// Prints the comparison; with `--out`, also writes compare.md and compare.svg there. Both runs are
-/// read before anything is written.
-pub fn command(args: &CompareArgs) -> Result<Ending> {
-    let a = compare::load(&args.a)?;
-    let b = compare::load(&args.b)?;
+/// Prints the comparison of `a` (the reference) and `b`; with `out`, also writes compare.md and
+/// compare.svg there. Both runs are read before anything is written. With `fail_above` (percent),
+/// a cell whose B ÷ A moved further, or was lost in B, ends it as [`Ending::RunsDiffer`].
+pub fn compare(a: &Path, b: &Path, out: Option<&Path>, fail_above: Option<f64>) -> Result<Ending> {
+    let a = compare::load(a)?;
+    let b = compare::load(b)?;
     let md = compare::markdown(&a, &b);
-    if let Some(dir) = &args.out {
+    if let Some(dir) = out {
         let svg = compare::figure(&a, &b);
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating the output folder {}", dir.display()))?;
@@ -20,7 +22,7 @@ pub fn command(args: &CompareArgs) -> Result<Ending> {
         crate::images::cache::write_atomic(&dir.join("compare.svg"), svg.as_bytes())?;
     }
     print!("{md}");
-    let Some(percent) = args.fail_above else {
+    let Some(percent) = fail_above else {
         return Ok(Ending::Ok);
     };
     let over = compare::over_threshold(&a.outcome.summary, &b.outcome.summary, percent);

@@ -3,21 +3,21 @@
 use anyhow::{Context, Result, bail};
 
 use super::Ending;
-use crate::cli::args::CleanArgs;
 use crate::engine::Engine;
-use crate::images;
 use crate::images::cache::Cache;
+use crate::images::namespace;
 
-pub async fn command(args: &CleanArgs) -> Result<Ending> {
-    if !args.images && !args.cache {
+/// Removes parkbench's images (`images`) and its artifact cache (`cache`).
+pub async fn clean(images: bool, cache: bool) -> Result<Ending> {
+    if !images && !cache {
         bail!("say what to remove: --images, --cache, or both");
     }
-    if args.images {
+    if images {
         let engine = Engine::connect().await?;
-        let removed = engine.remove_images(&images::namespace()).await?;
+        let removed = engine.remove_images(&namespace()).await?;
         eprintln!("removed {} image tag(s)", removed.len());
     }
-    if args.cache {
+    if cache {
         let cache = Cache::from_env()?;
         let root = cache.root();
         if root.exists() {

@@ -1,0 +1,56 @@
+//! The arguments of the commands that read run folders and archives, and of `clean`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run directory (`results/<study>/runs/<run-id>`).
+    pub run_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// Also add the probe images, exported through the Engine, for bit-exact reruns elsewhere.
+    #[arg(long)]
+    pub with_images: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The archive (`<run-id>.tar.gz`).
+    pub archive: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// An archive (`<run-id>.tar.gz`) or a run directory.
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The reference run: an archive (`<run-id>.tar.gz`) or a run directory.
+    pub a: PathBuf,
+    /// The run compared with it: an archive or a run directory.
+    pub b: PathBuf,
+    /// Also write `compare.md` and `compare.svg` into this folder.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Exit with code 4 when any cell's B ÷ A differs from 1 by more than this many percent.
+    #[arg(long, value_name = "PCT")]
+    pub fail_above: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Remove every image tagged under the parkbench namespace.
+    #[arg(long)]
+    pub images: bool,
+    /// Remove the artifact cache (pinned artifacts, vendored crates).
+    #[arg(long)]
+    pub cache: bool,
+}

@@ -1,0 +1,80 @@
+//! The arguments of the commands that go back to a run: `rerun` an archive, `explain` a claim.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::ops::{explain, rerun};
+use crate::run::lifecycle::CpuChoice;
+use crate::study::repeats::RepeatsChoice;
+
+#[derive(Debug, Args)]
+pub struct RerunArgs {
+    /// The archive to rerun (`<run-id>.tar.gz`, written by `parkbench archive` or `reproduce`).
+    pub archive: PathBuf,
+    /// CPUs to pin to: `auto` (the first min(requested, available)) or a list such as `0-1`; the
+    /// archived study's list when omitted.
+    #[arg(long, value_name = "LIST|auto")]
+    pub cpus: Option<CpuChoice>,
+    /// Run images rebuilt from the archive's sources even when a binary's sha256 differs from the
+    /// archive's (each difference is recorded as a deviation).
+    #[arg(long)]
+    pub accept_different_binaries: bool,
+    /// Resume an interrupted rerun of this archive: run only its missing cells.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub resume: Option<PathBuf>,
+    /// Processes per probe and scale, as for `run`; the archived run's own when omitted.
+    #[arg(long, value_name = "N|auto", conflicts_with = "resume")]
+    pub repeats: Option<RepeatsChoice>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The run whose claim is explained (e.g. `results/wait-1m/runs/latest`).
+    pub run_dir: PathBuf,
+    /// The claim to explain (an id of the run's study).
+    #[arg(long)]
+    pub claim: String,
+    /// Only these factors (comma-separated ids of the study's `factors:`); all that bear on the
+    /// claim's probes when omitted.
+    #[arg(long, value_delimiter = ',', value_name = "FACTOR,…")]
+    pub factors: Vec<String>,
+    /// Sweep even when the claim reproduced in the run.
+    #[arg(long)]
+    pub force: bool,
+    /// Processes per variant; the study's `protocol.repeats` when omitted.
+    #[arg(long, value_name = "N|auto")]
+    pub repeats: Option<RepeatsChoice>,
+    /// CPUs to pin to, as for `run` (default `auto`).
+    #[arg(long, value_name = "LIST|auto")]
+    pub cpus: Option<CpuChoice>,
+    /// Do not try the two closest levels together when no single one reaches the published value.
+    #[arg(long)]
+    pub no_pairs: bool,
+}
+
+impl From<RerunArgs> for rerun::Options {
+    fn from(a: RerunArgs) -> Self {
+        rerun::Options {
+            archive: a.archive,
+            cpus: a.cpus,
+            accept_different_binaries: a.accept_different_binaries,
+            resume: a.resume,
+            repeats: a.repeats,
+        }
+    }
+}
+
+impl From<ExplainArgs> for explain::Options {
+    fn from(a: ExplainArgs) -> Self {
+        explain::Options {
+            run_dir: a.run_dir,
+            claim: a.claim,
+            factors: a.factors,
+            force: a.force,
+            repeats: a.repeats,
+            cpus: a.cpus,
+            no_pairs: a.no_pairs,
+        }
+    }
+}

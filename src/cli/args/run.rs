@@ -1,0 +1,101 @@
+//! The arguments of the commands that build and run: `build`, `run`, `reproduce`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::images::BuildOptions;
+use crate::ops::{reproduce, run};
+use crate::run::lifecycle::CpuChoice;
+use crate::study::repeats::RepeatsChoice;
+
+#[derive(Debug, Default, Args)]
+pub struct BuildArgs {
+    /// Rebuild every image without the Engine's build cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Also write the manifest as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// Print every line of the builds.
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// Build only these images (comma-separated) and the images they are built from.
+    #[arg(long, value_delimiter = ',', value_name = "IMAGE,…")]
+    pub only: Vec<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The study file; the embedded default study (article 000) when omitted.
+    pub study: Option<PathBuf>,
+    /// CPUs to pin to: `auto` (the first min(requested, available)) or a list such as `0-1`.
+    #[arg(long, value_name = "LIST|auto")]
+    pub cpus: Option<CpuChoice>,
+    /// Resume an interrupted run: run only its missing cells.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with = "study")]
+    pub resume: Option<PathBuf>,
+    /// Processes per probe and scale instead of the study's `protocol.repeats`: `auto` (the study's
+    /// count, then one more at a time while a cell's CV is above `protocol.target_cv` or 0.5 %, up
+    /// to 10) or a number. A resumed run keeps the rule it started with.
+    #[arg(long, value_name = "auto|N", conflicts_with = "resume")]
+    pub repeats: Option<RepeatsChoice>,
+    /// The kernels to run under instead of the study's `protocol.kernels` (comma-separated):
+    /// `host` (containers on this host's kernel) or a guest kernel such as `debian-6.1` or
+    /// `wsl-like` (a VM per process). A resumed run keeps the kernels it started with.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "KERNEL,…",
+        conflicts_with = "resume"
+    )]
+    pub kernel: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReproduceArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Exit with code 4 when a claim is not reproduced.
+    #[arg(long)]
+    pub strict: bool,
+    /// Add the probe images to the archive.
+    #[arg(long)]
+    pub with_images: bool,
+    /// Reproduce every study in `results/` in turn, then write `results/index.md`.
+    #[arg(long, conflicts_with_all = ["study", "resume"])]
+    pub all: bool,
+}
+
+impl BuildArgs {
+    pub fn options(&self) -> BuildOptions {
+        BuildOptions {
+            no_cache: self.no_cache,
+            only: self.only.clone(),
+            verbose: self.verbose,
+        }
+    }
+}
+
+impl From<RunArgs> for run::Options {
+    fn from(a: RunArgs) -> Self {
+        run::Options {
+            study: a.study,
+            cpus: a.cpus,
+            resume: a.resume,
+            repeats: a.repeats,
+            kernel: a.kernel,
+        }
+    }
+}
+
+impl From<ReproduceArgs> for reproduce::Options {
+    fn from(a: ReproduceArgs) -> Self {
+        reproduce::Options {
+            run: a.run.into(),
+            strict: a.strict,
+            with_images: a.with_images,
+            all: a.all,
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! `parkbench explain`: a differing claim's probes rerun with one declared factor changed at a time,
+//! as a run of its own under `results/<study>/explain/<claim>/`, reported, explained and archived.
+//! Recompute the explained run → its claim and the factors that bear on it → the sweep of single
+//! levels → the two closest levels together, when no single one reaches the published value →
+//! the explanation written into every sweep's folder, archived, and linked from the run.
+
+mod files;
+mod variants;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail, ensure};
+
+use super::archive::archive;
+use super::report::report;
+use super::{Ending, Interrupt, Paths, run};
+use crate::images::cache::write_atomic;
+use crate::images::recipe;
+use crate::outputs::explain::{self, Explanation, Sweep};
+use crate::outputs::outcome::{self, Outcome};
+use crate::outputs::verdict::Status;
+use crate::run::guest;
+use crate::run::lifecycle::CpuChoice;
+use crate::run::run_dir::{self, RunDir};
+use crate::study::factor::{Factor, Level};
+use crate::study::kernel::HOST;
+use crate::study::repeats::RepeatsChoice;
+use crate::study::{Claim, Study};
+
+/// What to explain, and how.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The run whose claim is explained.
+    pub run_dir: PathBuf,
+    /// The claim's id.
+    pub claim: String,
+    /// Only these factors (all that bear on the claim's probes when empty).
+    pub factors: Vec<String>,
+    /// Sweep even when the claim reproduced in the run.
+    pub force: bool,
+    /// Processes per variant; the study's when `None`.
+    pub repeats: Option<RepeatsChoice>,
+    /// The CPUs to pin to; `auto` when `None`.
+    pub cpus: Option<CpuChoice>,
+    /// Do not try the two closest levels together.
+    pub no_pairs: bool,
+}
+
+/// Two levels of different factors of one probe, tried together.
+type Pair<'a> = (&'a Factor, &'a Level, &'a Factor, &'a Level);
+
+pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Result<Ending> {
+    let run = RunDir::open(&args.run_dir)?;
+    let explained = outcome::recompute(&run.read_files()?)
+        .with_context(|| format!("reading the run {}", run.path().display()))?;
+    let study = with_factors(explained.study.clone(), paths)?;
+    let claim = claim_of(&study, &args.claim)?;
+    let verdict = explained.verdicts.iter().find(|v| v.claim == claim.id);
+    if verdict.is_some_and(|v| v.status == Status::Reproduced) && !args.force {
+        println!(
+            "claim {} reproduced in run {}: there is nothing to explain (pass --force to sweep anyway)",
+            claim.id, explained.run_id
+        );
+        return Ok(Ending::Ok);
+    }
+    let factors = explain::factors_for(&study, claim, &args.factors)?;
+    check_levels(&paths.repo, &factors)?;
+    let sweeps = Sweeps {
+        paths,
+        args,
+        root: explain_root(run.path(), paths, &study),
+        claim,
+        explained_run: &explained.run_id,
+        interrupt,
+    };
+    let sweep = explain::sweep(&study, claim, &factors, &[])?;
+    let Some((mut e, dir)) = sweeps.measure(sweep).await? else {
+        return Ok(Ending::Interrupted);
+    };
+    let mut dirs = vec![dir];
+    let mut ending = Ending::Ok;
+    if !args.no_pairs
+        && let Some(pair) = explain::pair_to_try(&e, &factors)
+    {
+        ending = sweeps.pair(&study, pair, &mut e, &mut dirs).await?;
+    }
+    publish(&paths.repo, (&run, &explained), &e, &dirs).await?;
+    Ok(ending)
+}
+
+/// The claim `id` of `study`, or an error listing its claims.
+fn claim_of<'a>(study: &'a Study, id: &str) -> Result<&'a Claim> {
+    let Some(claim) = study.claims.iter().find(|c| c.id == id) else {
+        bail!(
+            "claim {:?} is not a claim of study {} (its claims: {})",
+            id,
+            study.id,
+            study
+                .claims
+                .iter()
+                .map(|c| c.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    };
+    Ok(claim)
+}
+
+/// The sweeps of one explanation: where they go and what they run with.
+struct Sweeps<'a> {
+    paths: &'a Paths,
+    args: &'a Options,
+    /// The folder whose `<sweep>/runs/` hold the sweeps' runs.
+    root: PathBuf,
+    claim: &'a Claim,
+    explained_run: &'a str,
+    interrupt: &'a Interrupt,
+}
+
+impl Sweeps<'_> {
+    /// Builds the sweep's images (a variant whose build fails is left out, with why), runs the
+    /// sweep as its own study and explains it; `None` when interrupted.
+    async fn measure(&self, mut sweep: Sweep) -> Result<Option<(Explanation, PathBuf)>> {
+        let failed = variants::build_variants(&self.paths.repo, &mut sweep).await?;
+        let folder = self.root.join(&sweep.study.id);
+        std::fs::create_dir_all(&folder)
+            .with_context(|| format!("creating {}", folder.display()))?;
+        let file = folder.join("study.yaml");
+        let text = format!(
+            "# The sweep of `parkbench explain --claim {}`: written by parkbench, not edited by hand.\n{}",
+            self.claim.id,
+            serde_yaml::to_string(&sweep.study)?
+        );
+        write_atomic(&file, text.as_bytes())?;
+        let options = run::Options {
+            study: Some(file),
+            cpus: Some(self.args.cpus.clone().unwrap_or(CpuChoice::Auto)),
+            resume: None,
+            repeats: self.args.repeats,
+            kernel: Vec::new(),
+        };
+        let sweep_paths = Paths {
+            repo: self.paths.repo.clone(),
+            results: self.root.clone(),
+        };
+        let result = run::run(&sweep_paths, &options, self.interrupt).await?;
+        if result.interrupted {
+            Ending::of_run(&result);
+            return Ok(None);
+        }
+        let outcome = report(result.dir.path())?;
+        let e = explain::explain(self.claim, self.explained_run, &sweep, &outcome, &failed)?;
+        Ok(Some((e, result.dir.path().to_owned())))
+    }
+
+    /// Sweeps `pair` together and adds its rows to `e` and its folder to `dirs`; interrupted, the
+    /// explanation keeps the single factors only.
+    async fn pair(
+        &self,
+        study: &Study,
+        pair: Pair<'_>,
+        e: &mut Explanation,
+        dirs: &mut Vec<PathBuf>,
+    ) -> Result<Ending> {
+        eprintln!(
+            "no single factor reaches the published value: trying {} and {} together",
+            pair.0.id, pair.2.id
+        );
+        let sweep = explain::sweep(study, self.claim, &[], &[pair])?;
+        match self.measure(sweep).await? {
+            Some((second, dir)) => {
+                e.merge(second);
+                dirs.push(dir);
+                Ok(Ending::Ok)
+            }
+            None => {
+                eprintln!(
+                    "the pair's sweep was interrupted: the explanation has the single factors only"
+                );
+                Ok(Ending::Interrupted)
+            }
+        }
+    }
+}
+
+/// Writes the explanation into every sweep's folder and archives each, adds it to the explained
+/// run's index and report, and prints it.
+async fn publish(
+    repo: &Path,
+    (run, explained): (&RunDir, &Outcome),
+    e: &Explanation,
+    dirs: &[PathBuf],
+) -> Result<()> {
+    // Every sweep's folder holds the explanation and is archived, so each row can be checked.
+    let mut archives = Vec::new();
+    for dir in dirs {
+        files::write(e, dir)?;
+        archives.push(archive(repo, dir, false).await?.path);
+    }
+    files::index(run.path(), &dirs[0], e)?;
+    // A run's report gets the link; a run not yet reported (`run` alone) gets its report now.
+    if run.file(run_dir::REPORT).is_file() {
+        outcome::link_explanations(run.path())?;
+    } else {
+        explained.write_report(run.path())?;
+    }
+    print!("\n{}", explain::markdown(e));
+    println!(
+        "\nexplanation: {}",
+        dirs[0].join(explain::MARKDOWN).display()
+    );
+    for a in &archives {
+        println!(
+            "archive: {}\ncheck it with: parkbench verify {}",
+            a.display(),
+            a.display()
+        );
+    }
+    Ok(())
+}
+
+/// Every level's image is a probe image under docker/ and its kernel a known one, before anything
+/// is built or run.
+fn check_levels(repo: &Path, factors: &[&Factor]) -> Result<()> {
+    let recipes = recipe::discover(&repo.join("docker"))?;
+    let images: Vec<&str> = recipes
+        .iter()
+        .filter(|r| r.probe)
+        .map(|r| r.name.as_str())
+        .collect();
+    let kernels = guest::known(repo)?;
+    for f in factors {
+        for l in &f.levels {
+            if let Some(image) = &l.image {
+                ensure!(
+                    images.contains(&image.as_str()),
+                    "factor {:?}, level {:?}: image {image:?} is not a probe image under docker/ \
+                     (the probe images: {}); add the variant folder or fix the name",
+                    f.id,
+                    l.id,
+                    images.join(", ")
+                );
+            }
+            if let Some(k) = l.kernel.as_deref().filter(|k| *k != HOST) {
+                ensure!(
+                    kernels.iter().any(|known| known == k),
+                    "factor {:?}, level {:?}: kernel {k:?} is not a known kernel (host, {})",
+                    f.id,
+                    l.id,
+                    kernels.join(", ")
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The run's study with its factors; a run made before its study declared any takes the factors
+/// of the study file of the same id in `results/`.
+fn with_factors(mut study: Study, paths: &Paths) -> Result<Study> {
+    if study.factors.is_empty() {
+        let file = paths.results.join(&study.id).join("study.yaml");
+        if file.is_file() {
+            let kernels = study.protocol.kernels.clone();
+            let current = Study::load(&file)?.under_kernels(&kernels)?;
+            eprintln!(
+                "the run's study declares no factors: taking those of {}",
+                file.display()
+            );
+            study.factors = current.factors;
+            crate::study::factor::validate(&study.factors, &study.probes).with_context(|| {
+                format!("the factors of {} against the run's probes", file.display())
+            })?;
+        }
+    }
+    Ok(study)
+}
+
+/// Where the sweeps go: `<study folder>/explain/` beside the run's `runs/` folder, or, for a run
+/// folder kept elsewhere, `results/<study>/explain/`.
+fn explain_root(run: &Path, paths: &Paths, study: &Study) -> PathBuf {
+    let parent = run.parent();
+    match parent.and_then(|p| Some((p.file_name()?, p.parent()?))) {
+        Some((name, study_dir)) if name == "runs" => study_dir.join("explain"),
+        _ => paths.results.join(&study.id).join("explain"),
+    }
+}

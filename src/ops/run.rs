@@ -1,0 +1,150 @@
+//! `parkbench run`: a study's matrix, every process in its own container, every sample kept; or
+//! the missing cells of an interrupted run (`--resume`). Load the study → check its probe images →
+//! build → start or resume the run → measure → say how precise and costly it was.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use super::{Ending, Interrupt, Paths, Prepared, prepare};
+use crate::engine::Engine;
+use crate::images::cache::Cache;
+use crate::outputs::report::terminal;
+use crate::outputs::summary;
+use crate::run::guest;
+use crate::run::lifecycle::{CpuChoice, Fresh, Run, RunResult};
+use crate::run::needs;
+use crate::run::run_dir::{self, RunDir};
+use crate::run::seccomp::Profile;
+use crate::study::repeats::RepeatsChoice;
+use crate::study::{self, Study};
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The study file; the embedded default study when `None`.
+    pub study: Option<PathBuf>,
+    /// The CPUs to pin to; the study's list when `None`.
+    pub cpus: Option<CpuChoice>,
+    /// An interrupted run to resume instead of a new one.
+    pub resume: Option<PathBuf>,
+    /// Processes per probe and scale instead of the study's.
+    pub repeats: Option<RepeatsChoice>,
+    /// The kernels to run under instead of the study's.
+    pub kernel: Vec<String>,
+}
+
+pub async fn command(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<Ending> {
+    let result = run(paths, options, interrupt).await?;
+    Ok(Ending::of_run(&result))
+}
+
+/// Builds (a no-op when unchanged) and runs; returns where the samples are.
+pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<RunResult> {
+    let resume = options.resume.as_deref().map(RunDir::open).transpose()?;
+    let (study, file) = load(paths, options, resume.as_ref())?;
+    needs::check_probe_images(&paths.repo, &study, file.as_deref())?;
+    // A resumed run keeps the copy it started with.
+    let seccomp = match (&resume, &study.protocol.seccomp) {
+        (None, Some(file)) => Some(Profile::load(&paths.repo, file)?),
+        _ => None,
+    };
+    let build = super::prepare::for_study(&study);
+    let Prepared {
+        engine, manifest, ..
+    } = prepare(&paths.repo, &build).await?;
+    needs::check_runnable(&study, &manifest)?;
+    let run = match resume {
+        Some(dir) => Run::resume(&engine, dir, &study, &manifest, &paths.repo).await?,
+        None => {
+            let text = study_text(options)?;
+            let p = &study.protocol;
+            let fresh = Fresh {
+                text: &text,
+                cpus: options.cpus.as_ref(),
+                seccomp,
+                repo: &paths.repo,
+                rerun_of: None,
+                repeats: options.repeats.map(|c| c.apply(p.repeats, p.target_cv)),
+            };
+            Run::start(&engine, &paths.results, &study, &manifest, fresh).await?
+        }
+    };
+    measure(&engine, run, interrupt).await
+}
+
+/// The study to run, under its kernels (a resumed run's own, else `--kernel`, else the study's),
+/// and its file (`None`: the default study).
+fn load(
+    paths: &Paths,
+    options: &Options,
+    resume: Option<&RunDir>,
+) -> Result<(Study, Option<PathBuf>)> {
+    let file = match (resume, &options.study) {
+        (Some(dir), _) => Some(dir.file(run_dir::STUDY)),
+        (None, path) => path.clone(),
+    };
+    let study = match &file {
+        Some(path) => Study::load(path)?,
+        None => Study::default_study(),
+    };
+    let kernels = match resume {
+        Some(dir) => dir.load_state()?.kernels,
+        None => options.kernel.clone(),
+    };
+    let study = study.under_kernels(&kernels)?;
+    let named: Vec<String> = study.kernels().into_iter().map(String::from).collect();
+    guest::check_names(&named, &guest::known(&paths.repo)?)?;
+    Ok((study, file))
+}
+
+/// The text of the study file (the embedded default study when none is named).
+fn study_text(options: &Options) -> Result<String> {
+    match &options.study {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+        }
+        None => Ok(study::DEFAULT_STUDY.to_string()),
+    }
+}
+
+/// Runs the missing cells of a run folder (Ctrl-C stops it between processes and keeps its
+/// samples), then says where the samples are and how precise and costly the run was.
+pub async fn measure(engine: &Engine, mut run: Run, interrupt: &Interrupt) -> Result<RunResult> {
+    let cancel = interrupt.claim();
+    let measured = async {
+        let guests = run.guests(engine, &Cache::from_env()?, &cancel).await?;
+        run.measure(engine, &guests, &cancel).await
+    }
+    .await;
+    interrupt.release();
+    let result = measured?;
+    result.dir.link_latest()?;
+    eprint!("{}", said(&result));
+    Ok(result)
+}
+
+/// How precise the run's cells are, what may have touched the numbers, the kit's overhead, and
+/// where the samples are.
+fn said(result: &RunResult) -> String {
+    let (dir, study) = (&result.dir, &result.study);
+    let mut out = String::new();
+    if let Ok((samples, _)) = study::sample::read_all(&dir.file(run_dir::SAMPLES)) {
+        let summary = summary::summarize(study, &samples);
+        out.push_str(&terminal::timed_precision(study, &summary));
+        out.push_str(&terminal::precision(&summary));
+    }
+    out.push_str(&terminal::warnings(&result.state.warnings));
+    if let Some(ratio) = result.overhead() {
+        out.push_str(&format!(
+            "kit overhead: {:.1} s wall for {:.1} s of probe lifetimes ({ratio:.3}×)\n",
+            result.wall_ms / 1000.0,
+            result.probe_ms / 1000.0
+        ));
+    }
+    out.push_str(&format!(
+        "samples: {}\n",
+        dir.file(run_dir::SAMPLES).display()
+    ));
+    out
+}

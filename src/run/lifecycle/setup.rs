@@ -1,0 +1,281 @@
+//! A run's folder made new or reopened: the study, the manifest, the seccomp profile, the run state
+//! and the environment record, each written once, in an order a stopped run can resume from.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+use super::{CpuChoice, Run, choose_cpus};
+use crate::engine::Containers;
+use crate::images::Manifest;
+use crate::run::env;
+use crate::run::process::now;
+use crate::run::run_dir::{self, RerunOf, RunDir, RunState, Status};
+use crate::run::seccomp::Profile;
+use crate::study::cpuset;
+use crate::study::{Repeats, Study};
+
+/// What a new run starts from besides the study and the images.
+pub struct Fresh<'a> {
+    /// The study file's text, copied into the run folder.
+    pub text: &'a str,
+    /// The CPU choice (`None`: the study's list).
+    pub cpus: Option<&'a CpuChoice>,
+    /// The study's seccomp profile, copied into the run folder.
+    pub seccomp: Option<Profile>,
+    /// The repository whose probe folders the environment record reads lockfiles from.
+    pub repo: &'a Path,
+    /// The archive a rerun reruns, and the deviations it brings (binaries that differ).
+    pub rerun_of: Option<(RerunOf, Vec<String>)>,
+    /// The processes per cell in force when not the study's own (`--repeats`, or a rerun's archive).
+    pub repeats: Option<Repeats>,
+}
+
+impl Run {
+    /// A new run folder under `results` holding the study, the manifest, the run state and the
+    /// environment record. The state (`incomplete`) is saved before the environment is recorded,
+    /// so that a run stopped there (Ctrl-C drops the command) can be resumed.
+    pub async fn start(
+        engine: &impl Containers,
+        results: &Path,
+        study: &Study,
+        manifest: &Manifest,
+        fresh: Fresh<'_>,
+    ) -> Result<Run> {
+        let available = engine.cpus().await?;
+        let choice = fresh.cpus.cloned().unwrap_or(CpuChoice::Study);
+        let (cpus, mut deviations) = choose_cpus(&study.protocol.cpus, &available, &choice)?;
+        let rerun_of = fresh.rerun_of.map(|(of, more)| {
+            deviations.extend(more);
+            of
+        });
+        // `--repeats` goes into run.json with the deviation; the run's study.yaml stays as written.
+        let mut study = study.clone();
+        if let Some(chosen) = fresh.repeats {
+            let p = &mut study.protocol;
+            if chosen != p.repeats {
+                deviations.push(repeats_deviation(&p.repeats, &chosen));
+                p.repeats = chosen;
+            }
+        }
+        let study = &study;
+        let dir = RunDir::create(results, &study.id)?;
+        dir.write(run_dir::STUDY, fresh.text.as_bytes())?;
+        dir.write_json(run_dir::MANIFEST, manifest)?;
+        if let Some(p) = &fresh.seccomp {
+            dir.write(run_dir::SECCOMP, p.json.as_bytes())?;
+        }
+        let mut state = new_state(&dir.id(), study, &cpus, deviations);
+        state.status = Status::Incomplete;
+        state.rerun_of = rerun_of;
+        dir.save_state(&state)?;
+        record_env(engine, &dir, study, manifest, fresh.repo).await?;
+        eprintln!(
+            "run {}: CPUs {} ({} workers) in {}",
+            state.run_id,
+            state.cpus_pinned,
+            state.workers,
+            dir.path().display()
+        );
+        Run::new(dir, state, study, manifest)
+    }
+
+    /// The run in `dir`, to resume: a run of a study file (a rerun of an archive is resumed by
+    /// `rerun`, [`Run::resume_rerun`]). Its environment is recorded now if it was stopped before that.
+    pub async fn resume(
+        engine: &impl Containers,
+        dir: RunDir,
+        study: &Study,
+        manifest: &Manifest,
+        repo: &Path,
+    ) -> Result<Run> {
+        let state = reopen(engine, &dir, study, manifest, repo).await?;
+        if let Some(of) = &state.rerun_of {
+            bail!(
+                "{} reran the archive {}: resume it with `parkbench rerun {} --resume {}`",
+                dir.path().display(),
+                of.archive,
+                of.archive,
+                dir.path().display()
+            );
+        }
+        Run::new(dir, state, study, manifest)
+    }
+}
+
+/// The state of a run to resume; its environment is recorded now if it was stopped before that.
+pub(super) async fn reopen(
+    engine: &impl Containers,
+    dir: &RunDir,
+    study: &Study,
+    manifest: &Manifest,
+    repo: &Path,
+) -> Result<RunState> {
+    let state = dir.load_state()?;
+    if !dir.file(run_dir::ENV).exists() {
+        record_env(engine, dir, study, manifest, repo).await?;
+    }
+    Ok(state)
+}
+
+/// The protocol's processes per cell as `--repeats` changed them, in words.
+fn repeats_deviation(study: &Repeats, chosen: &Repeats) -> String {
+    // `--repeats`, or the archived run's rule a rerun keeps: either way not the study's own.
+    let said = |r: &Repeats| match r.rule() {
+        Some(rule) => format!("{r} processes per cell ({rule})"),
+        None => format!("{r} processes per cell"),
+    };
+    format!(
+        "processes per cell chosen for this run: {} instead of the study's {}",
+        said(chosen),
+        said(study)
+    )
+}
+
+/// Writes the run's environment record, seen from the study's first built probe image.
+async fn record_env(
+    engine: &impl Containers,
+    dir: &RunDir,
+    study: &Study,
+    manifest: &Manifest,
+    repo: &Path,
+) -> Result<()> {
+    let probe_image = &study
+        .probes
+        .iter()
+        .find_map(|p| manifest.get(&p.image))
+        .context("probe image")?
+        .tag;
+    let mut environment = env::record(engine, manifest, probe_image, repo).await?;
+    environment.seccomp = seccomp_of(study, dir)?.map(|p| p.record);
+    dir.write_json(run_dir::ENV, &environment)
+}
+
+/// The study's seccomp profile, from the run folder's copy (the bytes the run started with); `None`
+/// when the study names none (the Engine's default profile).
+pub(super) fn seccomp_of(study: &Study, dir: &RunDir) -> Result<Option<Profile>> {
+    let Some(file) = &study.protocol.seccomp else {
+        return Ok(None);
+    };
+    let path = dir.file(run_dir::SECCOMP);
+    let bytes = std::fs::read(&path).with_context(|| {
+        format!(
+            "reading {}, the run's copy of the seccomp profile {file:?}: a run of this study \
+             keeps it there; start a new run",
+            path.display()
+        )
+    })?;
+    Profile::parse(file, &bytes)
+        .map(Some)
+        .with_context(|| format!("in {}", path.display()))
+}
+
+/// A fresh run state.
+pub fn new_state(run_id: &str, study: &Study, cpus: &[usize], deviations: Vec<String>) -> RunState {
+    RunState {
+        run_id: run_id.to_string(),
+        study: study.id.clone(),
+        status: Status::Running,
+        cpus_requested: study.protocol.cpus.clone(),
+        cpus_pinned: cpuset::format(cpus),
+        workers: cpus.len() as u32,
+        deviations,
+        started_at: now(),
+        finished_at: None,
+        wall_ms: 0.0,
+        rerun_of: None,
+        repeats: Some(study.protocol.repeats),
+        warnings: Vec::new(),
+        kernels: study.protocol.kernels.clone(),
+        guests: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::engine::fake::{FakeEngine, Step};
+    use crate::images::BuiltImage;
+
+    fn manifest(study: &Study) -> Manifest {
+        let images = study.probes.iter().map(|p| BuiltImage {
+            name: p.image.clone(),
+            tag: format!("parkbench/{}:0", p.image),
+            id: "sha256:0".into(),
+            layers: vec![],
+            inputs: Default::default(),
+            binaries: Default::default(),
+            versions: Default::default(),
+            notes: Vec::new(),
+            built: false,
+        });
+        Manifest {
+            images: images.collect(),
+            unavailable: vec![],
+        }
+    }
+
+    fn env_step() -> Step {
+        Step::Exit {
+            code: 0,
+            stdout: "Linux c 6.1.0\n0-1\nldd 2.36\n".into(),
+            stderr: String::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_stopped_while_its_environment_is_recorded_can_be_resumed() {
+        let results = tempfile::tempdir().unwrap();
+        let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let study = Study::default_study();
+        let manifest = manifest(&study);
+        // Ctrl-C before the run loop claims it drops the command (cli::dispatch), here while the
+        // environment's container runs.
+        let engine = FakeEngine::new([Step::Hang]);
+        let fresh = Fresh {
+            text: crate::study::DEFAULT_STUDY,
+            cpus: Some(&CpuChoice::Auto),
+            seccomp: None,
+            repo: &repo,
+            rerun_of: None,
+            repeats: None,
+        };
+        let stopped = tokio::time::timeout(
+            Duration::from_millis(200),
+            Run::start(&engine, results.path(), &study, &manifest, fresh),
+        )
+        .await;
+        assert!(stopped.is_err(), "the environment record never ends");
+        crate::engine::settle().await;
+        assert!(engine.live().is_empty(), "its container is removed");
+
+        let runs = results.path().join(&study.id).join("runs");
+        let folders: Vec<_> = std::fs::read_dir(&runs).unwrap().collect();
+        assert_eq!(folders.len(), 1);
+        let dir = RunDir::open(&folders[0].as_ref().unwrap().path()).unwrap();
+        let state = dir
+            .load_state()
+            .expect("run.json is saved before the environment record");
+        assert_eq!(
+            (state.status, state.run_id.as_str()),
+            (Status::Incomplete, dir.id().as_str())
+        );
+        assert!(!dir.file(run_dir::ENV).exists());
+
+        let engine = FakeEngine::new([env_step()]);
+        let resumed = Run::resume(&engine, dir.clone(), &study, &manifest, &repo)
+            .await
+            .unwrap();
+        assert_eq!(resumed.state(), &state);
+        assert!(dir.file(run_dir::ENV).exists(), "the resume records it");
+        assert_eq!(engine.runs().len(), 1);
+        let engine = FakeEngine::new([]);
+        Run::resume(&engine, dir, &study, &manifest, &repo)
+            .await
+            .unwrap();
+        assert!(engine.runs().is_empty(), "recorded once");
+    }
+}

@@ -1,0 +1,342 @@
+//! One process of a cell, measured: its sampler command, where it runs, and the sample its
+//! outcome gives. Where is an [`Execution`]: a container on the host's kernel ([`Host`]) or a VM
+//! under a guest kernel ([`crate::run::guest::InGuest`]). Either way the Engine runs one container
+//! ([`Containers::run`]); the execution says which, and what its outcome adds to the sample.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::{ContainerOutcome, ContainerSpec, Containers};
+use crate::images::{BuiltImage, Manifest};
+use crate::run::guest::{Guests, InGuest};
+use crate::run::plan::Cell;
+use crate::run::run_dir::RunState;
+use crate::study::sample::{self, Sample, SamplerOutput};
+use crate::study::{Placeholders, Probe, Protocol, Study};
+use crate::study::{cpuset, kind};
+
+/// Where a cell's process runs; the measuring asks it, never which one it has.
+pub trait Execution {
+    /// The container that runs `process`, or why the cell cannot be measured this way here (the
+    /// sample's error). An `Err` when what it needs was not made ready: the run stops.
+    fn launch(&self, process: &Process) -> Result<Launch>;
+
+    /// The sample's error once the sampler's output is in `s`: `error` (what the sampler's output
+    /// says), or what the container's outcome says besides.
+    fn judge(
+        &self,
+        s: &mut Sample,
+        outcome: &ContainerOutcome,
+        error: Option<String>,
+    ) -> Option<String>;
+}
+
+/// What a cell's process gets from its [`Execution`].
+pub enum Launch {
+    /// A container to run.
+    Container(ContainerSpec),
+    /// Why it cannot run here: its sample is invalid, with this error.
+    Refused(String),
+}
+
+/// One process of a cell, before it is given a place to run.
+pub struct Process<'a> {
+    pub probe: &'a Probe,
+    pub protocol: &'a Protocol,
+    pub image: &'a BuiltImage,
+    /// The cell's placeholder words, in the host's CPU numbers.
+    pub words: Placeholders,
+    /// The container's labels: run, study, probe, tasks, repeat.
+    pub labels: BTreeMap<String, String>,
+    /// The sampler enforces the study's timeout itself; this one, longer, covers a sampler that cannot.
+    pub timeout: Duration,
+    /// The JSON of the study's seccomp profile, if any.
+    pub seccomp: Option<&'a str>,
+}
+
+impl Process<'_> {
+    /// The sampler's command line with `words` (the CPUs as the process sees them), and the
+    /// probe's environment.
+    pub fn command(&self, words: &Placeholders) -> (Vec<String>, BTreeMap<String, String>) {
+        let mut cmd: Vec<String> = vec!["/usr/local/bin/sampler".into()];
+        cmd.extend(sampler_args(
+            self.probe,
+            self.protocol,
+            &cpuset::format(&words.cpus),
+        ));
+        cmd.push(self.probe.program.clone());
+        cmd.extend(self.probe.expand_args(words));
+        (cmd, self.probe.expand_env(words))
+    }
+}
+
+/// A container on the host's kernel, with the study's seccomp profile; its outcome adds nothing.
+pub struct Host;
+
+impl Execution for Host {
+    fn launch(&self, p: &Process) -> Result<Launch> {
+        let (cmd, env) = p.command(&p.words);
+        Ok(Launch::Container(ContainerSpec {
+            image: p.image.tag.clone(),
+            cmd,
+            env,
+            labels: p.labels.clone(),
+            timeout: p.timeout,
+            seccomp: p.seccomp.map(str::to_owned),
+            mounts: Vec::new(),
+            devices: Vec::new(),
+        }))
+    }
+
+    fn judge(&self, _: &mut Sample, _: &ContainerOutcome, error: Option<String>) -> Option<String> {
+        error
+    }
+}
+
+/// What every process of a run is measured with.
+#[derive(Clone, Copy)]
+pub struct Setting<'a> {
+    pub study: &'a Study,
+    pub manifest: &'a Manifest,
+    /// The guest kernels and initramfs of probes that run in a VM.
+    pub guests: &'a Guests,
+    pub state: &'a RunState,
+    /// The JSON of the study's seccomp profile, if any.
+    pub seccomp: Option<&'a str>,
+}
+
+/// Runs one process of `cell` where its probe runs (a fresh container, or a VM under its guest
+/// kernel); `None` when interrupted (the container is gone, no sample). An `Err` is the Engine's
+/// failure, or what the process needed was not made ready.
+pub async fn measure(
+    engine: &impl Containers,
+    with: &Setting<'_>,
+    cell: &Cell,
+    cancel: &CancellationToken,
+) -> Result<Option<Sample>> {
+    let process = match with.process(cell)? {
+        Ok(process) => process,
+        Err(not_measured) => return Ok(Some(not_measured)),
+    };
+    let guest;
+    let execution: &dyn Execution = match &process.probe.kernel {
+        None => &Host,
+        Some(kernel) => {
+            guest = InGuest {
+                guests: with.guests,
+                kernel,
+            };
+            &guest
+        }
+    };
+    let spec = match execution.launch(&process)? {
+        Launch::Container(spec) => spec,
+        Launch::Refused(why) => return Ok(Some(with.invalid(cell, why))),
+    };
+    let started_at = now();
+    let outcome = engine.run(&spec, cancel).await?;
+    if outcome.interrupted {
+        return Ok(None);
+    }
+    let mut s = with.blank(cell, started_at);
+    s.image_tag = process.image.tag.clone();
+    s.image_id = process.image.id.clone();
+    s.stderr_tail = tail(&outcome.stderr, 4096);
+    s.exit_code = outcome.exit_code;
+    s.oom_killed = outcome.oom_killed;
+    s.timings.container_ms = Some(outcome.elapsed.as_secs_f64() * 1000.0);
+    let error = fill(&mut s, &outcome);
+    let error = execution.judge(&mut s, &outcome, error);
+    kind::judge_validity(&mut s, error.as_deref(), &process.probe.results);
+    Ok(Some(s))
+}
+
+impl<'a> Setting<'a> {
+    /// The process of `cell`, or its sample when it cannot run (its image unavailable here, its
+    /// CPUs not among the run's); an error when its image was not built.
+    fn process(&self, cell: &Cell) -> Result<Result<Process<'a>, Sample>> {
+        let probe = &self.study.probes[cell.probe];
+        if let Some(why) = unavailable_reason(self.manifest, &probe.image) {
+            return Ok(Err(
+                self.invalid(cell, format!("{}{why}", sample::UNAVAILABLE))
+            ));
+        }
+        let image = self.manifest.get(&probe.image).with_context(|| {
+            format!(
+                "probe {:?} names image {:?}, which was not built",
+                probe.id, probe.image
+            )
+        })?;
+        let words = match placeholders(probe, self.state, cell.tasks) {
+            Ok(words) => words,
+            Err(why) => return Ok(Err(self.invalid(cell, why))),
+        };
+        let labels = BTreeMap::from([
+            ("parkbench.run".to_string(), self.state.run_id.clone()),
+            ("parkbench.study".to_string(), self.study.id.clone()),
+            ("parkbench.probe".to_string(), probe.id.clone()),
+            ("parkbench.tasks".to_string(), cell.tasks.to_string()),
+            ("parkbench.repeat".to_string(), cell.repeat.to_string()),
+        ]);
+        Ok(Ok(Process {
+            probe,
+            protocol: &self.study.protocol,
+            image,
+            words,
+            labels,
+            timeout: Duration::from_secs(self.study.protocol.timeout_s + 30),
+            seccomp: self.seccomp,
+        }))
+    }
+
+    /// The sample of a cell that was not measured, with why.
+    fn invalid(&self, cell: &Cell, why: String) -> Sample {
+        let mut s = self.blank(cell, now());
+        s.error = Some(why);
+        s
+    }
+
+    /// A sample of this cell with nothing measured yet: invalid until the sampler's output says
+    /// otherwise.
+    fn blank(&self, cell: &Cell, started_at: String) -> Sample {
+        let (study, state) = (self.study, self.state);
+        let probe = &study.probes[cell.probe];
+        // A probe the run cannot pin is recorded with the run's CPUs.
+        let words = placeholders(probe, state, cell.tasks).unwrap_or_else(|_| Placeholders {
+            tasks: cell.tasks,
+            cpus: cpuset::parse(&state.cpus_pinned).unwrap_or_default(),
+            other_cpus: Vec::new(),
+        });
+        let cpus = cpuset::format(&words.cpus);
+        let workers = if words.cpus.is_empty() {
+            state.workers
+        } else {
+            words.cpus.len() as u32
+        };
+        Sample {
+            run_id: state.run_id.clone(),
+            study: study.id.clone(),
+            probe: probe.id.clone(),
+            image_tag: String::new(),
+            image_id: String::new(),
+            tasks: cell.tasks,
+            repeat: cell.repeat,
+            position: cell.position,
+            cpus_requested: state.cpus_requested.clone(),
+            cpus_pinned: cpus,
+            cpus_in_force: None,
+            workers,
+            env: probe.expand_env(&words),
+            args: probe.expand_args(&words),
+            program: Some(probe.program.clone()),
+            baseline_rss_bytes: None,
+            rss_bytes: Vec::new(),
+            rss_median_bytes: None,
+            per_task_bytes: None,
+            vm_hwm_bytes: None,
+            rss_anon_bytes: None,
+            rss_file_bytes: None,
+            threads: None,
+            completed: None,
+            expected: cell.tasks,
+            valid: false,
+            error: None,
+            stderr_tail: String::new(),
+            metrics: BTreeMap::new(),
+            timings: Default::default(),
+            started_at,
+            exit_code: None,
+            oom_killed: false,
+            kind: probe.kind,
+            peak: None,
+            results: Vec::new(),
+            latency_ns: Vec::new(),
+            notes: Vec::new(),
+            guest: None,
+        }
+    }
+}
+
+/// Why an image is unavailable, down to the pin at the root (an image below an unavailable one
+/// says only that its parent is): `image toolchain-dotnet: pin dotnet (toolchains/dotnet.yaml) …`.
+pub(crate) fn unavailable_reason(manifest: &Manifest, image: &str) -> Option<String> {
+    let mut name = image;
+    let mut why = manifest.unavailable(name)?;
+    for _ in 0..16 {
+        let parent = why
+            .strip_prefix("its parent image ")
+            .and_then(|r| r.split_whitespace().next());
+        match parent.and_then(|p| Some((p, manifest.unavailable(p)?))) {
+            Some((p, w)) => (name, why) = (p, w),
+            None => break,
+        }
+    }
+    let first = why.lines().next().unwrap_or_default().trim_end_matches(':');
+    Some(if name == image {
+        first.to_string()
+    } else {
+        format!("image {name}: {first}")
+    })
+}
+
+/// A cell's placeholder words; its CPUs are the run's pinned list, or its first `cpus` when the
+/// probe asks for fewer.
+pub fn placeholders(probe: &Probe, state: &RunState, tasks: u64) -> Result<Placeholders, String> {
+    let run_cpus = cpuset::parse(&state.cpus_pinned).map_err(|e| format!("{e:#}"))?;
+    Placeholders::of(probe, tasks, &run_cpus)
+}
+
+/// The sampler's options for this probe's kind, protocol and CPU list, ending with the `--` before
+/// the probe.
+pub fn sampler_args(probe: &Probe, p: &Protocol, cpus: &str) -> Vec<String> {
+    let mut args = probe.kind.measure().sampler_args(p, cpus);
+    args.push("--".into());
+    args
+}
+
+/// Fills the sample from the sampler's JSON; returns why the process failed, if it did.
+fn fill(s: &mut Sample, outcome: &ContainerOutcome) -> Option<String> {
+    let json = outcome
+        .stdout
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'));
+    let parsed = json.map(serde_json::from_str::<SamplerOutput>);
+    let out = match parsed {
+        Some(Ok(out)) => out,
+        Some(Err(e)) => return Some(format!("the sampler's output is not valid JSON: {e}")),
+        None if outcome.timed_out => return Some("timed out; container killed".into()),
+        None if outcome.oom_killed => return Some("OOM-killed".into()),
+        None => {
+            return Some(format!(
+                "the sampler printed no JSON (exit code {:?})",
+                outcome.exit_code
+            ));
+        }
+    };
+    let unusable = kind::fill_from_sampler(s, &out);
+    if outcome.timed_out {
+        return Some("timed out; container killed".into());
+    }
+    out.error.clone().or(unusable)
+}
+
+/// The last `max` bytes of `text` (at a character boundary).
+pub(crate) fn tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
+}
+
+/// Now, RFC 3339 UTC to the millisecond.
+pub(crate) fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
