@@ -10,7 +10,7 @@
 //! | 3 | `images` | pins → artifacts → build contexts → pinned images and their manifest |
 //! | 4 | `run` | a run folder of raw samples, its environment and warnings, on the host or in a guest kernel |
 //! | 5 | `outputs` | statistics, verdicts, report, archive, compare, index, explanations |
-//! | 6 | `ops` | what a command does, as a pipeline: reproduce, rerun, explain |
+//! | 6 | `ops` | what a command does, one pipeline per file: reproduce, run, rerun, explain, verify… |
 //! | 7 | `cli` | argument plumbing and exit codes |
 
 pub mod cli;

@@ -87,7 +87,7 @@ fn a_probe_without_an_image_is_named_with_its_file_and_line_before_any_build() {
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let err = text(&out.stderr);
     assert!(
-        err.contains("s.yaml line 18") && err.contains("\"nope\"") && err.contains("image.yaml"),
+        err.contains("s.yaml:18:") && err.contains("\"nope\"") && err.contains("image.yaml"),
         "{err}"
     );
 }

@@ -9,6 +9,7 @@ use anyhow::{Result, bail};
 
 use super::recipe::{FILE, Recipe};
 use crate::images::pin::{Pin, Pins};
+use crate::yaml::{Doc, Invalid};
 
 /// The pin whose root filesystem is the image named `base` (its tags predate other rootfs pins).
 const BASE_PIN: &str = "debian-base";
@@ -157,19 +158,32 @@ impl Graph {
 }
 
 fn check_references(r: &Recipe, images: &BTreeSet<String>, pins: &Pins) -> Result<()> {
-    let file = format!("docker/{}/{FILE}", r.name);
+    let problem = |path: String, message: String| {
+        let file = r
+            .file
+            .clone()
+            .unwrap_or_else(|| format!("docker/{}/{FILE}", r.name).into());
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        Doc::new(file.display().to_string(), &text).error(&Invalid::new(path, message))
+    };
     for (arg, parent) in &r.parents {
         if !images.contains(parent) {
-            bail!(
-                "in image recipe {file}: parents.{arg} names image {parent:?}, which nothing builds; \
-                 known images: {}. Fix the name, or add docker/{parent}/ with {FILE}",
-                images.iter().cloned().collect::<Vec<_>>().join(", ")
-            );
+            return Err(problem(
+                format!("parents.{arg}"),
+                format!(
+                    "parents.{arg} names image {parent:?}, which nothing builds; known images: {}. \
+                     Fix the name, or add docker/{parent}/ with {FILE}",
+                    images.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ));
         }
     }
     for (at, pin) in &r.artifacts {
         if let Err(e) = pins.get(pin) {
-            bail!("in image recipe {file}: artifacts.{at}: {e:#}");
+            return Err(problem(
+                format!("artifacts.{at}"),
+                format!("artifacts.{at}: {e:#}"),
+            ));
         }
     }
     Ok(())

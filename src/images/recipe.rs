@@ -2,7 +2,7 @@
 //! build context (without its `image.yaml`); the recipe says what else goes in and what to read back.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
@@ -30,6 +30,9 @@ pub struct Recipe {
     /// The image's name: its folder under `docker/` (not written in the file).
     #[serde(skip)]
     pub name: String,
+    /// The file it was read from, for errors found later (not written in the file).
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
     /// Build args naming parent images: ARG → image name (another folder's image, `base`, or the
     /// image of a root filesystem pin). The Dockerfile's `FROM ${ARG}` gets the parent's tag, and
     /// the tag is an input of this image's own tag.
@@ -118,7 +121,8 @@ impl Recipe {
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("reading image recipe {}", file.display()))?;
         let shown = file.display().to_string();
-        let recipe = Self::parse_named(name, &shown, &text)?;
+        let mut recipe = Self::parse_named(name, &shown, &text)?;
+        recipe.file = Some(file.clone());
         let doc = Doc::new(&shown, &text);
         let from = match &recipe.variant_of {
             Some(base) => dir.with_file_name(base),

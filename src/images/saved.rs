@@ -87,9 +87,20 @@ pub fn inspect(file: &Path) -> Result<SavedImage> {
             configs.push((id.to_string(), hex::encode(hasher.finalize())));
         }
     }
-    let Some(mut entries) = manifest else {
+    let Some(entries) = manifest else {
         bail!("{shown}: no manifest.json: not an image exported by the Engine")
     };
+    one_image(&shown.to_string(), entries, &configs, &files)
+}
+
+/// The one image `manifest.json` names, checked against the members the file holds: its
+/// configuration (hashing to its name) and every layer.
+fn one_image(
+    shown: &str,
+    mut entries: Vec<Entry>,
+    configs: &[(String, String)],
+    files: &BTreeSet<String>,
+) -> Result<SavedImage> {
     ensure!(
         entries.len() == 1,
         "{shown}: manifest.json has {} entries; an archive's image file holds exactly one image",

@@ -9,6 +9,7 @@ use crate::images::Manifest;
 use crate::images::recipe::{self, Recipe};
 use crate::run::guest;
 use crate::study::{self, Study};
+use crate::yaml::{Doc, Invalid};
 
 /// Every probe names a probe image (a `docker/` folder whose image.yaml says `probe: true`) and a
 /// program among that image's `binaries`; checked before anything is built. The error names the
@@ -25,13 +26,22 @@ pub fn check_probe_images(repo: &Path, study: &Study, file: Option<&Path>) -> Re
     check_probes_against(&recipes, study, &name, &text)
 }
 
-/// [`check_probe_images`] on recipes already read; `name` and `text` are the study file's.
+/// [`check_probe_images`] on recipes already read; `name` and `text` are the study file's. An error
+/// leads with `name:line:column` of the probe's `image` or `program`.
 fn check_probes_against(recipes: &[Recipe], study: &Study, name: &str, text: &str) -> Result<()> {
-    let line_of = |want: &str| {
-        text.lines()
-            .position(|l| l.trim().trim_start_matches("- ").trim_start_matches('{') == want)
-            .map(|i| format!(" line {}", i + 1))
-            .unwrap_or_default()
+    let doc = Doc::new(name, text);
+    // A probe laid out per kernel is `id@kernel`; the file lists it once, as `id`.
+    let at = |id: &str, field: &str| {
+        let listed: Option<serde_yaml::Value> = serde_yaml::from_str(text).ok();
+        let base = id.split('@').next().unwrap_or(id);
+        let index = listed
+            .as_ref()
+            .and_then(|v| v.get("probes")?.as_sequence())
+            .and_then(|ps| {
+                ps.iter()
+                    .position(|p| p.get("id").and_then(|i| i.as_str()) == Some(base))
+            });
+        index.map_or_else(|| "probes".to_string(), |i| format!("probes[{i}].{field}"))
     };
     let probes: Vec<&str> = recipes
         .iter()
@@ -40,30 +50,27 @@ fn check_probes_against(recipes: &[Recipe], study: &Study, name: &str, text: &st
         .collect();
     for probe in &study.probes {
         let Some(recipe) = recipes.iter().find(|r| r.probe && r.name == probe.image) else {
-            let line = line_of(&format!("image: {}", probe.image));
-            bail!(
-                "{name}{line}: probe {:?} names image {:?}, which is no probe image; add docker/{}/ \
-                 with a Dockerfile and an image.yaml saying `probe: true`, or name one of: {}",
+            let message = format!(
+                "probe {:?} names image {:?}, which is no probe image; add docker/{}/ with a \
+                 Dockerfile and an image.yaml saying `probe: true`, or name one of: {}",
                 probe.id,
                 probe.image,
                 probe.image,
                 probes.join(", ")
             );
+            return Err(doc.error(&Invalid::new(at(&probe.id, "image"), message)));
         };
         if !recipe.binaries.contains(&probe.program) {
-            let line = match line_of(&format!("program: {}", probe.program)) {
-                l if l.is_empty() => line_of(&format!("id: {}", probe.id)),
-                l => l,
-            };
-            bail!(
-                "{name}{line}: probe {:?} runs program {:?}, which is not among the binaries of \
-                 image {:?} ({}); name one of them, or add it to `binaries` in docker/{}/image.yaml",
+            let message = format!(
+                "probe {:?} runs program {:?}, which is not among the binaries of image {:?} ({}); \
+                 name one of them, or add it to `binaries` in docker/{}/image.yaml",
                 probe.id,
                 probe.program,
                 probe.image,
                 recipe.binaries.join(", "),
                 probe.image
             );
+            return Err(doc.error(&Invalid::new(at(&probe.id, "program"), message)));
         }
     }
     Ok(())

@@ -273,3 +273,21 @@ fn only_keeps_the_named_images_and_what_they_are_built_from() {
         "{err}"
     );
 }
+
+#[test]
+fn an_unknown_parent_of_a_recipe_read_from_its_file_names_line_and_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("go");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("Dockerfile"), "FROM scratch\n").unwrap();
+    std::fs::write(
+        dir.join(FILE),
+        "# Go.\nprobe: true\nparents:\n  BASE: base\n  GO: toolchain-go\n",
+    )
+    .unwrap();
+    let mut recipes = kit();
+    recipes.push(Recipe::load(&dir).unwrap());
+    let err = format!("{:#}", Graph::new(recipes, &pins()).unwrap_err());
+    let want = format!("{}:5:7: parents.GO names image", dir.join(FILE).display());
+    assert!(err.starts_with(&want), "{err}");
+}
