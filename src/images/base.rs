@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
 
-use super::{BuiltImage, Outcome, namespace};
+use super::manifest::{BuiltImage, Outcome, namespace};
 use crate::engine::Images;
 use crate::images::artifact::{self, EnsureError};
 use crate::images::cache::Cache;

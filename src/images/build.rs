@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, ensure};
 
+use super::manifest::{BuildOptions, BuiltImage, Manifest, Outcome, namespace};
 use super::recipe::{FILE, Recipe};
-use super::{BuildOptions, BuiltImage, Manifest, Outcome, namespace};
 use crate::engine::{BuildSpec, Images};
 use crate::images::artifact::{self, EnsureError};
 use crate::images::cache::Cache;

@@ -18,109 +18,24 @@ pub mod cache;
 pub mod context;
 pub mod digest;
 pub mod initramfs;
+mod manifest;
 pub mod pin;
 pub mod plan;
 pub mod recipe;
 pub mod saved;
 pub mod tarball;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use serde::{Deserialize, Serialize};
 
 use crate::engine::Images;
 use crate::images::cache::Cache;
 use crate::images::pin::Pins;
 use plan::{Graph, Node, Schedule};
 
-/// The build manifest (`manifest.json`): every image parkbench built or reused, and what is in it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// Images in build order: base images, toolchains, sampler, probes (each after its parents).
-    pub images: Vec<BuiltImage>,
-    /// Images not built because a pinned artifact they are made from, directly or through a
-    /// parent, cannot be produced on this machine (no source reachable or implemented), in build
-    /// order. Empty when every image was built.
-    #[serde(default)]
-    pub unavailable: Vec<UnavailableImage>,
-}
-
-/// One image of the manifest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BuiltImage {
-    /// Short name (`base`, `toolchain-rust`, `rust-tokio`, …): a `docker/` folder, `base`, or a
-    /// root filesystem pin.
-    pub name: String,
-    /// Tag, `parkbench/<name>:<first 16 hex digits of the input hash>`.
-    pub tag: String,
-    /// Image ID (`sha256:…`). Not stable across hosts (an image records its creation time); the layer
-    /// diff-IDs and binary hashes are.
-    pub id: String,
-    /// Layer diff-IDs (`sha256:…`), bottom first.
-    pub layers: Vec<String>,
-    /// Every input by name and sha256 (source tree, lockfiles, toolchain artifacts) or tag (parent images).
-    pub inputs: BTreeMap<String, String>,
-    /// sha256 of every binary in the image, by absolute path inside the image.
-    pub binaries: BTreeMap<String, String>,
-    /// Tool versions reported from inside the image (`rustc -vV`, `go version`).
-    pub versions: BTreeMap<String, String>,
-    /// The recipe's `notes`: what a run that uses the image must report as a deviation.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-    /// True when this invocation built or imported the image; false when an existing one was reused.
-    pub built: bool,
-}
-
-/// An image of the kit that was not built here.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UnavailableImage {
-    /// Short name, as in [`BuiltImage::name`].
-    pub name: String,
-    /// Why: the pin that could not be produced and every source's failure, or the unavailable parent.
-    pub reason: String,
-}
-
-impl Manifest {
-    /// The built (or reused) image with this short name; `None` for an unavailable or unknown one.
-    pub fn get(&self, name: &str) -> Option<&BuiltImage> {
-        self.images.iter().find(|i| i.name == name)
-    }
-
-    /// Why the image with this short name is unavailable, if it is.
-    pub fn unavailable(&self, name: &str) -> Option<&str> {
-        self.unavailable
-            .iter()
-            .find(|i| i.name == name)
-            .map(|i| i.reason.as_str())
-    }
-}
-
-/// Build options.
-#[derive(Debug, Clone, Default)]
-pub struct BuildOptions {
-    /// Rebuild every image without the Engine's build cache.
-    pub no_cache: bool,
-    /// Build only these images and the images they are built from; empty: every image.
-    pub only: Vec<String>,
-    /// Print every line the builds print.
-    pub verbose: bool,
-}
-
-/// What became of one image in a build.
-pub(crate) enum Outcome {
-    /// Built, imported or reused.
-    Built(BuiltImage),
-    /// The artifact of pin `pin` cannot be produced here: every source failed (`reason`).
-    Unavailable { pin: String, reason: String },
-}
-
-/// The repository prefix of every tag: `parkbench`, or `PARKBENCH_NAMESPACE` (tests use their own, so a
-/// cold build from nothing never disturbs the user's images).
-pub fn namespace() -> String {
-    std::env::var("PARKBENCH_NAMESPACE").unwrap_or_else(|_| "parkbench".to_string())
-}
+use manifest::Outcome;
+pub use manifest::{BuildOptions, BuiltImage, Manifest, UnavailableImage, namespace};
 
 /// Names of the probe images: the `docker/` folders whose recipe says `probe: true` (what a study's
 /// `probes[].image` may name).

@@ -8,7 +8,8 @@ use anyhow::{Result, ensure};
 use serde::{Deserialize, Serialize};
 
 use crate::study::kind::Kind;
-use crate::study::{Dimension, Unit};
+use crate::study::stat::Stat;
+use crate::study::unit::{Dimension, Unit};
 use crate::yaml::{Invalid, bail_at, ensure_at};
 
 /// A published claim and how to judge it.
@@ -74,37 +75,6 @@ pub enum Than {
     One(String),
     /// Each of these probes; the claim must hold against every one (the tightest ratio is judged).
     Each(Vec<String>),
-}
-
-/// Statistics a claim can name; all computed from raw samples.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stat {
-    /// Median over processes of each process's median RSS.
-    RssMedian,
-    /// The [min, max] of the per-process median RSS.
-    RssRange,
-    /// Median over processes of (median RSS − baseline), divided by tasks.
-    PerTaskBytes,
-    /// Steady kind: median over processes of the baseline RSS, read at the probe's `baseline` line
-    /// (the runtime up, no task created yet): what an article calls base memory.
-    BaselineMedian,
-    /// (1 − probe median RSS / `than` median RSS) × 100.
-    LowerByPercent,
-    /// Median over processes of a probe metric.
-    MetricMedian,
-    /// Peak kind: median over processes of the peak RSS (`ru_maxrss`).
-    PeakMedian,
-    /// Peak kind: the [min, max] of the processes' peak RSS.
-    PeakRange,
-    /// Timed and latency kinds: median over processes of each process's median `result` value.
-    ResultMedian,
-    /// Latency kind: median over processes of a percentile recomputed from each histogram, ns.
-    Percentile,
-    /// `of` of the probe ÷ `of` of `than` (or of the probe at `than_tasks`), a plain ratio.
-    Ratio,
-    /// The ranking of probes by `of`, lowest first.
-    Order,
 }
 
 /// A published value, range, bound or ranking.
@@ -369,7 +339,9 @@ pub fn name(stat: Stat) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::{published, published_bytes};
-    use crate::study::{Expected, Stat, Study};
+    use crate::study::Study;
+    use crate::study::claim::Expected;
+    use crate::study::stat::Stat;
 
     const HEAD: &str = "id: t\ntitle: t\nsource: {article: a, environment: e, cpus: '0'}\n\
         protocol: {scales: [1, 10], repeats: 1, order: fixed, cpus: '0', settle_ms: 0, samples: 1, interval_ms: 1, timeout_s: 5}\n\

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::study::Probe;
+use crate::study::probe::Probe;
 use crate::yaml::{At, Invalid, ensure_at};
 
 /// One factor: the probe it is about and its alternatives to the probe's own setting (the baseline,

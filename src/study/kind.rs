@@ -20,8 +20,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::study::protocol::Protocol;
 use crate::study::sample::{Sample, SamplerOutput};
-use crate::study::{Protocol, Stat};
+use crate::study::stat::Stat;
 
 mod peak;
 mod results;

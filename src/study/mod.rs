@@ -14,23 +14,26 @@ pub mod cpuset;
 pub mod factor;
 pub mod kernel;
 pub mod kind;
+pub mod layout;
 pub mod placeholders;
 pub mod probe;
 pub mod protocol;
 pub mod repeats;
 pub mod sample;
+pub mod stat;
 pub mod unit;
 mod validate;
 
 use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 
-pub use crate::study::claim::{Bound, Claim, Expected, Stat, Than, Tolerance};
+pub use crate::study::claim::{Bound, Claim, Expected, Than, Tolerance};
 pub use crate::study::kind::Kind;
 pub use crate::study::placeholders::{PLACEHOLDERS, Placeholders};
 pub use crate::study::probe::{DEFAULT_PROGRAM, Probe, THP_MODES, check_thp_mode};
 pub use crate::study::protocol::{Order, Protocol, Source};
 pub use crate::study::repeats::Repeats;
+pub use crate::study::stat::Stat;
 pub use crate::study::unit::{Dimension, Unit};
 
 /// The default study, article 000: 1M tasks waiting, Rust/Tokio vs Go.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Result, bail};
 
-use crate::study::Probe;
+use crate::study::probe::Probe;
 
 /// The words `args` and `env` may hold, each replaced per cell.
 pub const PLACEHOLDERS: &[&str] = &["{tasks}", "{workers}", "{cpus}", "{other_cpus}"];

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use anyhow::{Result, ensure};
 use serde::{Deserialize, Serialize};
 
-use crate::study::Kind;
+use crate::study::kind::Kind;
 
 /// The program a probe runs unless it names another.
 pub const DEFAULT_PROGRAM: &str = "/usr/local/bin/probe";

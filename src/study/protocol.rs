@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::study::Repeats;
+use crate::study::repeats::Repeats;
 
 /// The published article and the environment it reports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

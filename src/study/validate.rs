@@ -4,10 +4,11 @@
 
 use anyhow::{Context, Result, ensure};
 
+use crate::study::claim::{Claim, Expected, Than};
 use crate::study::kind::Kind;
-use crate::study::{
-    Claim, Expected, Probe, Stat, Study, Than, claim, cpuset, factor, placeholders,
-};
+use crate::study::probe::Probe;
+use crate::study::stat::Stat;
+use crate::study::{Study, claim, cpuset, factor, placeholders};
 use crate::yaml::{At, Invalid, bail_at, ensure_at};
 
 /// A check's outcome: nothing, or the node it failed on.

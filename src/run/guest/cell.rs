@@ -3,7 +3,8 @@
 
 use anyhow::{Context, Result};
 
-use super::{COMMAND_LINE_MAX, Console, Guests, cell_spec, too_long};
+use super::Guests;
+use super::qemu::{COMMAND_LINE_MAX, Console, cell_spec, too_long};
 use crate::engine::ContainerOutcome;
 use crate::run::process::{Execution, Launch, Process, tail};
 use crate::study::Placeholders;

@@ -5,7 +5,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use super::{CpuChoice, Run, choose_cpus};
+use super::Run;
+use super::cpus::{CpuChoice, choose_cpus};
 use crate::engine::Containers;
 use crate::images::Manifest;
 use crate::run::env;

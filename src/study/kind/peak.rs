@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use super::{Measure, MemoryFigure, mib};
+use crate::study::protocol::Protocol;
 use crate::study::sample::{Peak, Sample, SamplerOutput};
-use crate::study::{Protocol, Stat};
+use crate::study::stat::Stat;
 
 pub(super) struct PeakKind;
 

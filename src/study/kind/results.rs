@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use super::Measure;
 use super::peak::{fill_peak, peak_ok, unmodified_args};
 use crate::stats::percentile;
+use crate::study::protocol::Protocol;
 use crate::study::sample::{Sample, SamplerOutput};
-use crate::study::{Protocol, Stat};
+use crate::study::stat::Stat;
 
 pub(super) struct Timed;
 pub(super) struct Latency;

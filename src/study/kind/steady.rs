@@ -3,8 +3,9 @@
 use std::collections::BTreeMap;
 
 use super::{Fields, Measure, MemoryFigure, mib};
+use crate::study::protocol::Protocol;
 use crate::study::sample::{Sample, SamplerOutput};
-use crate::study::{Protocol, Stat};
+use crate::study::stat::Stat;
 
 pub(super) struct Steady;
 
