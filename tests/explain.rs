@@ -108,3 +108,45 @@ fn a_differing_claim_is_explained_archived_and_verifiable() {
     let out = parkbench().arg("verify").arg(&archive).output().unwrap();
     assert!(out.status.success(), "{}", describe(&out));
 }
+
+/// An incomplete run (here: made, then stopped before any sample) is refused by `explain` before
+/// anything is built or written, and its folder is left exactly as it was.
+#[test]
+fn an_incomplete_run_is_refused_and_left_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("explain-test/runs/20260101T000000Z");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(run.join("study.yaml"), study()).unwrap();
+    std::fs::write(run.join("samples.jsonl"), "").unwrap();
+    let state = serde_json::json!({
+        "run_id": "20260101T000000Z", "study": "explain-test", "status": "incomplete",
+        "cpus_requested": "0", "cpus_pinned": "0", "workers": 1, "wall_ms": 0.0,
+        "deviations": [], "started_at": "2026-01-01T00:00:00Z"
+    });
+    std::fs::write(run.join("run.json"), state.to_string()).unwrap();
+    let before: Vec<_> = std::fs::read_dir(&run)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let out = parkbench()
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .args(["explain"])
+        .arg(&run)
+        .args(["--claim", "go-per-task"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let err = common::text(&out.stderr);
+    assert!(
+        err.contains("is incomplete") && err.contains("parkbench run --resume"),
+        "{err}"
+    );
+    let mut after: Vec<_> = std::fs::read_dir(&run)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let mut before = before;
+    before.sort();
+    after.sort();
+    assert_eq!(before, after, "nothing written into the refused run");
+}

@@ -18,10 +18,10 @@ use crate::images::cache::write_atomic;
 use crate::images::recipe;
 use crate::outputs::explain::{self, Explanation, Sweep};
 use crate::outputs::outcome::{self, Outcome};
-use crate::outputs::verdict::Status;
+use crate::outputs::verdict::{Status, Verdict};
 use crate::run::guest;
 use crate::run::lifecycle::CpuChoice;
-use crate::run::run_dir::{self, RunDir};
+use crate::run::run_dir::{self, RunDir, Status as RunStatus};
 use crate::study::factor::{Factor, Level};
 use crate::study::kernel::HOST;
 use crate::study::repeats::RepeatsChoice;
@@ -56,6 +56,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
     let study = with_factors(explained.study.clone(), paths)?;
     let claim = claim_of(&study, &args.claim)?;
     let verdict = explained.verdicts.iter().find(|v| v.claim == claim.id);
+    explainable(&run, &explained, verdict)?;
     if verdict.is_some_and(|v| v.status == Status::Reproduced) && !args.force {
         println!(
             "claim {} reproduced in run {}: there is nothing to explain (pass --force to sweep anyway)",
@@ -86,6 +87,38 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
     }
     publish(&paths.repo, (&run, &explained), &e, &dirs).await?;
     Ok(ending)
+}
+
+/// A sweep explains a finished run's measured value: an incomplete run (interrupted, failed, still
+/// measuring) or a claim with no measured value is refused before anything is built, run or written.
+fn explainable(run: &RunDir, explained: &Outcome, verdict: Option<&Verdict>) -> Result<()> {
+    let state = run.load_state()?;
+    if state.status != RunStatus::Complete {
+        bail!(
+            "run {} is {}: explain compares a finished run's measured value with its variants; \
+             finish it first with `parkbench run --resume {}`, then explain it",
+            explained.run_id,
+            state.status,
+            run.path().display()
+        );
+    }
+    if let Some(why) = &explained.partial {
+        bail!(
+            "run {} is partial ({why}): explain needs every sample of the claim's cells; \
+             rerun the study, then explain the new run",
+            explained.run_id
+        );
+    }
+    if let Some(v) = verdict.filter(|v| v.status == Status::NotMeasured) {
+        bail!(
+            "claim {} has no measured value in run {} ({}): there is nothing to explain; \
+             fix what kept it from being measured and run the study again",
+            v.claim,
+            explained.run_id,
+            v.note.as_deref().unwrap_or("no valid sample")
+        );
+    }
+    Ok(())
 }
 
 /// The claim `id` of `study`, or an error listing its claims.
@@ -138,6 +171,7 @@ impl Sweeps<'_> {
             resume: None,
             repeats: self.args.repeats,
             kernel: Vec::new(),
+            shared_cpus: false,
         };
         let sweep_paths = Paths {
             repo: self.paths.repo.clone(),

@@ -32,6 +32,8 @@ pub struct Options {
     pub repeats: Option<RepeatsChoice>,
     /// The kernels to run under instead of the study's.
     pub kernel: Vec<String>,
+    /// Measure even when another run holds some of the CPUs (`--allow-shared-cpus`).
+    pub shared_cpus: bool,
 }
 
 pub async fn command(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<Ending> {
@@ -54,7 +56,7 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         engine, manifest, ..
     } = prepare(&paths.repo, &build).await?;
     needs::check_runnable(&study, &manifest)?;
-    let run = match resume {
+    let mut run = match resume {
         Some(dir) => Run::resume(&engine, dir, &study, &manifest, &paths.repo).await?,
         None => {
             let text = study_text(options)?;
@@ -70,6 +72,7 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
             Run::start(&engine, &paths.results, &study, &manifest, fresh).await?
         }
     };
+    run.share_cpus(options.shared_cpus);
     measure(&engine, run, interrupt).await
 }
 

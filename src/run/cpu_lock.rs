@@ -14,14 +14,25 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use crate::run::warning::{Touches, Warning};
 use crate::study::cpuset;
 
 /// Where the lock files are: `$PARKBENCH_LOCKS`, or `parkbench-cpu-locks` in the system's
 /// temporary folder (one per machine, shared by every user's runs).
 pub fn folder() -> PathBuf {
+    #[cfg(test)]
+    if let Some(dir) = TEST_FOLDER.with(|f| f.as_ref().map(|d| d.path().to_owned())) {
+        return dir;
+    }
     std::env::var_os("PARKBENCH_LOCKS")
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("parkbench-cpu-locks"))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Unit tests run side by side on made-up CPUs: each test thread locks in a folder of its own.
+    static TEST_FOLDER: Option<tempfile::TempDir> = tempfile::tempdir().ok();
 }
 
 /// The locks a run holds on its CPUs; dropped (and so released) when the run ends.
@@ -85,6 +96,17 @@ impl CpuLock {
     /// Whether no CPU is held.
     pub fn is_empty(&self) -> bool {
         self.files.is_empty()
+    }
+}
+
+/// The validity warning of a run that measured with `--allow-shared-cpus`.
+pub fn shared_warning(cpus: &str) -> Warning {
+    Warning {
+        what: format!(
+            "CPUs {cpus} not locked (--allow-shared-cpus): another run may have measured on them \
+             at the same time as every sample of this run"
+        ),
+        touches: Touches::All,
     }
 }
 

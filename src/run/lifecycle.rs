@@ -18,11 +18,12 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::{Containers, Images};
 use crate::images::Manifest;
 use crate::images::cache::Cache;
+use crate::run::cpu_lock::{self, CpuLock};
 use crate::run::guest::{self, Guests};
 use crate::run::plan;
 use crate::run::run_dir::{self, RunDir, RunState, Status};
-use crate::study::Study;
 use crate::study::sample::{Sample, SampleLog};
+use crate::study::{Study, cpuset};
 use measuring::Measuring;
 
 pub use cpus::{CpuChoice, choose_cpus};
@@ -37,6 +38,8 @@ pub struct Run {
     /// [`RunState::in_force`]), whatever `--repeats` says now.
     study: Study,
     manifest: Manifest,
+    /// Measure even when another run holds some of the CPUs (`--allow-shared-cpus`).
+    shared_cpus: bool,
 }
 
 /// What one invocation of [`Run::measure`] did.
@@ -73,7 +76,14 @@ impl Run {
             state,
             study,
             manifest: manifest.clone(),
+            shared_cpus: false,
         })
+    }
+
+    /// Lets the run measure beside another run on the same CPUs (`--allow-shared-cpus`); every
+    /// sample then carries a validity warning.
+    pub fn share_cpus(&mut self, shared: bool) {
+        self.shared_cpus = shared;
     }
 
     pub fn dir(&self) -> &RunDir {
@@ -122,6 +132,8 @@ impl Run {
         guests: &Guests,
         cancel: &CancellationToken,
     ) -> Result<RunResult> {
+        // Held until the run stops measuring, however it stops.
+        let _cpus = self.lock_cpus()?;
         let seccomp = setup::seccomp_of(&self.study, &self.dir)?.map(|p| p.json);
         let log = self.dir.file(run_dir::SAMPLES);
         let existing = measuring::read_samples(&log)?;
@@ -167,6 +179,41 @@ impl Run {
             wall_ms,
             probe_ms,
         })
+    }
+
+    /// Takes the run's CPUs for itself ([`cpu_lock`]); with `--allow-shared-cpus`, records that it
+    /// may share them instead. A refused run that has measured nothing leaves no folder behind.
+    fn lock_cpus(&mut self) -> Result<Option<CpuLock>> {
+        if self.shared_cpus {
+            let w = cpu_lock::shared_warning(&self.state.cpus_pinned);
+            if !self.state.warnings.contains(&w) {
+                self.state.warnings.push(w);
+            }
+            return Ok(None);
+        }
+        let cpus = cpuset::parse(&self.state.cpus_pinned)?;
+        let holder = format!(
+            "run {} of study {} (pid {})",
+            self.dir.id(),
+            self.study.id,
+            std::process::id()
+        );
+        match CpuLock::acquire(&cpu_lock::folder(), &cpus, &holder) {
+            Ok(lock) => Ok(Some(lock)),
+            Err(e) if self.state.wall_ms == 0.0 && !self.dir.file(run_dir::SAMPLES).exists() => {
+                // Nothing measured yet: the folder was made moments ago by this invocation.
+                let _ = std::fs::remove_dir_all(self.dir.path());
+                Err(e.context(format!(
+                    "run {} did not start; its folder is removed",
+                    self.dir.id()
+                )))
+            }
+            Err(e) => Err(e.context(format!(
+                "run {} kept as it was; resume it later with `parkbench run --resume {}`",
+                self.dir.id(),
+                self.dir.path().display()
+            ))),
+        }
     }
 
     /// How long each probe's processes took in the study's latest run, for the ETA; a probe whose

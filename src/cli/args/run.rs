@@ -50,6 +50,10 @@ pub struct RunArgs {
         conflicts_with = "resume"
     )]
     pub kernel: Vec<String>,
+    /// Measure even when another run holds some of these CPUs (two runs then measure each other);
+    /// recorded as a validity warning on every sample.
+    #[arg(long)]
+    pub allow_shared_cpus: bool,
 }
 
 #[derive(Debug, Args)]
@@ -85,6 +89,7 @@ impl From<RunArgs> for run::Options {
             resume: a.resume,
             repeats: a.repeats,
             kernel: a.kernel,
+            shared_cpus: a.allow_shared_cpus,
         }
     }
 }

@@ -19,6 +19,7 @@ use anyhow::{Context, Result, ensure};
 use flate2::{Compression, GzBuilder};
 
 use super::{plan, sums};
+use crate::images::cache::is_disk_full;
 use crate::images::digest;
 use crate::images::tarball::{self, Tree};
 use crate::run::run_dir::RunDir;
@@ -64,7 +65,18 @@ pub fn write_with(
     let run_id = run_id(run_dir)?;
     refuse_output_inside(run_dir, out)?;
     let plan = plan::collect(run_dir, sources, extras)?;
-    write_plan(&plan, &run_id, out).with_context(|| format!("writing archive {}", out.display()))
+    write_plan(&plan, &run_id, out).map_err(|e| {
+        if is_disk_full(&e) {
+            e.context(format!(
+                "writing archive {}: the disk is full; nothing of the run is lost: free space, \
+                 then `parkbench archive {}`",
+                out.display(),
+                run_dir.display()
+            ))
+        } else {
+            e.context(format!("writing archive {}", out.display()))
+        }
+    })
 }
 
 fn run_id(run_dir: &Path) -> Result<String> {
@@ -118,7 +130,12 @@ fn write_plan(plan: &Tree, run_id: &str, out: &Path) -> Result<ArchiveInfo> {
     for (path, entry) in plan.members() {
         let sha256 = tar
             .append_hashed(&format!("{run_id}/{path}"), entry)
-            .with_context(|| format!("archiving {path}: if a file changed while being archived, archive the run again"))?;
+            .map_err(|e| match is_disk_full(&e) {
+                true => e.context(format!("archiving {path}")),
+                false => e.context(format!(
+                    "archiving {path}: if a file changed while being archived, archive the run again"
+                )),
+            })?;
         if let Some(sha256) = sha256 {
             checksums.insert(path, sha256);
         }

@@ -437,3 +437,62 @@ async fn a_crashing_probe_stops_at_max() {
     ]);
     assert_eq!(ran(&engine), want, "invalid processes count toward max");
 }
+
+#[tokio::test]
+async fn a_run_on_cpus_another_run_holds_is_refused_and_a_new_one_leaves_no_folder() {
+    let study = study(1);
+    let (_tmp, dir) = new_run(&study);
+    let held = crate::run::cpu_lock::CpuLock::acquire(
+        &crate::run::cpu_lock::folder(),
+        &[0],
+        "run X of study other (pid 1)",
+    )
+    .unwrap();
+    let engine = FakeEngine::new([]);
+    let cancel = CancellationToken::new();
+    let err = match execute(&engine, &study, &manifest(), &dir, &cancel).await {
+        Ok(_) => panic!("measured beside another run"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(
+        err.contains("CPU 0 is in use by run X of study other")
+            && err.contains("folder is removed"),
+        "{err}"
+    );
+    assert!(
+        !dir.path().exists(),
+        "a run that measured nothing leaves no folder"
+    );
+    assert!(engine.runs().is_empty(), "no container started");
+    drop(held);
+}
+
+#[tokio::test]
+async fn shared_cpus_measure_beside_another_run_and_say_so() {
+    let study = study(1);
+    let (_tmp, dir) = new_run(&study);
+    let _held = crate::run::cpu_lock::CpuLock::acquire(
+        &crate::run::cpu_lock::folder(),
+        &[0],
+        "run X of study other (pid 1)",
+    )
+    .unwrap();
+    let engine = FakeEngine::new([Step::Valid, Step::Valid]);
+    let cancel = CancellationToken::new();
+    let mut run = Run::new(dir.clone(), dir.load_state().unwrap(), &study, &manifest()).unwrap();
+    run.share_cpus(true);
+    let result = run
+        .measure(&engine, &Guests::default(), &cancel)
+        .await
+        .unwrap();
+    assert_eq!(result.measured, 2);
+    let state = dir.load_state().unwrap();
+    assert!(
+        state
+            .warnings
+            .iter()
+            .any(|w| w.what.contains("--allow-shared-cpus")),
+        "{:?}",
+        state.warnings
+    );
+}

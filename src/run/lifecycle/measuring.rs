@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::rounds;
 use crate::engine::Containers;
 use crate::images::Manifest;
+use crate::images::cache::is_disk_full;
 use crate::run::guest::Guests;
 use crate::run::plan::{self, Cell};
 use crate::run::process::{self, Setting, now};
@@ -231,9 +232,13 @@ fn stop(
     if let Err(e) = stopped(dir, state, began, Status::Incomplete) {
         eprintln!("warning: {e:#}");
     }
+    let fix = match is_disk_full(&error) {
+        true => "the disk is full: free space",
+        false => "fix the Engine",
+    };
     error.context(format!(
         "measuring {probe} × {} tasks, repeat {}: the run stopped; every sample so far is kept in {}; \
-         fix the Engine, then run `parkbench run --resume {}`",
+         {fix}, then run `parkbench run --resume {}`",
         cell.tasks,
         cell.repeat,
         dir.file(run_dir::SAMPLES).display(),

@@ -9,6 +9,7 @@ use super::Run;
 use super::cpus::{CpuChoice, choose_cpus};
 use crate::engine::Containers;
 use crate::images::Manifest;
+use crate::images::cache::is_disk_full;
 use crate::run::env;
 use crate::run::process::now;
 use crate::run::run_dir::{self, RerunOf, RunDir, RunState, Status};
@@ -61,15 +62,26 @@ impl Run {
         }
         let study = &study;
         let dir = RunDir::create(results, &study.id)?;
-        dir.write(run_dir::STUDY, fresh.text.as_bytes())?;
-        dir.write_json(run_dir::MANIFEST, manifest)?;
-        if let Some(p) = &fresh.seccomp {
-            dir.write(run_dir::SECCOMP, p.json.as_bytes())?;
-        }
         let mut state = new_state(&dir.id(), study, &cpus, deviations);
         state.status = Status::Incomplete;
         state.rerun_of = rerun_of;
-        dir.save_state(&state)?;
+        let first = (|| {
+            dir.write(run_dir::STUDY, fresh.text.as_bytes())?;
+            dir.write_json(run_dir::MANIFEST, manifest)?;
+            if let Some(p) = &fresh.seccomp {
+                dir.write(run_dir::SECCOMP, p.json.as_bytes())?;
+            }
+            dir.save_state(&state)
+        })();
+        if let Err(e) = first {
+            // Nothing is measured yet: a folder the run could not write into is not left behind.
+            let _ = std::fs::remove_dir_all(dir.path());
+            let fix = match is_disk_full(&e) {
+                true => "the disk is full: free space, then start the run again",
+                false => "nothing was measured; fix the cause, then start the run again",
+            };
+            return Err(e.context(format!("starting run {}: {fix}", dir.id())));
+        }
         record_env(engine, &dir, study, manifest, fresh.repo).await?;
         eprintln!(
             "run {}: CPUs {} ({} workers) in {}",
