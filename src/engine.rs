@@ -6,6 +6,8 @@
 //! kernel's root), so that the run loop is unit-tested on a fake (`fake`, in tests) that scripts
 //! exits, timeouts, OOM kills, errors and interrupts; what image builds need is the [`Images`]
 //! trait, and the same fake scripts builds, their failures and the images they leave.
+//!
+//! May import: nothing of parkbench (the floor under `images` and `run`).
 
 mod containers;
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! YAML loading with exact error locations, for the study, recipe and pin files.
+//! YAML loading with exact error locations, for the study, recipe and pin files. A leaf: imports
+//! nothing of parkbench.
 //!
 //! serde (serde_yaml) turns the text into values; its errors already carry a line and column. A check
 //! made after that (an unknown probe in a claim, a bad tolerance) names the node it is about by its

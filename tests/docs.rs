@@ -349,3 +349,83 @@ fn the_readme_stays_a_first_read() {
         "README.md has {lines} lines; move references to docs/"
     );
 }
+
+/// The floors of `src/` (docs/development.md, src/lib.rs): what each stage may import of the others.
+/// Test code (a `tests.rs`, a `*_tests.rs`, or what follows `#[cfg(test)]` at a file's top level)
+/// may reach up for cross-checks; the code that ships may not.
+#[test]
+fn imports_only_point_down_the_floors() {
+    let allowed: &[(&str, &[&str])] = &[
+        ("stats", &[]),
+        ("yaml", &[]),
+        ("study", &["stats", "yaml"]),
+        ("engine", &[]),
+        ("images", &["study", "engine", "yaml", "stats"]),
+        ("run", &["images", "engine", "study", "stats", "yaml"]),
+        (
+            "outputs",
+            &["run", "images", "engine", "study", "stats", "yaml"],
+        ),
+        (
+            "ops",
+            &[
+                "outputs", "run", "images", "engine", "study", "stats", "yaml",
+            ],
+        ),
+        (
+            "cli",
+            &[
+                "ops", "outputs", "run", "images", "engine", "study", "stats", "yaml",
+            ],
+        ),
+    ];
+    let src = common::repo().join("src");
+    let mut wrong = Vec::new();
+    for entry in walkdir::WalkDir::new(&src) {
+        let entry = entry.unwrap();
+        let path = entry.path();
+        let name = path.file_name().unwrap().to_string_lossy();
+        if path.extension().is_none_or(|e| e != "rs")
+            || name == "tests.rs"
+            || name.ends_with("_tests.rs")
+        {
+            continue;
+        }
+        let relative = path.strip_prefix(&src).unwrap();
+        let stage = relative
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let stage = stage.trim_end_matches(".rs");
+        let Some((_, may)) = allowed.iter().find(|(s, _)| *s == stage) else {
+            continue; // lib.rs, main.rs
+        };
+        let text = std::fs::read_to_string(path).unwrap();
+        let shipped = text.split("\n#[cfg(test)]\n").next().unwrap();
+        for (i, line) in shipped.lines().enumerate() {
+            for (at, _) in line.match_indices("crate::") {
+                let used: String = line[at + 7..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if used != stage
+                    && allowed.iter().any(|(s, _)| *s == used)
+                    && !may.contains(&used.as_str())
+                {
+                    wrong.push(format!(
+                        "src/{}:{}: {stage} imports {used}",
+                        relative.display(),
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "imports that point up the floors:\n{}",
+        wrong.join("\n")
+    );
+}

@@ -1,5 +1,7 @@
 //! Argument plumbing: the command line (`args`, one clap struct per subcommand) handed to what the
 //! command does (`ops`), and the one place that maps how a command ended to an exit code.
+//!
+//! May import every stage below; holds no logic a command shares with another.
 
 pub mod args;
 

@@ -10,6 +10,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -17,16 +18,21 @@ use anyhow::{Context, Result, bail};
 use crate::run::warning::{Touches, Warning};
 use crate::study::cpuset;
 
-/// Where the lock files are: `$PARKBENCH_LOCKS`, or `parkbench-cpu-locks` in the system's
-/// temporary folder (one per machine, shared by every user's runs).
+/// Where the lock files are: `$PARKBENCH_LOCKS`, or `/run/lock/parkbench` where `/run/lock` exists
+/// (the system's folder for lock files), else `/tmp/parkbench-cpu-locks`: one per machine, shared by
+/// every user's runs whatever their `TMPDIR`.
 pub fn folder() -> PathBuf {
     #[cfg(test)]
     if let Some(dir) = TEST_FOLDER.with(|f| f.as_ref().map(|d| d.path().to_owned())) {
         return dir;
     }
-    std::env::var_os("PARKBENCH_LOCKS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("parkbench-cpu-locks"))
+    if let Some(dir) = std::env::var_os("PARKBENCH_LOCKS") {
+        return PathBuf::from(dir);
+    }
+    match Path::new("/run/lock").is_dir() {
+        true => PathBuf::from("/run/lock/parkbench"),
+        false => PathBuf::from("/tmp/parkbench-cpu-locks"),
+    }
 }
 
 #[cfg(test)]
@@ -41,21 +47,42 @@ pub struct CpuLock {
     files: Vec<File>,
 }
 
+/// Creates the shared folder as `/tmp` is made: everyone may add a file, only its owner may remove it.
+fn make_folder(dir: &Path) -> Result<()> {
+    if !dir.exists() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating the CPU lock folder {}", dir.display()))?;
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777));
+    }
+    let meta = std::fs::symlink_metadata(dir)
+        .with_context(|| format!("reading the CPU lock folder {}", dir.display()))?;
+    anyhow::ensure!(
+        meta.is_dir(),
+        "the CPU lock folder {} is not a folder (a link?): remove it, or point PARKBENCH_LOCKS \
+         at a folder of your own",
+        dir.display()
+    );
+    Ok(())
+}
+
 impl CpuLock {
     /// Takes an exclusive lock on each of `cpus` in `dir`, recording `holder` (e.g. `run
     /// 20261204T1200Z of study wait-1m, pid 4242`) in each file. Refuses, taking none, when another
     /// process holds any of them, naming it.
     pub fn acquire(dir: &Path, cpus: &[usize], holder: &str) -> Result<CpuLock> {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("creating the CPU lock folder {}", dir.display()))?;
+        make_folder(dir)?;
         let mut files = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
             let path = dir.join(format!("cpu{cpu}.lock"));
+            // Never through a link: the folder is shared, and a link planted there must not make
+            // this run write into a file it names.
             let mut file = OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create(true)
                 .truncate(false)
+                .mode(0o666)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                 .open(&path)
                 .with_context(|| format!("opening the CPU lock {}", path.display()))?;
             // SAFETY: flock on a file descriptor this function owns; no memory is shared.
@@ -79,10 +106,15 @@ impl CpuLock {
                     cpuset::format(cpus)
                 );
             }
-            file.set_len(0)?;
-            file.seek(SeekFrom::Start(0))?;
-            writeln!(file, "{holder}")
-                .with_context(|| format!("writing the CPU lock {}", path.display()))?;
+            // The holder's name is a courtesy for the refusal's message; a lock file another user
+            // made is locked all the same, and left as it is.
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            if file.metadata()?.uid() == unsafe { libc::geteuid() } {
+                file.set_len(0)?;
+                file.seek(SeekFrom::Start(0))?;
+                writeln!(file, "{holder}")
+                    .with_context(|| format!("writing the CPU lock {}", path.display()))?;
+            }
             files.push(file);
         }
         Ok(CpuLock { files })
@@ -145,5 +177,19 @@ mod tests {
         let zero = CpuLock::acquire(dir.path(), &[0], "run C").unwrap();
         assert!(!zero.is_empty());
         drop(held);
+    }
+
+    #[test]
+    fn a_link_planted_in_the_folder_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep me").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("cpu0.lock")).unwrap();
+        let e = format!(
+            "{:#}",
+            CpuLock::acquire(dir.path(), &[0], "run A").unwrap_err()
+        );
+        assert!(e.contains("opening the CPU lock"), "{e}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
     }
 }

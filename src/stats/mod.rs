@@ -1,6 +1,5 @@
 //! Statistics, one of each: the median, the coefficient of variation, the nearest-rank percentile of
-//! a histogram, and the bootstrap interval of a median. A leaf: imports nothing of parkbench but the
-//! sample record it seeds intervals from.
+//! a histogram, and the bootstrap interval of a median. A leaf: imports nothing of parkbench.
 
 pub mod bootstrap;
 

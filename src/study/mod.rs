@@ -4,8 +4,11 @@
 //! The file format, one file per part: [`protocol`] (the source and how processes are measured),
 //! [`probe`] (the programs), [`placeholders`] (the words their arguments hold), [`claim`] and
 //! [`unit`](mod@unit) (what the article claimed), [`factor`] (what `explain` sweeps), [`repeats`], [`kind`].
-//! `validate` checks a study once read, naming the node at fault; [`kernel`] lays it out per
-//! kernel.
+//! `validate` checks a study once read, naming the node at fault; [`kernel`] names the kernels and
+//! [`layout`] lays a study out per kernel. The sample record ([`sample`]) lives here too: every stage
+//! above reads it.
+//!
+//! May import: `stats`, `yaml` (a leaf: nothing else of parkbench).
 
 use std::path::Path;
 
