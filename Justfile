@@ -39,8 +39,7 @@ lint:
     cargo fmt --all -- --check
     cargo clippy --locked --all-targets -- -D warnings
 
-# Own image namespace and cache, so yours are left alone.
-# Benchmark: cold image build (empty cache, no images) and warm no-op build, in seconds.
+# Benchmark: cold image build (own empty cache and image namespace) and warm no-op build, in seconds.
 bench-build: driver
     #!/usr/bin/env bash
     set -euo pipefail
@@ -49,8 +48,7 @@ bench-build: driver
     t0=$(date +%s.%N); {{bin}} build >/dev/null; t1=$(date +%s.%N); {{bin}} build >/dev/null; t2=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "cold build  %7.1f s\nwarm no-op  %7.1f s\n", b - a, c - b }'
 
-# Benchmark: the WSL-like kernel's cold compile (own image namespace), then again without the build
-# cache; prints both times and whether the two kernels have the same sha256.
+# Benchmark: the WSL-like kernel's cold compile, then again without cache; same sha256 or not.
 bench-kernels: driver
     #!/usr/bin/env bash
     set -euo pipefail
@@ -65,8 +63,7 @@ bench-kernels: driver
     echo "no-cache again $((t2 - t1)) s  vmlinuz $b"
     [ "$a" = "$b" ] && echo "same sha256: yes" || { echo "same sha256: NO"; exit 1; }
 
-# Benchmark: rerun ARCHIVE (its load-and-verify or rebuild time is printed), then `compare` of the
-# rerun's archive (no images) with itself.
+# Benchmark: rerun ARCHIVE (load-and-verify or rebuild time), then `compare` of its new archive.
 bench-rerun ARCHIVE *ARGS: driver
     #!/usr/bin/env bash
     set -euo pipefail

@@ -292,8 +292,13 @@ impl Recipe {
 /// Every image recipe under `docker_dir`, sorted by name. A folder without `image.yaml` is left
 /// out when it has no Dockerfile either (a helper folder) and is an error when it has one.
 pub fn discover(docker_dir: &Path) -> Result<Vec<Recipe>> {
-    let entries = std::fs::read_dir(docker_dir)
-        .with_context(|| format!("reading the image folder {}", docker_dir.display()))?;
+    let entries = std::fs::read_dir(docker_dir).with_context(|| {
+        format!(
+            "reading the image folder {}: run parkbench from the repository's folder, or name \
+                 it with --repo DIR (or PARKBENCH_REPO)",
+            docker_dir.display()
+        )
+    })?;
     let mut dirs = Vec::new();
     for entry in entries {
         let path = entry

@@ -80,6 +80,13 @@ pub fn scan(archive: &Path, keep: &[&str]) -> Result<Scan> {
 
 /// [`scan`], also writing the members `unpack` names as they stream.
 pub fn scan_unpacking(archive: &Path, keep: &[&str], unpack: Unpack) -> Result<Scan> {
+    ensure!(
+        !archive.is_dir(),
+        "{} is a folder: check takes a run's archive (`<run-id>.tar.gz`); to recompute a run folder's \
+         statistics and verdicts, use `parkbench verify {}`",
+        archive.display(),
+        archive.display()
+    );
     let file =
         File::open(archive).with_context(|| format!("opening archive {}", archive.display()))?;
     let mut input = BufReader::new(file);
