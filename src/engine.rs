@@ -230,6 +230,9 @@ pub struct ContainerOutcome {
     pub elapsed: Duration,
 }
 
+/// How long one request to the Engine may take before it counts as not answering.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+
 impl Engine {
     /// Connects through DOCKER_HOST or the default socket and checks the Engine answers.
     pub async fn connect() -> Result<Self> {
@@ -241,7 +244,11 @@ impl Engine {
                  or point DOCKER_HOST at it, then run `parkbench doctor`"
             )
         };
-        let docker = Docker::connect_with_defaults().map_err(|e| unreachable(&e))?;
+        // A busy Engine (importing a root filesystem, building beside a run) was seen to take more
+        // than bollard's default 2 minutes to answer an inspect: wait longer before calling it gone.
+        let docker = Docker::connect_with_defaults()
+            .map_err(|e| unreachable(&e))?
+            .with_timeout(REQUEST_TIMEOUT);
         docker.ping().await.map_err(|e| unreachable(&e))?;
         Ok(Self { docker })
     }
