@@ -53,8 +53,8 @@ impl Ending {
     pub fn of_run(result: &RunResult) -> Ending {
         if result.interrupted {
             eprintln!(
-                "run incomplete; resume with: parkbench run --resume {}",
-                result.dir.path().display()
+                "run incomplete; resume with: {}",
+                crate::run::run_dir::resume_command(result.dir.path(), &result.state)
             );
             Ending::Interrupted
         } else if result.invalid > 0 {

@@ -209,9 +209,9 @@ impl Run {
                 )))
             }
             Err(e) => Err(e.context(format!(
-                "run {} kept as it was; resume it later with `parkbench run --resume {}`",
+                "run {} kept as it was; resume it later with `{}`",
                 self.dir.id(),
-                self.dir.path().display()
+                run_dir::resume_command(self.dir.path(), &self.state)
             ))),
         }
     }

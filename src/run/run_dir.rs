@@ -312,6 +312,15 @@ impl RunDir {
     }
 }
 
+/// The command that finishes an interrupted run: `parkbench run --resume DIR`, or for a rerun of an
+/// archive `parkbench rerun ARCHIVE --resume DIR`.
+pub fn resume_command(dir: &Path, state: &RunState) -> String {
+    match &state.rerun_of {
+        Some(of) => format!("parkbench rerun {} --resume {}", of.archive, dir.display()),
+        None => format!("parkbench run --resume {}", dir.display()),
+    }
+}
+
 /// `run.json`'s `rerun_of`: the archive a run reran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RerunOf {

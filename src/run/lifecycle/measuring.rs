@@ -238,11 +238,11 @@ fn stop(
     };
     error.context(format!(
         "measuring {probe} × {} tasks, repeat {}: the run stopped; every sample so far is kept in {}; \
-         {fix}, then run `parkbench run --resume {}`",
+         {fix}, then run `{}`",
         cell.tasks,
         cell.repeat,
         dir.file(run_dir::SAMPLES).display(),
-        dir.path().display()
+        run_dir::resume_command(dir.path(), state)
     ))
 }
 
