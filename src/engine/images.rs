@@ -130,6 +130,18 @@ impl Engine {
         Ok(chunks.concat())
     }
 
+    /// Every tag of every image the Engine holds.
+    pub async fn all_tags(&self) -> Result<Vec<String>> {
+        let images = self
+            .docker
+            .list_images(None::<bollard::query_parameters::ListImagesOptions>)
+            .await
+            .context("listing images")?;
+        let tags = images.into_iter().flat_map(|i| i.repo_tags);
+        // An untagged image is listed with this placeholder.
+        Ok(tags.filter(|t| t != "<none>:<none>").collect())
+    }
+
     /// Every tag starting with `repo_prefix/` (e.g. `parkbench/`).
     pub async fn image_tags(&self, repo_prefix: &str) -> Result<Vec<String>> {
         let filters = HashMap::from([("reference".to_string(), vec![format!("{repo_prefix}/*")])]);
