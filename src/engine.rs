@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 pub use guard::{ContainerGuard, settle};
+pub use images::ImageGuard;
 
 /// What runs need from the Engine. Futures are `Send` so that a guard can remove a container from a
 /// spawned task.

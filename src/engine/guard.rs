@@ -64,6 +64,11 @@ async fn remove<E: Containers>(engine: &E, id: &str) {
     }
 }
 
+/// Keeps a removal spawned by another dropped guard (of images) for [`settle`].
+pub(super) fn defer(task: JoinHandle<()>) {
+    PENDING.lock().unwrap_or_else(|e| e.into_inner()).push(task);
+}
+
 /// Waits for every removal spawned by a dropped guard; call before the program exits.
 pub async fn settle() {
     loop {

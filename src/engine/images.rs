@@ -1,10 +1,12 @@
-//! Images through the Engine: inspect, import, build, read files out of, remove, export and load.
+//! Images through the Engine: inspect, import, build, read files out of, remove, export and load;
+//! and images loaded from files the kit did not write, held by an [`ImageGuard`] that removes them
+//! again on every path.
 
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use bollard::errors::Error as BollardError;
 use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::{
@@ -13,6 +15,7 @@ use bollard::query_parameters::{
     PruneImagesOptionsBuilder, RemoveImageOptionsBuilder,
 };
 use futures_util::{StreamExt, TryStreamExt};
+use tokio::task::JoinHandle;
 use tokio_util::io::ReaderStream;
 
 use super::{BuildSpec, Engine, ImageFacts};
@@ -127,6 +130,18 @@ impl Engine {
         Ok(chunks.concat())
     }
 
+    /// Every tag of every image the Engine holds.
+    pub async fn all_tags(&self) -> Result<Vec<String>> {
+        let images = self
+            .docker
+            .list_images(None::<bollard::query_parameters::ListImagesOptions>)
+            .await
+            .context("listing images")?;
+        let tags = images.into_iter().flat_map(|i| i.repo_tags);
+        // An untagged image is listed with this placeholder.
+        Ok(tags.filter(|t| t != "<none>:<none>").collect())
+    }
+
     /// Every tag starting with `repo_prefix/` (e.g. `parkbench/`).
     pub async fn image_tags(&self, repo_prefix: &str) -> Result<Vec<String>> {
         let filters = HashMap::from([("reference".to_string(), vec![format!("{repo_prefix}/*")])]);
@@ -193,6 +208,36 @@ impl Engine {
         Ok(())
     }
 
+    /// Every tag naming the image `reference` (a tag, or an ID `sha256:…`); `None` when there is no
+    /// such image.
+    pub async fn repo_tags(&self, reference: &str) -> Result<Option<Vec<String>>> {
+        match self.docker.inspect_image(reference).await {
+            Ok(img) => Ok(Some(img.repo_tags.unwrap_or_default())),
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("inspecting image {reference}")),
+        }
+    }
+
+    /// Removes `reference`: a tag is untagged (its image goes with its last tag, `force`d even when
+    /// a stopped container holds it); an ID goes only when no tag names it and no container holds
+    /// it. False when there was no such image.
+    async fn remove_reference(&self, reference: &str, force: bool) -> Result<bool> {
+        let options = RemoveImageOptionsBuilder::default().force(force).build();
+        match self
+            .docker
+            .remove_image(reference, Some(options), None)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(false),
+            Err(e) => Err(e).with_context(|| format!("removing image {reference}")),
+        }
+    }
+
     /// Writes the flattened filesystem of `image` (a container export: one tar, no layers) to
     /// `out`, streamed, through a created and never started container.
     pub async fn export_filesystem(&self, image: &str, out: &Path) -> Result<()> {
@@ -209,6 +254,147 @@ impl Engine {
         write_stream(stream, out)
             .await
             .with_context(|| format!("exporting image {tag}"))
+    }
+}
+
+/// Images loaded from files the kit did not write (an archive's), each under a tag the kit chose.
+/// They are removed again by [`ImageGuard::remove`], or, when the guard is dropped (an error,
+/// Ctrl-C), by a task that [`super::settle`] waits for; [`ImageGuard::keep`] leaves them.
+pub struct ImageGuard {
+    engine: Engine,
+    loaded: Vec<Loaded>,
+    /// A load under way: a removal waits for it, since the Engine may still set its tag.
+    loading: Option<JoinHandle<Result<()>>>,
+}
+
+/// One loaded image: the tags to remove, its ID, and whether the Engine held it before the load
+/// (then only the tags go).
+struct Loaded {
+    tags: Vec<String>,
+    id: String,
+    was_there: bool,
+}
+
+impl ImageGuard {
+    /// A guard that holds no image yet.
+    pub fn new(engine: Engine) -> Self {
+        Self {
+            engine,
+            loaded: Vec::new(),
+            loading: None,
+        }
+    }
+
+    /// Loads `file`, an image file in the Engine's save format that names `tag` alone and holds
+    /// the image `id` (`sha256:…`). Returns the other tags the image carries now and did not
+    /// before: the load set them, and they are removed again at once.
+    pub async fn load(&mut self, file: &Path, tag: &str, id: &str) -> Result<Vec<String>> {
+        let before = self.engine.repo_tags(id).await?;
+        // Held before the load starts, so that a load cut short is removed too.
+        self.loaded.push(Loaded {
+            tags: vec![tag.to_string()],
+            id: id.to_string(),
+            was_there: before.is_some(),
+        });
+        let (engine, path) = (self.engine.clone(), file.to_owned());
+        let task = tokio::spawn(async move { engine.load_image(&path).await });
+        let ended = self.loading.insert(task).await;
+        self.loading = None;
+        ended.context("the load of an image stopped")??;
+        let shown = file.display();
+        let after =
+            self.engine.repo_tags(id).await?.with_context(|| {
+                format!("{shown}: the Engine holds no image {id} after loading it")
+            })?;
+        ensure!(
+            after.iter().any(|t| t == tag),
+            "{shown}: loading it did not set {tag} on the image {id}"
+        );
+        let before = before.unwrap_or_default();
+        let added: Vec<String> = after
+            .into_iter()
+            .filter(|t| t != tag && !before.contains(t))
+            .collect();
+        // Held until removed, so that a failed removal is tried again when the guard goes.
+        let held = &mut self.loaded.last_mut().expect("pushed above").tags;
+        held.extend(added.iter().cloned());
+        for t in &added {
+            self.engine.remove_reference(t, false).await?;
+            held.retain(|h| h != t);
+        }
+        Ok(added)
+    }
+
+    /// Every tag the guard holds, in the order loaded.
+    pub fn tags(&self) -> Vec<String> {
+        self.loaded.iter().flat_map(|l| l.tags.clone()).collect()
+    }
+
+    /// Leaves the images in the Engine; returns their tags.
+    pub fn keep(mut self) -> Vec<String> {
+        let tags = self.tags();
+        self.loaded.clear();
+        tags
+    }
+
+    /// Removes the images now; a failure is reported with the tag or ID, never fatal.
+    pub async fn remove(mut self) {
+        let loaded = std::mem::take(&mut self.loaded);
+        clean(self.engine.clone(), self.loading.take(), loaded).await;
+    }
+}
+
+impl Drop for ImageGuard {
+    fn drop(&mut self) {
+        if self.loaded.is_empty() && self.loading.is_none() {
+            return;
+        }
+        let tags = self.tags().join(", ");
+        let (loading, loaded) = (self.loading.take(), std::mem::take(&mut self.loaded));
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let task = runtime.spawn(clean(self.engine.clone(), loading, loaded));
+                super::guard::defer(task);
+            }
+            Err(_) => eprintln!(
+                "warning: the images {tags} were left behind (no runtime to remove them); remove \
+                 them with the Engine's tools"
+            ),
+        }
+    }
+}
+
+/// Waits for a load under way, then removes every tag of `loaded`, and each image the load
+/// brought once no tag names it.
+async fn clean(engine: Engine, loading: Option<JoinHandle<Result<()>>>, loaded: Vec<Loaded>) {
+    if let Some(task) = loading {
+        // Its outcome was the command's to report; here it only has to be over.
+        let _ = task.await;
+    }
+    for image in loaded {
+        for tag in &image.tags {
+            if let Err(e) = engine.remove_reference(tag, true).await {
+                eprintln!("warning: could not remove image {tag}: {e:#}");
+            }
+        }
+        if !image.was_there {
+            remove_when_unused(&engine, &image.id).await;
+        }
+    }
+}
+
+/// Removes the image `id` once nothing holds it: a running container of it (its guard dropped
+/// beside this one) keeps it for a moment after its last tag is gone.
+async fn remove_when_unused(engine: &Engine, id: &str) {
+    const TRIES: u32 = 10;
+    for attempt in 1..=TRIES {
+        match engine.remove_reference(id, false).await {
+            Ok(_) => return,
+            Err(e) if attempt == TRIES => eprintln!(
+                "warning: could not remove image {id}: {e:#}; remove it with the Engine's tools"
+            ),
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(300)).await,
+        }
     }
 }
 

@@ -8,12 +8,16 @@ use anyhow::{Context, Result, ensure};
 
 use super::manifest::{BuildOptions, BuiltImage, Manifest, Outcome, namespace};
 use super::recipe::{FILE, Recipe};
-use crate::engine::{BuildSpec, Images};
+use crate::engine::{BuildSpec, ImageFacts, Images};
 use crate::images::artifact::{self, EnsureError};
 use crate::images::cache::Cache;
 use crate::images::context;
 use crate::images::digest;
 use crate::images::pin::Pins;
+
+/// The label every built image carries: the JSON of its inputs. An image under a kit tag is reused
+/// only when it carries the inputs the tag is named after.
+pub const INPUTS_LABEL: &str = "parkbench.inputs";
 
 /// What a build needs besides the recipe.
 pub struct Kit<'a, E: Images> {
@@ -45,7 +49,7 @@ pub async fn build<E: Images>(
         &hash_inputs(&recipe.name, &inputs)[..16]
     );
     let existing = kit.engine.image(&tag).await?;
-    let built = existing.is_none() || kit.options.no_cache;
+    let built = !reusable(existing.as_ref(), &inputs, &recipe.name, &tag)? || kit.options.no_cache;
     if built {
         let started = std::time::Instant::now();
         let scratch = kit.cache.scratch()?;
@@ -91,6 +95,30 @@ pub async fn build<E: Images>(
     }))
 }
 
+/// True when the image `existing` under `tag` may be reused: its [`INPUTS_LABEL`] is the JSON of
+/// `inputs`. One that is there without it is said to be rebuilt.
+fn reusable(
+    existing: Option<&ImageFacts>,
+    inputs: &BTreeMap<String, String>,
+    name: &str,
+    tag: &str,
+) -> Result<bool> {
+    let Some(facts) = existing else {
+        return Ok(false);
+    };
+    let expected = serde_json::to_string(inputs)?;
+    if facts.labels.get(INPUTS_LABEL) == Some(&expected) {
+        return Ok(true);
+    }
+    // A tag is only a name: an image put there by anything but this build (a load, a tag set by
+    // hand) is not reused, whatever it holds.
+    eprintln!(
+        "{name}: {tag} is here but its {INPUTS_LABEL} label does not name the inputs it is built \
+         from (parkbench did not build it from these sources): rebuilding it"
+    );
+    Ok(false)
+}
+
 /// Runs the Engine's build of `context` as `tag`; a failure carries the last lines the build printed.
 async fn run_build<E: Images>(
     kit: &Kit<'_, E>,
@@ -107,10 +135,7 @@ async fn run_build<E: Images>(
         .collect::<Result<BTreeMap<_, _>>>()?;
     let labels = BTreeMap::from([
         ("parkbench.image".to_string(), recipe.name.clone()),
-        (
-            "parkbench.inputs".to_string(),
-            serde_json::to_string(inputs)?,
-        ),
+        (INPUTS_LABEL.to_string(), serde_json::to_string(inputs)?),
     ]);
     let spec = BuildSpec {
         context: context.to_owned(),

@@ -296,3 +296,33 @@ async fn a_shared_file_is_an_input_of_the_tags_of_the_images_that_lay_it_in() {
         first.get("probe-a").unwrap().tag
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tag_without_the_inputs_label_is_rebuilt_not_reused() {
+    let repo = Repo::new(true);
+    let engine = FakeEngine::default();
+    // The first build of probe-a leaves an image without labels under its tag, as a load or a tag
+    // set by hand would.
+    let foreign = crate::engine::ImageFacts {
+        id: "sha256:foreign".into(),
+        layers: vec!["sha256:foreign".into()],
+        labels: Default::default(),
+        env: Vec::new(),
+    };
+    engine.script_build("probe-a", Build::Image(foreign));
+    let first = repo.build(&engine, false).await.unwrap();
+    assert_eq!(first.get("probe-a").unwrap().id, "sha256:foreign");
+
+    let second = repo.build(&engine, false).await.unwrap();
+    let probe = second.get("probe-a").unwrap();
+    assert!(probe.built, "rebuilt: {probe:?}");
+    assert_ne!(probe.id, "sha256:foreign");
+    assert_eq!(engine.built_names().last().unwrap(), "probe-a");
+    let reused: Vec<&str> = second
+        .images
+        .iter()
+        .filter(|i| !i.built)
+        .map(|i| i.name.as_str())
+        .collect();
+    assert_eq!(reused, ["base", "toolchain-a", "toolchain-b", "probe-b"]);
+}

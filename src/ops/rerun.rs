@@ -1,8 +1,15 @@
 //! `parkbench rerun ARCHIVE`: an archive's study run again here with the archive's binaries, each
-//! stage one line: open and check the archive → its images (loaded and verified, or rebuilt and
-//! compared) → start or resume the run → measure → report → compare with the archived run → archive.
+//! stage one line: open and check the archive → judge its seccomp profile → its images (loaded in
+//! quarantine and verified, or rebuilt and compared) → start or resume the run → measure → report →
+//! compare with the archived run → archive → remove the loaded images.
+//!
+//! An archive is someone else's file: it may name any image and carry any profile. Its images are
+//! loaded only under a rerun-only namespace and removed when the rerun is over (`quarantine`); its
+//! seccomp profile may not let containers do more than the Engine's default (`profile`).
 
 mod images;
+mod profile;
+mod quarantine;
 mod source;
 
 use std::path::{Path, PathBuf};
@@ -18,7 +25,9 @@ use crate::run::needs::check_runnable;
 use crate::run::run_dir::{self, RunDir, RunState};
 use crate::study::repeats::{Repeats, RepeatsChoice};
 
-pub use images::{Images, check_saved_tags, images, refuse, saved_tags, verify_loaded};
+pub use images::{Images, images, refuse, verify_loaded};
+pub use profile::{Seccomp, judge};
+pub use quarantine::{check_saved_tags, quarantine_tag};
 pub use source::{Source, open};
 
 /// What to rerun, and how.
@@ -30,6 +39,11 @@ pub struct Options {
     pub cpus: Option<CpuChoice>,
     /// Run rebuilt images even when a binary differs from the archive's (a deviation each).
     pub accept_different_binaries: bool,
+    /// Run with the archive's seccomp profile even when it lets containers do more than the
+    /// Engine's default profile (a deviation and a validity warning).
+    pub accept_seccomp_from_archive: bool,
+    /// Leave the archive's images in the Engine (under their quarantine tags) after the rerun.
+    pub keep_images: bool,
     /// An interrupted rerun of this archive to resume.
     pub resume: Option<PathBuf>,
     /// Processes per probe and scale; the archived run's own when `None`.
@@ -45,20 +59,39 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         source.study.id,
         source.sha256
     );
+    let seccomp = judge(&source, args.accept_seccomp_from_archive)?;
     let resumed = args
         .resume
         .as_deref()
         .map(|d| lifecycle::rerun_folder(d, &source.path, &source.sha256))
         .transpose()?;
     let images = images(&source, args.accept_different_binaries).await?;
+    // An error or an interrupt from here on still ends with the images removed: here, or by the
+    // guard they are held by when this command is dropped.
+    let ended = rerun(paths, args, &source, &images, seccomp, resumed, interrupt).await;
+    images.release(args.keep_images).await;
+    ended
+}
+
+/// Runs the archive's study with `images` into a new run folder (or the resumed one), then reports,
+/// compares and archives it.
+async fn rerun(
+    paths: &Paths,
+    args: &Options,
+    source: &Source,
+    images: &Images,
+    seccomp: Seccomp,
+    resumed: Option<RunDir>,
+    interrupt: &Interrupt,
+) -> Result<Ending> {
     check_runnable(&source.study, &images.manifest)?;
-    let run = run_folder(paths, args, &source, &images, resumed).await?;
+    let run = run_folder(paths, args, source, images, seccomp, resumed).await?;
     let run = run::measure(&images.engine, run, interrupt).await?;
     if run.interrupted {
         return Ok(Ending::of_run(&run));
     }
     report(run.dir.path())?;
-    compare_with_archive(&source, run.dir.path())?;
+    compare_with_archive(source, run.dir.path())?;
     let info = archive(&source.repo(), run.dir.path(), false).await?;
     println!(
         "\narchive: {}\ncheck it with: parkbench check {}",
@@ -69,11 +102,13 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
 }
 
 /// A new run folder naming the archive it reruns, or (`--resume`) the interrupted rerun of it.
+/// An accepted seccomp profile beyond the Engine's default is a deviation and a warning of the run.
 async fn run_folder(
     paths: &Paths,
     args: &Options,
     source: &Source,
     images: &Images,
+    seccomp: Seccomp,
     resumed: Option<RunDir>,
 ) -> Result<Run> {
     let (engine, manifest, study) = (&images.engine, &images.manifest, &source.study);
@@ -85,11 +120,12 @@ async fn run_folder(
         .different
         .iter()
         .map(|d| format!("binary rebuilt here differs from the archive's: {d}"))
+        .chain(seccomp.deviation)
         .collect();
     let fresh = Fresh {
         text: &source.files.study_yaml,
         cpus: args.cpus.as_ref(),
-        seccomp: source.seccomp()?,
+        seccomp: seccomp.profile,
         repo: &source.repo(),
         rerun_of: Some((
             source.rerun_of(images.origin, images.different.clone()),
@@ -97,7 +133,11 @@ async fn run_folder(
         )),
         repeats: repeats(source, args)?,
     };
-    Run::start(engine, &paths.results, study, manifest, fresh).await
+    let mut run = Run::start(engine, &paths.results, study, manifest, fresh).await?;
+    if let Some(warning) = seccomp.warning {
+        run.warn(warning)?;
+    }
+    Ok(run)
 }
 
 /// The processes per cell: `--repeats` applied to the study's rule, else the rule the archived run

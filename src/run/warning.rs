@@ -280,6 +280,21 @@ fn busy_cpus(busy: &[(usize, f64)]) -> Option<Warning> {
     })
 }
 
+/// The warning for a run under a seccomp profile from an archive that lets containers do more than
+/// the Engine's default profile (`beyond`: each difference, from
+/// [`Profile::beyond_default`](crate::run::seccomp::Profile::beyond_default)).
+pub fn seccomp_beyond_default(file: &str, beyond: &[String]) -> Warning {
+    Warning::new(
+        Touches::All,
+        format!(
+            "seccomp profile {file} from the archive lets the probes do more than the Engine's \
+             default profile ({}): a program can take paths the default refuses, in what it does \
+             and in what it costs",
+            beyond.join("; ")
+        ),
+    )
+}
+
 /// The steal warning for the pinned CPUs between two readings, when steal exceeds [`STEAL_LIMIT`]
 /// of their time.
 pub fn steal_between(start: &CpuTimes, end: &CpuTimes, cpus: &[usize]) -> Option<Warning> {

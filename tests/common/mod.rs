@@ -1,6 +1,8 @@
 //! Helpers for the integration tests: they drive the real binary against the real Engine.
 #![allow(dead_code)]
 
+pub mod archive;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Once;

@@ -20,6 +20,14 @@ pub struct RerunArgs {
     /// archive's (each difference is recorded as a deviation).
     #[arg(long)]
     pub accept_different_binaries: bool,
+    /// Rerun with the archive's seccomp profile even when it lets containers do more than the
+    /// Engine's default profile (recorded as a deviation and a validity warning).
+    #[arg(long)]
+    pub accept_seccomp_from_archive: bool,
+    /// Leave the archive's images in the Engine after the rerun, under their rerun-only tags
+    /// (`parkbench-rerun/<archive>/<image>:<hash>`); they are removed by default.
+    #[arg(long)]
+    pub keep_images: bool,
     /// Resume an interrupted rerun of this archive: run only its missing cells.
     #[arg(long, value_name = "RUN_DIR")]
     pub resume: Option<PathBuf>,
@@ -59,6 +67,8 @@ impl From<RerunArgs> for rerun::Options {
             archive: a.archive,
             cpus: a.cpus,
             accept_different_binaries: a.accept_different_binaries,
+            accept_seccomp_from_archive: a.accept_seccomp_from_archive,
+            keep_images: a.keep_images,
             resume: a.resume,
             repeats: a.repeats,
         }

@@ -1,15 +1,16 @@
-//! A rerun's images: the archive's own, loaded and checked tag by tag and binary by binary
-//! against its manifest ([`verify_loaded`]); or, when it carries none, rebuilt from its sources and
-//! pins and compared with its manifest, a different binary refused unless accepted ([`refuse`]).
+//! A rerun's images: the archive's own, in quarantine (checked, loaded under a rerun-only tag and
+//! removed again when the rerun is over, `quarantine`) and checked binary by binary against its
+//! manifest ([`verify_loaded`]); or, when it carries none, rebuilt from its sources and pins and
+//! compared with its manifest, a different binary refused unless accepted ([`refuse`]).
 
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail, ensure};
-use serde::Deserialize;
+use anyhow::{Context, Result, ensure};
 
 use super::Source;
-use crate::engine::Engine;
+use super::quarantine::{self, quarantine_tag};
+use crate::engine::{Engine, ImageGuard};
 use crate::images::Manifest;
 use crate::ops::prepare::{Prepared, for_study, prepare};
 use crate::run::lifecycle::differences;
@@ -21,10 +22,34 @@ pub struct Images {
     pub manifest: Manifest,
     pub origin: Origin,
     pub different: Vec<BinaryDifference>,
+    /// The archive's images loaded in quarantine (none when rebuilt here).
+    loaded: Option<ImageGuard>,
 }
 
-/// Loads the archive's images and verifies them, or rebuilds them from its sources and compares
-/// their binaries with the archive's manifest (refused unless `accept_different_binaries`).
+impl Images {
+    /// Removes the archive's loaded images, or (`keep`) leaves them and says where.
+    pub async fn release(mut self, keep: bool) {
+        let Some(guard) = self.loaded.take() else {
+            return;
+        };
+        if keep {
+            let tags = guard.keep();
+            eprintln!(
+                "kept the archive's images (--keep-images): {}; no build reuses them, remove them \
+                 with the Engine's tools",
+                tags.join(", ")
+            );
+        } else {
+            let tags = guard.tags();
+            guard.remove().await;
+            eprintln!("removed the archive's images {}", tags.join(", "));
+        }
+    }
+}
+
+/// Loads the archive's images in quarantine and verifies them, or rebuilds them from its sources
+/// and compares their binaries with the archive's manifest (refused unless
+/// `accept_different_binaries`).
 pub async fn images(source: &Source, accept_different_binaries: bool) -> Result<Images> {
     if source.carries_images() {
         return load(source).await;
@@ -45,39 +70,28 @@ pub async fn images(source: &Source, accept_different_binaries: bool) -> Result<
         manifest,
         origin: Origin::Rebuilt,
         different,
+        loaded: None,
     })
 }
 
-/// Loads the archive's images, each only when it sets no tag but its own, and checks them; a
-/// refused image's tag is removed.
+/// Loads the archive's images under their quarantine tags and checks them; on any refusal every
+/// image loaded so far is removed again before the error is returned.
 async fn load(source: &Source) -> Result<Images> {
     let engine = Engine::connect().await?;
     let started = Instant::now();
-    let manifest = source.loaded_manifest();
-    for image in manifest.images.iter().filter(|i| i.built) {
-        let file = source
-            .image_file(&image.name)
-            .context("checked by rerun::open")?;
-        check_saved_tags(&image.name, &image.tag, &saved_tags(&file)?)?;
-        eprintln!("loading image {} from the archive", image.name);
-        engine.load_image(&file).await?;
-    }
-    if let Err(e) = verify_loaded(&engine, &manifest).await {
-        // A refused image must not stay under a tag a later build would reuse.
-        for image in manifest.images.iter().filter(|i| i.built) {
-            if let Err(why) = engine.remove_tag(&image.tag).await {
-                eprintln!(
-                    "warning: could not remove the refused image {}: {why:#}",
-                    image.tag
-                );
-            }
+    let mut guard = ImageGuard::new(engine.clone());
+    let manifest = match load_all(source, &engine, &mut guard).await {
+        Ok(manifest) => manifest,
+        Err(e) => {
+            guard.remove().await;
+            return Err(e);
         }
-        return Err(e);
-    }
+    };
     let loaded: Vec<_> = manifest.images.iter().filter(|i| i.built).collect();
     let binaries: usize = loaded.iter().map(|i| i.binaries.len()).sum();
     eprintln!(
-        "loaded {} image(s) and checked {binaries} binaries against the archive's manifest in {:.1} s",
+        "loaded {} image(s) in quarantine and checked {binaries} binaries against the archive's \
+         manifest in {:.1} s",
         loaded.len(),
         started.elapsed().as_secs_f64()
     );
@@ -86,7 +100,26 @@ async fn load(source: &Source) -> Result<Images> {
         manifest,
         origin: Origin::Loaded,
         different: Vec::new(),
+        loaded: Some(guard),
     })
+}
+
+/// The archive's manifest with its probe images loaded into `guard` and named by their quarantine
+/// tags, each checked against the manifest.
+async fn load_all(source: &Source, engine: &Engine, guard: &mut ImageGuard) -> Result<Manifest> {
+    let mut manifest = source.loaded_manifest();
+    let scratch = tempfile::tempdir().context("creating a folder for the images' copies")?;
+    for image in manifest.images.iter_mut().filter(|i| i.built) {
+        let tag = quarantine_tag(&source.sha256, &image.name, &image.tag)?;
+        let file = source
+            .image_file(&image.name)
+            .context("checked by rerun::open")?;
+        eprintln!("loading image {} from the archive as {tag}", image.name);
+        quarantine::load(guard, &file, image, &tag, scratch.path()).await?;
+        image.tag = tag;
+    }
+    verify_loaded(engine, &manifest).await?;
+    Ok(manifest)
 }
 
 /// Checks images loaded from the archive: each tag is there with the archive's layers, and every
@@ -118,44 +151,6 @@ pub async fn verify_loaded(engine: &impl crate::engine::Images, manifest: &Manif
             );
         }
     }
-    Ok(())
-}
-
-/// The tags an exported image file (the Engine's save format) would set when loaded: the
-/// `RepoTags` of its `manifest.json`. A load sets every one of them, so a rerun loads a file only
-/// when it names exactly the tag the archive's manifest gives it.
-pub fn saved_tags(file: &Path) -> Result<Vec<String>> {
-    #[derive(Deserialize)]
-    struct Saved {
-        #[serde(rename = "RepoTags", default)]
-        repo_tags: Option<Vec<String>>,
-    }
-    let shown = file.display();
-    let data = std::fs::File::open(file).with_context(|| format!("opening {shown}"))?;
-    let mut tar = tar::Archive::new(std::io::BufReader::new(data));
-    for entry in tar.entries().with_context(|| format!("reading {shown}"))? {
-        let entry = entry.with_context(|| format!("reading {shown}"))?;
-        if entry.path_bytes().as_ref() != b"manifest.json" {
-            continue;
-        }
-        let saved: Vec<Saved> = serde_json::from_reader(entry)
-            .with_context(|| format!("{shown}: parsing its manifest.json"))?;
-        return Ok(saved
-            .into_iter()
-            .flat_map(|s| s.repo_tags.unwrap_or_default())
-            .collect());
-    }
-    bail!("{shown}: no manifest.json: not an image exported by the Engine")
-}
-
-/// Refuses an exported image that would set any tag but `tag` (or none).
-pub fn check_saved_tags(name: &str, tag: &str, tags: &[String]) -> Result<()> {
-    ensure!(
-        tags == [tag],
-        "images/{name}.tar would set the tag(s) [{}] when loaded, but the archive's manifest names \
-         only {tag}: refused, since loading it would move other tags; the archive was altered",
-        tags.join(", ")
-    );
     Ok(())
 }
 

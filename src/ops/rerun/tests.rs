@@ -274,35 +274,91 @@ fn bad_archives_are_refused_with_what_to_do() {
 }
 
 #[test]
-fn an_exported_image_may_set_only_its_own_tag() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("go.tar");
-    let saved = |manifest: &str| {
-        let mut tar = tar::Builder::new(Vec::new());
-        let mut header = tar::Header::new_gnu();
-        header.set_size(manifest.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        tar.append_data(&mut header, "manifest.json", manifest.as_bytes())
-            .unwrap();
-        fs::write(&file, tar.into_inner().unwrap()).unwrap();
-        saved_tags(&file).unwrap()
-    };
-    let own = saved(r#"[{"Config":"c.json","RepoTags":["parkbench/go:0123"],"Layers":[]}]"#);
-    check_saved_tags("go", "parkbench/go:0123", &own).unwrap();
-    let more = saved(
-        r#"[{"RepoTags":["parkbench/go:0123"]},{"RepoTags":["parkbench/base:feed"],"Layers":[]}]"#,
-    );
+fn an_exported_image_may_name_only_its_own_tag() {
+    let tags = |t: &[&str]| t.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+    check_saved_tags("go", "parkbench/go:0123", &tags(&["parkbench/go:0123"])).unwrap();
     let err = format!(
         "{:#}",
-        check_saved_tags("go", "parkbench/go:0123", &more).unwrap_err()
+        check_saved_tags(
+            "go",
+            "parkbench/go:0123",
+            &tags(&["parkbench/go:0123", "parkbench/base:feed"])
+        )
+        .unwrap_err()
     );
     assert!(
         err.contains("parkbench/base:feed") && err.contains("refused"),
         "{err}"
     );
-    let none = saved(r#"[{"RepoTags":null}]"#);
-    assert!(check_saved_tags("go", "parkbench/go:0123", &none).is_err());
-    fs::write(&file, b"").unwrap();
-    assert!(format!("{:#}", saved_tags(&file).unwrap_err()).contains("no manifest.json"));
+    for other in [&[][..], &["debian:latest"][..]] {
+        assert!(check_saved_tags("go", "parkbench/go:0123", &tags(other)).is_err());
+    }
+}
+
+#[test]
+fn an_archive_s_image_is_loaded_under_a_rerun_only_tag() {
+    let sha = "0123456789abcdef".repeat(4);
+    let tag = quarantine_tag(&sha, "rust-tokio", "parkbench/rust-tokio:feedbeef00112233").unwrap();
+    assert_eq!(
+        tag,
+        format!(
+            "{}-rerun/0123456789ab/rust-tokio:feedbeef00112233",
+            crate::images::namespace()
+        )
+    );
+    assert!(!tag.starts_with(&format!("{}/", crate::images::namespace())));
+    for (name, archive_tag, says) in [
+        ("../source/x", "parkbench/x:1", "not a name"),
+        ("Go", "parkbench/go:1", "not a name"),
+        ("go", "parkbench/go", "not a tag"),
+        ("go", "registry:5000/go", "not a tag"),
+        ("go", "parkbench/go:../../x", "not a tag"),
+    ] {
+        let e = format!("{:#}", quarantine_tag(&sha, name, archive_tag).unwrap_err());
+        assert!(e.contains(says), "{name} {archive_tag}: {e}");
+    }
+}
+
+#[test]
+fn an_archive_s_seccomp_profile_beyond_the_default_is_refused_unless_accepted() {
+    let study = DEFAULT_STUDY.replacen("protocol:\n", "protocol:\n  seccomp: seccomp.json\n", 1);
+    let fx = Archived::new(&study, true);
+    let run = fx.tmp.path().join("runs/run-1");
+    let write = |profile: &str| {
+        fs::write(run.join(run_dir::SECCOMP), profile).unwrap();
+        open(&fx.write(&[])).unwrap()
+    };
+
+    let allow_all = write(r#"{"defaultAction":"SCMP_ACT_ALLOW"}"#);
+    let e = format!("{:#}", judge(&allow_all, false).unwrap_err());
+    assert!(
+        e.contains("lets containers do more than the Engine's default profile")
+            && e.contains("defaultAction SCMP_ACT_ALLOW")
+            && e.contains("--accept-seccomp-from-archive"),
+        "{e}"
+    );
+    let accepted = judge(&allow_all, true).unwrap();
+    assert!(accepted.profile.is_some());
+    let deviation = accepted.deviation.unwrap();
+    assert!(
+        deviation.contains("--accept-seccomp-from-archive") && deviation.contains("SCMP_ACT_ALLOW"),
+        "{deviation}"
+    );
+    let warning = accepted.warning.unwrap();
+    assert_eq!(warning.touches, crate::run::warning::Touches::All);
+    assert!(warning.what.contains("seccomp.json"), "{warning:?}");
+
+    let unshare = write(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["unshare"],"action":"SCMP_ACT_ALLOW"}]}"#,
+    );
+    assert!(judge(&unshare, false).is_err());
+
+    let tight = write(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read","write"],"action":"SCMP_ACT_ALLOW"}]}"#,
+    );
+    let judged = judge(&tight, false).unwrap();
+    assert!(judged.profile.is_some() && judged.deviation.is_none() && judged.warning.is_none());
+
+    let none = open(&Archived::new(DEFAULT_STUDY, true).write(&[])).unwrap();
+    assert!(judge(&none, false).unwrap().profile.is_none());
 }

@@ -11,6 +11,7 @@ use super::setup::reopen;
 use crate::engine::Containers;
 use crate::images::Manifest;
 use crate::run::run_dir::{self, BinaryDifference, RunDir};
+use crate::run::warning::Warning;
 use crate::study::Study;
 
 /// The run folder `--resume` names, when it is a rerun of `archive`, whose sha256 is `sha256`
@@ -55,6 +56,18 @@ impl Run {
         }
         let state = reopen(engine, &dir, study, manifest, repo).await?;
         Run::new(dir, state, study, manifest)
+    }
+}
+
+impl Run {
+    /// Records a validity warning the rerun brings with it (an archive's seccomp profile accepted
+    /// beyond the Engine's default) in `run.json`, once.
+    pub fn warn(&mut self, warning: Warning) -> Result<()> {
+        if !self.state.warnings.contains(&warning) {
+            self.state.warnings.push(warning);
+            self.dir.save_state(&self.state)?;
+        }
+        Ok(())
     }
 }
 
