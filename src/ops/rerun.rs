@@ -44,6 +44,8 @@ pub struct Options {
     pub accept_seccomp_from_archive: bool,
     /// Leave the archive's images in the Engine (under their quarantine tags) after the rerun.
     pub keep_images: bool,
+    /// Measure even when another run holds some of the CPUs (`--allow-shared-cpus`).
+    pub shared_cpus: bool,
     /// An interrupted rerun of this archive to resume.
     pub resume: Option<PathBuf>,
     /// Processes per probe and scale; the archived run's own when `None`.
@@ -85,7 +87,8 @@ async fn rerun(
     interrupt: &Interrupt,
 ) -> Result<Ending> {
     check_runnable(&source.study, &images.manifest)?;
-    let run = run_folder(paths, args, source, images, seccomp, resumed).await?;
+    let mut run = run_folder(paths, args, source, images, seccomp, resumed).await?;
+    run.share_cpus(args.shared_cpus);
     let run = run::measure(&images.engine, run, interrupt).await?;
     if run.interrupted {
         return Ok(Ending::of_run(&run));

@@ -28,6 +28,9 @@ pub struct RerunArgs {
     /// (`parkbench-rerun/<archive>/<image>:<hash>`); they are removed by default.
     #[arg(long)]
     pub keep_images: bool,
+    /// Measure even when another run holds some of these CPUs (recorded as a validity warning).
+    #[arg(long)]
+    pub allow_shared_cpus: bool,
     /// Resume an interrupted rerun of this archive: run only its missing cells.
     #[arg(long, value_name = "RUN_DIR")]
     pub resume: Option<PathBuf>,
@@ -69,6 +72,7 @@ impl From<RerunArgs> for rerun::Options {
             accept_different_binaries: a.accept_different_binaries,
             accept_seccomp_from_archive: a.accept_seccomp_from_archive,
             keep_images: a.keep_images,
+            shared_cpus: a.allow_shared_cpus,
             resume: a.resume,
             repeats: a.repeats,
         }
