@@ -1,18 +1,21 @@
 //! The Engine's save format (an exported image file, `images/<name>.tar` in an archive), read as the
-//! untrusted input it is: every member is checked before anything is loaded, and what is loaded is a
-//! copy whose only tag is one the kit chose ([`quarantine`]).
+//! untrusted input it is: every member is checked in one pass before anything is loaded, and what is
+//! loaded is a copy, written in that same pass, whose only tag is one the kit chose ([`quarantine`]).
 //!
-//! What a file of this Engine's save format holds, and all it may hold:
-//! - `manifest.json`: one entry, `{Config, RepoTags, Layers}`;
-//! - `<64 hex>.json`: the image's configuration, whose sha256 is its name (the image ID);
-//! - `<64 hex>/` with `VERSION`, `json` and `layer.tar` for each layer; a `layer.tar` may be a
-//!   symbolic link to another layer's (`../<64 hex>/layer.tar`), as the Engine writes a repeated layer;
-//! - `repositories`: the tags again, in the older form. It is left out of the loaded copy.
+//! What an image file may hold, and all it may hold:
+//! - `manifest.json`: one entry, `{Config, RepoTags, Layers}` (and `LayerSources`);
+//! - the older layout (Engines before 25): `<64 hex>.json`, the image's configuration, whose sha256 is
+//!   its name (the image ID); `<64 hex>/` with `VERSION`, `json` and `layer.tar` for each layer, where a
+//!   `layer.tar` may be a symbolic link to another layer's (`../<64 hex>/layer.tar`), as the Engine
+//!   writes a repeated layer; `repositories`, the tags again, left out of the loaded copy;
+//! - the OCI layout (Engines from 25 on): `oci-layout`, `index.json` (its image names are rewritten in
+//!   the copy), and `blobs/sha256/<64 hex>`, each of which must hash to its name.
 //!
 //! Anything else — a second `manifest.json`, a member twice, an absolute or `..` path, a device, a
-//! link anywhere but a layer — refuses the file: a load would act on members the check did not see.
+//! link anywhere but a layer or to a member that is not there, a configuration or blob that does not
+//! hash to its name — refuses the file: a load would act on members the check did not see.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read};
 use std::path::Path;
@@ -22,6 +25,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tar::EntryType;
 
+/// The most a `manifest.json` or `index.json` may hold: a few hundred bytes per image.
+const INDEX_MAX: u64 = 1 << 20;
+
 /// What a checked image file holds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SavedImage {
@@ -29,7 +35,7 @@ pub struct SavedImage {
     pub id: String,
     /// The tags its `manifest.json` names (and would set on a plain load).
     pub tags: Vec<String>,
-    /// Its layers, in order, as members (`<64 hex>/layer.tar`).
+    /// Its layers, in order, as members (`<64 hex>/layer.tar`, or `blobs/sha256/<64 hex>`).
     pub layers: Vec<String>,
 }
 
@@ -43,156 +49,276 @@ struct Entry {
     repo_tags: Option<Vec<String>>,
     #[serde(rename = "Layers")]
     layers: Vec<String>,
+    #[serde(
+        rename = "LayerSources",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    layer_sources: Option<serde_json::Value>,
 }
 
 /// Reads every member of `file` and checks it against the format above; never writes anything.
 pub fn inspect(file: &Path) -> Result<SavedImage> {
-    let shown = file.display();
-    let reader = BufReader::new(File::open(file).with_context(|| format!("opening {shown}"))?);
-    let mut tar = tar::Archive::new(reader);
-    let mut seen = BTreeSet::new();
-    let mut manifest: Option<Vec<Entry>> = None;
-    let mut configs: Vec<(String, String)> = Vec::new();
-    let mut files = BTreeSet::new();
-    for entry in tar.entries().with_context(|| format!("reading {shown}"))? {
-        let mut entry = entry.with_context(|| format!("reading {shown}"))?;
-        let name = String::from_utf8(entry.path_bytes().into_owned())
-            .map_err(|_| anyhow::anyhow!("{shown}: a member's name is not UTF-8"))?;
-        let name = name.trim_end_matches('/').to_string();
-        ensure!(
-            seen.insert(name.clone()),
-            "{shown}: the member {name} is there twice; a load would take the last one, which the \
-             check did not see: refused, the file was altered"
-        );
-        let kind = entry.header().entry_type();
-        member_allowed(&name, kind, &mut entry)
-            .with_context(|| format!("{shown}: refused before loading"))?;
-        if kind == EntryType::Directory {
-            continue;
-        }
-        files.insert(name.clone());
-        if name == "manifest.json" {
-            let mut text = String::new();
-            entry
-                .read_to_string(&mut text)
-                .with_context(|| format!("{shown}: reading manifest.json"))?;
-            manifest = Some(
-                serde_json::from_str(&text)
-                    .with_context(|| format!("{shown}: parsing manifest.json"))?,
-            );
-        } else if let Some(id) = name.strip_suffix(".json") {
-            let mut hasher = Sha256::new();
-            std::io::copy(&mut entry, &mut hasher)
-                .with_context(|| format!("{shown}: reading {name}"))?;
-            configs.push((id.to_string(), hex::encode(hasher.finalize())));
-        }
-    }
-    let Some(entries) = manifest else {
-        bail!("{shown}: no manifest.json: not an image exported by the Engine")
-    };
-    one_image(&shown.to_string(), entries, &configs, &files)
+    Pass::new(file).run(None)
 }
 
-/// The one image `manifest.json` names, checked against the members the file holds: its
-/// configuration (hashing to its name) and every layer.
-fn one_image(
-    shown: &str,
-    mut entries: Vec<Entry>,
-    configs: &[(String, String)],
-    files: &BTreeSet<String>,
-) -> Result<SavedImage> {
-    ensure!(
-        entries.len() == 1,
-        "{shown}: manifest.json has {} entries; an archive's image file holds exactly one image",
-        entries.len()
-    );
-    let entry = entries.remove(0);
-    let id = entry
-        .config
-        .strip_suffix(".json")
-        .filter(|id| is_hex64(id))
-        .with_context(|| {
+/// Checks `file` as [`inspect`] does and, in the same pass, writes to `out` a copy whose
+/// `manifest.json` (and `index.json`) name `tag` alone and which has no `repositories`: loading the
+/// copy sets that tag and no other. `out` is removed again when the file is refused.
+pub fn quarantine(file: &Path, tag: &str, out: &Path) -> Result<SavedImage> {
+    let writer =
+        BufWriter::new(File::create(out).with_context(|| format!("creating {}", out.display()))?);
+    let mut copy = tar::Builder::new(writer);
+    copy.follow_symlinks(false);
+    let result = Pass::new(file)
+        .run(Some((tag, &mut copy)))
+        .and_then(|image| {
+            copy.into_inner()?
+                .into_inner()
+                .map_err(|e| e.into_error())
+                .with_context(|| format!("writing {}", out.display()))?;
+            Ok(image)
+        });
+    if result.is_err() {
+        let _ = std::fs::remove_file(out);
+    }
+    result
+}
+
+/// One pass over an image file: what it has seen so far.
+struct Pass<'a> {
+    file: &'a Path,
+    seen: BTreeSet<String>,
+    /// Regular files, by name.
+    files: BTreeSet<String>,
+    /// Links, name → target, resolved once every member is seen.
+    links: BTreeMap<String, String>,
+    /// Members whose name is their sha256 (configurations, blobs): name → the hash itself.
+    hashed: BTreeMap<String, String>,
+    manifest: Option<Vec<Entry>>,
+    index: Option<serde_json::Value>,
+}
+
+type Copy<'c> = (&'c str, &'c mut tar::Builder<BufWriter<File>>);
+
+impl<'a> Pass<'a> {
+    fn new(file: &'a Path) -> Self {
+        Pass {
+            file,
+            seen: BTreeSet::new(),
+            files: BTreeSet::new(),
+            links: BTreeMap::new(),
+            hashed: BTreeMap::new(),
+            manifest: None,
+            index: None,
+        }
+    }
+
+    fn run(mut self, mut copy: Option<Copy<'_>>) -> Result<SavedImage> {
+        let shown = self.file.display().to_string();
+        let reader =
+            BufReader::new(File::open(self.file).with_context(|| format!("opening {shown}"))?);
+        let mut tar = tar::Archive::new(reader);
+        for entry in tar.entries().with_context(|| format!("reading {shown}"))? {
+            let entry = entry.with_context(|| format!("reading {shown}"))?;
+            self.member(entry, copy.as_mut().map(|(_, c)| &mut **c))
+                .with_context(|| format!("{shown}: refused before loading"))?;
+        }
+        let image = self.image(&shown)?;
+        if let Some((tag, copy)) = copy {
+            self.write_indexes(tag, copy)?;
+        }
+        Ok(image)
+    }
+
+    /// Checks one member and, for a copy, writes it (the indexes are written last, rewritten).
+    fn member(
+        &mut self,
+        mut entry: tar::Entry<impl Read>,
+        copy: Option<&mut tar::Builder<BufWriter<File>>>,
+    ) -> Result<()> {
+        let name = String::from_utf8(entry.path_bytes().into_owned())
+            .map_err(|_| anyhow::anyhow!("a member's name is not UTF-8"))?;
+        let name = name.trim_end_matches('/').to_string();
+        ensure!(
+            self.seen.insert(name.clone()),
+            "the member {name} is there twice; a load would take the last one, which a check \
+             might not see: the file was altered"
+        );
+        let kind = entry.header().entry_type();
+        if let Some(target) = member_allowed(&name, kind, &mut entry)? {
+            self.links.insert(name.clone(), target);
+        }
+        if kind == EntryType::Regular {
+            self.files.insert(name.clone());
+        }
+        match name.as_str() {
+            "manifest.json" => {
+                self.manifest = Some(serde_json::from_str(&small(&mut entry, &name)?)?)
+            }
+            "index.json" => self.index = Some(serde_json::from_str(&small(&mut entry, &name)?)?),
+            "repositories" => {}
+            _ => {
+                let header = entry.header().clone();
+                let mut hashing = Hashing::new(&mut entry);
+                match copy {
+                    Some(c) => c.append(&header, &mut hashing)?,
+                    None => {
+                        std::io::copy(&mut hashing, &mut std::io::sink())?;
+                    }
+                }
+                let sha = hex::encode(hashing.hasher.finalize());
+                if let Some(want) = self_named(&name) {
+                    ensure!(
+                        sha == want,
+                        "{name} has sha256 {sha}, not its name: the file was altered"
+                    );
+                    self.hashed.insert(name, sha);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The one image `manifest.json` names, checked against the members the file holds: its
+    /// configuration and every layer, and every link's target.
+    fn image(&mut self, shown: &str) -> Result<SavedImage> {
+        for (link, target) in &self.links {
+            // The form is checked already: `../<64 hex>/layer.tar`, beside the link's own folder.
+            let resolved = target.trim_start_matches("../");
+            ensure!(
+                self.files.contains(resolved),
+                "{shown}: the link {link} points at {target}, which is no file of it: the file \
+                 was altered"
+            );
+        }
+        let Some(mut entries) = self.manifest.take() else {
+            bail!("{shown}: no manifest.json: not an image exported by the Engine")
+        };
+        ensure!(
+            entries.len() == 1,
+            "{shown}: manifest.json has {} entries; an archive's image file holds exactly one image",
+            entries.len()
+        );
+        let entry = entries.remove(0);
+        let id = self_named(&entry.config).with_context(|| {
             format!(
                 "{shown}: manifest.json names the configuration {:?}",
                 entry.config
             )
         })?;
-    match configs.iter().find(|(name, _)| name == id) {
-        Some((_, sha)) if sha == id => {}
-        Some((_, sha)) => bail!(
-            "{shown}: the configuration {id}.json has sha256 {sha}, not its name: the file was altered"
-        ),
-        None => bail!(
+        ensure!(
+            self.hashed.contains_key(&entry.config),
             "{shown}: manifest.json names {}, which the file does not hold",
             entry.config
-        ),
-    }
-    for layer in &entry.layers {
-        ensure!(
-            files.contains(layer),
-            "{shown}: manifest.json names the layer {layer}, which the file does not hold"
         );
+        for layer in &entry.layers {
+            ensure!(
+                self.files.contains(layer) || self.links.contains_key(layer),
+                "{shown}: manifest.json names the layer {layer}, which the file does not hold"
+            );
+        }
+        let image = SavedImage {
+            id: id.to_string(),
+            tags: entry.repo_tags.clone().unwrap_or_default(),
+            layers: entry.layers.clone(),
+        };
+        self.manifest = Some(vec![entry]);
+        Ok(image)
     }
-    Ok(SavedImage {
-        id: id.to_string(),
-        tags: entry.repo_tags.unwrap_or_default(),
-        layers: entry.layers,
-    })
+
+    /// Writes the copy's `manifest.json` naming `tag` alone, and its `index.json` (if any) whose image
+    /// names are `tag` too.
+    fn write_indexes(&mut self, tag: &str, copy: &mut tar::Builder<BufWriter<File>>) -> Result<()> {
+        let mut entries = self.manifest.take().unwrap_or_default();
+        for e in &mut entries {
+            e.repo_tags = Some(vec![tag.to_string()]);
+        }
+        append(copy, "manifest.json", &serde_json::to_vec(&entries)?)?;
+        if let Some(mut index) = self.index.take() {
+            let reference = tag.rsplit_once(':').map_or(tag, |(_, r)| r);
+            for m in index["manifests"].as_array_mut().into_iter().flatten() {
+                if let Some(a) = m.get_mut("annotations").and_then(|a| a.as_object_mut()) {
+                    a.retain(|k, _| {
+                        k != "io.containerd.image.name" && k != "org.opencontainers.image.ref.name"
+                    });
+                    a.insert("io.containerd.image.name".into(), tag.into());
+                    a.insert("org.opencontainers.image.ref.name".into(), reference.into());
+                }
+            }
+            append(copy, "index.json", &serde_json::to_vec(&index)?)?;
+        }
+        Ok(())
+    }
 }
 
-/// Writes a copy of the checked `file` to `out` whose `manifest.json` names `tag` alone and which has
-/// no `repositories`: loading the copy sets that tag and no other.
-pub fn quarantine(file: &Path, tag: &str, out: &Path) -> Result<SavedImage> {
-    let mut image = inspect(file)?;
-    let shown = file.display();
-    let reader = BufReader::new(File::open(file).with_context(|| format!("opening {shown}"))?);
-    let writer =
-        BufWriter::new(File::create(out).with_context(|| format!("creating {}", out.display()))?);
-    let mut input = tar::Archive::new(reader);
-    let mut copy = tar::Builder::new(writer);
-    copy.follow_symlinks(false);
-    for entry in input
-        .entries()
-        .with_context(|| format!("reading {shown}"))?
-    {
-        let mut entry = entry.with_context(|| format!("reading {shown}"))?;
-        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        match name.as_str() {
-            "repositories" => continue,
-            "manifest.json" => {
-                let mut text = String::new();
-                entry.read_to_string(&mut text)?;
-                let mut entries: Vec<Entry> = serde_json::from_str(&text)?;
-                entries[0].repo_tags = Some(vec![tag.to_string()]);
-                let data = serde_json::to_vec(&entries)?;
-                let mut header = entry.header().clone();
-                header.set_size(data.len() as u64);
-                header.set_cksum();
-                copy.append(&header, data.as_slice())?;
-            }
-            _ => {
-                let header = entry.header().clone();
-                copy.append(&header, &mut entry)?;
-            }
+/// A member small enough to read whole (an index), as text.
+fn small(entry: &mut tar::Entry<impl Read>, name: &str) -> Result<String> {
+    ensure!(
+        entry.header().size()? <= INDEX_MAX,
+        "{name} is larger than {INDEX_MAX} bytes: not an index of one image"
+    );
+    let mut text = String::new();
+    entry.take(INDEX_MAX).read_to_string(&mut text)?;
+    Ok(text)
+}
+
+fn append(copy: &mut tar::Builder<BufWriter<File>>, name: &str, data: &[u8]) -> Result<()> {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(EntryType::Regular);
+    header.set_mode(0o644);
+    header.set_size(data.len() as u64);
+    copy.append_data(&mut header, name, data)
+        .with_context(|| format!("writing the copy's {name}"))
+}
+
+/// A reader that hashes what passes through it.
+struct Hashing<R> {
+    inner: R,
+    hasher: Sha256,
+}
+
+impl<R: Read> Hashing<R> {
+    fn new(inner: R) -> Self {
+        Hashing {
+            inner,
+            hasher: Sha256::new(),
         }
     }
-    copy.into_inner()?
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .with_context(|| format!("writing {}", out.display()))?;
-    image.tags = vec![tag.to_string()];
-    Ok(image)
 }
 
-/// Whether one member may be in an image file (see the module docs).
-fn member_allowed(name: &str, kind: EntryType, entry: &mut tar::Entry<impl Read>) -> Result<()> {
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// The hash a member's name says it has: `<64 hex>.json` (a configuration) or `blobs/sha256/<64 hex>`.
+fn self_named(name: &str) -> Option<&str> {
+    name.strip_suffix(".json")
+        .filter(|h| is_hex64(h))
+        .or_else(|| name.strip_prefix("blobs/sha256/").filter(|h| is_hex64(h)))
+}
+
+/// Whether one member may be in an image file (see the module docs); a link's target when it is
+/// one (checked against the members once all are seen).
+fn member_allowed(
+    name: &str,
+    kind: EntryType,
+    entry: &mut tar::Entry<impl Read>,
+) -> Result<Option<String>> {
     let parts: Vec<&str> = name.split('/').collect();
-    let layer_dir = |p: &[&str]| p.len() == 1 && is_hex64(p[0]);
     let allowed = match (kind, parts.as_slice()) {
-        (EntryType::Directory, p) => layer_dir(p),
-        (EntryType::Regular, ["manifest.json" | "repositories"]) => true,
+        (EntryType::Directory, [dir]) => is_hex64(dir) || *dir == "blobs",
+        (EntryType::Directory, ["blobs", "sha256"]) => true,
+        (EntryType::Regular, ["manifest.json" | "repositories" | "index.json" | "oci-layout"]) => {
+            true
+        }
         (EntryType::Regular, [config]) => config.strip_suffix(".json").is_some_and(is_hex64),
         (EntryType::Regular, [dir, "VERSION" | "json" | "layer.tar"]) => is_hex64(dir),
+        (EntryType::Regular, ["blobs", "sha256", blob]) => is_hex64(blob),
         (EntryType::Symlink, [dir, "layer.tar"]) if is_hex64(dir) => {
             let target = entry.link_name()?.map(|t| t.to_string_lossy().into_owned());
             let ok = target.as_deref().is_some_and(|t| {
@@ -203,7 +329,7 @@ fn member_allowed(name: &str, kind: EntryType, entry: &mut tar::Entry<impl Read>
                 ok,
                 "the link {name} points at {target:?}, not at another layer's layer.tar"
             );
-            true
+            return Ok(target);
         }
         _ => false,
     };
@@ -211,7 +337,7 @@ fn member_allowed(name: &str, kind: EntryType, entry: &mut tar::Entry<impl Read>
         allowed,
         "the member {name:?} ({kind:?}) is not part of an image file of the Engine's save format"
     );
-    Ok(())
+    Ok(None)
 }
 
 fn is_hex64(s: &str) -> bool {

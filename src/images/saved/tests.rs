@@ -188,3 +188,90 @@ fn several_images_in_one_file_are_refused() {
     let e = refused(&members);
     assert!(e.contains("2 entries"), "{e}");
 }
+
+#[test]
+fn a_link_to_a_layer_the_file_does_not_hold_is_refused() {
+    let other = "2222222222222222222222222222222222222222222222222222222222222222";
+    let missing = "3333333333333333333333333333333333333333333333333333333333333333";
+    let (members, _) = image(
+        &["t:1"],
+        vec![
+            Member {
+                name: format!("{other}/"),
+                kind: EntryType::Directory,
+                data: vec![],
+                link: None,
+            },
+            Member {
+                name: format!("{other}/layer.tar"),
+                kind: EntryType::Symlink,
+                data: vec![],
+                link: Some(format!("../{missing}/layer.tar")),
+            },
+        ],
+    );
+    let e = refused(&members);
+    assert!(e.contains("which is no file of it"), "{e}");
+}
+
+/// The OCI layout an Engine from version 25 on writes: blobs named by their sha256, an index whose
+/// image names the copy rewrites, and manifest.json beside them.
+#[test]
+fn the_oci_layout_is_read_and_its_copy_names_one_image() {
+    let config = br#"{"architecture":"amd64","os":"linux"}"#.to_vec();
+    let layer = vec![7u8; 2048];
+    let (cid, lid) = (
+        hex::encode(Sha256::digest(&config)),
+        hex::encode(Sha256::digest(&layer)),
+    );
+    let manifest = serde_json::json!([{
+        "Config": format!("blobs/sha256/{cid}"),
+        "RepoTags": ["parkbench/go:abc"],
+        "Layers": [format!("blobs/sha256/{lid}")],
+        "LayerSources": {},
+    }]);
+    let index = serde_json::json!({"schemaVersion": 2, "manifests": [{
+        "mediaType": "application/vnd.oci.image.index.v1+json", "digest": "sha256:00", "size": 1,
+        "annotations": {"io.containerd.image.name": "docker.io/library/debian:latest",
+                        "org.opencontainers.image.ref.name": "latest"}}]});
+    let dir = |name: &str| Member {
+        name: name.into(),
+        kind: EntryType::Directory,
+        data: vec![],
+        link: None,
+    };
+    let members = vec![
+        dir("blobs/"),
+        dir("blobs/sha256/"),
+        file(&format!("blobs/sha256/{cid}"), &config),
+        file(&format!("blobs/sha256/{lid}"), &layer),
+        file("oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#),
+        file("index.json", index.to_string().as_bytes()),
+        file("manifest.json", manifest.to_string().as_bytes()),
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write(tmp.path(), &members);
+    assert_eq!(inspect(&path).unwrap().id, cid);
+    let out = tmp.path().join("copy.tar");
+    quarantine(&path, "parkbench-rerun/0123/go:abc", &out).unwrap();
+    assert_eq!(inspect(&out).unwrap().tags, ["parkbench-rerun/0123/go:abc"]);
+    let mut copied = tar::Archive::new(File::open(&out).unwrap());
+    let index: serde_json::Value = copied
+        .entries()
+        .unwrap()
+        .map(|e| e.unwrap())
+        .find(|e| e.path().unwrap().to_str() == Some("index.json"))
+        .map(|e| serde_json::from_reader(e).unwrap())
+        .unwrap();
+    let names = &index["manifests"][0]["annotations"];
+    assert_eq!(
+        names["io.containerd.image.name"],
+        "parkbench-rerun/0123/go:abc"
+    );
+    assert_eq!(names["org.opencontainers.image.ref.name"], "abc");
+    // A blob that does not hash to its name is refused.
+    let mut bad = members;
+    bad[3] = file(&format!("blobs/sha256/{lid}"), &[8u8; 2048]);
+    let e = refused(&bad);
+    assert!(e.contains("not its name"), "{e}");
+}
