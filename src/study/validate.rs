@@ -87,6 +87,13 @@ impl Study {
             "protocol.timeout_s",
             "protocol.timeout_s must be > 0"
         );
+        ensure_at!(
+            p.pids_limit > 0,
+            "protocol.pids_limit",
+            "protocol.pids_limit must be > 0: the tasks a probe's container may hold at once, the \
+             sampler's included (leave it out for {})",
+            crate::study::protocol::DEFAULT_PIDS_LIMIT
+        );
         cpuset::parse(&p.cpus)
             .context("protocol.cpus")
             .at("protocol.cpus")?;
