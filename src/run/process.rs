@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{ContainerOutcome, ContainerSpec, Containers};
+use crate::engine::{ContainerOutcome, ContainerSpec, Containers, NOBODY};
 use crate::images::{BuiltImage, Manifest};
 use crate::run::guest::{Guests, InGuest};
 use crate::run::plan::Cell;
@@ -73,7 +73,8 @@ impl Process<'_> {
     }
 }
 
-/// A container on the host's kernel, with the study's seccomp profile; its outcome adds nothing.
+/// A container on the host's kernel, with the study's seccomp profile and tasks limit, as nobody; its
+/// outcome adds nothing.
 pub struct Host;
 
 impl Execution for Host {
@@ -88,6 +89,9 @@ impl Execution for Host {
             seccomp: p.seccomp.map(str::to_owned),
             mounts: Vec::new(),
             devices: Vec::new(),
+            // The sampler and its probe need no user of the image's: nobody owns nothing there.
+            user: Some(NOBODY.into()),
+            pids_limit: p.protocol.pids_limit,
         }))
     }
 
@@ -339,4 +343,49 @@ pub(crate) fn tail(text: &str, max: usize) -> String {
 /// Now, RFC 3339 UTC to the millisecond.
 pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image() -> BuiltImage {
+        BuiltImage {
+            name: "go".into(),
+            tag: "parkbench/go:test".into(),
+            id: "sha256:go".into(),
+            layers: vec![],
+            inputs: BTreeMap::new(),
+            binaries: BTreeMap::new(),
+            versions: BTreeMap::new(),
+            notes: Vec::new(),
+            built: false,
+        }
+    }
+
+    #[test]
+    fn a_probe_on_the_host_runs_as_nobody_within_the_studys_pids_limit() {
+        let mut study = Study::default_study();
+        study.protocol.pids_limit = 64;
+        let image = image();
+        let process = Process {
+            probe: &study.probes[0],
+            protocol: &study.protocol,
+            image: &image,
+            words: Placeholders {
+                tasks: 10,
+                cpus: vec![0],
+                other_cpus: Vec::new(),
+            },
+            labels: BTreeMap::new(),
+            timeout: Duration::from_secs(1),
+            seccomp: None,
+        };
+        let Launch::Container(spec) = Host.launch(&process).unwrap() else {
+            panic!("a host probe is launched")
+        };
+        assert_eq!(spec.user.as_deref(), Some("65534:65534"));
+        assert_eq!(spec.pids_limit, 64);
+        assert_eq!(spec.cmd[0], "/usr/local/bin/sampler");
+    }
 }
