@@ -77,10 +77,23 @@ impl Process<'_> {
 /// outcome adds nothing.
 pub struct Host;
 
+impl Host {
+    /// `spec` confined as a probe's container on the host's kernel: as nobody, within the study's
+    /// tasks limit (the rest of its confinement is every container's).
+    pub fn confine(spec: ContainerSpec, protocol: &Protocol) -> ContainerSpec {
+        ContainerSpec {
+            // The sampler and its probe need no user of the image's: nobody owns nothing there.
+            user: Some(NOBODY.into()),
+            pids_limit: protocol.pids_limit,
+            ..spec
+        }
+    }
+}
+
 impl Execution for Host {
     fn launch(&self, p: &Process) -> Result<Launch> {
         let (cmd, env) = p.command(&p.words);
-        Ok(Launch::Container(ContainerSpec {
+        let spec = ContainerSpec {
             image: p.image.tag.clone(),
             cmd,
             env,
@@ -89,10 +102,10 @@ impl Execution for Host {
             seccomp: p.seccomp.map(str::to_owned),
             mounts: Vec::new(),
             devices: Vec::new(),
-            // The sampler and its probe need no user of the image's: nobody owns nothing there.
-            user: Some(NOBODY.into()),
-            pids_limit: p.protocol.pids_limit,
-        }))
+            user: None,
+            pids_limit: 0,
+        };
+        Ok(Launch::Container(Host::confine(spec, p.protocol)))
     }
 
     fn judge(&self, _: &mut Sample, _: &ContainerOutcome, error: Option<String>) -> Option<String> {
