@@ -325,20 +325,31 @@ fn fill(s: &mut Sample, outcome: &ContainerOutcome) -> Option<String> {
     let out = match parsed {
         Some(Ok(out)) => out,
         Some(Err(e)) => return Some(format!("the sampler's output is not valid JSON: {e}")),
-        None if outcome.timed_out => return Some("timed out; container killed".into()),
-        None if outcome.oom_killed => return Some("OOM-killed".into()),
-        None => {
-            return Some(format!(
-                "the sampler printed no JSON (exit code {:?})",
-                outcome.exit_code
-            ));
-        }
+        None => return Some(no_json(outcome)),
     };
     let unusable = kind::fill_from_sampler(s, &out);
     if outcome.timed_out {
         return Some("timed out; container killed".into());
     }
     out.error.clone().or(unusable)
+}
+
+/// Why the sampler printed no JSON, as far as the container's outcome tells.
+fn no_json(outcome: &ContainerOutcome) -> String {
+    if outcome.timed_out {
+        "timed out; container killed".into()
+    } else if outcome.oom_killed {
+        "OOM-killed".into()
+    } else if outcome.exit_code == Some(137) {
+        // 128 + 9: the sampler itself got SIGKILL, and neither the container's OOM killer nor
+        // our timeout sent it (`docker kill`, a host-wide OOM kill).
+        "killed by SIGKILL (exit 137), from outside the sampler".into()
+    } else {
+        format!(
+            "the sampler printed no JSON (exit code {:?})",
+            outcome.exit_code
+        )
+    }
 }
 
 /// The last `max` bytes of `text` (at a character boundary).
@@ -400,5 +411,36 @@ mod tests {
         assert_eq!(spec.user.as_deref(), Some("65534:65534"));
         assert_eq!(spec.pids_limit, 64);
         assert_eq!(spec.cmd[0], "/usr/local/bin/sampler");
+    }
+
+    #[test]
+    fn a_container_killed_from_outside_says_so() {
+        let error = |outcome: ContainerOutcome| no_json(&outcome);
+        let killed = ContainerOutcome {
+            exit_code: Some(137),
+            ..Default::default()
+        };
+        assert_eq!(
+            error(killed.clone()),
+            "killed by SIGKILL (exit 137), from outside the sampler"
+        );
+        let oom = ContainerOutcome {
+            oom_killed: true,
+            ..killed.clone()
+        };
+        assert_eq!(error(oom), "OOM-killed");
+        let timed_out = ContainerOutcome {
+            timed_out: true,
+            ..killed
+        };
+        assert_eq!(error(timed_out), "timed out; container killed");
+        let crashed = ContainerOutcome {
+            exit_code: Some(1),
+            ..Default::default()
+        };
+        assert_eq!(
+            error(crashed),
+            "the sampler printed no JSON (exit code Some(1))"
+        );
     }
 }
