@@ -4,8 +4,9 @@
 
 mod common;
 
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
 
 use common::*;
 use parkbench::engine::Engine;
@@ -29,10 +30,10 @@ probes:
   - {id: pthreads, image: c-costs, program: /usr/local/bin/pthreads, args: ["{tasks}"]}
 "#;
 
-/// The first container of `study` the Engine runs, once its first process has a host PID.
-async fn running_probe(engine: &Engine, study: &str) -> (String, u32) {
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(120) {
+/// The first container of `study` the Engine runs, once its first process has a host PID; `run`
+/// is the `parkbench run` that starts it (which may first wait for its CPUs).
+async fn running_probe(engine: &Engine, study: &str, run: &mut Child, log: &Path) -> (String, u32) {
+    loop {
         for id in engine
             .containers_with_label("parkbench.study", study)
             .await
@@ -42,9 +43,14 @@ async fn running_probe(engine: &Engine, study: &str) -> (String, u32) {
                 return (id, pid);
             }
         }
+        if let Some(status) = run.try_wait().unwrap() {
+            panic!(
+                "the run ended ({status}) before a container of {study} was seen running:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("no container of study {study} ran within two minutes");
 }
 
 /// A `Key:\tvalue` line of a host process's /proc status.
@@ -62,23 +68,25 @@ fn a_running_probe_container_is_confined() {
     build_c_costs();
     let tmp = tempfile::tempdir().unwrap();
     let study = write_study(tmp.path(), "s.yaml", STEADY);
-    let run = parkbench()
+    let log = tmp.path().join("run.log");
+    let mut run = parkbench()
         .args(["run", "--cpus", "auto", "--results"])
         .arg(tmp.path())
         .arg(&study)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (isolation, status) = rt.block_on(async {
         let engine = Engine::connect().await.unwrap();
-        let (id, pid) = running_probe(&engine, "hardening-inspect").await;
+        let (id, pid) = running_probe(&engine, "hardening-inspect", &mut run, &log).await;
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
         (engine.isolation(&id).await.unwrap().0, status)
     });
-    let out = run.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    let ended = run.wait().unwrap();
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(ended.success(), "{ended}: {log}");
 
     // As the Engine reports the container.
     assert_eq!(isolation.user, "65534:65534");
