@@ -1,6 +1,7 @@
 //! The one module that talks to the Docker Engine (through bollard). Images are imported, built and
 //! inspected here (`images`); containers are created, run, read and removed here (`containers`) — on
-//! every path, Ctrl-C and dropped futures included (`guard`).
+//! every path, Ctrl-C and dropped futures included (`guard`) — and every one is confined the same way
+//! (`isolation`: no capabilities, no network, a read-only root, a cap on its tasks).
 //!
 //! What a run needs from the Engine is the [`Containers`] trait (and [`Images`] to make a guest
 //! kernel's root), so that the run loop is unit-tested on a fake (`fake`, in tests) that scripts
@@ -14,6 +15,7 @@ mod containers;
 pub mod fake;
 mod guard;
 mod images;
+mod isolation;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -27,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use guard::{ContainerGuard, settle};
 pub use images::ImageGuard;
+pub use isolation::{Isolation, NOBODY, TMP, TMP_OPTIONS};
 
 /// What runs need from the Engine. Futures are `Send` so that a guard can remove a container from a
 /// spawned task.
@@ -182,7 +185,8 @@ pub struct BuildSpec {
     pub no_cache: bool,
 }
 
-/// A container to run to completion.
+/// A container to run to completion. Whatever it says, the container has no capabilities, no
+/// network, no new privileges and a read-only root with a tmpfs at `/tmp` ([`Isolation`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContainerSpec {
     /// Image tag.
@@ -201,6 +205,12 @@ pub struct ContainerSpec {
     pub mounts: Vec<Mount>,
     /// Host devices passed through at the same path (`/dev/kvm`).
     pub devices: Vec<String>,
+    /// The user the command runs as, `uid:gid` (a probe: [`NOBODY`]); `None`: the image's own,
+    /// root (the VM's QEMU, which opens `/dev/kvm`, and short commands).
+    pub user: Option<String>,
+    /// Tasks (processes and threads) the container may hold at once; a `fork` or
+    /// `pthread_create` past it fails with EAGAIN (a probe's: `protocol.pids_limit`).
+    pub pids_limit: u64,
 }
 
 /// A host file bind-mounted read-only into a container.

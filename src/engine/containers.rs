@@ -14,7 +14,7 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::{ContainerGuard, ContainerOutcome, ContainerSpec, Engine};
+use super::{ContainerGuard, ContainerOutcome, ContainerSpec, Engine, Isolation};
 
 impl Engine {
     /// Runs a container to completion: start, wait (raced against the timeout and `cancel`), read its
@@ -165,13 +165,19 @@ impl Engine {
     }
 }
 
+/// Tasks a short command's container may hold: a compiler's or a runtime's version needs a few.
+const COMMAND_PIDS_LIMIT: u64 = 1024;
+
 impl ContainerSpec {
-    /// A short command in a fresh container, labelled with `role`, given a minute.
+    /// A short command in a fresh container, labelled with `role`, given a minute, as the image's
+    /// user (a tool's version is read as the image gives it).
     pub fn command(image: &str, cmd: &[&str], role: &str) -> ContainerSpec {
         ContainerSpec {
             seccomp: None,
             mounts: Vec::new(),
             devices: Vec::new(),
+            user: None,
+            pids_limit: COMMAND_PIDS_LIMIT,
             image: image.to_string(),
             cmd: cmd.iter().map(|s| s.to_string()).collect(),
             env: Default::default(),
@@ -201,22 +207,17 @@ impl ContainerOutcome {
 }
 
 fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
+    let isolation = Isolation::of(spec);
     ContainerCreateBody {
         image: Some(spec.image.clone()),
         cmd: Some(spec.cmd.clone()),
         entrypoint: Some(vec![]),
         env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
         labels: Some(spec.labels.clone().into_iter().collect()),
+        user: spec.user.clone(),
         network_disabled: Some(true),
         host_config: Some(HostConfig {
-            network_mode: Some("none".into()),
             // No CPU quota, no cpuset, no memory limit: pinning is done inside by sched_setaffinity.
-            security_opt: Some(
-                std::iter::once("no-new-privileges:true".to_string())
-                    .chain(spec.seccomp.as_ref().map(|json| format!("seccomp={json}")))
-                    .collect(),
-            ),
-            privileged: Some(false),
             binds: (!spec.mounts.is_empty()).then(|| {
                 spec.mounts
                     .iter()
@@ -233,8 +234,106 @@ fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
                     })
                     .collect()
             }),
-            ..Default::default()
+            ..isolation.host_config(spec.seccomp.as_deref())
         }),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bollard::models::{ContainerConfig, ContainerInspectResponse};
+
+    use super::*;
+    use crate::engine::{Mount, NOBODY};
+
+    fn probe_spec() -> ContainerSpec {
+        ContainerSpec {
+            user: Some(NOBODY.into()),
+            pids_limit: 25_000,
+            seccomp: Some("{\"defaultAction\":\"SCMP_ACT_ALLOW\"}".into()),
+            ..ContainerSpec::command("parkbench/go:1", &["/usr/local/bin/sampler"], "test")
+        }
+    }
+
+    #[test]
+    fn a_probe_container_is_confined() {
+        let body = create_body(&probe_spec());
+        let host = body.host_config.unwrap();
+        assert_eq!(body.user.as_deref(), Some("65534:65534"));
+        assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
+        assert_eq!(host.cap_add, None);
+        assert_eq!(host.pids_limit, Some(25_000));
+        assert_eq!(host.readonly_rootfs, Some(true));
+        assert_eq!(
+            host.tmpfs,
+            Some([("/tmp".to_string(), "size=256m,nosuid,nodev".to_string())].into())
+        );
+        assert_eq!(host.network_mode.as_deref(), Some("none"));
+        assert_eq!(body.network_disabled, Some(true));
+        assert_eq!(host.privileged, Some(false));
+        assert_eq!(
+            host.security_opt,
+            Some(vec![
+                "no-new-privileges:true".to_string(),
+                "seccomp={\"defaultAction\":\"SCMP_ACT_ALLOW\"}".to_string()
+            ])
+        );
+        assert_eq!((host.binds, host.devices), (None, None));
+    }
+
+    fn vm_spec() -> ContainerSpec {
+        ContainerSpec {
+            pids_limit: 1024,
+            mounts: vec![Mount {
+                host: "/k".into(),
+                container: "/guest/vmlinuz".into(),
+            }],
+            devices: vec!["/dev/kvm".into()],
+            ..ContainerSpec::command("parkbench/vm:1", &["qemu-system-x86_64"], "guest")
+        }
+    }
+
+    #[test]
+    fn a_vm_or_a_command_keeps_the_images_user_and_nothing_else() {
+        for spec in [
+            vm_spec(),
+            ContainerSpec::command("i", &["go", "version"], "version"),
+        ] {
+            let body = create_body(&spec);
+            let host = body.host_config.unwrap();
+            assert_eq!(body.user, None, "the image's own user");
+            assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
+            assert_eq!(host.cap_add, None);
+            assert_eq!(host.pids_limit, Some(spec.pids_limit as i64));
+            assert_eq!(host.readonly_rootfs, Some(true));
+            assert!(host.tmpfs.unwrap().contains_key("/tmp"));
+            assert_eq!(host.network_mode.as_deref(), Some("none"));
+            assert_eq!(
+                host.security_opt,
+                Some(vec!["no-new-privileges:true".to_string()])
+            );
+        }
+        let vm = create_body(&vm_spec()).host_config.unwrap();
+        assert_eq!(vm.binds, Some(vec!["/k:/guest/vmlinuz:ro".to_string()]));
+        assert_eq!(
+            vm.devices.unwrap()[0].path_on_host.as_deref(),
+            Some("/dev/kvm")
+        );
+    }
+
+    #[test]
+    fn the_engines_report_reads_back_as_what_was_asked() {
+        let spec = probe_spec();
+        let body = create_body(&spec);
+        let inspected = ContainerInspectResponse {
+            config: Some(ContainerConfig {
+                user: body.user.clone(),
+                ..Default::default()
+            }),
+            host_config: body.host_config.clone(),
+            ..Default::default()
+        };
+        assert_eq!(Isolation::inspected(&inspected), Isolation::of(&spec));
     }
 }

@@ -9,8 +9,12 @@ use std::path::Path;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{Containers, EngineFacts};
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::{ContainerSpec, Containers, EngineFacts, Isolation};
 use crate::images::Manifest;
+use crate::run::process;
+use crate::study::Protocol;
 
 /// `env.json`: where a run was measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,6 +37,12 @@ pub struct Environment {
     /// The study's seccomp profile; `None`: the Engine's default profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seccomp: Option<crate::run::seccomp::Seccomp>,
+    /// How every probe container on the host's kernel was confined: its user, capabilities, tasks
+    /// limit (`protocol.pids_limit`), read-only root and tmpfs, network. A guest kernel's VM
+    /// container is confined the same way but runs as root, within 1024 tasks. `None` in a record
+    /// taken before parkbench recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<Isolation>,
 }
 
 /// Host facts, from /proc and /sys.
@@ -70,7 +80,7 @@ pub struct Host {
     pub wsl: bool,
 }
 
-/// What a process inside a probe container sees.
+/// What a process inside a probe container sees (a container confined as a probe's is).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContainerView {
     /// `uname -a` inside the container.
@@ -81,11 +91,13 @@ pub struct ContainerView {
     pub glibc: String,
 }
 
-/// Takes the environment record, running one short container from `probe_image` for its view.
+/// Takes the environment record, running one short container from `probe_image`, confined as a
+/// probe's is under `protocol`, for its view.
 pub async fn record(
     engine: &impl Containers,
     manifest: &Manifest,
     probe_image: &str,
+    protocol: &Protocol,
     repo: &Path,
 ) -> Result<Environment> {
     let mut toolchains = BTreeMap::new();
@@ -105,6 +117,11 @@ pub async fn record(
             }
         }
     }
+    let script = "uname -a; grep Cpus_allowed_list /proc/self/status | cut -f2; ldd --version 2>&1 | head -n1";
+    let view = process::Host::confine(
+        ContainerSpec::command(probe_image, &["/bin/sh", "-c", script], "env"),
+        protocol,
+    );
     Ok(Environment {
         recorded_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         parkbench_version: env!("CARGO_PKG_VERSION").into(),
@@ -112,16 +129,16 @@ pub async fn record(
         engine: engine.facts().await?,
         images: manifest.clone(),
         toolchains,
-        container: container_view(engine, probe_image).await?,
+        container: container_view(engine, &view).await?,
         seccomp: None,
+        isolation: Some(Isolation::of(&view)),
     })
 }
 
-async fn container_view(engine: &impl Containers, image: &str) -> Result<ContainerView> {
-    let script = "uname -a; grep Cpus_allowed_list /proc/self/status | cut -f2; ldd --version 2>&1 | head -n1";
-    let out = engine
-        .output(image, &["/bin/sh", "-c", script], "env")
-        .await?;
+async fn container_view(engine: &impl Containers, spec: &ContainerSpec) -> Result<ContainerView> {
+    let outcome = engine.run(spec, &CancellationToken::new()).await?;
+    let cmd: Vec<&str> = spec.cmd.iter().map(String::as_str).collect();
+    let out = outcome.into_output(&spec.image, &cmd)?;
     let mut lines = out.lines().map(str::to_owned);
     Ok(ContainerView {
         uname: lines.next().unwrap_or_default(),
@@ -271,15 +288,31 @@ mod tests {
             stderr: String::new(),
         }]);
         let repo = tempfile::tempdir().unwrap();
-        let env = record(&engine, &Manifest::default(), "parkbench/go:x", repo.path())
-            .await
-            .unwrap();
+        let mut protocol = crate::study::Study::default_study().protocol;
+        protocol.pids_limit = 64;
+        let env = record(
+            &engine,
+            &Manifest::default(),
+            "parkbench/go:x",
+            &protocol,
+            repo.path(),
+        )
+        .await
+        .unwrap();
         assert_eq!(env.container.cpus_allowed, "0-1");
         assert!(env.container.glibc.contains("2.36"));
         assert_eq!(env.engine.ncpu, 2);
         let runs = engine.runs();
         assert_eq!((runs.len(), runs[0].image.as_str()), (1, "parkbench/go:x"));
         assert_eq!(runs[0].labels["parkbench.role"], "env");
+        // Seen as a probe sees it: as nobody, within the study's tasks limit.
+        assert_eq!(runs[0].user.as_deref(), Some("65534:65534"));
+        let isolation = env.isolation.unwrap();
+        assert_eq!(isolation, crate::engine::Isolation::of(&runs[0]));
+        assert_eq!(
+            (isolation.pids_limit, isolation.cap_drop),
+            (64, vec!["ALL".into()])
+        );
         assert!(engine.live().is_empty());
 
         let failing = FakeEngine::new([Step::Exit {
@@ -287,7 +320,14 @@ mod tests {
             stdout: String::new(),
             stderr: "no shell".into(),
         }]);
-        let err = record(&failing, &Manifest::default(), "img", repo.path()).await;
+        let err = record(
+            &failing,
+            &Manifest::default(),
+            "img",
+            &protocol,
+            repo.path(),
+        )
+        .await;
         assert!(format!("{:#}", err.unwrap_err()).contains("no shell"));
     }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{ContainerOutcome, ContainerSpec, Containers};
+use crate::engine::{ContainerOutcome, ContainerSpec, Containers, NOBODY};
 use crate::images::{BuiltImage, Manifest};
 use crate::run::guest::{Guests, InGuest};
 use crate::run::plan::Cell;
@@ -73,13 +73,27 @@ impl Process<'_> {
     }
 }
 
-/// A container on the host's kernel, with the study's seccomp profile; its outcome adds nothing.
+/// A container on the host's kernel, with the study's seccomp profile and tasks limit, as nobody; its
+/// outcome adds nothing.
 pub struct Host;
+
+impl Host {
+    /// `spec` confined as a probe's container on the host's kernel: as nobody, within the study's
+    /// tasks limit (the rest of its confinement is every container's).
+    pub fn confine(spec: ContainerSpec, protocol: &Protocol) -> ContainerSpec {
+        ContainerSpec {
+            // The sampler and its probe need no user of the image's: nobody owns nothing there.
+            user: Some(NOBODY.into()),
+            pids_limit: protocol.pids_limit,
+            ..spec
+        }
+    }
+}
 
 impl Execution for Host {
     fn launch(&self, p: &Process) -> Result<Launch> {
         let (cmd, env) = p.command(&p.words);
-        Ok(Launch::Container(ContainerSpec {
+        let spec = ContainerSpec {
             image: p.image.tag.clone(),
             cmd,
             env,
@@ -88,7 +102,10 @@ impl Execution for Host {
             seccomp: p.seccomp.map(str::to_owned),
             mounts: Vec::new(),
             devices: Vec::new(),
-        }))
+            user: None,
+            pids_limit: 0,
+        };
+        Ok(Launch::Container(Host::confine(spec, p.protocol)))
     }
 
     fn judge(&self, _: &mut Sample, _: &ContainerOutcome, error: Option<String>) -> Option<String> {
@@ -308,20 +325,31 @@ fn fill(s: &mut Sample, outcome: &ContainerOutcome) -> Option<String> {
     let out = match parsed {
         Some(Ok(out)) => out,
         Some(Err(e)) => return Some(format!("the sampler's output is not valid JSON: {e}")),
-        None if outcome.timed_out => return Some("timed out; container killed".into()),
-        None if outcome.oom_killed => return Some("OOM-killed".into()),
-        None => {
-            return Some(format!(
-                "the sampler printed no JSON (exit code {:?})",
-                outcome.exit_code
-            ));
-        }
+        None => return Some(no_json(outcome)),
     };
     let unusable = kind::fill_from_sampler(s, &out);
     if outcome.timed_out {
         return Some("timed out; container killed".into());
     }
     out.error.clone().or(unusable)
+}
+
+/// Why the sampler printed no JSON, as far as the container's outcome tells.
+fn no_json(outcome: &ContainerOutcome) -> String {
+    if outcome.timed_out {
+        "timed out; container killed".into()
+    } else if outcome.oom_killed {
+        "OOM-killed".into()
+    } else if outcome.exit_code == Some(137) {
+        // 128 + 9: the sampler itself got SIGKILL, and neither the container's OOM killer nor
+        // our timeout sent it (`docker kill`, a host-wide OOM kill).
+        "killed by SIGKILL (exit 137), from outside the sampler".into()
+    } else {
+        format!(
+            "the sampler printed no JSON (exit code {:?})",
+            outcome.exit_code
+        )
+    }
 }
 
 /// The last `max` bytes of `text` (at a character boundary).
@@ -339,4 +367,80 @@ pub(crate) fn tail(text: &str, max: usize) -> String {
 /// Now, RFC 3339 UTC to the millisecond.
 pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image() -> BuiltImage {
+        BuiltImage {
+            name: "go".into(),
+            tag: "parkbench/go:test".into(),
+            id: "sha256:go".into(),
+            layers: vec![],
+            inputs: BTreeMap::new(),
+            binaries: BTreeMap::new(),
+            versions: BTreeMap::new(),
+            notes: Vec::new(),
+            built: false,
+        }
+    }
+
+    #[test]
+    fn a_probe_on_the_host_runs_as_nobody_within_the_studys_pids_limit() {
+        let mut study = Study::default_study();
+        study.protocol.pids_limit = 64;
+        let image = image();
+        let process = Process {
+            probe: &study.probes[0],
+            protocol: &study.protocol,
+            image: &image,
+            words: Placeholders {
+                tasks: 10,
+                cpus: vec![0],
+                other_cpus: Vec::new(),
+            },
+            labels: BTreeMap::new(),
+            timeout: Duration::from_secs(1),
+            seccomp: None,
+        };
+        let Launch::Container(spec) = Host.launch(&process).unwrap() else {
+            panic!("a host probe is launched")
+        };
+        assert_eq!(spec.user.as_deref(), Some("65534:65534"));
+        assert_eq!(spec.pids_limit, 64);
+        assert_eq!(spec.cmd[0], "/usr/local/bin/sampler");
+    }
+
+    #[test]
+    fn a_container_killed_from_outside_says_so() {
+        let error = |outcome: ContainerOutcome| no_json(&outcome);
+        let killed = ContainerOutcome {
+            exit_code: Some(137),
+            ..Default::default()
+        };
+        assert_eq!(
+            error(killed.clone()),
+            "killed by SIGKILL (exit 137), from outside the sampler"
+        );
+        let oom = ContainerOutcome {
+            oom_killed: true,
+            ..killed.clone()
+        };
+        assert_eq!(error(oom), "OOM-killed");
+        let timed_out = ContainerOutcome {
+            timed_out: true,
+            ..killed
+        };
+        assert_eq!(error(timed_out), "timed out; container killed");
+        let crashed = ContainerOutcome {
+            exit_code: Some(1),
+            ..Default::default()
+        };
+        assert_eq!(
+            error(crashed),
+            "the sampler printed no JSON (exit code Some(1))"
+        );
+    }
 }

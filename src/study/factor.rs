@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::study::probe::Probe;
+use crate::study::probe::{Probe, check_env_name};
 use crate::yaml::{At, Invalid, ensure_at};
 
 /// One factor: the probe it is about and its alternatives to the probe's own setting (the baseline,
@@ -180,6 +180,11 @@ fn validate_level(l: &Level, before: &[Level], what: &str) -> Result<(), Invalid
         "{what} changes nothing: give it an image, env, args, cpus, kernel or thp"
     );
     ensure_at!(l.cpus != Some(0), "cpus", "{what}: cpus must be at least 1");
+    for name in l.env.keys() {
+        check_env_name(name)
+            .with_context(|| what.to_string())
+            .at(format!("env.{name}"))?;
+    }
     if let Some(mode) = &l.thp {
         crate::study::check_thp_mode(mode)
             .with_context(|| what.to_string())

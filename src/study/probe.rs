@@ -84,6 +84,20 @@ pub fn check_thp_mode(mode: &str) -> Result<()> {
     Ok(())
 }
 
+/// Fails when `name`, a probe's or a factor level's environment variable, would steer the dynamic
+/// loader (`LD_PRELOAD`, `LD_LIBRARY_PATH`, `LD_AUDIT`, any `LD_*`): a container's environment reaches
+/// every process in it, the sampler's included, which would then measure under code loaded from
+/// outside the program the study names.
+pub fn check_env_name(name: &str) -> Result<()> {
+    ensure!(
+        !name.starts_with("LD_"),
+        "env: {name} would load code into every process of the container, the sampler's included, \
+         which would then measure under foreign code; build what the probe needs into a variant \
+         image instead (a docker/<image>.<variant>/ folder, named by a factor level's `image`)"
+    );
+    Ok(())
+}
+
 impl Probe {
     /// The CPUs this probe runs on, from the run's pinned list: the first `cpus` of them, or all.
     /// `Err` says why the run cannot give the probe what it asks for.

@@ -69,6 +69,12 @@ pub struct Protocol {
     /// initramfs, plus 4 KiB per task of the largest scale, plus 512 MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest_memory_mib: Option<u64>,
+    /// Tasks (processes and threads, the sampler's included) each probe's container may hold at
+    /// once, > 0 (default 25,000); past it `fork` and `pthread_create` fail with EAGAIN. A runaway
+    /// probe so stops inside its container, short of the host's own limit (kernel.pid_max is
+    /// 32,768 on many machines); article 002's thread-limit probe creates up to 24,000 threads.
+    #[serde(default = "default_pids_limit")]
+    pub pids_limit: u64,
 }
 
 fn default_settle_ms() -> u64 {
@@ -79,6 +85,13 @@ fn default_samples() -> u32 {
     5
 }
 
+/// The tasks a probe's container may hold when the study does not say.
+pub const DEFAULT_PIDS_LIMIT: u64 = 25_000;
+
+fn default_pids_limit() -> u64 {
+    DEFAULT_PIDS_LIMIT
+}
+
 /// Order of probes within each repeat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -87,4 +100,45 @@ pub enum Order {
     Fixed,
     /// Listed order on odd repeats, reversed on even repeats.
     Alternate,
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::study::{DEFAULT_STUDY, Study};
+
+    fn with_pids_limit(line: &str) -> String {
+        DEFAULT_STUDY.replacen(
+            "  timeout_s: 300\n",
+            &format!("  timeout_s: 300\n{line}"),
+            1,
+        )
+    }
+
+    #[test]
+    fn the_pids_limit_is_the_studys_or_25000() {
+        assert_eq!(Study::default_study().protocol.pids_limit, 25_000);
+        let study = Study::parse(&with_pids_limit("  pids_limit: 64\n")).unwrap();
+        assert_eq!(study.protocol.pids_limit, 64);
+    }
+
+    #[test]
+    fn a_pids_limit_of_zero_or_less_is_refused_at_its_value() {
+        // Line 22, inserted after `timeout_s`; the value starts at column 15.
+        let err = format!(
+            "{:#}",
+            Study::parse(&with_pids_limit("  pids_limit: 0\n")).unwrap_err()
+        );
+        assert!(
+            err.starts_with("study.yaml:22:15: protocol.pids_limit must be > 0"),
+            "{err}"
+        );
+        let err = format!(
+            "{:#}",
+            Study::parse(&with_pids_limit("  pids_limit: -1\n")).unwrap_err()
+        );
+        assert!(
+            err.starts_with("study.yaml:22:15: protocol.pids_limit"),
+            "{err}"
+        );
+    }
 }

@@ -6,7 +6,7 @@ use anyhow::{Context, Result, ensure};
 
 use crate::study::claim::{Claim, Expected, Than};
 use crate::study::kind::Kind;
-use crate::study::probe::Probe;
+use crate::study::probe::{Probe, check_env_name};
 use crate::study::stat::Stat;
 use crate::study::{Study, claim, cpuset, factor, placeholders};
 use crate::yaml::{At, Invalid, bail_at, ensure_at};
@@ -87,6 +87,13 @@ impl Study {
             "protocol.timeout_s",
             "protocol.timeout_s must be > 0"
         );
+        ensure_at!(
+            p.pids_limit > 0,
+            "protocol.pids_limit",
+            "protocol.pids_limit must be > 0: the tasks a probe's container may hold at once, the \
+             sampler's included (leave it out for {})",
+            crate::study::protocol::DEFAULT_PIDS_LIMIT
+        );
         cpuset::parse(&p.cpus)
             .context("protocol.cpus")
             .at("protocol.cpus")?;
@@ -148,6 +155,7 @@ impl Study {
             placeholders::check(arg).at(format!("args[{j}]"))?;
         }
         for (name, value) in &probe.env {
+            check_env_name(name).at(format!("env.{name}"))?;
             placeholders::check(value).at(format!("env.{name}"))?;
         }
         Ok(())
@@ -342,4 +350,42 @@ pub(super) fn valid_id(id: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::study::{DEFAULT_STUDY, Study};
+
+    fn error(text: &str) -> String {
+        format!("{:#}", Study::parse(text).unwrap_err())
+    }
+
+    #[test]
+    fn an_env_that_steers_the_loader_is_refused_where_it_is_written() {
+        for name in ["LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "LD_BIND_NOW"] {
+            // The Go probe's `GOGC: "100"`, line 28: its value at column 15 + the longer name.
+            let text = DEFAULT_STUDY.replacen("GOGC: \"100\"", &format!("{name}: /x.so"), 1);
+            let err = error(&text);
+            let at = format!("study.yaml:28:{}: ", 9 + name.len());
+            assert!(
+                err.starts_with(&format!("{at}probe \"go\": env: {name} would load code")),
+                "{err}"
+            );
+            assert!(err.contains("docker/<image>.<variant>/"), "{err}");
+        }
+        // A factor level's env, in flow style: its value.
+        let text = DEFAULT_STUDY.replacen("{GOGC: \"50\"}", "{LD_PRELOAD: /x.so}", 1);
+        let line = 1 + text.lines().position(|l| l.contains("LD_PRELOAD")).unwrap();
+        let column = 1 + text.lines().nth(line - 1).unwrap().find("/x.so").unwrap();
+        let err = error(&text);
+        assert!(
+            err.starts_with(&format!(
+                "study.yaml:{line}:{column}: factor \"gogc\", level \"50\": env: LD_PRELOAD"
+            )),
+            "{err}"
+        );
+        // Names that only look alike are the probe's own business.
+        let text = DEFAULT_STUDY.replacen("GOGC: \"100\"", "OLD_PRELOAD: x", 1);
+        assert!(Study::parse(&text).is_ok());
+    }
 }

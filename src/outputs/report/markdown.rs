@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
+use crate::engine::{NOBODY, TMP, TMP_OPTIONS};
 use crate::outputs::report::number::{self, cell_text, grouped, mib};
 use crate::outputs::report::{Format, ReportInput, kinds};
 use crate::outputs::summary::Summary;
@@ -213,7 +214,7 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
         .join(", ");
     let _ = writeln!(
         out,
-        "- CPUs: the study pins every probe to `{}`; this run pinned to {} (sched_setaffinity, no cgroup limits).",
+        "- CPUs: the study pins every probe to `{}`; this run pinned to {} (sched_setaffinity; no CPU or memory limit).",
         p.cpus,
         if pinned.is_empty() {
             "—".to_string()
@@ -225,9 +226,27 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
     for kind in kinds {
         let _ = writeln!(out, "- {}", kind.measure().describe(p));
     }
-    let _ = writeln!(out, "- Timeout: {} s per process.\n", p.timeout_s);
+    let _ = writeln!(out, "- Timeout: {} s per process.", p.timeout_s);
+    let _ = writeln!(out, "{}\n", isolation(study));
     out.push_str(&probe_table(study));
     out
+}
+
+/// How the probe containers were confined: the study's tasks limit, and what every container has.
+fn isolation(study: &Study) -> String {
+    let mut line = format!(
+        "- Isolation: each probe container holds at most {} tasks (`protocol.pids_limit`) and runs \
+         as `{NOBODY}` (nobody) with no capabilities, no network and a read-only root filesystem, its \
+         one writable place `{TMP}` (a tmpfs, `{TMP_OPTIONS}`).",
+        grouped(study.protocol.pids_limit as f64, 0)
+    );
+    if study.probes.iter().any(|p| p.kernel.is_some()) {
+        line.push_str(
+            " Under a guest kernel the VM's QEMU runs as root, with no capabilities either, and the \
+             probe's tasks are the guest's.",
+        );
+    }
+    line
 }
 
 /// What each probe runs: image, program, arguments, environment and CPUs.

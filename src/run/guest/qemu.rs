@@ -13,6 +13,9 @@ use crate::engine::{ContainerSpec, Mount};
 /// Where the VM container sees the kernel and the initramfs.
 const KERNEL_IN_VM: &str = "/guest/vmlinuz";
 const ROOT_IN_VM: &str = "/guest/root.cpio";
+/// Tasks the VM container may hold: QEMU's threads (one per vCPU, a few for I/O and its main loop);
+/// the probe's own processes are the guest kernel's, not the host's.
+const QEMU_PIDS_LIMIT: u64 = 1024;
 /// The path a container from a probe image starts with when the image sets none (the Engine's).
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -36,7 +39,8 @@ pub struct Boot<'a> {
 
 impl Boot<'_> {
     /// The VM container: QEMU with the kernel and initramfs mounted read-only, the serial console
-    /// on stdout, powered off (and so ended) when the guest's init ends.
+    /// on stdout, powered off (and so ended) when the guest's init ends. QEMU runs as root, with no
+    /// capabilities: `/dev/kvm` is root's alone (mode 0600).
     pub fn spec(&self) -> ContainerSpec {
         let mut cmd: Vec<String> = Vec::new();
         if !self.host_cpus.is_empty() {
@@ -100,6 +104,8 @@ impl Boot<'_> {
                 Accel::Kvm => vec!["/dev/kvm".into()],
                 Accel::Tcg => Vec::new(),
             },
+            user: None,
+            pids_limit: QEMU_PIDS_LIMIT,
         }
     }
 
@@ -296,6 +302,7 @@ mod tests {
             1
         );
         assert!(spec.devices.is_empty(), "TCG needs no /dev/kvm");
+        assert_eq!((spec.user, spec.pids_limit), (None, QEMU_PIDS_LIMIT));
         assert_eq!(spec.mounts.len(), 2);
     }
 

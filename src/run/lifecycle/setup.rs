@@ -159,7 +159,7 @@ async fn record_env(
         .find_map(|p| manifest.get(&p.image))
         .context("probe image")?
         .tag;
-    let mut environment = env::record(engine, manifest, probe_image, repo).await?;
+    let mut environment = env::record(engine, manifest, probe_image, &study.protocol, repo).await?;
     environment.seccomp = seccomp_of(study, dir)?.map(|p| p.record);
     dir.write_json(run_dir::ENV, &environment)
 }
