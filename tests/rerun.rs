@@ -7,56 +7,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use common::archive::{repack, tar, unpack};
 use common::*;
-
-fn tar(args: &[&std::ffi::OsStr]) {
-    let out = Command::new("tar").args(args).output().unwrap();
-    assert!(out.status.success(), "tar {args:?}: {}", describe(&out));
-}
-
-/// Unpacks `archive` into a fresh folder `dir` and returns the run's folder inside it.
-fn unpack(archive: &Path, dir: &Path) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    tar(&[
-        "-xzf".as_ref(),
-        archive.as_os_str(),
-        "-C".as_ref(),
-        dir.as_os_str(),
-    ]);
-    let mut roots = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path());
-    roots.next().unwrap()
-}
-
-/// Repacks an unpacked archive as a reviewer would, SHA256SUMS rewritten to match what is there now
-/// (a consistent archive whose content was changed on purpose).
-fn repack(root: &Path, out: &Path) -> PathBuf {
-    let sums = root.join("SHA256SUMS");
-    let listing = std::fs::read_to_string(&sums).unwrap();
-    let fixed: String = listing
-        .lines()
-        .filter_map(|l| {
-            let (_, path) = l.split_once("  ")?;
-            let file = root.join(path);
-            file.is_file().then(|| {
-                format!(
-                    "{}  {path}\n",
-                    parkbench::images::digest::file(&file).unwrap()
-                )
-            })
-        })
-        .collect();
-    std::fs::write(&sums, fixed).unwrap();
-    tar(&[
-        "-czf".as_ref(),
-        out.as_os_str(),
-        "-C".as_ref(),
-        root.parent().unwrap().as_os_str(),
-        ".".as_ref(),
-    ]);
-    out.to_owned()
-}
 
 fn rerun(results: &Path, archive: &Path, extra: &[&str]) -> std::process::Output {
     parkbench()
