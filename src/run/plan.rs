@@ -119,7 +119,33 @@ impl Estimates {
             .get(&key)
             .and_then(|v| median(v))
             .or_else(|| self.by_cell.get(&key).copied())
+            .or_else(|| self.by_scale(&key.0, cell.tasks))
             .or_else(|| median(&same_scale))
+    }
+
+    /// The time of one process of `probe` at `tasks`, modelled from its processes finished at other
+    /// scales: a line through their medians (least squares, time against tasks), never below the
+    /// quickest of them. `None` with fewer than two scales finished: one point gives no slope.
+    fn by_scale(&self, probe: &str, tasks: u64) -> Option<f64> {
+        let points: Vec<(f64, f64)> = self
+            .finished
+            .iter()
+            .filter(|((p, _), _)| p == probe)
+            .filter_map(|((_, t), v)| Some((*t as f64, median(v)?)))
+            .collect();
+        if points.len() < 2 {
+            return None;
+        }
+        let n = points.len() as f64;
+        let (mx, my) = (
+            points.iter().map(|p| p.0).sum::<f64>() / n,
+            points.iter().map(|p| p.1).sum::<f64>() / n,
+        );
+        let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+        let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+        let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+        let floor = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        Some((my + slope * (tasks as f64 - mx)).max(floor))
     }
 
     /// The expected time of these processes, and how many of them have no estimate.
@@ -283,5 +309,35 @@ mod tests {
                 .enumerate()
                 .all(|(i, c)| c.position as usize == i)
         );
+    }
+
+    #[test]
+    fn a_scale_not_yet_run_is_modelled_from_the_probes_other_scales() {
+        let study = crate::study::Study::default_study();
+        let go = study.probes.iter().position(|p| p.id == "go").unwrap();
+        let mut est = Estimates::default();
+        let mut s = crate::study::sample::fixture::samples()[0].clone();
+        s.probe = "go".into();
+        for (tasks, ms) in [(10_000, 500.0), (100_000, 1_400.0)] {
+            s.tasks = tasks;
+            s.timings.container_ms = Some(ms);
+            est.finished(&s);
+        }
+        let cell = |tasks| Cell {
+            probe: go,
+            tasks,
+            repeat: 1,
+            position: 0,
+        };
+        // 500 ms + 0.01 ms per task: 1M tasks ≈ 10.4 s.
+        let t = est.of(&study, &cell(1_000_000)).unwrap();
+        assert!((t - 10_400.0).abs() < 1.0, "{t}");
+        // Never below the quickest finished process.
+        assert_eq!(est.of(&study, &cell(1)), Some(500.0));
+        // One scale alone gives no slope: the other probes' same scale, or unknown.
+        let mut one = Estimates::default();
+        s.tasks = 10_000;
+        one.finished(&s);
+        assert_eq!(one.of(&study, &cell(1_000_000)), None);
     }
 }
