@@ -45,13 +45,7 @@ fn number(v: &Value, key: &str) -> f64 {
 fn programs_time_switches_park_threads_and_tasks_and_report_sizes() {
     build_images();
     let tmp = tempfile::tempdir().unwrap();
-    let study = write_study(tmp.path(), "s.yaml", STUDY);
-    let out = parkbench()
-        .args(["run", "--cpus", "auto", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
+    let out = run_study(tmp.path(), STUDY);
     assert!(out.status.success(), "{}", describe(&out));
     let samples = samples(&only_run(tmp.path(), "costs"));
     let of = |probe: &str| -> &Value {

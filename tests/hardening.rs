@@ -162,13 +162,7 @@ fn a_fork_bomb_stops_at_the_pids_limit_and_leaves_the_host_alone() {
     build_c_costs();
     let (bombs_before, before) = host_processes("fork-bomb");
     let tmp = tempfile::tempdir().unwrap();
-    let study = write_study(tmp.path(), "s.yaml", BOMB);
-    let out = parkbench()
-        .args(["run", "--cpus", "auto", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
+    let out = run_study(tmp.path(), BOMB);
     // The run goes to its end: an invalid sample is the probe's failure (exit 3), not the kit's.
     assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
     let (bombs_after, after) = host_processes("fork-bomb");

@@ -111,13 +111,7 @@ fn a_crash_and_a_timeout_are_invalid_samples_and_the_run_goes_on() {
         2,
         "",
     );
-    let study = write_study(tmp.path(), "s.yaml", &yaml);
-    let out = parkbench()
-        .args(["run", "--cpus", "auto", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
+    let out = run_study(tmp.path(), &yaml);
     assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
     let samples = samples(&only_run(tmp.path(), "peak-bad"));
     assert_eq!(samples.len(), 6);

@@ -47,13 +47,7 @@ fn build_images() {
 /// Runs a study in a fresh results folder; its samples by probe.
 fn run(yaml: &str) -> Vec<Value> {
     let tmp = tempfile::tempdir().unwrap();
-    let study = write_study(tmp.path(), "s.yaml", yaml);
-    let out = parkbench()
-        .args(["run", "--cpus", "auto", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
+    let out = run_study(tmp.path(), yaml);
     assert!(out.status.success(), "{}", describe(&out));
     samples(&only_run(tmp.path(), "runtimes"))
 }

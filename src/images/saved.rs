@@ -64,7 +64,8 @@ pub fn inspect(file: &Path) -> Result<SavedImage> {
 
 /// Checks `file` as [`inspect`] does and, in the same pass, writes to `out` a copy whose
 /// `manifest.json` (and `index.json`) name `tag` alone and which has no `repositories`: loading the
-/// copy sets that tag and no other. `out` is removed again when the file is refused.
+/// copy sets that tag and no other. `out` is removed again when the file is refused. What is
+/// returned is the file as read (its own tags), so that one pass serves both the check and the copy.
 pub fn quarantine(file: &Path, tag: &str, out: &Path) -> Result<SavedImage> {
     let writer =
         BufWriter::new(File::create(out).with_context(|| format!("creating {}", out.display()))?);

@@ -47,6 +47,17 @@ pub fn describe(out: &Output) -> String {
     )
 }
 
+/// Writes `yaml` as `s.yaml` into the results folder `results` and runs it there with `--cpus auto`.
+pub fn run_study(results: &Path, yaml: &str) -> std::process::Output {
+    let study = write_study(results, "s.yaml", yaml);
+    parkbench()
+        .args(["run", "--cpus", "auto", "--results"])
+        .arg(results)
+        .arg(&study)
+        .output()
+        .unwrap()
+}
+
 /// Writes a study file into `dir` and returns its path.
 pub fn write_study(dir: &Path, name: &str, yaml: &str) -> PathBuf {
     let path = dir.join(name);

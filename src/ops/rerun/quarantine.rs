@@ -59,9 +59,11 @@ pub async fn load(
     );
     // Reading and copying hundreds of megabytes is blocking work.
     let saved = tokio::task::spawn_blocking(move || {
-        let saved = saved::inspect(&from)?;
-        check_saved_tags(&name, &wanted, &saved.tags)?;
-        saved::quarantine(&from, &quarantine, &to)
+        let saved = saved::quarantine(&from, &quarantine, &to)?;
+        check_saved_tags(&name, &wanted, &saved.tags).inspect_err(|_| {
+            let _ = std::fs::remove_file(&to);
+        })?;
+        Ok::<_, anyhow::Error>(saved)
     })
     .await
     .context("checking an image file of the archive")??;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use tokio_util::sync::CancellationToken;
 
-use super::loop_tests::{manifest, new_run, samples, study_with};
+use super::loop_tests::{assert_halted_at_second, manifest, new_run, samples, study_with};
 use super::*;
 use crate::engine::fake::{FakeEngine, Step, sampler_json};
 use crate::run::guest::{GuestKernel, Prepared, Root};
@@ -148,15 +148,7 @@ async fn an_engine_error_in_a_vm_stops_the_run_and_keeps_the_samples() {
         .await
         .err()
         .expect("an Engine error stops the run");
-    let err = format!("{err:#}");
-    assert!(err.contains("the Engine went away"), "{err}");
-    assert!(
-        err.contains("rust-tokio × 1000 tasks, repeat 1") && err.contains("--resume"),
-        "{err}"
-    );
-    assert_eq!(samples(&dir).len(), 1);
-    assert_eq!(dir.load_state().unwrap().status, Status::Incomplete);
-    assert_eq!(engine.runs().len(), 2, "nothing runs after the error");
+    assert_halted_at_second(&err, &dir, &engine);
 }
 
 #[tokio::test]

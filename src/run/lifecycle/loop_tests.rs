@@ -100,6 +100,20 @@ fn exit(code: i64, stderr: &str) -> Step {
     }
 }
 
+/// The run stopped at its second process (rust-tokio × 1000, repeat 1) on an Engine error "the
+/// Engine went away": the first sample kept, the run incomplete and resumable, nothing run after.
+pub(super) fn assert_halted_at_second(err: &anyhow::Error, dir: &RunDir, engine: &FakeEngine) {
+    let err = format!("{err:#}");
+    assert!(err.contains("the Engine went away"), "{err}");
+    assert!(
+        err.contains("rust-tokio × 1000 tasks, repeat 1") && err.contains("--resume"),
+        "{err}"
+    );
+    assert_eq!(samples(dir).len(), 1);
+    assert_eq!(dir.load_state().unwrap().status, Status::Incomplete);
+    assert_eq!(engine.runs().len(), 2, "nothing runs after the error");
+}
+
 #[tokio::test]
 async fn a_failing_process_is_an_invalid_sample_and_the_run_goes_on() {
     let study = study(2);
@@ -143,15 +157,7 @@ async fn an_engine_error_stops_the_run_and_keeps_the_samples() {
         .await
         .err()
         .expect("an Engine error stops the run");
-    let err = format!("{err:#}");
-    assert!(err.contains("the Engine went away"), "{err}");
-    assert!(
-        err.contains("rust-tokio × 1000 tasks, repeat 1") && err.contains("--resume"),
-        "{err}"
-    );
-    assert_eq!(samples(&dir).len(), 1);
-    assert_eq!(dir.load_state().unwrap().status, Status::Incomplete);
-    assert_eq!(engine.runs().len(), 2, "nothing runs after the error");
+    assert_halted_at_second(&err, &dir, &engine);
 }
 
 #[tokio::test]
