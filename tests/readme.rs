@@ -69,9 +69,19 @@ fn the_image_recipe_example_parses_with_every_field() {
     let example = block_after("docs/images.md", "<!-- image-recipe -->");
     let recipe = Recipe::parse("example", &example)
         .expect("the image.yaml example in docs/images.md parses");
-    assert!(recipe.vendor && recipe.probe);
+    assert!(recipe.vendor.has(parkbench::images::vendor::Tool::Cargo) && recipe.probe);
     assert!(!recipe.parents.is_empty() && !recipe.artifacts.is_empty());
     assert!(!recipe.binaries.is_empty() && !recipe.versions.is_empty());
+}
+
+#[test]
+fn the_patches_example_is_the_go_fixtures_recipe() {
+    use parkbench::images::recipe::Recipe;
+    let example = block_after("docs/images.md", "<!-- image-patches -->");
+    let recipe = Recipe::parse("example", &example).expect("the patches example parses");
+    let fixture = read("tests/fixtures/images/go-third-party/image.yaml");
+    let fixture = Recipe::parse("go-third-party", &fixture).unwrap();
+    assert_eq!(recipe.patches, fixture.patches);
 }
 
 #[test]

@@ -13,7 +13,9 @@ use crate::images::artifact::{self, EnsureError};
 use crate::images::cache::Cache;
 use crate::images::context;
 use crate::images::digest;
+use crate::images::patch;
 use crate::images::pin::Pins;
+use crate::images::vendor::{self, Tool};
 
 /// The label every built image carries: the JSON of its inputs. An image under a kit tag is reused
 /// only when it carries the inputs the tag is named after.
@@ -62,7 +64,7 @@ pub async fn build<E: Images>(
             Err(e) => return Err(e.into()),
         };
         let context = tokio::task::block_in_place(|| {
-            write_context(kit.cache, &dir, recipe, artifacts, scratch.path())
+            write_context(kit, &dir, recipe, artifacts, &inputs, scratch.path())
         })?;
         eprintln!(
             "{}: context ready in {:.1} s",
@@ -90,7 +92,7 @@ pub async fn build<E: Images>(
         inputs,
         binaries,
         versions,
-        notes: recipe.notes.clone(),
+        notes: recipe.deviations(),
         built,
     }))
 }
@@ -173,7 +175,17 @@ fn inputs<E: Images>(
     let mut inputs = BTreeMap::new();
     let scratch = kit.cache.scratch()?;
     let tree = context::write(dir, &[], &[FILE], &scratch.path().join("source-tree.tar"))?;
+    for (tool, made) in vendor::vendor_all(kit.cache, kit.pins, recipe, dir, &tree.sha256)? {
+        inputs.insert(format!("vendor {tool}"), made.sha256);
+        inputs.insert(format!("vendor {tool} by"), made.by);
+    }
     inputs.insert("source tree".to_string(), tree.sha256);
+    for p in &recipe.patches {
+        inputs.insert(
+            format!("patch {}", p.patch),
+            digest::file(&dir.join(&p.patch))?,
+        );
+    }
     for lock in ["Cargo.lock", "go.sum"] {
         if dir.join(lock).is_file() {
             inputs.insert(lock.to_string(), digest::file(&dir.join(lock))?);
@@ -271,22 +283,33 @@ fn artifacts<E: Images>(
     Ok(out)
 }
 
-/// The build context: the recipe's folder (without its recipe file), its pinned artifacts and its
-/// vendored crates.
-fn write_context(
-    cache: &Cache,
+/// The build context: the recipe's folder (without its recipe file, and with its patched files in
+/// place of the published ones), its pinned artifacts and its vendored dependencies.
+fn write_context<E: Images>(
+    kit: &Kit<'_, E>,
     dir: &Path,
     recipe: &Recipe,
     mut extra: Vec<(String, PathBuf)>,
+    inputs: &BTreeMap<String, String>,
     scratch: &Path,
 ) -> Result<context::Context> {
-    if recipe.vendor {
-        extra.push(("vendor".to_string(), vendored(cache, dir, scratch)?));
+    if recipe.vendor.has(Tool::Cargo) {
+        extra.push(("vendor".to_string(), vendored(kit.cache, dir, scratch)?));
     }
+    let tree = inputs
+        .get("source tree")
+        .context("the source tree's hash")?;
+    for (_, made) in vendor::vendor_all(kit.cache, kit.pins, recipe, dir, tree)? {
+        extra.push((made.at, made.dir));
+    }
+    let patched = patch::apply_all(&recipe.patches, dir, recipe.file.as_deref(), scratch)?;
+    let mut skip = vec![FILE];
+    skip.extend(patched.iter().map(|(at, _)| at.as_str()));
+    extra.extend(patched.iter().cloned());
     context::write(
         dir,
         &extra,
-        &[FILE],
+        &skip,
         &scratch.join(format!("context-{}.tar", recipe.name)),
     )
 }

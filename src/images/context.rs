@@ -23,7 +23,7 @@ pub struct Context {
 const SKIPPED_DIRS: [&str; 2] = [".git", "target"];
 
 /// Writes a build context tar to `out`: the files of `dir` (skipping `target/` and `.git`
-/// directories at any depth, and the top-level entries named in `skip`) plus `extra` entries, each
+/// directories at any depth, and the entries named in `skip`, paths relative to `dir`) plus `extra` entries, each
 /// a path inside the context and the file or directory on disk that fills it (e.g.
 /// `("vendor", <vendored crates>)`, `("rust.tar", <blob>)`).
 pub fn write(
@@ -51,8 +51,8 @@ fn tree(dir: &Path, extra: &[(String, PathBuf)], skip: &[&str]) -> Result<Tree> 
     let build_dirs = |name: &str, is_dir: bool| is_dir && SKIPPED_DIRS.contains(&name);
     tree.add(dir, &[], &build_dirs)
         .with_context(|| format!("reading build context {}", dir.display()))?;
-    for name in skip {
-        tree.remove(&[name.to_string()]);
+    for path in skip {
+        tree.remove(&path.split('/').map(String::from).collect::<Vec<_>>());
     }
     for (at, source) in extra {
         let at = tarball::normalize(at).with_context(|| format!("extra context entry {at:?}"))?;

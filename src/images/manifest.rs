@@ -36,7 +36,8 @@ pub struct BuiltImage {
     pub binaries: BTreeMap<String, String>,
     /// Tool versions reported from inside the image (`rustc -vV`, `go version`).
     pub versions: BTreeMap<String, String>,
-    /// The recipe's `notes`: what a run that uses the image must report as a deviation.
+    /// The recipe's `notes` and a deviation per declared patch: what a run that uses the image
+    /// must report as a deviation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// True when this invocation built or imported the image; false when an existing one was reused.

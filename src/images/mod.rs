@@ -19,11 +19,13 @@ pub mod context;
 pub mod digest;
 pub mod initramfs;
 mod manifest;
+pub mod patch;
 pub mod pin;
 pub mod plan;
 pub mod recipe;
 pub mod saved;
 pub mod tarball;
+pub mod vendor;
 
 use std::path::{Path, PathBuf};
 
@@ -152,7 +154,7 @@ pub fn vendored_checksums(cache: &Cache, repo: &Path) -> Result<Vec<(String, Pat
     let mut out = Vec::new();
     for recipe in recipe::discover(&repo.join("docker"))?
         .iter()
-        .filter(|r| r.vendor)
+        .filter(|r| r.vendor.has(vendor::Tool::Cargo))
     {
         let lock = recipe.cargo_lock(&repo.join("docker"));
         let vendor = build::vendor_dir(cache, lock.parent().context("a Cargo.lock's folder")?)?;
@@ -215,5 +217,7 @@ pub fn table(manifest: &Manifest) -> String {
     out
 }
 
+#[cfg(test)]
+mod patch_build_tests;
 #[cfg(test)]
 mod tests;

@@ -15,6 +15,8 @@ use crate::yaml::{Doc, Invalid};
 const BASE_PIN: &str = "debian-base";
 
 /// One image of the plan.
+// A few dozen nodes per build: a recipe held inline costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Node {
     /// A base image imported from a root filesystem pin: name and pin name.

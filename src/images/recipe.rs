@@ -7,6 +7,8 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 
+use crate::images::patch::{self, Patch};
+use crate::images::vendor::{Tool, Vendor};
 use crate::yaml::{Doc, Invalid, ensure_at};
 
 /// The recipe file in every image folder.
@@ -48,10 +50,20 @@ pub struct Recipe {
     /// (`cargo test`) and is replaced. Each shared file's sha256 is an input (`shared <path>`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub shared: BTreeMap<String, String>,
-    /// Vendor the folder's crates (`cargo vendor --locked`) into `vendor/` of the context; the
-    /// folder needs a `Cargo.lock` (an input, as `go.sum` is when present).
-    #[serde(default)]
-    pub vendor: bool,
+    /// Dependencies vendored on the host into the context, so the build needs no network:
+    /// `cargo`, `pip`, `go`, `npm` or a list of them (`true` is `cargo`). Each tool needs its
+    /// lockfile in the folder (`Cargo.lock`, `requirements.txt` with hashes, `go.mod`,
+    /// `package-lock.json`); see [`Vendor`].
+    #[serde(default, skip_serializing_if = "Vendor::is_empty")]
+    pub vendor: Vendor,
+    /// The image's Python version (`"3.13"`): `vendor: pip` downloads the wheels for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pip_python: Option<String>,
+    /// Unified diffs applied to third-party sources while the build context is written, each
+    /// checked against the sha256 of its file before and after (see [`Patch`]). The folder keeps
+    /// the published file; each patch's sha256 is an input, and its reason a deviation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patches: Vec<Patch>,
     /// A probe image: one that a study's `probes[].image` may name.
     #[serde(default)]
     pub probe: bool,
@@ -144,16 +156,31 @@ impl Recipe {
             "{} has {FILE} but no Dockerfile: add the Dockerfile, or remove the folder",
             dir.display()
         );
-        if recipe.vendor && !dir.join("Cargo.lock").is_file() && !from.join("Cargo.lock").is_file()
-        {
-            return Err(doc.error(&Invalid::new(
-                "vendor",
-                format!(
-                    "vendor is true but {} has no Cargo.lock: run `cargo generate-lockfile` \
-                     there and commit it",
-                    dir.display()
-                ),
-            )));
+        for tool in &recipe.vendor.0 {
+            let lock = tool.lockfile();
+            if !dir.join(lock).is_file() && !from.join(lock).is_file() {
+                return Err(doc.error(&Invalid::new(
+                    "vendor",
+                    format!(
+                        "vendor: {tool}, but {} has no {lock}: {}",
+                        dir.display(),
+                        tool.lockfile_hint()
+                    ),
+                )));
+            }
+        }
+        for (i, p) in recipe.patches.iter().enumerate() {
+            if !dir.join(&p.patch).is_file() && !from.join(&p.patch).is_file() {
+                return Err(doc.error(&Invalid::new(
+                    format!("patches[{i}].patch"),
+                    format!(
+                        "patches: {} is not a file of {}: put the diff there (its path is relative \
+                         to the image folder)",
+                        p.patch,
+                        dir.display()
+                    ),
+                )));
+            }
         }
         for (at, shared) in recipe.shared_files(dir.parent().unwrap_or(dir)) {
             if !shared.is_file() {
@@ -238,6 +265,24 @@ impl Recipe {
                 );
             }
         }
+        patch::validate(&self.patches)?;
+        match (&self.pip_python, self.vendor.has(Tool::Pip)) {
+            (None, true) => {
+                return Err(Invalid::new(
+                    "vendor",
+                    "vendor: pip needs pip_python: the image's Python version (e.g. \"3.13\"), \
+                     for which the wheels are downloaded",
+                ));
+            }
+            (Some(v), _) => {
+                ensure_at!(
+                    is_python_version(v),
+                    "pip_python",
+                    "pip_python: {v:?} is not a Python version: write major.minor, e.g. \"3.13\""
+                );
+            }
+            (None, false) => {}
+        }
         for (label, command) in &self.versions {
             ensure_at!(
                 command.first().is_some_and(|p| !p.is_empty()),
@@ -281,6 +326,13 @@ impl Recipe {
             .iter()
             .map(|(at, file)| (at.clone(), docker_dir.join(file)))
             .collect()
+    }
+
+    /// What a run using this image reports as deviations: its `notes`, and each patch with its reason.
+    pub fn deviations(&self) -> Vec<String> {
+        let mut out = self.notes.clone();
+        out.extend(self.patches.iter().map(|p| p.deviation(&self.name)));
+        out
     }
 
     /// Whether a plain `build` leaves this image out.
@@ -386,6 +438,15 @@ pub fn is_image_name(s: &str) -> bool {
         && b[0].is_ascii_alphanumeric()
         && b.iter()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"._-".contains(c))
+}
+
+/// `3.13`: a Python version as `pip download --python-version` takes it.
+fn is_python_version(s: &str) -> bool {
+    s.split_once('.').is_some_and(|(a, b)| {
+        [a, b]
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()))
+    })
 }
 
 fn is_build_arg(s: &str) -> bool {

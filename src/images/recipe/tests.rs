@@ -25,7 +25,7 @@ fn parses_every_field() {
     );
     assert_eq!(r.artifacts["rust.tar"], "rust");
     assert_eq!(r.shared["src/lib.rs"], "probe-lib/lib.rs");
-    assert!(r.vendor && r.probe);
+    assert!(r.vendor.has(crate::images::vendor::Tool::Cargo) && r.probe);
     assert_eq!(
         r.binaries,
         ["/usr/local/bin/probe", "/usr/local/bin/sampler"]
@@ -80,7 +80,7 @@ fn bad_values_are_named_with_their_line_and_column() {
             "probe: true\nbinaries:\n  - /bin/a\n  - bin/b\n",
             "4:5: binaries: \"bin/b\"",
         ),
-        ("vendor: yes please", "1:9: vendor: invalid type"),
+        ("vendor: yes please", "1:9: vendor: unknown tool"),
         (
             "shared: {../lib.rs: lib/lib.rs}",
             "1:21: shared: \"../lib.rs\" must be a relative path in the build context",

@@ -47,6 +47,7 @@ impl Run {
         let available = engine.cpus().await?;
         let choice = fresh.cpus.cloned().unwrap_or(CpuChoice::Study);
         let (cpus, mut deviations) = choose_cpus(&study.protocol.cpus, &available, &choice)?;
+        deviations.extend(image_deviations(study, manifest));
         let rerun_of = fresh.rerun_of.map(|(of, more)| {
             deviations.extend(more);
             of
@@ -183,6 +184,21 @@ pub(super) fn seccomp_of(study: &Study, dir: &RunDir) -> Result<Option<Profile>>
         .with_context(|| format!("in {}", path.display()))
 }
 
+/// What the images of the study's probes ask a run to report: their recipes' notes and declared
+/// patches (the manifest's `notes`), once each.
+pub fn image_deviations(study: &Study, manifest: &Manifest) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for probe in &study.probes {
+        let notes = manifest.get(&probe.image).map(|i| i.notes.as_slice());
+        for note in notes.unwrap_or_default() {
+            if !out.contains(note) {
+                out.push(note.clone());
+            }
+        }
+    }
+    out
+}
+
 /// A fresh run state.
 pub fn new_state(run_id: &str, study: &Study, cpus: &[usize], deviations: Vec<String>) -> RunState {
     RunState {
@@ -229,6 +245,22 @@ mod tests {
             images: images.collect(),
             unavailable: vec![],
         }
+    }
+
+    #[test]
+    fn the_notes_of_the_probes_images_are_deviations_once_each() {
+        let study = Study::default_study();
+        let mut m = manifest(&study);
+        let patch = "image x: main.go patched with fix.diff (sha256 a → b): it did not compile";
+        for image in &mut m.images {
+            image.notes = vec![patch.to_string()];
+        }
+        m.images.push(BuiltImage {
+            name: "not-a-probe".into(),
+            notes: vec!["another image's note".into()],
+            ..m.images[0].clone()
+        });
+        assert_eq!(image_deviations(&study, &m), [patch]);
     }
 
     fn env_step() -> Step {

@@ -1,0 +1,96 @@
+//! Declared patches through the build, on a fake Engine: the patch is an input of the tag, its
+//! reason reaches the manifest's notes, and a published file that changed stops the image's build
+//! with the recipe's line and column.
+
+use super::*;
+use crate::engine::fake::FakeEngine;
+use crate::images::digest;
+
+const PUBLISHED: &[u8] = include_bytes!("patch/testdata/published.go");
+const TWO_HUNKS: &[u8] = include_bytes!("patch/testdata/two-hunks.diff");
+const BEFORE: &str = "137911f8fe486e6ec84141817e57dfc99e0f32c6ccd5aa3434f7550aacebf9cf";
+const AFTER: &str = "d1eadfcfc56bd8463f3d3a5ffb9be5ff4948b9f50a5905932b238ab898897d37";
+
+/// A repository of one image from `scratch` whose main.go is patched; no pins needed.
+fn repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("docker/probe");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("Dockerfile"), "FROM scratch\n").unwrap();
+    std::fs::write(folder.join("main.go"), PUBLISHED).unwrap();
+    std::fs::write(folder.join("fix.diff"), TWO_HUNKS).unwrap();
+    let recipe = format!(
+        "probe: true\npatches:\n  - patch: fix.diff\n    file: main.go\n    sha256_before: {BEFORE}\n    \
+         sha256_after: {AFTER}\n    reason: the published main.go does not compile\n"
+    );
+    std::fs::write(folder.join(recipe::FILE), recipe).unwrap();
+    std::fs::create_dir_all(dir.path().join("toolchains")).unwrap();
+    dir
+}
+
+async fn build(repo: &Path, engine: &FakeEngine) -> Result<Manifest> {
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(cache_dir.path()).unwrap();
+    let pins = Pins::from_pins(&repo.join("toolchains"), []);
+    build_all(engine, &cache, &pins, repo, &BuildOptions::default()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_is_an_input_and_its_reason_a_note() {
+    let repo = repo();
+    let engine = FakeEngine::default();
+    let first = build(repo.path(), &engine).await.unwrap();
+    let image = first.get("probe").unwrap();
+    assert_eq!(image.inputs["patch fix.diff"], digest::bytes(TWO_HUNKS));
+    assert_eq!(image.notes.len(), 1, "{:?}", image.notes);
+    assert!(
+        image.notes[0].contains("main.go patched with fix.diff"),
+        "{:?}",
+        image.notes
+    );
+    assert!(
+        image.notes[0].ends_with("does not compile"),
+        "{:?}",
+        image.notes
+    );
+
+    let again = build(repo.path(), &engine).await.unwrap();
+    assert_eq!(again.get("probe").unwrap().tag, image.tag);
+    assert!(
+        !again.get("probe").unwrap().built,
+        "unchanged inputs reuse the image"
+    );
+
+    // Another patch (its first hunk alone) is another input: another tag.
+    let one_hunk: String = String::from_utf8_lossy(TWO_HUNKS)
+        .lines()
+        .take(10)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let after = digest::bytes(&patch::apply(PUBLISHED, one_hunk.as_bytes()).unwrap());
+    let folder = repo.path().join("docker/probe");
+    std::fs::write(folder.join("fix.diff"), &one_hunk).unwrap();
+    let recipe = std::fs::read_to_string(folder.join(recipe::FILE)).unwrap();
+    std::fs::write(folder.join(recipe::FILE), recipe.replace(AFTER, &after)).unwrap();
+    let changed = build(repo.path(), &engine).await.unwrap();
+    let changed = changed.get("probe").unwrap();
+    assert_ne!(changed.tag, image.tag);
+    assert!(changed.built);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_published_file_stops_its_build_with_the_recipe_location() {
+    let repo = repo();
+    let main = repo.path().join("docker/probe/main.go");
+    let text = String::from_utf8_lossy(PUBLISHED).replace("Tasks: 1000", "Tasks: 2000");
+    std::fs::write(&main, &text).unwrap();
+    let engine = FakeEngine::default();
+    let err = format!("{:#}", build(repo.path(), &engine).await.unwrap_err());
+    let recipe = repo.path().join("docker/probe/image.yaml");
+    assert!(err.contains(&format!("{}:5:", recipe.display())), "{err}");
+    assert!(
+        err.contains(BEFORE) && err.contains(&digest::bytes(text.as_bytes())),
+        "{err}"
+    );
+    assert!(engine.built_names().is_empty(), "nothing was built: {err}");
+}

@@ -1,0 +1,86 @@
+//! `vendor: pip`: the wheels of a `requirements.txt` whose every line carries its `--hash`,
+//! downloaded on the host (`pip download --require-hashes`, binary wheels only, for the image's
+//! Python) into `wheelhouse/`. The Dockerfile installs them with
+//! `pip install --no-index --find-links wheelhouse --require-hashes -r requirements.txt`.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result};
+
+use crate::images::digest;
+use crate::images::recipe::Recipe;
+
+/// The requirements file of the image folder.
+pub const REQUIREMENTS: &str = "requirements.txt";
+/// Where the wheels go in the build context.
+pub const WHEELHOUSE: &str = "wheelhouse";
+
+/// The program that runs pip on the host (`PARKBENCH_PYTHON`, else `python3`).
+fn python() -> String {
+    std::env::var("PARKBENCH_PYTHON").unwrap_or_else(|_| "python3".to_string())
+}
+
+/// The cache key: the requirements (their hashes pin every wheel) and the image's Python.
+pub fn key(dir: &Path, recipe: &Recipe) -> Result<String> {
+    let requirements = digest::file(&dir.join(REQUIREMENTS))?;
+    let version = recipe.pip_python.as_deref().unwrap_or_default();
+    Ok(digest::bytes(
+        format!("pip\n{version}\n{requirements}").as_bytes(),
+    ))
+}
+
+/// Downloads the wheels into `out`; returns what downloaded them.
+pub fn download(dir: &Path, recipe: &Recipe, out: &Path) -> Result<String> {
+    let version = recipe
+        .pip_python
+        .as_deref()
+        .context("vendor: pip needs pip_python: the image's Python version (e.g. \"3.13\")")?;
+    let python = python();
+    let pip = super::run(
+        Command::new(&python).args(["-m", "pip", "--version"]),
+        &format!("{python} -m pip --version"),
+        "vendor: pip runs pip on this host: install Python 3 with pip, or name the Python that \
+         has it in PARKBENCH_PYTHON",
+    )?;
+    let requirements = dir.join(REQUIREMENTS);
+    super::run(
+        Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--require-hashes",
+                "--only-binary=:all:",
+            ])
+            .args(["--python-version", version, "--implementation", "cp"])
+            .args(["--no-input", "--disable-pip-version-check", "--dest"])
+            .arg(out)
+            .arg("--requirement")
+            .arg(&requirements),
+        &format!("pip download of {}", requirements.display()),
+        "every requirement (and every dependency) must be pinned (`name==version`) with its \
+         `--hash=sha256:…`, have a binary wheel for the image's Python (pip_python), and PyPI (or \
+         the index pip is configured with) must be reachable from this host",
+    )?;
+    Ok(format!("{} for Python {version}", describe(&pip)))
+}
+
+/// `pip 23.2.1 (python 3.11)` from pip's `--version` line, without the path it names (the tag
+/// must not depend on where pip is installed).
+fn describe(version: &str) -> String {
+    match (version.split(" from ").next(), version.rsplit_once('(')) {
+        (Some(pip), Some((_, python))) => format!("{} ({python}", pip.trim()),
+        _ => version.trim().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_pip_version_leaves_out_its_path() {
+        let line = "pip 23.2.1 from /opt/py/lib/python3.11/site-packages/pip (python 3.11)";
+        assert_eq!(super::describe(line), "pip 23.2.1 (python 3.11)");
+        assert_eq!(super::describe("pip 9"), "pip 9");
+    }
+}
