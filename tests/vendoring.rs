@@ -177,6 +177,8 @@ probes:
         .unwrap();
     assert!(out.status.success(), "{}", describe(&out));
     let run = only_run(&results, "patched");
+    let out = parkbench().arg("report").arg(&run).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     let deviations = report
         .split("## Deviations from the published setup")
@@ -232,4 +234,25 @@ fn a_published_file_that_changed_stops_its_build_naming_the_recipe_and_both_hash
     let found = parkbench::images::digest::bytes(changed.as_bytes());
     let before = "ca99faacf77f650f9116f0ea0969d3283bc7a26b273e6d97b011cf063cff696d";
     assert!(err.contains(&found) && err.contains(before), "{err}");
+}
+
+#[test]
+fn a_vendoring_failure_names_the_recipe_the_tool_and_what_to_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = repository(tmp.path());
+    let requirements = repo.join("docker/python-wheels/requirements.txt");
+    std::fs::write(&requirements, "six==1.17.0\n").unwrap();
+    let out = build(&repo, "python-wheels", &tmp.path().join("m.json"));
+    let err = text(&out.stderr);
+    let recipe = repo.join("docker/python-wheels/image.yaml");
+    assert!(
+        err.contains("vendoring the pip dependencies of image python-wheels")
+            && err.contains(&recipe.display().to_string()),
+        "{err}"
+    );
+    assert!(
+        err.contains("--require-hashes") && err.contains("To do:"),
+        "{err}"
+    );
+    assert!(!err.contains("python-wheels: built in"), "{err}");
 }

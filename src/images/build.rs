@@ -43,7 +43,8 @@ pub async fn build<E: Images>(
 ) -> Result<Outcome> {
     let sources = kit.cache.scratch()?;
     let dir = source_dir(kit.repo, recipe, sources.path())?;
-    let inputs = inputs(kit, &dir, recipe, done)?;
+    // Hashing the sources and vendoring (pip, go, npm) block: not on the runtime's own threads.
+    let inputs = tokio::task::block_in_place(|| inputs(kit, &dir, recipe, done))?;
     let tag = format!(
         "{}/{}:{}",
         namespace(),

@@ -290,11 +290,15 @@ fn run(cmd: &mut std::process::Command, what: &str, hint: &str) -> Result<String
         .output()
         .with_context(|| format!("running {what}: {hint}"))?;
     if !output.status.success() {
+        let said: Vec<String> = [&output.stdout, &output.stderr]
+            .iter()
+            .map(|b| String::from_utf8_lossy(b).trim_end().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
         bail!(
-            "{what} failed ({}):\n{}{}\n{hint}",
+            "{what} failed ({}):\n{}\nTo do: {hint}",
             output.status,
-            String::from_utf8_lossy(&output.stdout).trim_end(),
-            String::from_utf8_lossy(&output.stderr).trim_end(),
+            said.join("\n")
         );
     }
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
