@@ -58,12 +58,13 @@ pub fn validate(patches: &[Patch]) -> Result<(), Invalid> {
     for (i, p) in patches.iter().enumerate() {
         let at = |field: &str| format!("patches[{i}].{field}");
         for (field, path) in [("patch", &p.patch), ("file", &p.file)] {
-            if !is_relative(path) {
+            if !is_relative(path) || path == crate::images::recipe::FILE {
                 return Err(Invalid::new(
                     at(field),
                     format!(
                         "patches: {path:?} must be a relative path in the image folder, without \
-                         `..`"
+                         `..`, and not its {}",
+                        crate::images::recipe::FILE
                     ),
                 ));
             }

@@ -124,6 +124,10 @@ fn fields_are_checked() {
     let cases: Vec<(Change, &str)> = vec![
         (Box::new(|p| p.file = "../x.go".into()), "patches[0].file"),
         (
+            Box::new(|p| p.file = "image.yaml".into()),
+            "patches[0].file",
+        ),
+        (
             Box::new(|p| p.patch = "/abs.diff".into()),
             "patches[0].patch",
         ),
