@@ -23,9 +23,9 @@ pub struct Context {
 const SKIPPED_DIRS: [&str; 2] = [".git", "target"];
 
 /// Writes a build context tar to `out`: the files of `dir` (skipping `target/` and `.git`
-/// directories at any depth, and the entries named in `skip`, paths relative to `dir`) plus `extra` entries, each
-/// a path inside the context and the file or directory on disk that fills it (e.g.
-/// `("vendor", <vendored crates>)`, `("rust.tar", <blob>)`).
+/// directories at any depth, and the entries named in `skip`, paths relative to `dir`) plus `extra`
+/// entries, each a path inside the context and the file or directory on disk that fills it (e.g.
+/// `("vendor", <vendored crates>)`, `("rust.tar", <blob>)`, a patched `main.go`).
 pub fn write(
     dir: &Path,
     extra: &[(String, PathBuf)],
