@@ -241,6 +241,33 @@ mod tests {
     }
 
     #[test]
+    fn a_nested_skip_with_an_extra_in_its_place_replaces_one_file() {
+        let src = tree();
+        let out = tempfile::tempdir().unwrap();
+        let patched = out.path().join("main.rs");
+        std::fs::write(&patched, "fn main() { println!(); }\n").unwrap();
+        let extra = vec![("src/main.rs".to_owned(), patched.clone())];
+        let ctx = write(
+            src.path(),
+            &extra,
+            &["src/main.rs"],
+            &out.path().join("a.tar"),
+        )
+        .unwrap();
+        let names: Vec<String> = members(&ctx.path).into_iter().map(|m| m.0).collect();
+        assert!(names.contains(&"src/deep/link".to_string()), "{names:?}");
+        let mut archive = tar::Archive::new(File::open(&ctx.path).unwrap());
+        let mut main = String::new();
+        for entry in archive.entries().unwrap() {
+            let mut e = entry.unwrap();
+            if e.path().unwrap().to_str() == Some("src/main.rs") {
+                std::io::Read::read_to_string(&mut e, &mut main).unwrap();
+            }
+        }
+        assert_eq!(main, "fn main() { println!(); }\n");
+    }
+
+    #[test]
     fn skipped_top_level_entries_are_left_out() {
         let src = tree();
         let out = tempfile::tempdir().unwrap();
