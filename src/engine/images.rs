@@ -88,8 +88,9 @@ impl Engine {
         let mut stream = self.docker.build_image(options, None, Some(body));
         while let Some(item) = stream.next().await {
             let info = item.with_context(|| format!("building {tag}"))?;
-            if let Some(err) = info.error_detail.and_then(|d| d.message) {
-                bail!("building {tag}: {err}");
+            if let Some(message) = info.error_detail.and_then(|d| d.message) {
+                let tag = tag.clone();
+                return Err(super::BuildFailed { tag, message }.into());
             }
             if let Some(line) = info.stream {
                 log(line.trim_end());

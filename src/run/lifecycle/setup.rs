@@ -228,6 +228,7 @@ mod tests {
         Manifest {
             images: images.collect(),
             unavailable: vec![],
+            failed: vec![],
         }
     }
 
