@@ -69,7 +69,8 @@ fn study() -> String {
     small_study("failed-build", "1000", 1, "0", 200, "").replace(
         "  - id: rust-tokio\n    image: rust-tokio\n    args: [\"--tasks\", \"{tasks}\", \"--workers\", \"{workers}\"]\n",
         "  - id: broken\n    image: c-broken\n    program: /usr/local/bin/probe\n",
-    )
+    ) + "claims:\n  - {id: lower, text: t, stat: ratio, of: rss_median, probe: broken, than: go, \
+         tasks: 1000, expected: {below: 1}, unit: x}\n"
 }
 
 #[test]
@@ -144,5 +145,26 @@ fn a_probe_image_that_does_not_compile_is_not_measured_and_the_others_run() {
     assert!(
         md.contains(&format!("not measured: build failed: /src/{line}")),
         "{md}"
+    );
+
+    // The archive carries it, and what `verify` recomputes from it says it.
+    let archived = parkbench()
+        .arg("--repo")
+        .arg(&root)
+        .arg("archive")
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    assert!(archived.status.success(), "{}", describe(&archived));
+    let verified = parkbench()
+        .arg("verify")
+        .arg(run_dir.with_extension("tar.gz"))
+        .output()
+        .unwrap();
+    assert!(verified.status.success(), "{}", describe(&verified));
+    let said = text(&verified.stdout);
+    assert!(
+        said.contains("not measured") && said.contains(&format!("(build failed: /src/{line}")),
+        "{said}"
     );
 }

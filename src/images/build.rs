@@ -169,7 +169,8 @@ async fn run_build<E: Images>(
             if verbose {
                 eprintln!("  {line}");
             }
-            tail.push(line.to_string());
+            // One message of the Engine may hold several lines.
+            tail.extend(line.lines().map(str::to_owned));
         })
         .await;
     let Err(e) = result else { return Ok(None) };

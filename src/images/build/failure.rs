@@ -10,7 +10,10 @@ const LONGEST: usize = 240;
 /// or `error: could not compile` comes after), else its last line (Go's `main.go:3:2: "os"
 /// imported and not used` says no `error`), else the Engine's message (a `COPY` of a missing file).
 pub fn error_line(output: &[String], engine_error: &str) -> String {
-    let lines: Vec<String> = output.iter().map(|l| plain_text(l)).collect();
+    let lines: Vec<String> = (output.iter())
+        .flat_map(|l| l.lines())
+        .map(plain_text)
+        .collect();
     let step = lines
         .iter()
         .rposition(|l| is_step(l))
@@ -120,6 +123,19 @@ mod tests {
         assert_eq!(
             error_line(&out, NON_ZERO),
             "main.c:3:5: error: 'x' undeclared (first use in this function)"
+        );
+    }
+
+    #[test]
+    fn one_message_of_several_lines_counts_line_by_line() {
+        let out = vec![
+            "Step 6/11 : RUN gcc -o /out/probe /src/broken.c".to_string(),
+            "\u{1b}[91m/src/broken.c:2:12: error: 'x' undeclared\n/src/broken.c:2:12: note: once\n"
+                .to_string(),
+        ];
+        assert_eq!(
+            error_line(&out, NON_ZERO),
+            "/src/broken.c:2:12: error: 'x' undeclared"
         );
     }
 
