@@ -168,3 +168,66 @@ fn a_probe_image_that_does_not_compile_is_not_measured_and_the_others_run() {
         "{said}"
     );
 }
+
+/// `versions:` of the Go probe, appended to its recipe in the repository at `root`.
+fn go_versions(root: &Path, entry: &str) {
+    let file = root.join("docker/go/image.yaml");
+    let text = std::fs::read_to_string(repo().join("docker/go/image.yaml")).unwrap();
+    std::fs::write(&file, format!("{text}versions:\n  {entry}\n")).unwrap();
+}
+
+#[test]
+fn a_version_command_missing_in_the_final_image_names_its_recipe_line_and_the_parent_to_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    repo_with_a_broken_probe(&root);
+    let lines = std::fs::read_to_string(repo().join("docker/go/image.yaml"))
+        .unwrap()
+        .lines()
+        .count();
+    let build = |manifest: &Path| {
+        parkbench()
+            .arg("--repo")
+            .arg(&root)
+            .args(["build", "--only", "go", "--manifest"])
+            .arg(manifest)
+            .output()
+            .unwrap()
+    };
+
+    go_versions(&root, "go version: [go, version]");
+    let manifest = dir.path().join("manifest.json");
+    let out = build(&manifest);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let said = text(&out.stderr);
+    let at = format!(
+        "{}:{}:15: versions: \"go version\": `go version` failed in the final image",
+        root.join("docker/go/image.yaml").display(),
+        lines + 2
+    );
+    assert!(said.contains(&at), "{at} in {said}");
+    assert!(
+        said.contains("executable file not found")
+            && said.contains("`go version: {in: GO, run: [go, version]}`"),
+        "{said}"
+    );
+    // Its only probe image failed: the build says so, naming the failure.
+    assert!(
+        said.contains("no probe image can be built here") && said.contains("- go: build failed: "),
+        "{said}"
+    );
+
+    go_versions(&root, "go version: {in: GO, run: [go, version]}");
+    let out = build(&manifest);
+    assert!(out.status.success(), "{}", describe(&out));
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let go = m["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == "go")
+        .unwrap();
+    let version = go["versions"]["go version"].as_str().unwrap();
+    assert!(version.starts_with("go version go1."), "{version}");
+}

@@ -117,7 +117,10 @@ pub async fn build_all<E: Images>(
                         stop.get_or_insert(full);
                         continue;
                     }
-                    eprintln!("{:#}", full);
+                    // A failed build's last lines; a failed recipe's error is said once, below.
+                    if !output.is_empty() {
+                        eprintln!("{full:#}");
+                    }
                     eprintln!(
                         "{}: build failed: {error}; the images below it are not built, the \
                          others are (--strict-build stops at the first failure)",
