@@ -95,40 +95,8 @@ pub async fn build_all<E: Images>(
         let outcomes = futures_util::future::join_all(builds).await;
         let mut stop = None;
         for (node, outcome) in ready.into_iter().zip(outcomes) {
-            match outcome {
-                Ok(Outcome::Built(image)) => {
-                    schedule.built(node.name());
-                    manifest.images.push(image);
-                }
-                Ok(Outcome::Unavailable { pin, reason }) => {
-                    eprintln!(
-                        "{}: unavailable, pin {pin} cannot be produced here",
-                        node.name()
-                    );
-                    schedule.unavailable(node.name(), plan::pin_reason(&pin, &reason));
-                }
-                Ok(Outcome::Failed {
-                    error,
-                    output,
-                    full,
-                }) => {
-                    let full = full.context(format!("image {}", node.name()));
-                    if options.strict {
-                        stop.get_or_insert(full);
-                        continue;
-                    }
-                    // A failed build's last lines; a failed recipe's error is said once, below.
-                    if !output.is_empty() {
-                        eprintln!("{full:#}");
-                    }
-                    eprintln!(
-                        "{}: build failed: {error}; the images below it are not built, the \
-                         others are (--strict-build stops at the first failure)",
-                        node.name()
-                    );
-                    schedule.failed(node.name(), error, output);
-                }
-                Err(e) => _ = stop.get_or_insert(e),
+            if let Err(e) = settle(&mut schedule, &mut manifest, node.name(), outcome, options) {
+                stop.get_or_insert(e);
             }
         }
         if let Some(e) = stop {
@@ -143,6 +111,47 @@ pub async fn build_all<E: Images>(
     manifest.failed = schedule.failed_images();
     check_probes(&graph, &manifest)?;
     Ok(manifest)
+}
+
+/// Records how the build of the image `name` ended; an `Err` stops the build once the images
+/// built beside it have ended: the kit failing, or a failed build under `--strict-build`.
+fn settle(
+    schedule: &mut Schedule,
+    manifest: &mut Manifest,
+    name: &str,
+    outcome: Result<Outcome>,
+    options: &BuildOptions,
+) -> Result<()> {
+    match outcome? {
+        Outcome::Built(image) => {
+            schedule.built(name);
+            manifest.images.push(image);
+        }
+        Outcome::Unavailable { pin, reason } => {
+            eprintln!("{name}: unavailable, pin {pin} cannot be produced here");
+            schedule.unavailable(name, plan::pin_reason(&pin, &reason));
+        }
+        Outcome::Failed {
+            error,
+            output,
+            full,
+        } => {
+            let full = full.context(format!("image {name}"));
+            if options.strict {
+                return Err(full);
+            }
+            // A failed build's last lines; a failed recipe's error is said once, below.
+            if !output.is_empty() {
+                eprintln!("{full:#}");
+            }
+            eprintln!(
+                "{name}: build failed: {error}; the images below it are not built, the others \
+                 are (--strict-build stops at the first failure)"
+            );
+            schedule.failed(name, error, output);
+        }
+    }
+    Ok(())
 }
 
 async fn build_node<E: Images>(

@@ -84,7 +84,9 @@ impl Recipe {
         let command = &self.versions[label];
         let program = command.run.first().map_or("", String::as_str);
         let said = format!("{error:#}").replace('\n', " ");
-        let missing = said.contains("executable file not found") || said.contains("not found");
+        // How the Engine says the program is not in the image (by name, or by path).
+        let missing = said.contains("executable file not found")
+            || said.contains("no such file or directory");
         let mut message = format!(
             "versions: {label:?}: `{}` failed in {ran_in}: {said}. ",
             command.shown()
