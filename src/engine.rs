@@ -185,6 +185,25 @@ pub struct BuildSpec {
     pub no_cache: bool,
 }
 
+/// The Engine ran a build and the build failed (a step's program exited non-zero, a `COPY` found
+/// nothing): the image's own fault, not the Engine's. Any other error of [`Images::build`] is the
+/// Engine or the machine failing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuildFailed {
+    /// The tag the image was to get.
+    pub tag: String,
+    /// The Engine's message (`The command '/bin/sh -c make' returned a non-zero code: 2`).
+    pub message: String,
+}
+
+impl std::fmt::Display for BuildFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "building {}: {}", self.tag, self.message)
+    }
+}
+
+impl std::error::Error for BuildFailed {}
+
 /// A container to run to completion. Whatever it says, the container has no capabilities, no
 /// network, no new privileges and a read-only root with a tmpfs at `/tmp` ([`Isolation`]).
 #[derive(Debug, Clone, PartialEq)]

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 
 use parkbench::images::pin;
-use parkbench::images::recipe::Recipe;
+use parkbench::images::recipe::{Recipe, VersionCommand};
 use parkbench::study::factor::{Factor, Level};
 use parkbench::study::kind::Kind;
 use parkbench::study::{
@@ -130,6 +130,7 @@ fn every_field_of_a_recipe_and_a_pin_has_its_row() {
     let doc = "docs/images.md";
     table_matches::<Recipe>(doc, "(`Recipe`)");
     table_matches::<parkbench::images::patch::Patch>(doc, "(`Patch`)");
+    table_matches::<VersionCommand>(doc, "(`VersionCommand`)");
     table_matches::<pin::Pin>(doc, "(`Pin`)");
     table_matches::<pin::Mmdebstrap>(doc, "(`Mmdebstrap`)");
     table_matches::<pin::Rustup>(doc, "(`Rustup`)");

@@ -87,9 +87,22 @@ impl Engine {
             .build();
         let mut stream = self.docker.build_image(options, None, Some(body));
         while let Some(item) = stream.next().await {
-            let info = item.with_context(|| format!("building {tag}"))?;
-            if let Some(err) = info.error_detail.and_then(|d| d.message) {
-                bail!("building {tag}: {err}");
+            let info = match item {
+                Ok(info) => info,
+                // How the Engine ends a build whose step failed: the image's fault, not the Engine's.
+                Err(BollardError::DockerStreamError { error }) => {
+                    let tag = tag.clone();
+                    return Err(super::BuildFailed {
+                        tag,
+                        message: error,
+                    }
+                    .into());
+                }
+                Err(e) => return Err(e).with_context(|| format!("building {tag}")),
+            };
+            if let Some(message) = info.error_detail.and_then(|d| d.message) {
+                let tag = tag.clone();
+                return Err(super::BuildFailed { tag, message }.into());
             }
             if let Some(line) = info.stream {
                 log(line.trim_end());

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, ensure};
 
 use super::manifest::{BuildOptions, BuiltImage, Manifest, Outcome, namespace};
 use super::recipe::{FILE, Recipe};
-use crate::engine::{BuildSpec, ImageFacts, Images};
+use crate::engine::{BuildFailed, BuildSpec, ImageFacts, Images};
 use crate::images::artifact::{self, EnsureError};
 use crate::images::cache::Cache;
 use crate::images::context;
@@ -16,6 +16,8 @@ use crate::images::digest;
 use crate::images::patch;
 use crate::images::pin::Pins;
 use crate::images::vendor::{self, Tool};
+
+pub mod failure;
 
 /// The label every built image carries: the JSON of its inputs. An image under a kit tag is reused
 /// only when it carries the inputs the tag is named after.
@@ -72,7 +74,9 @@ pub async fn build<E: Images>(
             recipe.name,
             started.elapsed().as_secs_f64()
         );
-        run_build(kit, recipe, &context.path, &tag, &inputs, done).await?;
+        if let Some(failed) = run_build(kit, recipe, &context.path, &tag, &inputs, done).await? {
+            return Ok(failed);
+        }
         eprintln!(
             "{}: built in {:.1} s",
             recipe.name,
@@ -84,7 +88,17 @@ pub async fn build<E: Images>(
         .image(&tag)
         .await?
         .with_context(|| format!("{tag} is missing after its build"))?;
-    let (binaries, versions) = contents(kit.engine, kit.cache, &tag, &facts.id, recipe).await?;
+    let (binaries, versions) =
+        match contents(kit.engine, kit.cache, (&tag, &facts.id), recipe, done).await? {
+            Ok(found) => found,
+            Err(why) => {
+                return Ok(Outcome::Failed {
+                    full: anyhow::anyhow!("{why}"),
+                    error: why,
+                    output: Vec::new(),
+                });
+            }
+        };
     Ok(Outcome::Built(BuiltImage {
         name: recipe.name.clone(),
         tag,
@@ -122,7 +136,9 @@ fn reusable(
     Ok(false)
 }
 
-/// Runs the Engine's build of `context` as `tag`; a failure carries the last lines the build printed.
+/// Runs the Engine's build of `context` as `tag`: `None` when it built, the failed build (its
+/// error line and last lines) when the Engine says the build failed; an `Err` when the Engine or
+/// the machine failed.
 async fn run_build<E: Images>(
     kit: &Kit<'_, E>,
     recipe: &Recipe,
@@ -130,7 +146,7 @@ async fn run_build<E: Images>(
     tag: &str,
     inputs: &BTreeMap<String, String>,
     done: &Manifest,
-) -> Result<()> {
+) -> Result<Option<Outcome>> {
     let buildargs = recipe
         .parents
         .iter()
@@ -156,14 +172,23 @@ async fn run_build<E: Images>(
             if verbose {
                 eprintln!("  {line}");
             }
-            tail.push(line.to_string());
+            // One message of the Engine may hold several lines.
+            tail.extend(line.lines().map(str::to_owned));
         })
         .await;
-    if let Err(e) = result {
-        let tail = tail[tail.len().saturating_sub(30)..].join("\n");
-        return Err(e).context(format!("build output (last lines):\n{tail}"));
-    }
-    Ok(())
+    let Err(e) = result else { return Ok(None) };
+    let last = tail[tail.len().saturating_sub(30)..].to_vec();
+    let shown = last.join("\n");
+    let Some(engine) = e.downcast_ref::<BuildFailed>() else {
+        return Err(e).context(format!("build output (last lines):\n{shown}"));
+    };
+    let error = failure::error_line(&tail, &engine.message);
+    let full = e.context(format!("build output (last lines):\n{shown}"));
+    Ok(Some(Outcome::Failed {
+        error,
+        output: last.iter().map(|l| failure::plain_text(l)).collect(),
+        full,
+    }))
 }
 
 /// The input hashes of a recipe: its source tree, its lockfile, its artifacts and its parents' tags.
@@ -352,23 +377,30 @@ fn hash_inputs(name: &str, inputs: &BTreeMap<String, String>) -> String {
     digest::bytes(text.as_bytes())
 }
 
-/// Binary hashes and tool versions of an image, read through the Engine once per image ID and kept
-/// in the cache (an image's contents never change under the same ID).
+/// What the manifest records of an image's contents: binary hashes and tool versions.
+type Contents = (BTreeMap<String, String>, BTreeMap<String, String>);
+
+/// Binary hashes and tool versions of an image, read through the Engine once per image ID and
+/// recipe (an image's contents never change under the same ID) and kept in the cache. A version
+/// command that fails is the recipe's fault: `Ok(Err(why))`, the whole error in one line.
 async fn contents<E: Images>(
     engine: &E,
     cache: &Cache,
-    tag: &str,
-    id: &str,
+    (tag, id): (&str, &str),
     recipe: &Recipe,
-) -> Result<(BTreeMap<String, String>, BTreeMap<String, String>)> {
-    let memo = cache
-        .root()
-        .join("images")
-        .join(format!("{}.json", id.trim_start_matches("sha256:")));
+    done: &Manifest,
+) -> Result<Result<Contents, String>> {
+    // What is read back is the recipe's to say (image.yaml is no input of the tag).
+    let asked = serde_json::to_string(&(&recipe.binaries, &recipe.versions))?;
+    let memo = cache.root().join("images").join(format!(
+        "{}-{}.json",
+        id.trim_start_matches("sha256:"),
+        &digest::bytes(asked.as_bytes())[..16]
+    ));
     if let Ok(text) = std::fs::read_to_string(&memo)
         && let Ok(found) = serde_json::from_str(&text)
     {
-        return Ok(found);
+        return Ok(Ok(found));
     }
     let mut binaries = BTreeMap::new();
     for path in &recipe.binaries {
@@ -376,11 +408,24 @@ async fn contents<E: Images>(
         binaries.insert(path.clone(), digest::bytes(&data));
     }
     let mut versions = BTreeMap::new();
-    for (label, cmd) in &recipe.versions {
-        let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
-        versions.insert(label.clone(), engine.output(tag, &cmd, "version").await?);
+    for (label, command) in &recipe.versions {
+        let (image, shown) = match &command.parent {
+            Some(arg) => {
+                let parent = &recipe.parents[arg];
+                (
+                    parent_tag(done, parent)?,
+                    format!("the parent {arg} ({parent})"),
+                )
+            }
+            None => (tag.to_owned(), format!("the final image {tag}")),
+        };
+        let cmd: Vec<&str> = command.run.iter().map(String::as_str).collect();
+        match engine.output(&image, &cmd, "version").await {
+            Ok(out) => _ = versions.insert(label.clone(), out),
+            Err(e) => return Ok(Err(recipe.version_failed(label, &shown, &e))),
+        }
     }
     let found = (binaries, versions);
     crate::images::cache::write_atomic(&memo, serde_json::to_string_pretty(&found)?.as_bytes())?;
-    Ok(found)
+    Ok(Ok(found))
 }

@@ -15,6 +15,10 @@ pub struct Manifest {
     /// order. Empty when every image was built.
     #[serde(default)]
     pub unavailable: Vec<UnavailableImage>,
+    /// Images whose build failed (the Engine's build, or reading back what the recipe asks),
+    /// and every image below one, in build order. Empty when every build succeeded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<FailedImage>,
 }
 
 /// One image of the manifest.
@@ -53,6 +57,33 @@ pub struct UnavailableImage {
     pub reason: String,
 }
 
+/// An image of the kit whose build failed here, or that was not built because a parent's did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedImage {
+    /// Short name, as in [`BuiltImage::name`].
+    pub name: String,
+    /// The failed build's own error line (a compiler's error, a Dockerfile step the Engine refused),
+    /// one line.
+    pub error: String,
+    /// The parent image (directly or further up) whose build failed, when it is not this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// The last lines the failed build printed (empty for an image below a failed parent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output: Vec<String>,
+}
+
+impl FailedImage {
+    /// Why the image is not here, in one line: the error, after the parent's name when it was the
+    /// parent's build that failed (`parent image toolchain-go: main.go:3:2: …`).
+    pub fn reason(&self) -> String {
+        match &self.parent {
+            Some(p) => format!("parent image {p}: {}", self.error),
+            None => self.error.clone(),
+        }
+    }
+}
+
 impl Manifest {
     /// The built (or reused) image with this short name; `None` for an unavailable or unknown one.
     pub fn get(&self, name: &str) -> Option<&BuiltImage> {
@@ -66,6 +97,11 @@ impl Manifest {
             .find(|i| i.name == name)
             .map(|i| i.reason.as_str())
     }
+
+    /// The failed build behind the image with this short name, if its build (or a parent's) failed.
+    pub fn failed(&self, name: &str) -> Option<&FailedImage> {
+        self.failed.iter().find(|i| i.name == name)
+    }
 }
 
 /// Build options.
@@ -77,6 +113,9 @@ pub struct BuildOptions {
     pub only: Vec<String>,
     /// Print every line the builds print.
     pub verbose: bool,
+    /// Stop at the first image whose build fails (`--strict-build`). Otherwise a failed image and
+    /// the images below it are recorded in the manifest as failed, and every other image is built.
+    pub strict: bool,
 }
 
 /// What became of one image in a build.
@@ -85,6 +124,12 @@ pub(crate) enum Outcome {
     Built(BuiltImage),
     /// The artifact of pin `pin` cannot be produced here: every source failed (`reason`).
     Unavailable { pin: String, reason: String },
+    /// The build failed: its own error line, the last lines it printed, and the whole error.
+    Failed {
+        error: String,
+        output: Vec<String>,
+        full: anyhow::Error,
+    },
 }
 
 /// The repository prefix of every tag: `parkbench`, or `PARKBENCH_NAMESPACE` (tests use their own, so a

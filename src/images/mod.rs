@@ -6,7 +6,9 @@
 //! Engine. Tags are derived from the hash of all inputs, so unchanged inputs skip the build; the
 //! build manifest records what went into every image and the sha256 of every binary in it, read
 //! back from the image. An image whose pinned artifact cannot be produced here is not built, nor is
-//! any image below it; the manifest lists them as unavailable.
+//! any image below it; the manifest lists them as unavailable. An image whose build fails is data
+//! too: the manifest lists it and every image below it as failed, with the build's own error line,
+//! and every other image is built (`--strict-build` stops at the first failure instead).
 //!
 //! Also the deterministic tar and cpio writers and the streaming sha256 that later stages reuse.
 //! May import: `study`, `engine`, `yaml`, `stats`.
@@ -37,7 +39,7 @@ use crate::images::pin::Pins;
 use plan::{Graph, Node, Schedule};
 
 use manifest::Outcome;
-pub use manifest::{BuildOptions, BuiltImage, Manifest, UnavailableImage, namespace};
+pub use manifest::{BuildOptions, BuiltImage, FailedImage, Manifest, UnavailableImage, namespace};
 
 /// Names of the probe images: the `docker/` folders whose recipe says `probe: true` (what a study's
 /// `probes[].image` may name).
@@ -54,8 +56,10 @@ pub fn graph(repo: &Path, pins: &Pins) -> Result<Graph> {
     Graph::new(recipe::discover(&repo.join("docker"))?, pins)
 }
 
-/// Builds (or reuses) every image, parents first, and returns the manifest. Fails when no probe
-/// image can be built.
+/// Builds (or reuses) every image, parents first, and returns the manifest. An image whose build
+/// fails is recorded as failed with the images below it, and the others are built (unless
+/// `options.strict`: then the build stops once the images being built beside it have finished).
+/// Fails when no probe image can be built.
 pub async fn build_all<E: Images>(
     engine: &E,
     cache: &Cache,
@@ -78,7 +82,8 @@ pub async fn build_all<E: Images>(
     let mut manifest = Manifest::default();
     let mut schedule = Schedule::new(&graph);
     // Images whose parents are all built go together: the Engine builds them side by side (the Go
-    // toolchain's many small files are I/O-bound while the Rust chain compiles).
+    // toolchain's many small files are I/O-bound while the Rust chain compiles). Each one runs to
+    // its end, whatever becomes of the others: a finished build is never thrown away.
     loop {
         let ready = schedule.ready();
         if ready.is_empty() {
@@ -89,21 +94,15 @@ pub async fn build_all<E: Images>(
                 .await
                 .with_context(|| format!("image {}", node.name()))
         });
-        let outcomes = futures_util::future::try_join_all(builds).await?;
+        let outcomes = futures_util::future::join_all(builds).await;
+        let mut stop = None;
         for (node, outcome) in ready.into_iter().zip(outcomes) {
-            match outcome {
-                Outcome::Built(image) => {
-                    schedule.built(node.name());
-                    manifest.images.push(image);
-                }
-                Outcome::Unavailable { pin, reason } => {
-                    eprintln!(
-                        "{}: unavailable, pin {pin} cannot be produced here",
-                        node.name()
-                    );
-                    schedule.unavailable(node.name(), plan::pin_reason(&pin, &reason));
-                }
+            if let Err(e) = settle(&mut schedule, &mut manifest, node.name(), outcome, options) {
+                stop.get_or_insert(e);
             }
+        }
+        if let Some(e) = stop {
+            return Err(e);
         }
     }
     manifest.unavailable = schedule
@@ -111,8 +110,50 @@ pub async fn build_all<E: Images>(
         .into_iter()
         .map(|(name, reason)| UnavailableImage { name, reason })
         .collect();
+    manifest.failed = schedule.failed_images();
     check_probes(&graph, &manifest)?;
     Ok(manifest)
+}
+
+/// Records how the build of the image `name` ended; an `Err` stops the build once the images
+/// built beside it have ended: the kit failing, or a failed build under `--strict-build`.
+fn settle(
+    schedule: &mut Schedule,
+    manifest: &mut Manifest,
+    name: &str,
+    outcome: Result<Outcome>,
+    options: &BuildOptions,
+) -> Result<()> {
+    match outcome? {
+        Outcome::Built(image) => {
+            schedule.built(name);
+            manifest.images.push(image);
+        }
+        Outcome::Unavailable { pin, reason } => {
+            eprintln!("{name}: unavailable, pin {pin} cannot be produced here");
+            schedule.unavailable(name, plan::pin_reason(&pin, &reason));
+        }
+        Outcome::Failed {
+            error,
+            output,
+            full,
+        } => {
+            let full = full.context(format!("image {name}"));
+            if options.strict {
+                return Err(full);
+            }
+            // A failed build's last lines; a failed recipe's error is said once, below.
+            if !output.is_empty() {
+                eprintln!("{full:#}");
+            }
+            eprintln!(
+                "{name}: build failed: {error}; the images below it are not built, the others \
+                 are (--strict-build stops at the first failure)"
+            );
+            schedule.failed(name, error, output);
+        }
+    }
+    Ok(())
 }
 
 async fn build_node<E: Images>(
@@ -136,10 +177,11 @@ fn check_probes(graph: &Graph, manifest: &Manifest) -> Result<()> {
         return Ok(());
     }
     let names: Vec<&str> = probes.map(Node::name).collect();
-    let lost: Vec<String> = manifest
-        .unavailable
-        .iter()
+    let lost: Vec<String> = (manifest.unavailable.iter())
         .map(|u| format!("- {}: {}", u.name, u.reason))
+        .chain(
+            (manifest.failed.iter()).map(|f| format!("- {}: build failed: {}", f.name, f.reason())),
+        )
         .collect();
     bail!(
         "no probe image can be built here (probes: {}):\n{}",
@@ -213,6 +255,12 @@ pub fn table(manifest: &Manifest) -> String {
             u.name,
             u.reason.replace('\n', "\n    ")
         ));
+    }
+    if !manifest.failed.is_empty() {
+        out.push_str("\nFAILED (build failed; their probes are not measured)\n");
+    }
+    for f in &manifest.failed {
+        out.push_str(&format!("{:<16} build failed: {}\n", f.name, f.reason()));
     }
     out
 }

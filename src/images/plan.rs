@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Result, bail};
 
+use super::manifest::FailedImage;
 use super::recipe::{FILE, Recipe};
 use crate::images::pin::{Pin, Pins};
 use crate::yaml::{Doc, Invalid};
@@ -242,6 +243,12 @@ enum State {
     Building,
     Built,
     Unavailable(String),
+    /// The build failed (`parent: None`), or the build of `parent`, further up.
+    Failed {
+        error: String,
+        parent: Option<String>,
+        output: Vec<String>,
+    },
 }
 
 /// Hands out the images whose parents are all built, to be built side by side, and passes
@@ -271,12 +278,19 @@ impl<'g> Schedule<'g> {
                 continue;
             }
             let parents = node.parents();
-            let lost = parents
-                .iter()
-                .find(|p| matches!(self.state[*p], State::Unavailable(_)));
-            if let Some(parent) = lost {
-                let reason = format!("its parent image {parent} is unavailable");
-                self.state.insert(node.name(), State::Unavailable(reason));
+            let lost = parents.iter().find_map(|p| match &self.state[*p] {
+                State::Unavailable(_) => Some(State::Unavailable(format!(
+                    "its parent image {p} is unavailable"
+                ))),
+                State::Failed { error, parent, .. } => Some(State::Failed {
+                    error: error.clone(),
+                    parent: Some(parent.clone().unwrap_or_else(|| p.to_string())),
+                    output: Vec::new(),
+                }),
+                _ => None,
+            });
+            if let Some(lost) = lost {
+                self.state.insert(node.name(), lost);
             } else if parents.iter().all(|p| self.state[*p] == State::Built) {
                 ready.push(node);
             }
@@ -297,6 +311,19 @@ impl<'g> Schedule<'g> {
         self.set(name, State::Unavailable(reason));
     }
 
+    /// Records that the build of `name` failed: its error line and the last lines it printed.
+    pub fn failed(&mut self, name: &str, error: String, output: Vec<String>) {
+        let parent = None;
+        self.set(
+            name,
+            State::Failed {
+                error,
+                parent,
+                output,
+            },
+        );
+    }
+
     fn set(&mut self, name: &str, state: State) {
         let node = self
             .graph
@@ -312,6 +339,27 @@ impl<'g> Schedule<'g> {
             .iter()
             .filter_map(|n| match &self.state[n.name()] {
                 State::Unavailable(reason) => Some((n.name().to_owned(), reason.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The images whose build failed, or a parent's, in build order.
+    pub fn failed_images(&self) -> Vec<FailedImage> {
+        self.graph
+            .nodes
+            .iter()
+            .filter_map(|n| match &self.state[n.name()] {
+                State::Failed {
+                    error,
+                    parent,
+                    output,
+                } => Some(FailedImage {
+                    name: n.name().to_owned(),
+                    error: error.clone(),
+                    parent: parent.clone(),
+                    output: output.clone(),
+                }),
                 _ => None,
             })
             .collect()

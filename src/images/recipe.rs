@@ -11,6 +11,9 @@ use crate::images::patch::{self, Patch};
 use crate::images::vendor::{Tool, Vendor};
 use crate::yaml::{Doc, Invalid, ensure_at};
 
+mod versions;
+pub use versions::VersionCommand;
+
 /// The recipe file in every image folder.
 pub const FILE: &str = "image.yaml";
 
@@ -24,7 +27,7 @@ pub const FILE: &str = "image.yaml";
 /// vendor: true
 /// probe: true
 /// binaries: [/usr/local/bin/probe, /usr/local/bin/sampler]
-/// versions: {"rustc -vV": [rustc, -vV]}
+/// versions: {"rustc -vV": {in: RUST, run: [rustc, -vV]}}
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -71,10 +74,11 @@ pub struct Recipe {
     /// built image.
     #[serde(default)]
     pub binaries: Vec<String>,
-    /// Tool versions the manifest records: label → command (program and arguments) run in the
-    /// image; the label keys its trimmed output.
-    #[serde(default)]
-    pub versions: BTreeMap<String, Vec<String>>,
+    /// Tool versions the manifest records: label → command, `[program, arg, …]` run in the final
+    /// image, or `{in: ARG, run: [program, arg, …]}` run in the parent image of build arg `ARG`
+    /// (see [`VersionCommand`]); the label keys its trimmed output.
+    #[serde(default, deserialize_with = "versions::deserialize")]
+    pub versions: BTreeMap<String, VersionCommand>,
     /// A guest kernel: the folder is `kernel-<name>`, and `--kernel <name>` (or a study's
     /// `kernels:`) runs probes in a VM booted from it. The image holds the kernel at
     /// [`KERNEL_FILE`] and its configuration at [`KERNEL_CONFIG`], both listed in `binaries`.
@@ -284,11 +288,7 @@ impl Recipe {
             (None, false) => {}
         }
         for (label, command) in &self.versions {
-            ensure_at!(
-                command.first().is_some_and(|p| !p.is_empty()),
-                format!("versions.{label}"),
-                "versions: {label:?} has no command; write it as [program, arg, …]"
-            );
+            command.validate(label, &self.parents)?;
         }
         Ok(())
     }

@@ -99,9 +99,15 @@ impl Repo {
             no_cache,
             ..BuildOptions::default()
         };
-        build_all(engine, &self.cache, &self.pins, self.dir.path(), &options).await
+        self.build_with(engine, &options).await
+    }
+
+    async fn build_with(&self, engine: &FakeEngine, options: &BuildOptions) -> Result<Manifest> {
+        build_all(engine, &self.cache, &self.pins, self.dir.path(), options).await
     }
 }
+
+mod failed;
 
 fn names(manifest: &Manifest) -> Vec<&str> {
     manifest.images.iter().map(|i| i.name.as_str()).collect()
@@ -147,9 +153,11 @@ async fn an_existing_tag_is_reused_and_no_cache_rebuilds() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failing_build_names_the_image_and_its_last_lines() {
+async fn a_failing_build_under_strict_build_names_the_image_and_its_last_lines() {
     let repo = Repo::new(true);
     let engine = FakeEngine::default();
+    // toolchain-a, built beside the failing one, is slower: it still finishes, and stays.
+    engine.build_takes("toolchain-a", Duration::from_millis(200));
     let lines = (1..=40).map(|i| format!("step line {i}")).collect();
     let error_text = "The command '/bin/sh -c make' returned a non-zero code: 2";
     engine.script_build(
@@ -159,7 +167,11 @@ async fn a_failing_build_names_the_image_and_its_last_lines() {
             error: error_text.into(),
         },
     );
-    let err = error(repo.build(&engine, false).await);
+    let strict = BuildOptions {
+        strict: true,
+        ..BuildOptions::default()
+    };
+    let err = error(repo.build_with(&engine, &strict).await);
     assert!(err.contains("image toolchain-b"), "{err}");
     assert!(err.contains(error_text), "{err}");
     assert!(
@@ -170,7 +182,22 @@ async fn a_failing_build_names_the_image_and_its_last_lines() {
         !err.contains("step line 10\n"),
         "only the last 30 lines: {err}"
     );
-    assert!(!engine.built_names().contains(&"probe-b".to_string()));
+    let built = engine.built_names();
+    assert!(
+        !built.iter().any(|n| n.starts_with("probe-")),
+        "no later image starts: {built:?}"
+    );
+    assert!(
+        engine
+            .build_events()
+            .contains(&"finished toolchain-a".to_string()),
+        "the build beside the failed one runs to its end"
+    );
+    let kept = repo.build(&engine, false).await.unwrap();
+    assert!(
+        !kept.get("toolchain-a").unwrap().built,
+        "and is reused, not built again"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -172,6 +172,7 @@ impl Sweeps<'_> {
             repeats: self.args.repeats,
             kernel: Vec::new(),
             shared_cpus: false,
+            strict_build: false,
         };
         let sweep_paths = Paths {
             repo: self.paths.repo.clone(),

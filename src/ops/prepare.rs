@@ -36,13 +36,25 @@ pub async fn prepare(repo: &Path, options: &BuildOptions) -> Result<Prepared> {
 }
 
 /// `parkbench build`: every pinned image, built or reused; the manifest also written as JSON to
-/// `manifest` when given.
+/// `manifest` when given. An image whose build failed fails the command once every other image
+/// is built.
 pub async fn build(repo: &Path, options: &BuildOptions, manifest: Option<&Path>) -> Result<Ending> {
     let prepared = prepare(repo, options).await?;
     if let Some(path) = manifest {
         let json = serde_json::to_string_pretty(&prepared.manifest)?;
         cache::write_atomic(path, json.as_bytes())?;
         eprintln!("manifest written to {}", path.display());
+    }
+    let failed: Vec<&str> = (prepared.manifest.failed.iter())
+        .filter(|f| f.parent.is_none())
+        .map(|f| f.name.as_str())
+        .collect();
+    if !failed.is_empty() {
+        bail!(
+            "the build of {} failed (see FAILED above); every other image is built, and a run \
+             records the probes of the failed ones as `not measured`",
+            failed.join(", ")
+        );
     }
     Ok(Ending::Ok)
 }

@@ -50,6 +50,9 @@ pub struct Options {
     pub resume: Option<PathBuf>,
     /// Processes per probe and scale; the archived run's own when `None`.
     pub repeats: Option<RepeatsChoice>,
+    /// Images rebuilt from the archive's sources: stop at the first failed build
+    /// (`--strict-build`).
+    pub strict_build: bool,
 }
 
 pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Result<Ending> {
@@ -67,7 +70,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         .as_deref()
         .map(|d| lifecycle::rerun_folder(d, &source.path, &source.sha256))
         .transpose()?;
-    let images = images(&source, args.accept_different_binaries).await?;
+    let images = images(&source, args.accept_different_binaries, args.strict_build).await?;
     // An error or an interrupt from here on still ends with the images removed: here, or by the
     // guard they are held by when this command is dropped.
     let ended = rerun(paths, args, &source, &images, seccomp, resumed, interrupt).await;

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 
 use super::{Ending, Interrupt, Paths, Prepared, prepare};
 use crate::engine::Engine;
+use crate::images::BuildOptions;
 use crate::images::cache::Cache;
 use crate::outputs::report::terminal;
 use crate::outputs::summary;
@@ -34,6 +35,9 @@ pub struct Options {
     pub kernel: Vec<String>,
     /// Measure even when another run holds some of the CPUs (`--allow-shared-cpus`).
     pub shared_cpus: bool,
+    /// Stop at the first image whose build fails (`--strict-build`); otherwise its probes are
+    /// `not measured`.
+    pub strict_build: bool,
 }
 
 pub async fn command(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<Ending> {
@@ -51,7 +55,10 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         (None, Some(file)) => Some(Profile::load(&paths.repo, file)?),
         _ => None,
     };
-    let build = super::prepare::for_study(&study);
+    let build = BuildOptions {
+        strict: options.strict_build,
+        ..super::prepare::for_study(&study)
+    };
     let Prepared {
         engine, manifest, ..
     } = prepare(&paths.repo, &build).await?;

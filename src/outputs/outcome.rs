@@ -267,10 +267,8 @@ fn published_kernel(environment: &str) -> Option<&str> {
 /// This run's version of a named toolchain (`rustc`, `go`, `tokio`, `cargo`).
 fn ours_version(name: &str, e: &Environment) -> Option<String> {
     let find = |key: &str| {
-        e.toolchains
-            .iter()
-            .find(|(k, _)| k.starts_with(key))
-            .map(|(_, v)| v.clone())
+        crate::run::env::label_for(key, e.toolchains.keys())
+            .map(|label| e.toolchains[label].clone())
     };
     match name {
         "rustc" => find("rustc")?

@@ -78,7 +78,16 @@ async fn side_by_side(
                     probe.image,
                     why.lines().next().unwrap_or_default()
                 ),
-                None => format!("probe {}: image {} was not built", probe.id, probe.image),
+                None => match manifest.failed(&probe.image) {
+                    Some(f) => format!(
+                        "probe {}: the build of image {} failed ({}); fix it, or leave it out \
+                         with --probes",
+                        probe.id,
+                        probe.image,
+                        f.reason()
+                    ),
+                    None => format!("probe {}: image {} was not built", probe.id, probe.image),
+                },
             })?;
     if !dir.exists() {
         extract_binaries(engine, &image.tag, &probe.program, dir).await?;

@@ -104,18 +104,9 @@ pub async fn record(
     for img in &manifest.images {
         toolchains.extend(img.versions.clone());
     }
-    // The async runtimes each Rust probe locked, e.g. `tokio (rust-tokio)`.
     let docker = repo.join("docker");
     for img in &manifest.images {
-        let lock = match crate::images::recipe::Recipe::load(&docker.join(&img.name)) {
-            Ok(recipe) => recipe.cargo_lock(&docker),
-            Err(_) => docker.join(&img.name).join("Cargo.lock"),
-        };
-        for krate in ["tokio", "async-std", "smol", "glommio"] {
-            if let Some(v) = locked_version(&lock, krate) {
-                toolchains.insert(format!("{krate} ({})", img.name), v);
-            }
-        }
+        toolchains.extend(locked_runtimes(&docker, &img.name));
     }
     let script = "uname -a; grep Cpus_allowed_list /proc/self/status | cut -f2; ldd --version 2>&1 | head -n1";
     let view = process::Host::confine(
@@ -145,6 +136,32 @@ async fn container_view(engine: &impl Containers, spec: &ContainerSpec) -> Resul
         cpus_allowed: lines.next().unwrap_or_default(),
         glibc: lines.next().unwrap_or_default(),
     })
+}
+
+/// The async runtimes a Rust image's Cargo.lock pins, whose versions a run records beside the
+/// recipes' `versions:`.
+pub const LOCKED_RUNTIMES: [&str; 4] = ["tokio", "async-std", "smol", "glommio"];
+
+/// The async runtimes the image `name` locked, by label (`tokio (rust-tokio)`) → version.
+pub fn locked_runtimes(docker: &Path, name: &str) -> BTreeMap<String, String> {
+    let lock = match crate::images::recipe::Recipe::load(&docker.join(name)) {
+        Ok(recipe) => recipe.cargo_lock(docker),
+        Err(_) => docker.join(name).join("Cargo.lock"),
+    };
+    LOCKED_RUNTIMES
+        .iter()
+        .filter_map(|krate| Some((format!("{krate} ({name})"), locked_version(&lock, krate)?)))
+        .collect()
+}
+
+/// The recorded version label a study's `source.toolchains` key names: the first label (in order)
+/// that starts with the key (`go` → `go version`, `rustc` → `rustc -vV`, `tokio` → `tokio
+/// (rust-tokio)`).
+pub fn label_for<'a>(
+    key: &str,
+    labels: impl IntoIterator<Item = &'a String>,
+) -> Option<&'a String> {
+    labels.into_iter().find(|l| l.starts_with(key))
 }
 
 /// The version of `krate` in a Cargo.lock, when a package of the lockfile's own (one without a

@@ -217,7 +217,7 @@ impl Run {
     }
 
     /// How long each probe's processes took in the study's latest run, for the ETA; a probe whose
-    /// image is unavailable is not run.
+    /// image is unavailable or failed to build is not run.
     fn estimates(&self) -> plan::Estimates {
         let latest = self
             .dir
@@ -228,7 +228,7 @@ impl Run {
             .study
             .probes
             .iter()
-            .filter(|p| self.manifest.unavailable(&p.image).is_some())
+            .filter(|p| self.manifest.get(&p.image).is_none())
             .map(|p| p.id.clone());
         latest
             .map(|l| plan::Estimates::from_run(&l))

@@ -1,13 +1,15 @@
-//! What a study needs before it runs: a probe image for every probe (checked before anything is
-//! built), the images to build, and at least one probe's image built.
+//! What a study needs before it runs: a probe image for every probe and a recorded version for
+//! every published toolchain (checked before anything is built), the images to build, and at
+//! least one probe's image built.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Result, bail};
 
 use crate::images::Manifest;
 use crate::images::recipe::{self, Recipe};
-use crate::run::guest;
+use crate::run::{env, guest};
 use crate::study::{self, Study};
 use crate::yaml::{Doc, Invalid};
 
@@ -23,7 +25,66 @@ pub fn check_probe_images(repo: &Path, study: &Study, file: Option<&Path>) -> Re
         ),
         None => ("the default study".into(), study::DEFAULT_STUDY.to_string()),
     };
-    check_probes_against(&recipes, study, &name, &text)
+    check_probes_against(&recipes, study, &name, &text)?;
+    check_toolchains_against(
+        &repo.join("docker"),
+        &recipes,
+        study,
+        &Doc::new(&name, &text),
+    )
+}
+
+/// Every key of the study's `source.toolchains` names a version the run records (see
+/// [`recordable`]): a key that names none would leave the report saying "version not recorded".
+/// An error leads with `file:line:column` of the key and names the labels there are.
+fn check_toolchains_against(
+    docker: &Path,
+    recipes: &[Recipe],
+    study: &Study,
+    doc: &Doc,
+) -> Result<()> {
+    if study.source.toolchains.is_empty() {
+        return Ok(());
+    }
+    let labels = recordable(docker, recipes, &images(study));
+    for key in study.source.toolchains.keys() {
+        if env::label_for(key, &labels).is_some() {
+            continue;
+        }
+        let message = format!(
+            "source.toolchains: {key:?} names no version this study's images record; a key is the \
+             start of a recorded label, and the labels are: {}. Rename the key (e.g. `go` for \
+             `go version`), or add a `versions:` entry to the image.yaml of the image that holds \
+             the tool (docs/images.md)",
+            if labels.is_empty() {
+                "none".to_string()
+            } else {
+                labels.iter().cloned().collect::<Vec<_>>().join(", ")
+            }
+        );
+        return Err(doc.error(&Invalid::new(format!("source.toolchains.{key}"), message)));
+    }
+    Ok(())
+}
+
+/// The version labels a run of the images `wanted` records: the `versions:` of their recipes and
+/// of every image they are built from, and the async runtimes their Cargo.locks pin.
+pub fn recordable(docker: &Path, recipes: &[Recipe], wanted: &[String]) -> BTreeSet<String> {
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let mut todo: Vec<&str> = wanted.iter().map(String::as_str).collect();
+    let mut labels = BTreeSet::new();
+    while let Some(name) = todo.pop() {
+        if !seen.insert(name) {
+            continue;
+        }
+        let Some(recipe) = recipes.iter().find(|r| r.name == name) else {
+            continue;
+        };
+        labels.extend(recipe.versions.keys().cloned());
+        labels.extend(env::locked_runtimes(docker, name).into_keys());
+        todo.extend(recipe.parents.values().map(String::as_str));
+    }
+    labels
 }
 
 /// [`check_probe_images`] on recipes already read; `name` and `text` are the study file's. An error
@@ -87,7 +148,8 @@ pub fn images(study: &Study) -> Vec<String> {
     only
 }
 
-/// At least one probe's image was built (the others are unavailable: their cells are `not measured`).
+/// At least one probe's image was built (the others are unavailable or failed to build: their
+/// cells are `not measured`).
 pub fn check_runnable(study: &Study, manifest: &Manifest) -> Result<()> {
     if study
         .probes
@@ -95,9 +157,85 @@ pub fn check_runnable(study: &Study, manifest: &Manifest) -> Result<()> {
         .all(|p| manifest.get(&p.image).is_none())
     {
         bail!(
-            "no probe of study {} can run here: every image is unavailable (see the build's list)",
+            "no probe of study {} can run here: every image is unavailable or failed to build \
+             (see the build's list)",
             study.id
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STUDY: &str = "id: t
+title: t
+source:
+  article: a
+  environment: e
+  toolchains:
+    go: 1.26.1
+    golang: 1.26.1
+  cpus: \"0\"
+protocol:
+  scales: [1]
+  repeats: 1
+  order: fixed
+  cpus: \"0\"
+  interval_ms: 50
+  timeout_s: 10
+probes:
+  - id: go
+    image: go
+";
+
+    fn recipes() -> Vec<Recipe> {
+        vec![
+            Recipe::parse(
+                "go",
+                "parents: {GO: toolchain-go}\nprobe: true\nbinaries: [/usr/local/bin/probe]\n\
+                 versions: {ldd --version: [ldd, --version]}",
+            )
+            .unwrap(),
+            Recipe::parse("toolchain-go", "versions: {go version: [go, version]}").unwrap(),
+        ]
+    }
+
+    #[test]
+    fn a_toolchain_that_names_no_recorded_version_is_a_load_error_naming_the_labels() {
+        let study = Study::parse(STUDY).unwrap();
+        let doc = Doc::new("s.yaml", STUDY);
+        let err = check_toolchains_against(Path::new("/nonexistent"), &recipes(), &study, &doc)
+            .unwrap_err();
+        let err = format!("{err:#}");
+        assert!(
+            err.starts_with("s.yaml:8:13: source.toolchains: \"golang\" names no version"),
+            "{err}"
+        );
+        assert!(
+            err.contains("the labels are: go version, ldd --version"),
+            "labels of the probe image and its parent: {err}"
+        );
+        let fixed = STUDY.replace("    golang: 1.26.1\n", "");
+        let study = Study::parse(&fixed).unwrap();
+        let doc = Doc::new("s.yaml", &fixed);
+        check_toolchains_against(Path::new("/nonexistent"), &recipes(), &study, &doc).unwrap();
+    }
+
+    #[test]
+    fn every_study_of_the_repository_names_recorded_versions_and_probe_images() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut checked = 0;
+        for entry in std::fs::read_dir(repo.join("results")).unwrap() {
+            let file = entry.unwrap().path().join("study.yaml");
+            if file.is_file() {
+                let study = Study::load(&file).unwrap();
+                check_probe_images(repo, &study, Some(&file)).unwrap();
+                checked += 1;
+            }
+        }
+        assert!(checked >= 6, "{checked} studies");
+        check_probe_images(repo, &Study::default_study(), None).unwrap();
+    }
 }

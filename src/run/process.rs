@@ -172,14 +172,18 @@ pub async fn measure(
 }
 
 impl<'a> Setting<'a> {
-    /// The process of `cell`, or its sample when it cannot run (its image unavailable here, its
-    /// CPUs not among the run's); an error when its image was not built.
+    /// The process of `cell`, or its sample when it cannot run (its image unavailable here or its
+    /// build failed, its CPUs not among the run's); an error when its image was not built.
     fn process(&self, cell: &Cell) -> Result<Result<Process<'a>, Sample>> {
         let probe = &self.study.probes[cell.probe];
         if let Some(why) = unavailable_reason(self.manifest, &probe.image) {
             return Ok(Err(
                 self.invalid(cell, format!("{}{why}", sample::UNAVAILABLE))
             ));
+        }
+        if let Some(failed) = self.manifest.failed(&probe.image) {
+            let why = format!("{}{}", sample::BUILD_FAILED, failed.reason());
+            return Ok(Err(self.invalid(cell, why)));
         }
         let image = self.manifest.get(&probe.image).with_context(|| {
             format!(

@@ -208,14 +208,21 @@ pub struct Timings {
 /// unavailable, so the cell is `not measured`, not a failed process.
 pub const UNAVAILABLE: &str = "toolchain unavailable: ";
 
+/// How the error of a sample whose probe image failed to build begins (then the build's own error
+/// line): the cell is `not measured`, not a failed process.
+pub const BUILD_FAILED: &str = "build failed: ";
+
+/// True when a sample's error says its probe never ran because its image is not here (its
+/// toolchain unavailable, or its build failed): `not measured`, not a failed process.
+pub fn never_ran(error: &str) -> bool {
+    error.starts_with(UNAVAILABLE) || error.starts_with(BUILD_FAILED)
+}
+
 impl Sample {
-    /// True when the probe never ran because its toolchain is unavailable here.
+    /// True when the probe never ran because its image is not here: its toolchain is unavailable,
+    /// or its build failed (see [`never_ran`]).
     pub fn is_unavailable(&self) -> bool {
-        !self.valid
-            && self
-                .error
-                .as_deref()
-                .is_some_and(|e| e.starts_with(UNAVAILABLE))
+        !self.valid && self.error.as_deref().is_some_and(never_ran)
     }
 
     /// The median of the process's RSS readings, recomputed from `rss_bytes`, bytes; `None`

@@ -37,6 +37,10 @@ pub struct RerunArgs {
     /// Processes per probe and scale, as for `run`; the archived run's own when omitted.
     #[arg(long, value_name = "N|auto", conflicts_with = "resume")]
     pub repeats: Option<RepeatsChoice>,
+    /// When the archive carries no images and they are rebuilt: stop at the first image whose
+    /// build fails (otherwise the probes of a failed image are `not measured`).
+    #[arg(long)]
+    pub strict_build: bool,
 }
 
 #[derive(Debug, Args)]
@@ -75,6 +79,7 @@ impl From<RerunArgs> for rerun::Options {
             shared_cpus: a.allow_shared_cpus,
             resume: a.resume,
             repeats: a.repeats,
+            strict_build: a.strict_build,
         }
     }
 }

@@ -23,6 +23,10 @@ pub struct BuildArgs {
     /// Build only these images (comma-separated) and the images they are built from.
     #[arg(long, value_delimiter = ',', value_name = "IMAGE,…")]
     pub only: Vec<String>,
+    /// Stop at the first image whose build fails. Without it, a failed image and the images below
+    /// it are recorded as failed and every other image is built (the command then exits 1).
+    #[arg(long)]
+    pub strict_build: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -54,6 +58,10 @@ pub struct RunArgs {
     /// recorded as a validity warning on every sample.
     #[arg(long)]
     pub allow_shared_cpus: bool,
+    /// Stop at the first image whose build fails. Without it, the probes of a failed image (and of
+    /// the images below it) are `not measured: build failed: <its error line>` and the others run.
+    #[arg(long)]
+    pub strict_build: bool,
 }
 
 #[derive(Debug, Args)]
@@ -77,6 +85,7 @@ impl BuildArgs {
             no_cache: self.no_cache,
             only: self.only.clone(),
             verbose: self.verbose,
+            strict: self.strict_build,
         }
     }
 }
@@ -90,6 +99,7 @@ impl From<RunArgs> for run::Options {
             repeats: a.repeats,
             kernel: a.kernel,
             shared_cpus: a.allow_shared_cpus,
+            strict_build: a.strict_build,
         }
     }
 }

@@ -34,6 +34,8 @@ pub(super) struct Store {
     imports: Vec<String>,
     events: Vec<String>,
     made: u64,
+    /// Programs that images (by name) do not hold: a command of theirs fails as the Engine's does.
+    missing: Vec<(String, String)>,
 }
 
 impl Store {
@@ -67,6 +69,12 @@ impl FakeEngine {
     /// Makes the next build of the image `name` end as `build`.
     pub fn script_build(&self, name: &str, build: Build) {
         self.images().scripts.insert(name.to_owned(), build);
+    }
+
+    /// Makes a command of `program` fail in the image `name`, as for a program that is not there.
+    pub fn lacks_program(&self, name: &str, program: &str) {
+        let missing = (name.to_owned(), program.to_owned());
+        self.images().missing.push(missing);
     }
 
     /// Makes every build of the image `name` take `time` before it ends.
@@ -146,7 +154,8 @@ impl Images for FakeEngine {
             Some(Build::Image(facts)) => _ = store.images.insert(spec.tag.clone(), facts),
             Some(Build::Fails { lines, error }) => {
                 lines.iter().for_each(|l| log(l));
-                bail!("building {}: {error}", spec.tag);
+                let (tag, message) = (spec.tag.clone(), error);
+                return Err(crate::engine::BuildFailed { tag, message }.into());
             }
             Some(Build::LeavesNoImage) => {}
         }
@@ -163,8 +172,16 @@ impl Images for FakeEngine {
     }
 
     async fn output(&self, image: &str, cmd: &[&str], _role: &str) -> Result<String> {
-        if !self.images().images.contains_key(image) {
+        let store = self.images();
+        if !store.images.contains_key(image) {
             bail!("`{}` in {image} failed: no such image", cmd.join(" "));
+        }
+        let program = cmd.first().copied().unwrap_or_default();
+        if (store.missing.iter()).any(|(n, p)| n == image_name(image) && p == program) {
+            bail!(
+                "starting a container from {image}: failed to create task for container: exec: \
+                 \"{program}\": executable file not found in $PATH"
+            );
         }
         Ok(format!("{} 1.0", cmd.join(" ")))
     }

@@ -8,7 +8,7 @@ shared: {src/lib.rs: probe-lib/lib.rs}
 vendor: true
 probe: true
 binaries: [/usr/local/bin/probe, /usr/local/bin/sampler]
-versions: {"rustc -vV": [rustc, -vV]}
+versions: {"rustc -vV": [rustc, -vV], "cargo -V": {in: RUST, run: [cargo, -V]}}
 "#;
 
 #[test]
@@ -30,7 +30,12 @@ fn parses_every_field() {
         r.binaries,
         ["/usr/local/bin/probe", "/usr/local/bin/sampler"]
     );
-    assert_eq!(r.versions["rustc -vV"], ["rustc", "-vV"]);
+    assert_eq!(
+        r.versions["rustc -vV"],
+        VersionCommand::in_final(&["rustc", "-vV"])
+    );
+    assert_eq!(r.versions["cargo -V"].run, ["cargo", "-V"]);
+    assert_eq!(r.versions["cargo -V"].parent.as_deref(), Some("RUST"));
     let empty = Recipe::parse("x", "# nothing\n").unwrap();
     assert_eq!(
         empty,
@@ -75,6 +80,22 @@ fn bad_values_are_named_with_their_line_and_column() {
         (
             "versions: {go: []}",
             "1:16: versions: \"go\" has no command",
+        ),
+        (
+            "versions: {go: {run: []}}",
+            "1:16: versions: \"go\" has no command",
+        ),
+        (
+            "parents: {BASE: base, GO: toolchain-go}\nversions: {go: {in: GOLANG, run: [go, version]}}",
+            "2:21: versions: \"go\" runs in \"GOLANG\", which is no build arg of this recipe's parents (BASE, GO)",
+        ),
+        (
+            "versions: {go: {ran: [go]}}",
+            "1:17: versions.go: unknown field `ran`, expected `run` or `in`",
+        ),
+        (
+            "versions: {go: go version}",
+            "1:16: versions.go: invalid type: string \"go version\", expected a command as [program, arg, …]",
         ),
         (
             "probe: true\nbinaries:\n  - /bin/a\n  - bin/b\n",

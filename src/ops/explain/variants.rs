@@ -39,8 +39,10 @@ pub(super) async fn build_variants(
         only.extend(guest::images_for(
             &probe.kernel.iter().cloned().collect::<Vec<_>>(),
         ));
+        // A failed build stops it, so that the variant is left out of the sweep with the error.
         let build = BuildOptions {
             only,
+            strict: true,
             ..Default::default()
         };
         if let Err(e) = prepare(repo, &build).await {

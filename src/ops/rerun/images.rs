@@ -11,7 +11,7 @@ use anyhow::{Context, Result, ensure};
 use super::Source;
 use super::quarantine::{self, quarantine_tag};
 use crate::engine::{Engine, ImageGuard};
-use crate::images::Manifest;
+use crate::images::{BuildOptions, Manifest};
 use crate::ops::prepare::{Prepared, for_study, prepare};
 use crate::run::lifecycle::differences;
 use crate::run::run_dir::{BinaryDifference, Origin};
@@ -49,15 +49,26 @@ impl Images {
 
 /// Loads the archive's images in quarantine and verifies them, or rebuilds them from its sources
 /// and compares their binaries with the archive's manifest (refused unless
-/// `accept_different_binaries`).
-pub async fn images(source: &Source, accept_different_binaries: bool) -> Result<Images> {
+/// `accept_different_binaries`); `strict_build` stops at the first failed build.
+pub async fn images(
+    source: &Source,
+    accept_different_binaries: bool,
+    strict_build: bool,
+) -> Result<Images> {
     if source.carries_images() {
         return load(source).await;
     }
     eprintln!("the archive carries no images: rebuilding them from its sources and pins");
     let Prepared {
         engine, manifest, ..
-    } = prepare(&source.repo(), &for_study(&source.study)).await?;
+    } = prepare(
+        &source.repo(),
+        &BuildOptions {
+            strict: strict_build,
+            ..for_study(&source.study)
+        },
+    )
+    .await?;
     let different = differences(&source.manifest, &manifest, &source.images);
     if !different.is_empty() && !accept_different_binaries {
         return Err(refuse(&source.path, &different));

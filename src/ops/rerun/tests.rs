@@ -31,6 +31,7 @@ fn manifest(images: Vec<BuiltImage>) -> Manifest {
     Manifest {
         images,
         unavailable: vec![],
+        failed: vec![],
     }
 }
 

@@ -45,6 +45,7 @@ fn manifest(binary: &str) -> Manifest {
     Manifest {
         images,
         unavailable: vec![],
+        failed: vec![],
     }
 }
 

@@ -59,7 +59,7 @@ fn header(input: &ReportInput) -> String {
     }
     let not_measured = match s.not_measured {
         0 => String::new(),
-        n => format!("{n} not measured (toolchain unavailable); "),
+        n => format!("{n} not measured (toolchain unavailable or build failed); "),
     };
     let _ = writeln!(
         out,
@@ -403,10 +403,19 @@ fn invalid(summary: &Summary) -> String {
             s.probe,
             grouped(s.tasks as f64, 0),
             s.repeat,
-            cell_text(&s.error)
+            cell_text(&not_measured(&s.error))
         );
     }
     out
+}
+
+/// A sample's error as the report says it: `not measured: …` for a probe that never ran.
+fn not_measured(error: &str) -> String {
+    if crate::study::sample::never_ran(error) {
+        format!("not measured: {error}")
+    } else {
+        error.to_string()
+    }
 }
 
 fn notes(summary: &Summary) -> String {

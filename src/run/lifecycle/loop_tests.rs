@@ -262,6 +262,36 @@ async fn an_unavailable_toolchain_is_not_measured_and_starts_no_container() {
 }
 
 #[tokio::test]
+async fn a_failed_build_is_not_measured_with_its_error_line_and_starts_no_container() {
+    let study = study(1);
+    let (_tmp, dir) = new_run(&study);
+    let mut manifest = manifest();
+    manifest.images.retain(|i| i.name != "go");
+    manifest.failed.push(crate::images::FailedImage {
+        name: "go".into(),
+        error: "./main.go:4:2: \"os\" imported and not used".into(),
+        parent: Some("toolchain-go".into()),
+        output: vec![],
+    });
+    let engine = FakeEngine::new([Step::Valid]);
+    let cancel = CancellationToken::new();
+    let result = execute(&engine, &study, &manifest, &dir, &cancel)
+        .await
+        .unwrap();
+    assert_eq!((result.measured, result.invalid), (2, 0));
+    let got = samples(&dir);
+    let go = got.iter().find(|s| s.probe == "go").unwrap();
+    assert!(go.is_unavailable(), "never ran: {go:?}");
+    assert_eq!(
+        go.error.as_deref(),
+        Some(
+            "build failed: parent image toolchain-go: ./main.go:4:2: \"os\" imported and not used"
+        )
+    );
+    assert_eq!(engine.runs().len(), 1, "only the built probe ran");
+}
+
+#[tokio::test]
 async fn every_container_gets_the_run_folders_seccomp_profile() {
     let mut study = study(1);
     study.protocol.seccomp = Some("deny.json".into());

@@ -244,6 +244,7 @@ mod tests {
         Manifest {
             images: images.collect(),
             unavailable: vec![],
+            failed: vec![],
         }
     }
 
