@@ -41,7 +41,9 @@ pub async fn build<E: Images>(
 ) -> Result<Outcome> {
     let sources = kit.cache.scratch()?;
     let dir = source_dir(kit.repo, recipe, sources.path())?;
-    let inputs = inputs(kit, &dir, recipe, done)?;
+    let inputs = inputs(kit.cache, kit.pins, kit.repo, &dir, recipe, &|p| {
+        parent_tag(done, p)
+    })?;
     let tag = format!(
         "{}/{}:{}",
         namespace(),
@@ -75,6 +77,7 @@ pub async fn build<E: Images>(
             recipe.name,
             started.elapsed().as_secs_f64()
         );
+        super::timing::record(kit.cache, &recipe.name, &tag, started.elapsed());
     }
     let facts = kit
         .engine
@@ -163,15 +166,18 @@ async fn run_build<E: Images>(
     Ok(())
 }
 
-/// The input hashes of a recipe: its source tree, its lockfile, its artifacts and its parents' tags.
-fn inputs<E: Images>(
-    kit: &Kit<'_, E>,
+/// The input hashes of a recipe (whose sources are in `dir`): its source tree, its lockfile, its
+/// artifacts and its parents' tags (`parent_tag` of a parent's name).
+pub(super) fn inputs(
+    cache: &Cache,
+    pins: &Pins,
+    repo: &Path,
     dir: &Path,
     recipe: &Recipe,
-    done: &Manifest,
+    parent_tag: &dyn Fn(&str) -> Result<String>,
 ) -> Result<BTreeMap<String, String>> {
     let mut inputs = BTreeMap::new();
-    let scratch = kit.cache.scratch()?;
+    let scratch = cache.scratch()?;
     let tree = context::write(dir, &[], &[FILE], &scratch.path().join("source-tree.tar"))?;
     inputs.insert("source tree".to_string(), tree.sha256);
     for lock in ["Cargo.lock", "go.sum"] {
@@ -180,20 +186,20 @@ fn inputs<E: Images>(
         }
     }
     for pin in recipe.artifacts.values() {
-        let pin = kit.pins.get(pin)?;
+        let pin = pins.get(pin)?;
         inputs.insert(
             format!("artifact {} {}", pin.name, pin.version),
             pin.sha256.clone(),
         );
     }
     for (arg, parent) in &recipe.parents {
-        inputs.insert(format!("parent {arg}"), parent_tag(done, parent)?);
+        inputs.insert(format!("parent {arg}"), parent_tag(parent)?);
     }
     if let Some(base) = &recipe.variant_of {
         inputs.insert("variant of".to_string(), base.clone());
     }
     for file in recipe.shared.values() {
-        let path = kit.repo.join("docker").join(file);
+        let path = repo.join("docker").join(file);
         inputs.insert(format!("shared {file}"), digest::file(&path)?);
     }
     Ok(inputs)
@@ -320,7 +326,7 @@ fn parent_tag(done: &Manifest, name: &str) -> Result<String> {
 }
 
 /// The hash a tag is named after: the image's name, then one `\n<input>=<hash or tag>` per input.
-fn hash_inputs(name: &str, inputs: &BTreeMap<String, String>) -> String {
+pub(super) fn hash_inputs(name: &str, inputs: &BTreeMap<String, String>) -> String {
     let mut text = name.to_owned();
     for (k, v) in inputs {
         text.push_str(&format!("\n{k}={v}"));

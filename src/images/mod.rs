@@ -18,12 +18,15 @@ pub mod cache;
 pub mod context;
 pub mod digest;
 pub mod initramfs;
+pub mod lint;
 mod manifest;
 pub mod pin;
 pub mod plan;
 pub mod recipe;
 pub mod saved;
+pub mod tags;
 pub mod tarball;
+pub mod timing;
 
 use std::path::{Path, PathBuf};
 
