@@ -66,8 +66,6 @@ pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
     print!("{}", said_kernels(&study));
     let cache = Cache::from_env()?;
     let planned = tags::planned(&cache, &pins, repo, &needed)?;
-    let build = said_images(&cache, &planned, engine.as_ref()).await?;
-    print!("{}", said_downloads(&pins, &needed));
     let latest = paths
         .results
         .join(&study.id)
@@ -75,13 +73,70 @@ pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
         .join(run_dir::LATEST);
     let estimates = Estimates::from_run(&latest);
     let cells = matrix(&study);
+    print!("{}", said_matrix(&study, &cells));
     println!("{}", describe(&study, &cells, 0, &estimates));
-    println!("{build}");
+    println!("{}", said_images(&cache, &planned, engine.as_ref()).await?);
+    print!("{}", said_downloads(&pins, &needed));
+    let unchecked = match &engine {
+        Ok(_) => "",
+        Err(_) => " (but which images are built: that needs the Engine)",
+    };
     println!(
-        "plan: every check passed in {:.2} s; nothing was built or run",
+        "plan: every check passed{unchecked} in {:.2} s; nothing was built or run",
         started.elapsed().as_secs_f64()
     );
     Ok(Ending::Ok)
+}
+
+/// The matrix, one line per probe: its image, kind, program, scales and processes.
+fn said_matrix(study: &Study, cells: &[crate::run::plan::Cell]) -> String {
+    let mut rows = vec![
+        ["PROBE", "IMAGE", "KIND", "PROGRAM", "SCALES", "PROCESSES"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for (i, p) in study.probes.iter().enumerate() {
+        let scales: Vec<String> = study.scales_of(p).iter().map(u64::to_string).collect();
+        let kind = serde_json::to_value(p.kind).ok();
+        rows.push(vec![
+            p.id.clone(),
+            p.image.clone(),
+            kind.as_ref()
+                .and_then(|k| k.as_str())
+                .unwrap_or("?")
+                .to_string(),
+            p.program.clone(),
+            scales.join(", "),
+            cells.iter().filter(|c| c.probe == i).count().to_string(),
+        ]);
+    }
+    format!("matrix:\n{}", table(&rows))
+}
+
+/// Rows as aligned columns, each line indented by two spaces.
+fn table(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|v| v.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::from(" ");
+        for (value, width) in row.iter().zip(&widths) {
+            line.push(' ');
+            line.push_str(value);
+            line.extend(std::iter::repeat_n(' ', width - value.chars().count()));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 /// A factor level's image must be an image folder (`explain` builds it).
@@ -136,7 +191,7 @@ fn said_study(study: &Study, file: &Path) -> String {
 /// Each probe's program and the programs its image records, with what names them.
 fn said_programs(repo: &Path, study: &Study, graph: &Graph) -> Result<String> {
     let docker = repo.join("docker");
-    let mut out = String::from("programs (as far as the sources tell; a build reads them back):\n");
+    let mut rows = Vec::new();
     for node in graph.nodes() {
         let Node::Recipe(recipe) = node else { continue };
         if !recipe.probe {
@@ -152,7 +207,7 @@ fn said_programs(repo: &Path, study: &Study, graph: &Graph) -> Result<String> {
             let role = if runs.contains(&program.path.as_str()) {
                 "runs"
             } else {
-                "    "
+                ""
             };
             let from = match program.named_by {
                 Some(by) => format!("named by its {by}"),
@@ -167,13 +222,13 @@ fn said_programs(repo: &Path, study: &Study, graph: &Graph) -> Result<String> {
                         .join(", ")
                 ),
             };
-            out.push_str(&format!(
-                "  {:<24} {role} {} — {from}\n",
-                recipe.name, program.path
-            ));
+            rows.push(vec![recipe.name.clone(), role.into(), program.path, from]);
         }
     }
-    Ok(out)
+    Ok(format!(
+        "programs (as far as the sources tell; a build reads them back):\n{}",
+        table(&rows)
+    ))
 }
 
 /// The CPUs a run would pin to here, and what it needs to be told when the host has fewer.
@@ -239,28 +294,32 @@ fn said_kernels(study: &Study) -> String {
 }
 
 /// Which images the Engine holds as a build would reuse them, which a run would build, and how
-/// long those last took; the line to print about the build's time.
+/// long those last took, and what the build would cost.
 async fn said_images(
     cache: &Cache,
     planned: &[Planned],
     engine: Result<&Engine, &String>,
 ) -> Result<String> {
-    println!("images:");
+    let mut out = String::from("images:\n");
     let engine = match engine {
         Ok(engine) => engine,
         Err(why) => {
-            for p in planned {
-                println!("  {:<24} {}", p.name, p.tag);
-            }
-            return Ok(format!(
-                "build: not checked: the Engine is unreachable ({why}), so which of these images \
+            let rows: Vec<Vec<String>> = planned
+                .iter()
+                .map(|p| vec![p.name.clone(), p.tag.clone()])
+                .collect();
+            out.push_str(&table(&rows));
+            return Ok(out
+                + &format!(
+                    "build: not checked: the Engine is unreachable ({why}), so which of these images \
                  are already built is unknown"
-            ));
+                ));
         }
     };
     let mut to_build = 0;
     let mut known = 0.0;
     let mut unknown = 0;
+    let mut rows = Vec::new();
     for p in planned {
         let state = if tags::cached(engine, p).await? {
             "built".to_string()
@@ -277,21 +336,23 @@ async fn said_images(
                 }
             }
         };
-        println!("  {:<24} {:<48} {state}", p.name, p.tag);
+        rows.push(vec![p.name.clone(), p.tag.clone(), state]);
     }
+    out.push_str(&table(&rows));
     let time = Duration::from_secs_f64(known);
-    Ok(match (to_build, unknown) {
-        (0, _) => "build: every image is built; a run starts measuring at once".to_string(),
-        (n, 0) => format!(
-            "build: {n} images to build, ≈ {} by their last builds",
-            clock(time)
-        ),
-        (n, u) if u == n => format!("build: {n} images to build (no build time recorded yet)"),
-        (n, u) => format!(
-            "build: {n} images to build, ≥ {} by their last builds ({u} without a recorded time)",
-            clock(time)
-        ),
-    })
+    Ok(out
+        + &match (to_build, unknown) {
+            (0, _) => "build: every image is built; a run starts measuring at once".to_string(),
+            (n, 0) => format!(
+                "build: {n} images to build, ≈ {} by their last builds",
+                clock(time)
+            ),
+            (n, u) if u == n => format!("build: {n} images to build (no build time recorded yet)"),
+            (n, u) => format!(
+                "build: {n} images to build, ≥ {} by their last builds ({u} without a recorded time)",
+                clock(time)
+            ),
+        })
 }
 
 /// Pins made only of downloads: no source of them may be reachable here, and the images made from

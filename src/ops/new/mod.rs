@@ -27,6 +27,7 @@ const KIND_LINE: &str = "# kind: ";
 
 /// `parkbench new study ID [--probe NAME]…`.
 pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
+    check_repo(&paths.repo)?;
     let dir = paths.results.join(id);
     let file = dir.join("study.yaml");
     refuse_existing(&file)?;
@@ -133,13 +134,7 @@ pub fn probe(paths: &Paths, name: &str, lang: Lang, kind: Kind) -> Result<Ending
     check_probe_name(name)?;
     let dir = paths.repo.join("docker").join(name);
     refuse_existing(&dir)?;
-    let docker = paths.repo.join("docker");
-    if !docker.is_dir() {
-        bail!(
-            "{} has no docker/ folder: run parkbench new from the repository root or pass --repo DIR",
-            paths.repo.display()
-        );
-    }
+    check_repo(&paths.repo)?;
     let files = files(lang, name, kind)?;
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     for (path, text, executable) in &files {
@@ -173,6 +168,17 @@ fn check_probe_name(name: &str) -> Result<()> {
         bail!(
             "{name:?} is no probe name: use lowercase letters, digits, `-` and `_`, starting with \
              a letter or digit (a `.` names a variant of another image)"
+        );
+    }
+    Ok(())
+}
+
+/// `new` writes into the repository: its `docker/` and `results/` beside the kit's own.
+fn check_repo(repo: &Path) -> Result<()> {
+    if !repo.join("docker").is_dir() {
+        bail!(
+            "{} has no docker/ folder: run parkbench new from the repository root or pass --repo DIR",
+            repo.display()
         );
     }
     Ok(())

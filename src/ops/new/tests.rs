@@ -64,6 +64,12 @@ fn the_study_template_loads_with_the_stand_in_and_with_every_kind() {
 #[test]
 fn names_are_checked_and_nothing_is_overwritten() {
     let tmp = tempfile::tempdir().unwrap();
+    let nowhere = Paths {
+        repo: tmp.path().to_owned(),
+        results: tmp.path().join("results"),
+    };
+    let err = study(&nowhere, "demo", &[]).unwrap_err();
+    assert!(format!("{err:#}").contains("no docker/ folder"), "{err:#}");
     std::fs::create_dir(tmp.path().join("docker")).unwrap();
     let paths = Paths {
         repo: tmp.path().to_owned(),
