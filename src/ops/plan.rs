@@ -373,3 +373,6 @@ fn said_downloads(pins: &pin::Pins, graph: &Graph) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;
