@@ -5,13 +5,13 @@
 package main
 
 import (
+// @kind steady
+	"bufio"
+// @end
 	"fmt"
 	"os"
 	"strconv"
 	"sync"
-// @kind steady
-	"bufio"
-// @end
 // @kind peak,timed,latency
 	"time"
 // @end

@@ -19,7 +19,9 @@ fn arg(index: usize, default: u64) -> u64 {
 /// Prints a line on stdout and flushes it: the sampler reads stdout line by line.
 fn say(line: &str) {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{line}").and_then(|_| out.flush()).expect("stdout");
+    writeln!(out, "{line}")
+        .and_then(|_| out.flush())
+        .expect("stdout");
 }
 
 // @kind steady
@@ -110,7 +112,9 @@ fn main() {
     let ops = arg(1, 1000);
     for _ in 0..ops {
         let start = Instant::now();
-        let started = thread::spawn(move || start.elapsed()).join().expect("a thread panicked");
+        let started = thread::spawn(move || start.elapsed())
+            .join()
+            .expect("a thread panicked");
         say(&format!("latency value_ns={} count=1", started.as_nanos()));
     }
 }
@@ -133,6 +137,9 @@ fn main() {
         t.join().expect("a thread panicked");
     }
     let completed = *count.lock().unwrap();
-    say(&format!("result completed={completed} thread_bytes={}", std::mem::size_of::<thread::JoinHandle<()>>()));
+    say(&format!(
+        "result completed={completed} thread_bytes={}",
+        std::mem::size_of::<thread::JoinHandle<()>>()
+    ));
 }
 // @end
