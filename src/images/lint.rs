@@ -22,8 +22,11 @@ pub struct Problem {
 pub struct Program {
     /// The path in the image, or the command's program.
     pub path: String,
-    /// What names it: `Dockerfile`, `the folder`, or `None` (a parent image, unchecked).
+    /// What names it: `Dockerfile`, `the folder`, or `None`: it must come from `final_image`.
     pub named_by: Option<&'static str>,
+    /// The image the Dockerfile's last stage starts from (`FROM ${BASE}` → its parent), where a
+    /// program no source names must already be.
+    pub final_image: Option<String>,
 }
 
 /// The Dockerfile the image is built from: the folder's own, or the one of the folder it is a
@@ -119,20 +122,40 @@ fn build_arg(word: &str) -> Option<&str> {
 }
 
 /// Every program the recipe names (`binaries`, and the program of each `versions` command) with
-/// what names it in the image's sources.
+/// what names it in the image's sources. A `versions` command runs in the final image, so only the
+/// Dockerfile's last stage counts for it (a compiler used in a build stage is not there).
 pub fn programs(docker: &Path, recipe: &Recipe) -> Result<Vec<Program>> {
     let file = dockerfile(docker, recipe);
     let text =
         std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let is_from = |l: &&str| {
+        l.split_whitespace()
+            .next()
+            .is_some_and(|w| w.eq_ignore_ascii_case("FROM"))
+    };
+    let last_from = text.lines().filter(is_from).last().unwrap_or("");
+    let final_stage = text.rsplit(last_from).next().unwrap_or(&text);
+    let final_image = last_from
+        .split_whitespace()
+        .nth(1)
+        .and_then(build_arg)
+        .and_then(|arg| recipe.parents.get(arg).cloned());
     let folders = [docker.join(&recipe.name), recipe.base_folder(docker)];
-    let mut names: Vec<String> = recipe.binaries.clone();
-    names.extend(recipe.versions.values().filter_map(|c| c.first().cloned()));
-    names.dedup();
+    let mut names: Vec<(String, &str)> = recipe
+        .binaries
+        .iter()
+        .map(|b| (b.clone(), text.as_str()))
+        .collect();
+    for command in recipe.versions.values().filter_map(|c| c.first()) {
+        if !names.iter().any(|(n, _)| n == command) {
+            names.push((command.clone(), final_stage));
+        }
+    }
     Ok(names
         .into_iter()
-        .map(|path| {
+        .map(|(path, text)| {
             let base = path.rsplit('/').next().unwrap_or(&path).to_string();
-            let named_by = if mentions(&text, &base) {
+            let named_by = if mentions(text, &base) {
                 Some("Dockerfile")
             } else if folders.iter().any(|f| has_file(f, &base))
                 || recipe.shared.contains_key(&base)
@@ -141,7 +164,11 @@ pub fn programs(docker: &Path, recipe: &Recipe) -> Result<Vec<Program>> {
             } else {
                 None
             };
-            Program { path, named_by }
+            Program {
+                path,
+                named_by,
+                final_image: final_image.clone(),
+            }
         })
         .collect())
 }
@@ -207,9 +234,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let r = recipe(
             tmp.path(),
-            "binaries: [/usr/local/bin/probe, /usr/local/lib/main.py, /usr/bin/python3.13]\n\
-             versions: {v: [python3.13, --version]}\n",
-            "FROM ${BASE}\nCOPY probe /usr/local/bin/probe\n",
+            "binaries: [/usr/local/bin/probe, /usr/local/lib/main.py, /usr/bin/perl]\n\
+             versions: {v: [python3.13, --version]}\nparents: {BASE: debian-trixie}\n",
+            "FROM ${BASE} AS build\nRUN python3.13 -m x\nFROM ${BASE}\nCOPY probe /usr/local/bin/probe\n",
         );
         let found: Vec<(String, Option<&str>)> = programs(tmp.path(), &r)
             .unwrap()
@@ -219,7 +246,14 @@ mod tests {
         assert_eq!(found[0].1, Some("Dockerfile"));
         assert_eq!(found[1].1, Some("the folder"));
         assert_eq!(found[2].1, None);
+        assert_eq!(
+            found[3],
+            ("python3.13".into(), None),
+            "a build stage's tool is not in the image"
+        );
         assert_eq!(found.len(), 4);
+        let final_image = programs(tmp.path(), &r).unwrap()[3].final_image.clone();
+        assert_eq!(final_image.as_deref(), Some("debian-trixie"));
         assert!(!mentions("probe-lib", "probe") && mentions("cp /probe .", "probe"));
     }
 }

@@ -212,14 +212,14 @@ fn said_programs(repo: &Path, study: &Study, graph: &Graph) -> Result<String> {
             let from = match program.named_by {
                 Some(by) => format!("named by its {by}"),
                 None => format!(
-                    "not named in docker/{}/: from a parent image ({}), checked by the build",
+                    "not named in docker/{}/: it must be in {}, which the build checks",
                     recipe.name,
-                    recipe
-                        .parents
-                        .values()
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    program
+                        .final_image
+                        .as_deref()
+                        .map_or("the image its last FROM names".to_string(), |i| {
+                            format!("image {i}, where its last stage starts")
+                        })
                 ),
             };
             rows.push(vec![recipe.name.clone(), role.into(), program.path, from]);
