@@ -133,7 +133,7 @@ pub fn programs(docker: &Path, recipe: &Recipe) -> Result<Vec<Program>> {
             .next()
             .is_some_and(|w| w.eq_ignore_ascii_case("FROM"))
     };
-    let last_from = text.lines().filter(is_from).last().unwrap_or("");
+    let last_from = text.lines().rfind(is_from).unwrap_or("");
     let final_stage = text.rsplit(last_from).next().unwrap_or(&text);
     let final_image = last_from
         .split_whitespace()
