@@ -3,6 +3,7 @@
 //! explain), that read run folders and archives (`files`), and `bench` have their arguments side
 //! by side.
 
+mod author;
 mod bench;
 mod files;
 mod rerun;
@@ -12,6 +13,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+pub use author::{NewCommand, NewProbeArgs, NewStudyArgs, PlanArgs};
 pub use bench::{BenchCommand, FidelityArgs};
 pub use files::{ArchiveArgs, CheckArgs, CleanArgs, CompareArgs, ReportArgs, VerifyArgs};
 pub use rerun::{ExplainArgs, RerunArgs};
@@ -35,6 +37,12 @@ pub struct Cli {
 pub enum Command {
     /// Check that this machine can build and run: Engine, cgroups, CPUs, disk, tools.
     Doctor,
+    /// Scaffolds for an author: a commented study file, or a probe image that runs as it is.
+    #[command(subcommand)]
+    New(NewCommand),
+    /// Check a study, its images and this machine without building or running; print the matrix,
+    /// the images to build and the expected time.
+    Plan(PlanArgs),
     /// Build every pinned image (a no-op when nothing changed) and print the build manifest.
     Build(BuildArgs),
     /// Run a study: every process of its matrix in its own container, every sample kept.

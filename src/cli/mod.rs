@@ -7,7 +7,7 @@ pub mod args;
 
 use anyhow::Result;
 
-use crate::cli::args::{BenchCommand, Cli, Command};
+use crate::cli::args::{BenchCommand, Cli, Command, NewCommand};
 use crate::engine;
 use crate::ops::{self, Ending, Interrupt, Paths};
 
@@ -56,6 +56,9 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
     let repo = &paths.repo;
     match command {
         Command::Doctor => ops::doctor::doctor().await,
+        Command::New(NewCommand::Study(a)) => ops::new::study(paths, &a.id, &a.probes),
+        Command::New(NewCommand::Probe(a)) => ops::new::probe(paths, &a.name, a.lang, a.kind),
+        Command::Plan(a) => ops::plan::plan(paths, &a.into()).await,
         Command::Build(a) => ops::prepare::build(repo, &a.options(), a.manifest.as_deref()).await,
         Command::Run(a) => ops::run::command(paths, &a.into(), interrupt).await,
         Command::Report(a) => ops::report::report(&a.run_dir).map(|_| Ending::Ok),

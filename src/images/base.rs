@@ -45,6 +45,7 @@ pub async fn import<E: Images>(
             "{name}: imported {tag} in {:.1} s",
             started.elapsed().as_secs_f64()
         );
+        super::timing::record(cache, name, &tag, started.elapsed());
     }
     let facts = engine
         .image(&tag)

@@ -46,7 +46,17 @@ pub async fn build<E: Images>(
     let sources = kit.cache.scratch()?;
     let dir = source_dir(kit.repo, recipe, sources.path())?;
     // Hashing the sources and vendoring (pip, go, npm) block: not on the runtime's own threads.
-    let inputs = tokio::task::block_in_place(|| inputs(kit, &dir, recipe, done))?;
+    let inputs = tokio::task::block_in_place(|| {
+        inputs(
+            kit.cache,
+            kit.pins,
+            kit.repo,
+            &dir,
+            recipe,
+            Vendoring::Make,
+            &|p| parent_tag(done, p),
+        )
+    })?;
     let tag = format!(
         "{}/{}:{}",
         namespace(),
@@ -82,6 +92,7 @@ pub async fn build<E: Images>(
             recipe.name,
             started.elapsed().as_secs_f64()
         );
+        super::timing::record(kit.cache, &recipe.name, &tag, started.elapsed());
     }
     let facts = kit
         .engine
@@ -191,19 +202,43 @@ async fn run_build<E: Images>(
     }))
 }
 
-/// The input hashes of a recipe: its source tree, its lockfile, its artifacts and its parents' tags.
-fn inputs<E: Images>(
-    kit: &Kit<'_, E>,
+/// Whether computing a recipe's inputs may vendor its dependencies (which may reach the network),
+/// or only looks for trees vendored before (a check that builds nothing).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Vendoring {
+    Make,
+    LookOnly,
+}
+
+/// The input hashes of a recipe (whose sources are in `dir`): its source tree, its lockfile, its
+/// artifacts and its parents' tags (`parent_tag` of a parent's name).
+pub(super) fn inputs(
+    cache: &Cache,
+    pins: &Pins,
+    repo: &Path,
     dir: &Path,
     recipe: &Recipe,
-    done: &Manifest,
+    vendoring: Vendoring,
+    parent_tag: &dyn Fn(&str) -> Result<String>,
 ) -> Result<BTreeMap<String, String>> {
     let mut inputs = BTreeMap::new();
-    let scratch = kit.cache.scratch()?;
+    let scratch = cache.scratch()?;
     let tree = context::write(dir, &[], &[FILE], &scratch.path().join("source-tree.tar"))?;
-    for (tool, made) in vendor::vendor_all(kit.cache, kit.pins, recipe, dir, &tree.sha256)? {
-        inputs.insert(format!("vendor {tool}"), made.sha256);
-        inputs.insert(format!("vendor {tool} by"), made.by);
+    let vendored = match vendoring {
+        Vendoring::Make => vendor::vendor_all(cache, pins, recipe, dir, &tree.sha256)?
+            .into_iter()
+            .map(|(tool, made)| (tool, Some(made)))
+            .collect(),
+        Vendoring::LookOnly => vendor::vendored_before(cache, pins, recipe, dir, &tree.sha256)?,
+    };
+    for (tool, made) in vendored {
+        let (sha256, by) = match made {
+            Some(made) => (made.sha256, made.by),
+            // No build has this tag: the image shows as one to build.
+            None => ("not vendored yet".to_string(), String::new()),
+        };
+        inputs.insert(format!("vendor {tool}"), sha256);
+        inputs.insert(format!("vendor {tool} by"), by);
     }
     inputs.insert("source tree".to_string(), tree.sha256);
     for p in &recipe.patches {
@@ -218,20 +253,20 @@ fn inputs<E: Images>(
         }
     }
     for pin in recipe.artifacts.values() {
-        let pin = kit.pins.get(pin)?;
+        let pin = pins.get(pin)?;
         inputs.insert(
             format!("artifact {} {}", pin.name, pin.version),
             pin.sha256.clone(),
         );
     }
     for (arg, parent) in &recipe.parents {
-        inputs.insert(format!("parent {arg}"), parent_tag(done, parent)?);
+        inputs.insert(format!("parent {arg}"), parent_tag(parent)?);
     }
     if let Some(base) = &recipe.variant_of {
         inputs.insert("variant of".to_string(), base.clone());
     }
     for file in recipe.shared.values() {
-        let path = kit.repo.join("docker").join(file);
+        let path = repo.join("docker").join(file);
         inputs.insert(format!("shared {file}"), digest::file(&path)?);
     }
     Ok(inputs)
@@ -369,7 +404,7 @@ fn parent_tag(done: &Manifest, name: &str) -> Result<String> {
 }
 
 /// The hash a tag is named after: the image's name, then one `\n<input>=<hash or tag>` per input.
-fn hash_inputs(name: &str, inputs: &BTreeMap<String, String>) -> String {
+pub(super) fn hash_inputs(name: &str, inputs: &BTreeMap<String, String>) -> String {
     let mut text = name.to_owned();
     for (k, v) in inputs {
         text.push_str(&format!("\n{k}={v}"));

@@ -20,13 +20,16 @@ pub mod cache;
 pub mod context;
 pub mod digest;
 pub mod initramfs;
+pub mod lint;
 mod manifest;
 pub mod patch;
 pub mod pin;
 pub mod plan;
 pub mod recipe;
 pub mod saved;
+pub mod tags;
 pub mod tarball;
+pub mod timing;
 pub mod vendor;
 
 use std::path::{Path, PathBuf};

@@ -188,14 +188,33 @@ pub fn vendor_all(
 ) -> Result<Vec<(Tool, Vendored)>> {
     let mut out = Vec::new();
     for &tool in recipe.vendor.0.iter().filter(|t| **t != Tool::Cargo) {
-        let made = one(cache, pins, recipe, tool, dir, source_tree).with_context(|| {
+        let made = one(cache, pins, recipe, tool, dir, source_tree, true).with_context(|| {
             format!(
                 "vendoring the {tool} dependencies of image {} ({})",
                 recipe.name,
                 recipe_file(recipe)
             )
         })?;
-        out.push((tool, made));
+        out.push((tool, made.context("vendoring made no tree")?));
+    }
+    Ok(out)
+}
+
+/// The trees `vendor_all` would give, where they were made before; `None` for a tool whose tree
+/// is not in the cache yet (making it may reach the network, which a check without a build must not).
+pub fn vendored_before(
+    cache: &Cache,
+    pins: &Pins,
+    recipe: &Recipe,
+    dir: &Path,
+    source_tree: &str,
+) -> Result<Vec<(Tool, Option<Vendored>)>> {
+    let mut out = Vec::new();
+    for &tool in recipe.vendor.0.iter().filter(|t| **t != Tool::Cargo) {
+        out.push((
+            tool,
+            one(cache, pins, recipe, tool, dir, source_tree, false)?,
+        ));
     }
     Ok(out)
 }
@@ -215,7 +234,8 @@ fn one(
     tool: Tool,
     dir: &Path,
     source_tree: &str,
-) -> Result<Vendored> {
+    make: bool,
+) -> Result<Option<Vendored>> {
     let lock = dir.join(tool.lockfile());
     if !lock.is_file() {
         bail!(
@@ -237,7 +257,10 @@ fn one(
         && let Ok(found) = serde_json::from_str::<Vendored>(&text)
         && found.dir.is_dir()
     {
-        return Ok(found);
+        return Ok(Some(found));
+    }
+    if !make {
+        return Ok(None);
     }
     let scratch = cache.scratch()?;
     let tmp = scratch.path().join("tree");
@@ -269,7 +292,7 @@ fn one(
         "{}: vendored {tool} dependencies with {}",
         recipe.name, made.by
     );
-    Ok(made)
+    Ok(Some(made))
 }
 
 /// Copies the files of `from` to `to` as a build context takes them (`.git` and `target` folders,

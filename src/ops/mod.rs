@@ -11,6 +11,8 @@ pub mod compare;
 pub mod doctor;
 pub mod explain;
 pub mod interrupt;
+pub mod new;
+pub mod plan;
 pub mod prepare;
 pub mod report;
 pub mod reproduce;

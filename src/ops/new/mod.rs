@@ -1,0 +1,219 @@
+//! `parkbench new`: the scaffolds an author starts from. `new study ID` writes
+//! `results/ID/study.yaml`, every section commented and valid as written, and a README stub;
+//! `new probe NAME --lang L --kind K` writes `docker/NAME/`, a probe image whose program runs as it
+//! is and prints what its kind measures, on the kit's pinned toolchains. Nothing is overwritten.
+//!
+//! The templates are files under `templates/`, one folder per language. A template line ending in
+//! `@kind K,…` opens a part kept only for those kinds, `@end` closes it; `{{name}}`, `{{kind}}` and
+//! `{{lang}}` are filled in.
+
+mod template;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::{Ending, Paths};
+use crate::images::digest;
+use crate::images::recipe::{self, Recipe};
+use crate::study::{Kind, Study};
+pub use template::{LANGS, Lang, files, render};
+
+/// The study template (`{{id}}`, `{{probes}}`, `{{example_probe}}`).
+const STUDY: &str = include_str!("templates/study.yaml");
+
+/// The line of a scaffold's `image.yaml` that says its kind, read back by `new study --probe`.
+const KIND_LINE: &str = "# kind: ";
+
+/// `parkbench new study ID [--probe NAME]…`.
+pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
+    check_repo(&paths.repo)?;
+    let dir = paths.results.join(id);
+    let file = dir.join("study.yaml");
+    refuse_existing(&file)?;
+    let text = study_text(&paths.repo, id, probes)?;
+    // What `new` writes must load: a scaffold that does not is the kit's bug, caught here.
+    Study::parse_named(&file.display().to_string(), &text)
+        .context("the study parkbench new wrote does not load (please report this)")?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    write(&file, &text, false)?;
+    let readme = dir.join("README.md");
+    if !readme.exists() {
+        write(&readme, &readme_text(id), false)?;
+    }
+    println!("wrote {}", file.display());
+    println!("wrote {}", readme.display());
+    println!(
+        "next: parkbench plan {}   (checks it without building), then parkbench reproduce {} --cpus auto",
+        file.display(),
+        file.display()
+    );
+    Ok(Ending::Ok)
+}
+
+/// The text of a new study: the template with a probe entry for each named probe image, or the
+/// kit's own Go probe (article 000's) as a stand-in when none is named.
+pub fn study_text(repo: &Path, id: &str, probes: &[String]) -> Result<String> {
+    if !recipe::is_image_name(id) {
+        bail!(
+            "{id:?} is no study id: use lowercase letters, digits, `-`, `_` and `.`, starting with a \
+             letter or digit"
+        );
+    }
+    let mut entries = String::new();
+    let mut first = None;
+    if probes.is_empty() {
+        entries.push_str(
+            "  # The kit's own Go probe of article 000, a stand-in so that this file runs as it is:\n  \
+             # replace it with yours (`parkbench new study ID --probe NAME` lists them for you).\n  \
+             - id: go\n    image: go\n    kind: steady\n    args: [\"--tasks\", \"{tasks}\"]\n    \
+             env: {GOMAXPROCS: \"{workers}\"}\n",
+        );
+    }
+    for name in probes {
+        let kind = scaffold_kind(&repo.join("docker").join(name))?;
+        entries.push_str(&probe_entry(name, kind));
+        first.get_or_insert(name.as_str());
+    }
+    Ok(STUDY
+        .replace("{{id}}", id)
+        .replace("{{example_probe}}", first.unwrap_or("go"))
+        .replace("{{probes}}\n", &entries))
+}
+
+/// The kind a scaffold's `image.yaml` says its program is (its `# kind: K` line).
+fn scaffold_kind(dir: &Path) -> Result<Kind> {
+    let file = dir.join(recipe::FILE);
+    let recipe = Recipe::load(dir)?;
+    if !recipe.probe {
+        bail!(
+            "{} does not say `probe: true`: name a probe image",
+            file.display()
+        );
+    }
+    let text = std::fs::read_to_string(&file)?;
+    let Some(kind) = text.lines().find_map(|l| l.strip_prefix(KIND_LINE)) else {
+        bail!(
+            "{} has no `{KIND_LINE}…` line (only images made by `parkbench new probe` have one): \
+             add the probe's entry to the study's probes: by hand (docs/study-files.md#probes-probe)",
+            file.display()
+        );
+    };
+    parse_kind(kind.trim())
+}
+
+fn parse_kind(word: &str) -> Result<Kind> {
+    serde_yaml::from_str(word)
+        .with_context(|| format!("{word:?} is no kind: steady, peak, timed, latency or reported"))
+}
+
+/// A probe's entry in `probes:`: its arguments as the scaffold's program takes them. Timed and
+/// latency programs are scale-free and run at one scale.
+pub fn probe_entry(name: &str, kind: Kind) -> String {
+    let (args, scales) = match kind {
+        Kind::Steady | Kind::Reported => (r#"["{tasks}"]"#, None),
+        Kind::Peak => (r#"["{tasks}", "500"]"#, None),
+        Kind::Timed => (r#"["20"]"#, Some("[1]")),
+        Kind::Latency => (r#"["1000"]"#, Some("[1]")),
+    };
+    let kind = kind_word(kind);
+    let mut out = format!("  - id: {name}\n    image: {name}\n    kind: {kind}\n");
+    if let Some(scales) = scales {
+        out.push_str(&format!("    scales: {scales}\n"));
+    }
+    out.push_str(&format!("    args: {args}\n"));
+    out
+}
+
+fn kind_word(kind: Kind) -> String {
+    template::kind_name(kind)
+}
+
+/// `parkbench new probe NAME --lang L --kind K`.
+pub fn probe(paths: &Paths, name: &str, lang: Lang, kind: Kind) -> Result<Ending> {
+    check_probe_name(name)?;
+    let dir = paths.repo.join("docker").join(name);
+    refuse_existing(&dir)?;
+    check_repo(&paths.repo)?;
+    let files = files(lang, name, kind)?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (path, text, executable) in &files {
+        let file = dir.join(path);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        write(&file, text, *executable)?;
+    }
+    if lang == Lang::Binary {
+        let sum = digest::file(&dir.join("probe"))?;
+        write(&dir.join("SHA256SUMS"), &format!("{sum}  probe\n"), false)?;
+    }
+    // What `new` writes must load as a recipe.
+    Recipe::load(&dir)
+        .context("the image.yaml parkbench new wrote does not load (please report this)")?;
+    println!(
+        "wrote {}/ ({} probe in {})",
+        dir.display(),
+        kind_word(kind),
+        lang.word()
+    );
+    println!("its entry in a study's probes: (`parkbench new study ID --probe {name}` writes it):");
+    print!("{}", probe_entry(name, kind));
+    Ok(Ending::Ok)
+}
+
+/// A new probe's name is a plain image name: no `.` (a folder `a.b` is a variant of `a`).
+fn check_probe_name(name: &str) -> Result<()> {
+    if !recipe::is_image_name(name) || name.contains('.') {
+        bail!(
+            "{name:?} is no probe name: use lowercase letters, digits, `-` and `_`, starting with \
+             a letter or digit (a `.` names a variant of another image)"
+        );
+    }
+    Ok(())
+}
+
+/// `new` writes into the repository: its `docker/` and `results/` beside the kit's own.
+fn check_repo(repo: &Path) -> Result<()> {
+    if !repo.join("docker").is_dir() {
+        bail!(
+            "{} has no docker/ folder: run parkbench new from the repository root or pass --repo DIR",
+            repo.display()
+        );
+    }
+    Ok(())
+}
+
+fn refuse_existing(path: &Path) -> Result<()> {
+    if path.exists() {
+        bail!(
+            "{} already exists: parkbench new never overwrites; choose another name or remove it",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+fn write(path: &PathBuf, text: &str, executable: bool) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    if executable {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("making {} executable", path.display()))?;
+    }
+    Ok(())
+}
+
+fn readme_text(id: &str) -> String {
+    format!(
+        "# {id}\n\nFor a reviewer of this study: what it measures and why, what it chose where the \
+         article is silent, its deviations from the published setup, and its findings.\n\n\
+         ## What is measured\n\nTODO: the article, its programs, and what each probe runs.\n\n\
+         ## Choices and deviations\n\nTODO: what this study chose where the article is silent.\n\n\
+         ## Reproduce\n\n```sh\nparkbench plan results/{id}/study.yaml\nparkbench reproduce \
+         results/{id}/study.yaml --cpus auto\n```\n"
+    )
+}
+
+#[cfg(test)]
+mod tests;

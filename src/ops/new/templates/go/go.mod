@@ -1,0 +1,3 @@
+module parkbench/{{name}}
+
+go 1.26

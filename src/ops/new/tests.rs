@@ -1,0 +1,92 @@
+use super::*;
+
+const KINDS: [Kind; 5] = [
+    Kind::Steady,
+    Kind::Peak,
+    Kind::Timed,
+    Kind::Latency,
+    Kind::Reported,
+];
+
+#[test]
+fn every_template_renders_for_every_kind_with_nothing_left_unfilled() {
+    for lang in LANGS {
+        for kind in KINDS {
+            let files = files(lang, "hello", kind).unwrap();
+            assert!(files.iter().any(|(p, _, _)| p == "image.yaml"), "{lang:?}");
+            for (path, text, _) in &files {
+                assert!(!text.contains("{{"), "{lang:?} {kind:?} {path}: {text}");
+                assert!(
+                    !text.contains("@kind") && !text.contains("@end"),
+                    "{lang:?} {path}"
+                );
+            }
+            let (_, yaml, _) = files.iter().find(|(p, _, _)| p == "image.yaml").unwrap();
+            let recipe = Recipe::parse("hello", yaml).unwrap();
+            assert!(recipe.probe && recipe.binaries.contains(&"/usr/local/bin/probe".into()));
+            let line = yaml
+                .lines()
+                .find_map(|l| l.strip_prefix(KIND_LINE))
+                .unwrap();
+            assert_eq!(parse_kind(line).unwrap(), kind);
+        }
+    }
+}
+
+#[test]
+fn a_kind_part_is_kept_only_for_its_kinds() {
+    let t = "a\n// @kind steady,peak\nb\n// @end\n# @kind timed\nc\n# @end\nd\n";
+    assert_eq!(render(t, "peak").unwrap(), "a\nb\nd\n");
+    assert_eq!(render(t, "timed").unwrap(), "a\nc\nd\n");
+    assert_eq!(render(t, "latency").unwrap(), "a\nd\n");
+    assert!(render("// @kind steady\nx\n", "steady").is_err());
+    assert!(render("x\n// @end\n", "steady").is_err());
+}
+
+#[test]
+fn the_study_template_loads_with_the_stand_in_and_with_every_kind() {
+    let text = study_text(Path::new("."), "demo", &[]).unwrap();
+    let study = Study::parse(&text).unwrap();
+    assert_eq!(study.probes[0].image, "go");
+    let mut text = study_text(Path::new("."), "demo", &[]).unwrap();
+    let stand_in = text.find("  # The kit's own Go probe").unwrap();
+    text.truncate(stand_in);
+    for kind in KINDS {
+        text.push_str(&probe_entry(&format!("p-{}", kind_word(kind)), kind));
+    }
+    let study = Study::parse(&text).unwrap();
+    assert_eq!(study.probes.len(), 5);
+    for (probe, kind) in study.probes.iter().zip(KINDS) {
+        assert_eq!(probe.kind, kind);
+    }
+}
+
+#[test]
+fn names_are_checked_and_nothing_is_overwritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let nowhere = Paths {
+        repo: tmp.path().to_owned(),
+        results: tmp.path().join("results"),
+    };
+    let err = study(&nowhere, "demo", &[]).unwrap_err();
+    assert!(format!("{err:#}").contains("no docker/ folder"), "{err:#}");
+    std::fs::create_dir(tmp.path().join("docker")).unwrap();
+    let paths = Paths {
+        repo: tmp.path().to_owned(),
+        results: tmp.path().join("results"),
+    };
+    assert!(probe(&paths, "a.b", Lang::Go, Kind::Steady).is_err());
+    assert!(probe(&paths, "Hello", Lang::Go, Kind::Steady).is_err());
+    probe(&paths, "hello", Lang::Binary, Kind::Peak).unwrap();
+    let sums = std::fs::read_to_string(tmp.path().join("docker/hello/SHA256SUMS")).unwrap();
+    let script = tmp.path().join("docker/hello/probe");
+    assert!(sums.starts_with(&digest::file(&script).unwrap()));
+    let err = probe(&paths, "hello", Lang::Go, Kind::Steady).unwrap_err();
+    assert!(format!("{err:#}").contains("already exists"), "{err:#}");
+    study(&paths, "demo", &["hello".into()]).unwrap();
+    let loaded = Study::load(&tmp.path().join("results/demo/study.yaml")).unwrap();
+    assert_eq!(loaded.probes[0].kind, Kind::Peak);
+    assert!(study(&paths, "demo", &[]).is_err());
+    let err = study(&paths, "other", &["nothing".into()]).unwrap_err();
+    assert!(format!("{err:#}").contains("nothing"), "{err:#}");
+}

@@ -1,0 +1,378 @@
+//! `parkbench plan STUDY`: everything that can be known before a build or a run, in about a
+//! second. Load the study (its claims against its kinds, its factors) → its images' recipes, pins
+//! and Dockerfiles → the programs they name → its kernels and CPUs against this host → the matrix
+//! and its expected time → which images the Engine holds and which a run would build, and how long
+//! they last took. The Engine is asked last and only for the image list: without it, everything
+//! else is still checked, and the plan says what it could not.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+
+use super::{Ending, Paths};
+use crate::engine::Engine;
+use crate::images::cache::Cache;
+use crate::images::plan::{Graph, Node};
+use crate::images::tags::{self, Planned};
+use crate::images::{self, lint, pin, timing};
+use crate::run::lifecycle::{CpuChoice, choose_cpus};
+use crate::run::plan::{Estimates, clock, describe, matrix};
+use crate::run::{guest, needs, run_dir};
+use crate::study::{Study, cpuset};
+use crate::yaml::{Doc, Invalid};
+
+/// What to plan.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The study file.
+    pub study: PathBuf,
+    /// The CPUs a run would be given (`--cpus`).
+    pub cpus: Option<CpuChoice>,
+    /// The kernels a run would be given (`--kernel`).
+    pub kernel: Vec<String>,
+}
+
+/// How long the plan waits for the Engine before saying it could not ask it.
+const ENGINE_WAIT: Duration = Duration::from_secs(3);
+
+pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
+    let started = Instant::now();
+    let repo = &paths.repo;
+    let study = Study::load(&options.study)?.under_kernels(&options.kernel)?;
+    let pins = pin::load_all(&repo.join("toolchains"))?;
+    let graph = images::graph(repo, &pins)?;
+    needs::check_probe_images(repo, &study, Some(&options.study))?;
+    check_factor_images(&study, &options.study, &graph)?;
+    guest::check_names(
+        &study
+            .kernels()
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>(),
+        &guest::known(repo)?,
+    )?;
+    let needed = graph.only(&needs::images(&study))?;
+    check_dockerfiles(repo, &needed)?;
+    println!("{}", said_study(&study, &options.study));
+    print!("{}", said_programs(repo, &study, &needed)?);
+    let engine = tokio::time::timeout(ENGINE_WAIT, Engine::connect()).await;
+    let engine = match engine {
+        Ok(Ok(engine)) => Ok(engine),
+        Ok(Err(e)) => Err(format!("{e:#}")),
+        Err(_) => Err(format!("no answer in {} s", ENGINE_WAIT.as_secs())),
+    };
+    print!("{}", said_cpus(&study, options, engine.as_ref().ok()).await);
+    print!("{}", said_kernels(&study));
+    let cache = Cache::from_env()?;
+    let planned = tags::planned(&cache, &pins, repo, &needed)?;
+    let latest = paths
+        .results
+        .join(&study.id)
+        .join("runs")
+        .join(run_dir::LATEST);
+    let estimates = Estimates::from_run(&latest);
+    let cells = matrix(&study);
+    print!("{}", said_matrix(&study, &cells));
+    println!("{}", describe(&study, &cells, 0, &estimates));
+    println!("{}", said_images(&cache, &planned, engine.as_ref()).await?);
+    print!("{}", said_downloads(&pins, &needed));
+    let unchecked = match &engine {
+        Ok(_) => "",
+        Err(_) => " (but which images are built: that needs the Engine)",
+    };
+    println!(
+        "plan: every check passed{unchecked} in {:.2} s; nothing was built or run",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(Ending::Ok)
+}
+
+/// The matrix, one line per probe: its image, kind, program, scales and processes.
+fn said_matrix(study: &Study, cells: &[crate::run::plan::Cell]) -> String {
+    let mut rows = vec![
+        ["PROBE", "IMAGE", "KIND", "PROGRAM", "SCALES", "PROCESSES"]
+            .map(String::from)
+            .to_vec(),
+    ];
+    for (i, p) in study.probes.iter().enumerate() {
+        let scales: Vec<String> = study.scales_of(p).iter().map(u64::to_string).collect();
+        let kind = serde_json::to_value(p.kind).ok();
+        rows.push(vec![
+            p.id.clone(),
+            p.image.clone(),
+            kind.as_ref()
+                .and_then(|k| k.as_str())
+                .unwrap_or("?")
+                .to_string(),
+            p.program.clone(),
+            scales.join(", "),
+            cells.iter().filter(|c| c.probe == i).count().to_string(),
+        ]);
+    }
+    format!("matrix:\n{}", table(&rows))
+}
+
+/// Rows as aligned columns, each line indented by two spaces.
+fn table(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|v| v.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::from(" ");
+        for (value, width) in row.iter().zip(&widths) {
+            line.push(' ');
+            line.push_str(value);
+            line.extend(std::iter::repeat_n(' ', width - value.chars().count()));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// A factor level's image must be an image folder (`explain` builds it).
+fn check_factor_images(study: &Study, file: &Path, graph: &Graph) -> Result<()> {
+    for (f, factor) in study.factors.iter().enumerate() {
+        for (l, level) in factor.levels.iter().enumerate() {
+            let Some(image) = &level.image else { continue };
+            if graph.get(image).is_none() {
+                let text = std::fs::read_to_string(file).unwrap_or_default();
+                let message = format!(
+                    "factor {:?} level {:?} names image {image:?}, which no docker/ folder builds; \
+                     add docker/{image}/ (a variant: docs/images.md#variants) or fix the name",
+                    factor.id, level.id
+                );
+                let at = format!("factors[{f}].levels[{l}].image");
+                return Err(
+                    Doc::new(file.display().to_string(), &text).error(&Invalid::new(at, message))
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every Dockerfile of the images the study needs, against its recipe; all problems at once.
+fn check_dockerfiles(repo: &Path, graph: &Graph) -> Result<()> {
+    let docker = repo.join("docker");
+    let mut problems = Vec::new();
+    for node in graph.nodes() {
+        if let Node::Recipe(recipe) = node {
+            problems.extend(lint::check_dockerfile(&docker, recipe)?);
+        }
+    }
+    if !problems.is_empty() {
+        let lines: Vec<String> = problems.into_iter().map(|p| p.message).collect();
+        bail!("{}", lines.join("\n"));
+    }
+    Ok(())
+}
+
+fn said_study(study: &Study, file: &Path) -> String {
+    format!(
+        "study {} ({}): valid: {} probes, {} claims, {} factors",
+        study.id,
+        file.display(),
+        study.probes.len(),
+        study.claims.len(),
+        study.factors.len()
+    )
+}
+
+/// Each probe's program and the programs its image records, with what names them.
+fn said_programs(repo: &Path, study: &Study, graph: &Graph) -> Result<String> {
+    let docker = repo.join("docker");
+    let mut rows = Vec::new();
+    for node in graph.nodes() {
+        let Node::Recipe(recipe) = node else { continue };
+        if !recipe.probe {
+            continue;
+        }
+        let runs: Vec<&str> = study
+            .probes
+            .iter()
+            .filter(|p| p.image == recipe.name)
+            .map(|p| p.program.as_str())
+            .collect();
+        for program in lint::programs(&docker, recipe)? {
+            let role = if runs.contains(&program.path.as_str()) {
+                "runs"
+            } else {
+                ""
+            };
+            let from = match program.named_by {
+                Some(by) => format!("named by its {by}"),
+                None => format!(
+                    "not named in docker/{}/: it must be in {}, which the build checks",
+                    recipe.name,
+                    program
+                        .final_image
+                        .as_deref()
+                        .map_or("the image its last FROM names".to_string(), |i| {
+                            format!("image {i}, where its last stage starts")
+                        })
+                ),
+            };
+            rows.push(vec![recipe.name.clone(), role.into(), program.path, from]);
+        }
+    }
+    Ok(format!(
+        "programs (as far as the sources tell; a build reads them back):\n{}",
+        table(&rows)
+    ))
+}
+
+/// The CPUs a run would pin to here, and what it needs to be told when the host has fewer.
+async fn said_cpus(study: &Study, options: &Options, engine: Option<&Engine>) -> String {
+    let (available, whose) = match engine {
+        Some(e) => match e.cpus().await {
+            Ok(cpus) => (cpus, "the Engine's"),
+            Err(_) => (host_cpus(), "this host's"),
+        },
+        None => (host_cpus(), "this host's"),
+    };
+    let choice = options.cpus.clone().unwrap_or(CpuChoice::Study);
+    let requested = &study.protocol.cpus;
+    match choose_cpus(requested, &available, &choice) {
+        Ok((cpus, deviations)) => {
+            let mut s = format!(
+                "CPUs: {} of {whose} {} ({})\n",
+                cpuset::format(&cpus),
+                cpuset::format(&available),
+                if deviations.is_empty() {
+                    "as the study asks".to_string()
+                } else {
+                    deviations.join("; ")
+                }
+            );
+            for p in &study.probes {
+                if p.cpus.is_some_and(|n| n > cpus.len()) {
+                    s.push_str(&format!(
+                        "  warning: probe {} asks for {} CPUs, a run here has {}: its cells would be \
+                         invalid\n",
+                        p.id,
+                        p.cpus.unwrap_or(0),
+                        cpus.len()
+                    ));
+                }
+            }
+            s
+        }
+        Err(e) => format!("CPUs: warning: {e:#}\n"),
+    }
+}
+
+fn host_cpus() -> Vec<usize> {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (0..n).collect()
+}
+
+fn said_kernels(study: &Study) -> String {
+    let kernels = study.kernels();
+    let guests: Vec<&str> = kernels
+        .iter()
+        .copied()
+        .filter(|k| *k != crate::study::kernel::HOST)
+        .collect();
+    let mut out = format!("kernels: {}\n", kernels.join(", "));
+    if !guests.is_empty() && !Path::new("/dev/kvm").exists() {
+        out.push_str(
+            "  warning: no /dev/kvm on this host: a guest kernel runs in a VM, which needs KVM \
+             (docs/kernels.md)\n",
+        );
+    }
+    out
+}
+
+/// Which images the Engine holds as a build would reuse them, which a run would build, and how
+/// long those last took, and what the build would cost.
+async fn said_images(
+    cache: &Cache,
+    planned: &[Planned],
+    engine: Result<&Engine, &String>,
+) -> Result<String> {
+    let mut out = String::from("images:\n");
+    let engine = match engine {
+        Ok(engine) => engine,
+        Err(why) => {
+            let rows: Vec<Vec<String>> = planned
+                .iter()
+                .map(|p| vec![p.name.clone(), p.tag.clone()])
+                .collect();
+            out.push_str(&table(&rows));
+            return Ok(out
+                + &format!(
+                    "build: not checked: the Engine is unreachable ({why}), so which of these images \
+                 are already built is unknown"
+                ));
+        }
+    };
+    let mut to_build = 0;
+    let mut known = 0.0;
+    let mut unknown = 0;
+    let mut rows = Vec::new();
+    for p in planned {
+        let state = if tags::cached(engine, p).await? {
+            "built".to_string()
+        } else {
+            to_build += 1;
+            match timing::last(cache, &p.name) {
+                Some(t) => {
+                    known += t.seconds;
+                    format!("to build (last build {:.0} s)", t.seconds)
+                }
+                None => {
+                    unknown += 1;
+                    "to build (no build time recorded)".to_string()
+                }
+            }
+        };
+        rows.push(vec![p.name.clone(), p.tag.clone(), state]);
+    }
+    out.push_str(&table(&rows));
+    let time = Duration::from_secs_f64(known);
+    Ok(out
+        + &match (to_build, unknown) {
+            (0, _) => "build: every image is built; a run starts measuring at once".to_string(),
+            (n, 0) => format!(
+                "build: {n} images to build, ≈ {} by their last builds",
+                clock(time)
+            ),
+            (n, u) if u == n => format!("build: {n} images to build (no build time recorded yet)"),
+            (n, u) => format!(
+                "build: {n} images to build, ≥ {} by their last builds ({u} without a recorded time)",
+                clock(time)
+            ),
+        })
+}
+
+/// Pins made only of downloads: no source of them may be reachable here, and the images made from
+/// them are then unavailable (their probes `not measured`), which only the build can tell.
+fn said_downloads(pins: &pin::Pins, graph: &Graph) -> String {
+    let mut out = String::new();
+    for node in graph.nodes() {
+        for name in node.pins() {
+            let Ok(p) = pins.get(name) else { continue };
+            if p.sources.iter().all(|s| matches!(s, pin::Source::Url(_))) {
+                out.push_str(&format!(
+                    "  note: {} needs pin {name}, made only of downloads: unless one is reachable \
+                     here it is unavailable, and its probes are not measured\n",
+                    node.name()
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
