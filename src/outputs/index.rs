@@ -32,7 +32,7 @@ pub fn studies(results: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Writes `results/index.md` and returns its path. A study that cannot be read, or whose latest run
+/// Writes `results/index.md` (and the same as `results/index.html`) and returns its path. A study that cannot be read, or whose latest run
 /// cannot be recomputed, gets an error line naming it instead of its section.
 pub fn write(results: &Path) -> Result<PathBuf> {
     let mut out = String::from(
@@ -44,6 +44,8 @@ pub fn write(results: &Path) -> Result<PathBuf> {
     }
     let path = results.join("index.md");
     crate::images::cache::write_atomic(&path, out.as_bytes())?;
+    let html = crate::outputs::html::page("Studies", &crate::outputs::html::markdown(&out, &[]));
+    crate::images::cache::write_atomic(&results.join("index.html"), html.as_bytes())?;
     Ok(path)
 }
 

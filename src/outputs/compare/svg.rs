@@ -6,10 +6,10 @@
 use std::fmt::Write as _;
 
 use super::{CellRow, Side, cells};
-use crate::outputs::report::number::scale_label;
-use crate::outputs::report::svg::{
+use crate::outputs::figure::panel::{
     Axis, COLORS, FONT, HEADER_H, MARGIN, PANEL_H, PANEL_W, PLOT, Plot, nice_step, text, y_axis,
 };
+use crate::outputs::report::number::scale_label;
 use crate::study::Study;
 use crate::study::claim;
 
