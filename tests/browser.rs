@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -75,6 +75,7 @@ fn free_port() -> u16 {
 fn request(port: u16, method: &str, path: &str, body: Option<&Value>) -> std::io::Result<Value> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(120)))?;
+    s.set_write_timeout(Some(Duration::from_secs(10)))?;
     let body = body.map(Value::to_string).unwrap_or_default();
     write!(
         s,
@@ -82,27 +83,42 @@ fn request(port: u16, method: &str, path: &str, body: Option<&Value>) -> std::io
          charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw);
-    let (head, mut payload) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let mut dechunked = String::new();
-    if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        let mut rest = payload;
-        while let Some((size, tail)) = rest.split_once("\r\n") {
+    // Read the head, then exactly the body its Content-Length (or chunks) announce: chromedriver
+    // may keep the connection open.
+    let mut r = std::io::BufReader::new(s);
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line)? == 0 || line == "\r\n" {
+            break;
+        }
+        head.push_str(&line.to_ascii_lowercase());
+    }
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let mut body = Vec::new();
+    if let Some(n) = length {
+        body.resize(n, 0);
+        r.read_exact(&mut body)?;
+    } else if head.contains("transfer-encoding: chunked") {
+        loop {
+            let mut size = String::new();
+            r.read_line(&mut size)?;
             let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
             if n == 0 {
                 break;
             }
-            dechunked.push_str(&tail[..n]);
-            rest = &tail[n + 2..];
+            let mut chunk = vec![0; n + 2];
+            r.read_exact(&mut chunk)?;
+            body.extend_from_slice(&chunk[..n]);
         }
-        payload = &dechunked;
+    } else {
+        r.read_to_end(&mut body)?;
     }
-    serde_json::from_str(payload).map_err(std::io::Error::other)
+    let payload = String::from_utf8_lossy(&body);
+    serde_json::from_str(&payload).map_err(std::io::Error::other)
 }
 
 impl Driver {
@@ -308,6 +324,8 @@ fn report_html_of_a_real_run_in_chromium() {
     let out = run_study(tmp.path(), STUDY);
     assert!(out.status.success(), "{}", describe(&out));
     let run = only_run(tmp.path(), "browser");
+    let out = parkbench().arg("report").arg(&run).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
     let report = run.join("report.html");
     assert!(report.is_file(), "no report.html in {}", run.display());
     let claims = STUDY

@@ -23,7 +23,7 @@ mod rows;
 mod timed;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::outputs::summary::Summary;
 use crate::outputs::verdict::Verdict;

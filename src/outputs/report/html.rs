@@ -239,3 +239,66 @@ fn files() -> String {
     out.push_str("</ul>\n");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outputs::report::fixture;
+    use crate::outputs::summary::summarize;
+    use crate::outputs::verdict::judge;
+
+    fn render(study: &crate::study::Study, samples: &[crate::study::sample::Sample]) -> String {
+        let summary = summarize(study, samples);
+        let verdicts = judge(study, &summary);
+        let input = fixture::input(study, samples, &summary, &verdicts);
+        String::from_utf8(Html.render(&input).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn holds_the_report_a_sortable_verdict_row_per_claim_every_figure_and_the_raw_values() {
+        let (study, samples) = crate::outputs::figure::tests::kinds();
+        let html = render(&study, &samples);
+        let table = &html[html.find("id=\"verdict-table\"").unwrap()..];
+        let table = &table[..table.find("</table>").unwrap()];
+        assert_eq!(table.matches("<tr>").count(), study.claims.len() + 1);
+        for c in &study.claims {
+            assert!(
+                table.contains(&format!("<code>{}</code>", c.id)),
+                "{}",
+                c.id
+            );
+        }
+        for design in ["memory", "timed", "latency", "reported", "ratio", "order"] {
+            assert!(
+                html.contains(&format!("data-design=\"{design}\"")),
+                "{design}"
+            );
+        }
+        for section in [
+            "## Environment",
+            "Raw process values",
+            "Files of the run folder",
+        ] {
+            let heading = section.trim_start_matches("## ");
+            assert!(html.contains(heading), "{section}");
+        }
+        assert!(html.contains("<a href=\"samples.jsonl\">"));
+        // Self-contained: one script (the sorter), no source or link to fetch.
+        assert_eq!(html.matches("<script").count(), 1);
+        assert!(!html.contains(" src="), "nothing to load");
+        assert!(!html.contains("<link"), "no stylesheet to load");
+    }
+
+    #[test]
+    fn markup_from_a_hostile_archive_is_text() {
+        let (study, samples) = crate::outputs::figure::tests::hostile();
+        let html = render(&study, &samples);
+        assert_eq!(
+            html.matches("<script").count(),
+            1,
+            "only the page's own sorter"
+        );
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(!html.contains("<script>alert"));
+    }
+}
