@@ -307,6 +307,8 @@ fn check_report(report: &Path, claims: usize) {
         eprintln!("screenshot: {}", path.display());
     }
     drop(d);
+    // The page itself too, for a look at the whole (its links point into the deleted run folder).
+    std::fs::copy(report, dir.join("report.html")).unwrap();
     eprintln!(
         "browser checks took {:.1} s",
         started.elapsed().as_secs_f64()

@@ -131,5 +131,7 @@ mod tests {
             index.contains("(`b-fresh`)") && index.contains("Not run yet"),
             "{index}"
         );
+        let page = std::fs::read_to_string(results.join("index.html")).unwrap();
+        assert!(page.contains("<h1>Studies</h1>") && page.contains("Not run yet"));
     }
 }

@@ -1,16 +1,34 @@
-//! Reported figures: one per result key the programs compute themselves (sizes, counts, limits),
-//! one unit each; a labelled bar per probe at the median over processes, and a diamond at each
-//! published value, named in the right column.
+//! Reported figures: the values programs compute themselves (sizes, counts, limits) as labelled
+//! bars, one figure per unit — sizes, times, plain numbers — so that one figure never mixes units.
+//! A row per probe and result key at the median over processes, its value (and its range when
+//! processes differ) written beside it, and a diamond at each published value, named there too.
+//! The axis turns logarithmic when the values span more than 20×, so a small count stays visible
+//! beside a large limit.
 
 use std::collections::BTreeSet;
 
 use super::draw::{Scale, color, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
-use super::timed::label;
 use super::{Design, Figure, Input, published};
 use crate::outputs::summary::Cell;
 use crate::study::Stat;
 use crate::study::kind::Kind;
+
+/// The families of units a reported value may have, by its key's name: (name, title).
+const FAMILIES: [(&str, &str); 3] = [
+    ("bytes", "sizes"),
+    ("ns", "times"),
+    ("", "counts and other plain values"),
+];
+
+/// The family of a key (`x_bytes` → `bytes`, `ns_per_x` → `ns`, anything else plain).
+fn family(key: &str) -> &'static str {
+    match unit_of(key, 0.0).0 {
+        "B" => "bytes",
+        "ns" => "ns",
+        _ => "",
+    }
+}
 
 pub fn figures(input: &Input) -> Vec<Figure> {
     let cells: Vec<&Cell> = input
@@ -19,39 +37,40 @@ pub fn figures(input: &Input) -> Vec<Figure> {
         .iter()
         .filter(|c| c.kind == Kind::Reported)
         .collect();
-    let keys: BTreeSet<&str> = cells
+    FAMILIES
         .iter()
-        .flat_map(|c| c.stats.keys().map(String::as_str))
-        .chain(
-            input
-                .study
-                .probes
-                .iter()
-                .filter(|p| p.kind == Kind::Reported)
-                .flat_map(|p| p.results.iter().map(String::as_str)),
-        )
-        .collect();
-    keys.into_iter()
-        .filter_map(|key| figure(input, &cells, key))
+        .filter_map(|(fam, title)| figure(input, &cells, fam, title))
         .collect()
 }
 
-fn figure(input: &Input, cells: &[&Cell], key: &str) -> Option<Figure> {
-    let with: Vec<&Cell> = cells
+/// The keys of a cell: those it reported and those its probe declares.
+fn keys<'a>(input: &'a Input, c: &'a Cell) -> BTreeSet<&'a str> {
+    let declared = input.study.probe(&c.probe).map(|p| p.results.as_slice());
+    c.stats
+        .keys()
+        .map(String::as_str)
+        .chain(declared.unwrap_or_default().iter().map(String::as_str))
+        .collect()
+}
+
+fn figure(input: &Input, cells: &[&Cell], fam: &str, title: &str) -> Option<Figure> {
+    // (cell, key, probe's colour index) for every row of this family.
+    let probes: Vec<&str> = input
+        .study
+        .probes
         .iter()
-        .copied()
-        .filter(|c| {
-            c.stats.contains_key(key)
-                || input
-                    .study
-                    .probe(&c.probe)
-                    .is_some_and(|p| p.results.iter().any(|k| k == key))
-        })
+        .filter(|p| p.kind == Kind::Reported)
+        .map(|p| p.id.as_str())
         .collect();
-    if with.is_empty() {
+    let rows: Vec<(&Cell, &str)> = cells
+        .iter()
+        .flat_map(|c| keys(input, c).into_iter().map(move |k| (*c, k)))
+        .filter(|(_, k)| family(k) == fam)
+        .collect();
+    if rows.is_empty() {
         return None;
     }
-    let published_of = |c: &Cell| {
+    let published_of = |c: &Cell, key: &str| {
         published(input, |cl| {
             cl.stat == Stat::ResultMedian
                 && cl.probe == c.probe
@@ -59,22 +78,25 @@ fn figure(input: &Input, cells: &[&Cell], key: &str) -> Option<Figure> {
                 && cl.tasks.is_none_or(|t| t == c.tasks)
         })
     };
-    let values: Vec<f64> = with
+    let values: Vec<f64> = rows
         .iter()
-        .flat_map(|c| {
-            let measured = c.stats.get(key).map(|s| s.max);
-            let published: Vec<f64> = published_of(c).into_iter().flat_map(|(v, _)| v).collect();
+        .flat_map(|(c, k)| {
+            let measured = c.stats.get(*k).map(|s| s.max);
+            let published: Vec<f64> = published_of(c, k)
+                .into_iter()
+                .flat_map(|(v, _)| v)
+                .collect();
             measured.into_iter().chain(published)
         })
         .collect();
     let max = values.iter().copied().fold(0.0, f64::max);
-    let (unit, per) = unit_of(key, max);
-    // Bars start at zero: a linear axis, whatever the spread.
-    let scale = Scale::linear(max, unit, per);
-    let rows = with
+    let (unit, per) = unit_of(if fam.is_empty() { "x" } else { fam }, max);
+    let scale = Scale::fitting(&values, unit, per);
+    let one_probe = rows.iter().all(|(c, _)| c.probe == rows[0].0.probe);
+    let several_scales = |c: &Cell| cells.iter().filter(|o| o.probe == c.probe).count() > 1;
+    let rows = rows
         .iter()
-        .enumerate()
-        .map(|(i, c)| {
+        .map(|&(c, key)| {
             let s = c.stats.get(key);
             let value = s.map(|s| {
                 let range = if s.min == s.max {
@@ -94,23 +116,38 @@ fn figure(input: &Input, cells: &[&Cell], key: &str) -> Option<Figure> {
                     input.summary.processes_of(c)
                 )
             });
+            let mut label = if one_probe {
+                key.to_string()
+            } else {
+                format!("{} · {key}", c.probe)
+            };
+            if several_scales(c) {
+                label.push_str(&format!(" @ {}", c.tasks));
+            }
             Row {
-                label: label(&with, c),
-                color: color(i),
+                label,
+                color: color(probes.iter().position(|p| *p == c.probe).unwrap_or(0)),
                 marks: s.map(|s| vec![Mark::Bar(s.median)]).unwrap_or_default(),
-                published: published_of(c),
+                published: published_of(c, key),
                 value,
-                missing: s.is_none().then(|| "no valid process".to_string()),
+                missing: s
+                    .is_none()
+                    .then(|| "no valid process reports it".to_string()),
             }
         })
         .collect();
+    let who = if one_probe {
+        format!(" of {}", cells[0].probe)
+    } else {
+        String::new()
+    };
     Some(draw(Chart {
-        id: format!("reported-{key}"),
+        id: format!("reported-{}", if fam.is_empty() { "plain" } else { fam }),
         design: Design::Reported,
-        title: format!("Reported: {key}"),
+        title: format!("Reported {title}{who}"),
         caption: vec![
-            "A bar per probe at the median over processes of the value the program reports (its \
-             range when processes differ); ◇ a published value."
+            "A bar per result key at the median over processes of the value the program reports \
+             (its range when processes differ); ◇ a published value."
                 .into(),
         ],
         scale,

@@ -151,11 +151,11 @@ fn figures_section(figures: &[Figure]) -> String {
     for f in figures {
         let _ = writeln!(
             out,
-            "<figure id=\"figure-{}\" data-design=\"{}\">{}<figcaption>{}</figcaption></figure>",
+            "<figure id=\"figure-{}\" data-design=\"{}\" aria-label=\"{}\">{}</figure>",
             escape(&f.id),
             f.design.class(),
-            f.svg,
-            escape(&f.title)
+            escape(&f.title),
+            f.svg
         );
     }
     out
