@@ -8,7 +8,7 @@ use super::rows::{Chart, Mark, Row, draw};
 use super::{Design, Figure, Input};
 use crate::outputs::report::number;
 use crate::outputs::verdict::{Measured, sides};
-use crate::study::{Claim, Stat};
+use crate::study::{Claim, Expected, Stat};
 
 pub fn figures(input: &Input) -> Vec<Figure> {
     input
@@ -18,6 +18,25 @@ pub fn figures(input: &Input) -> Vec<Figure> {
         .filter(|c| matches!(c.stat, Stat::Ratio | Stat::LowerByPercent | Stat::Order))
         .filter_map(|c| figure(input, c))
         .collect()
+}
+
+/// Where the first side would be if the published ratio or percentage held exactly against the
+/// second (only for a claim of two sides with the second measured): the value(s) in base units.
+fn implied(claim: &Claim, sides: &[(String, Option<f64>)]) -> Option<Vec<f64>> {
+    let [_, (_, Some(b))] = sides else {
+        return None;
+    };
+    let published: Vec<f64> = match &claim.expected {
+        Expected::Value(v) => vec![*v],
+        Expected::Range(r) => r.to_vec(),
+        Expected::Bound(bound) => [bound.above, bound.below].into_iter().flatten().collect(),
+        Expected::Order(_) => return None,
+    };
+    let at = |p: f64| match claim.stat {
+        Stat::Ratio => b * p,
+        _ => b * (1.0 - p / 100.0),
+    };
+    Some(published.into_iter().map(at).collect())
 }
 
 /// The name whose suffix says the compared statistic's unit (`x_bytes`, `ns`, a result key).
@@ -37,7 +56,12 @@ fn figure(input: &Input, claim: &Claim) -> Option<Figure> {
         return None;
     }
     let verdict = input.verdicts.iter().find(|v| v.claim == claim.id);
-    let max = sides.iter().filter_map(|s| s.1).fold(0.0, f64::max);
+    let implied = implied(claim, &sides);
+    let max = sides
+        .iter()
+        .filter_map(|s| s.1)
+        .chain(implied.iter().flatten().copied())
+        .fold(0.0, f64::max);
     let (unit, per) = unit_of(&unit_name(claim), max);
     let scale = Scale::linear(max, unit, per);
     let measured_rank = |id: &str| match verdict.and_then(|v| v.measured.as_ref()) {
@@ -62,7 +86,24 @@ fn figure(input: &Input, claim: &Claim) -> Option<Figure> {
                 label: name.clone(),
                 color: color(i),
                 marks: v.map(|v| vec![Mark::Bar(v)]).unwrap_or_default(),
-                published: Vec::new(),
+                published: if i == 0 {
+                    implied
+                        .iter()
+                        .map(|at| {
+                            let shown: Vec<String> = at.iter().map(|v| scale.show(*v)).collect();
+                            (
+                                at.clone(),
+                                format!(
+                                    "{} {unit} at the published {}",
+                                    shown.join("–"),
+                                    number::expected(&claim.expected, claim.unit)
+                                ),
+                            )
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                },
                 value,
                 missing: v.is_none().then(|| "not measured".to_string()),
             }
@@ -87,8 +128,12 @@ fn figure(input: &Input, claim: &Claim) -> Option<Figure> {
         ));
     }
     let what = match claim.stat {
-        Stat::Ratio => "the first bar ÷ the others",
-        Stat::LowerByPercent => "(1 − the first bar ÷ the second) × 100",
+        Stat::Ratio => {
+            "the first bar ÷ the others; ◇ where the first would be at the published ratio"
+        }
+        Stat::LowerByPercent => {
+            "(1 − the first bar ÷ the second) × 100; ◇ where the first would be at the published percentage"
+        }
         _ => "the bars ranked lowest first, rows in the published order",
     };
     caption.push(format!(

@@ -295,10 +295,27 @@ fn twelve_rows_keep_labels_apart() {
 }
 
 #[test]
-fn default_study_figures_are_readable() {
+fn default_study_figures_are_readable_and_draw_the_headline_claim() {
     let study = Study::default_study();
-    for f in figures(&study, &fixture::samples()) {
-        assert_readable(&f);
+    let figs = figures(&study, &fixture::samples());
+    for f in &figs {
+        assert_readable(f);
+    }
+    // "Rust uses about 86 % less than Go": both sides, the measured and the published percentage.
+    for c in study
+        .claims
+        .iter()
+        .filter(|c| c.stat == crate::study::Stat::LowerByPercent)
+    {
+        let f = figs
+            .iter()
+            .find(|f| f.id == format!("claim-{}", c.id))
+            .unwrap_or_else(|| panic!("no figure for {}", c.id));
+        assert_eq!(f.svg.matches("class=\"row\"").count(), 2, "{}", c.id);
+        assert!(f.svg.contains("published"), "{}", c.id);
+        if c.id == "rust-lower-1m" {
+            insta::assert_snapshot!("figure_claim_lower_by", &f.svg);
+        }
     }
 }
 
