@@ -3,7 +3,8 @@
 //! directly). A small study with a probe of every kind and a claim of every kind runs on the real
 //! Engine; its report.html is opened from a file URL and checked: no console error, every figure
 //! drawn with a size, one verdict row per claim, sorting by a header, and not one request leaving
-//! the page. A screenshot of each figure design is kept under `target/browser-screenshots/`.
+//! the page — though the study's title and a claim's words hold a script, an image and a frame. A
+//! screenshot of each figure design is kept under `target/browser-screenshots/`.
 
 mod common;
 
@@ -19,7 +20,7 @@ use common::*;
 use serde_json::{Value, json};
 
 const STUDY: &str = r#"id: browser
-title: Every figure of a run, in a browser
+title: "Every figure of a run <script>window.pwned = 1</script><img src=\"http://192.0.2.1/x.png\" onerror=\"window.pwned = 2\">"
 source: {article: test, environment: test, cpus: "0-1"}
 protocol: {scales: [100, 1000], repeats: 2, order: alternate, cpus: "0-1", settle_ms: 50, samples: 2, interval_ms: 20, timeout_s: 120}
 probes:
@@ -34,7 +35,7 @@ claims:
   - {id: limit, text: "at most 200 threads", stat: result_median, probe: thread-limit, metric: threads, expected: {below: 201}, unit: count}
   - {id: spawn-p99, text: "P99 spawn under 1 ms", stat: percentile, probe: tokio-spawn, percentile: 99, expected: {below: 1}, unit: ms}
   - {id: ucontext-vs-asm, text: "swapcontext 20x a hand-written switch", stat: ratio, of: result_median, metric: ns_per_switch, probe: ucontext, than: asm-switch, expected: 20, unit: x, tolerance: {relative: 0.5}}
-  - {id: cheapest, text: "the assembly switch is the cheapest", stat: order, of: result_median, metric: ns_per_switch, tasks: 1, expected: [asm-switch, ucontext], unit: rank}
+  - {id: cheapest, text: "the assembly switch is the cheapest <iframe src=\"http://192.0.2.1/\"></iframe>", stat: order, of: result_median, metric: ns_per_switch, tasks: 1, expected: [asm-switch, ucontext], unit: rank}
 "#;
 
 /// The designs the study above must show, one screenshot each.
@@ -269,8 +270,21 @@ fn check_report(report: &Path, claims: usize) {
 
     let rows = d.script("return document.querySelectorAll('#verdict-table tbody tr').length");
     assert_eq!(rows, json!(claims), "one verdict row per claim");
-    // The only script is the page's own sorter: nothing from the study or the run runs.
+    // The only script is the page's own sorter: the study's markup (its title and a claim's words
+    // hold a script, an image and a frame) shows as text and runs nothing.
     assert_eq!(d.script("return document.scripts.length"), json!(1));
+    assert_eq!(d.script("return typeof window.pwned"), json!("undefined"));
+    assert_eq!(
+        d.script("return document.querySelectorAll('img, iframe').length"),
+        json!(0)
+    );
+    let h1 = d.script("return document.querySelector('h1').textContent");
+    assert!(
+        h1.as_str()
+            .unwrap()
+            .contains("<script>window.pwned = 1</script>"),
+        "the title as text: {h1}"
+    );
 
     let header = d.element("#verdict-table thead th:nth-child(1)");
     d.session("POST", &format!("/element/{header}/click"), Some(json!({})));
