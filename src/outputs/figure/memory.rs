@@ -214,7 +214,6 @@ fn draw(input: &Input, probes: &[(&str, Stat)]) -> Figure {
         y += LINE;
     }
     let labels = c.labels.clone();
-    let _ = DIAMOND;
     Figure {
         id: "memory".into(),
         design: Design::Memory,

@@ -3,7 +3,7 @@
 //! measured value and each published value with its claim — in a column on the right. Names,
 //! marks and numbers never share space, so nothing overlaps however many rows there are.
 
-use super::draw::{Anchor, Canvas, DIAMOND, Scale, abbreviate, escape, text_width};
+use super::draw::{Anchor, Canvas, Scale, abbreviate, escape, text_width};
 use super::{Design, Figure};
 
 /// One mark on a row, in base units.
@@ -161,7 +161,6 @@ pub fn draw(chart: Chart) -> Figure {
             c.rect(left, *y0, PLOT_W, *h, "fill=\"#f6f6f6\"");
         }
         let mid = y0 + h / 2.0;
-        let _ = i;
         c.out.push_str(&format!(
             "<g class=\"row\" data-row=\"{}\">\n",
             escape(&row.label)
@@ -295,7 +294,6 @@ fn marks(c: &mut Canvas, row: &Row, xs: &dyn Fn(f64) -> f64, y0: f64, h: f64, le
             }
         }
     }
-    let _ = DIAMOND;
 }
 
 /// A percentile's marker: 0 circle, 1 square, 2 triangle, 3 cross; centred on (`x`, `y`).
