@@ -31,6 +31,7 @@ probes:
   - {id: tokio-spawn, image: runtime-tokio, program: /usr/local/bin/spawn-latency, kind: latency, scales: [1], args: ["100"]}
 claims:
   - {id: pthreads-1k, text: "1,000 threads — 10.1 MB", stat: rss_median, probe: pthreads, tasks: 1000, expected: 10.1, unit: MB, tolerance: {relative: 0.05}}
+  - {id: per-thread, text: "about 8 KiB per thread", stat: per_task_bytes, probe: pthreads, tasks: 1000, expected: 8, unit: KiB, tolerance: {relative: 0.5}}
   - {id: asm, text: "7.75 ns per switch", stat: result_median, probe: asm-switch, metric: ns_per_switch, expected: 7.75, unit: ns, tolerance: {relative: 0.1}}
   - {id: limit, text: "at most 200 threads", stat: result_median, probe: thread-limit, metric: threads, expected: {below: 201}, unit: count}
   - {id: spawn-p99, text: "P99 spawn under 1 ms", stat: percentile, probe: tokio-spawn, percentile: 99, expected: {below: 1}, unit: ms}
@@ -39,7 +40,9 @@ claims:
 "#;
 
 /// The designs the study above must show, one screenshot each.
-const DESIGNS: [&str; 6] = ["memory", "timed", "latency", "reported", "ratio", "order"];
+const DESIGNS: [&str; 7] = [
+    "memory", "timed", "latency", "reported", "ratio", "order", "value",
+];
 
 /// chromedriver in its own process group; dropping it ends the session and kills the group
 /// (chromedriver and every Chromium process it started), on every path.
@@ -348,6 +351,6 @@ fn report_html_of_a_real_run_in_chromium() {
         .lines()
         .filter(|l| l.starts_with("  - {id:") && l.contains("stat:"))
         .count();
-    assert_eq!(claims, 6);
+    assert_eq!(claims, 7);
     check_report(&report, claims);
 }

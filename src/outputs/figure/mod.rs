@@ -4,9 +4,11 @@
 //! - `memory`: memory by scale (steady and peak probes), a panel per scale, a column per probe;
 //! - `timed`: per result key, each process's median with its bootstrap interval, a row per probe;
 //! - `latency`: P50, P90, P99 and P99.9 per probe on a logarithmic axis;
-//! - `reported`: per result key, the values the programs report as labelled bars;
+//! - `reported`: per unit, the values the programs report as labelled bars;
 //! - `claims`: each ratio, `lower_by_percent` and order claim as what it claims — its sides side by
-//!   side, with the measured and the published ratio or ranking.
+//!   side, with the measured and the published ratio or ranking;
+//! - `values`: every other claim on a single value (per-task bytes, baseline, a metric, a range),
+//!   a row per claim with its measured and published value.
 //!
 //! Every figure has one unit, names each published value in the picture (not in a tooltip), gives
 //! each probe one colour of a palette that does not repeat within it (`draw::PALETTE`), and records
@@ -21,6 +23,7 @@ pub mod panel;
 mod reported;
 mod rows;
 mod timed;
+mod values;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -38,6 +41,7 @@ pub enum Design {
     Reported,
     Ratio,
     Order,
+    Value,
 }
 
 impl Design {
@@ -50,6 +54,7 @@ impl Design {
             Design::Reported => "reported",
             Design::Ratio => "ratio",
             Design::Order => "order",
+            Design::Value => "value",
         }
     }
 }
@@ -81,6 +86,7 @@ pub fn all(input: &Input) -> Vec<Figure> {
     out.extend(latency::figure(input));
     out.extend(reported::figures(input));
     out.extend(claims::figures(input));
+    out.extend(values::figures(input));
     out
 }
 

@@ -43,13 +43,18 @@ pub fn figures(input: &Input) -> Vec<Figure> {
         .collect()
 }
 
-/// The keys of a cell: those it reported and those its probe declares.
+/// The keys of a cell: those it reported, those its probe declares and those its claims name.
 fn keys<'a>(input: &'a Input, c: &'a Cell) -> BTreeSet<&'a str> {
     let declared = input.study.probe(&c.probe).map(|p| p.results.as_slice());
+    let claimed = input.study.claims.iter().filter_map(|cl| {
+        let on = cl.stat == Stat::ResultMedian && cl.probe == c.probe;
+        if on { cl.metric.as_deref() } else { None }
+    });
     c.stats
         .keys()
         .map(String::as_str)
         .chain(declared.unwrap_or_default().iter().map(String::as_str))
+        .chain(claimed)
         .collect()
 }
 

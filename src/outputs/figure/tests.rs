@@ -29,6 +29,7 @@ claims:
   - {id: limit, text: about 18000 threads, stat: result_median, probe: limits, metric: threads, expected: {below: 19800}, unit: count}
   - {id: faster, text: threads 250x slower, stat: ratio, of: result_median, metric: ns_per_switch, probe: switch-threads, than: switch-asm, expected: 250, unit: x, tolerance: {relative: 0.1}}
   - {id: go-peak, text: Go 30 MiB at 100, stat: peak_median, probe: pk-go, tasks: 100, expected: 30, unit: MiB, tolerance: {relative: 0.1}}
+  - {id: go-per-task, text: Go 200 kB per task, stat: per_task_bytes, probe: pk-go, tasks: 100, expected: 200, unit: kB, tolerance: {relative: 0.2}}
   - {id: lower, text: rust lower than go, stat: order, of: peak_median, tasks: 100, expected: [pk-rust, pk-go], unit: rank}
 ";
 
@@ -189,6 +190,7 @@ fn every_kind_has_its_figure_and_no_label_overlaps() {
         Design::Reported,
         Design::Ratio,
         Design::Order,
+        Design::Value,
     ] {
         assert!(designs.contains(&d), "{d:?} missing: {designs:?}");
     }
@@ -346,4 +348,28 @@ fn hostile_names_are_text() {
     for f in figs {
         assert!(!f.svg.contains("<script"), "{}", f.svg);
     }
+}
+
+/// Every claim of every study in `results/` is drawn on a figure of its run, even a run with no
+/// valid sample yet (its rows then say `not measured`).
+#[test]
+fn every_claim_of_every_study_is_drawn() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let mut missing = Vec::new();
+    for file in crate::outputs::index::studies(&root).unwrap() {
+        let study = Study::load(&file).unwrap();
+        let figs = figures(&study, &[]);
+        for c in &study.claims {
+            let id = super::draw::escape(&c.id);
+            let drawn = figs.iter().any(|f| {
+                f.svg.contains(&format!("· {id} ·"))
+                    || f.svg.contains(&format!(">Claim {id}<"))
+                    || f.svg.contains(&format!(">{id} ("))
+            });
+            if !drawn {
+                missing.push(format!("{}: {} ({:?})", study.id, c.id, c.stat));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "claims on no figure: {missing:#?}");
 }

@@ -30,6 +30,7 @@ pub fn figures(input: &Input) -> Vec<Figure> {
                 .iter()
                 .flat_map(|c| c.stats.keys().map(String::as_str)),
         )
+        .chain(claimed(input, Kind::Timed))
         .collect();
     keys.into_iter()
         .filter_map(|key| figure(input, &cells, key))
@@ -133,10 +134,26 @@ fn figure(input: &Input, cells: &[&Cell], key: &str) -> Option<Figure> {
     }))
 }
 
-/// Whether the study says `probe` reports `key`.
-fn declares(input: &Input, probe: &str, key: &str) -> bool {
-    input
-        .study
-        .probe(probe)
-        .is_some_and(|p| p.results.iter().any(|k| k == key))
+/// Whether the study says `probe` reports `key`, in its `results` or a claim's `metric`.
+pub(super) fn declares(input: &Input, probe: &str, key: &str) -> bool {
+    let claimed = input.study.claims.iter().any(|c| {
+        c.stat == Stat::ResultMedian && c.probe == probe && c.metric.as_deref() == Some(key)
+    });
+    claimed
+        || input
+            .study
+            .probe(probe)
+            .is_some_and(|p| p.results.iter().any(|k| k == key))
+}
+
+/// The result keys claims name for probes of `kind`.
+pub(super) fn claimed<'a>(input: &'a Input, kind: Kind) -> impl Iterator<Item = &'a str> {
+    input.study.claims.iter().filter_map(move |c| {
+        let of_kind = input.study.probe(&c.probe).is_some_and(|p| p.kind == kind);
+        if c.stat == Stat::ResultMedian && of_kind {
+            c.metric.as_deref()
+        } else {
+            None
+        }
+    })
 }

@@ -268,7 +268,9 @@ mod tests {
                 c.id
             );
         }
-        for design in ["memory", "timed", "latency", "reported", "ratio", "order"] {
+        for design in [
+            "memory", "timed", "latency", "reported", "ratio", "order", "value",
+        ] {
             assert!(
                 html.contains(&format!("data-design=\"{design}\"")),
                 "{design}"
