@@ -54,6 +54,7 @@ fn reproduce_then_check_and_verify_the_archive() {
     let archive = run.with_extension("tar.gz");
     for file in [
         "report.md",
+        "report.html",
         "figure.svg",
         "samples.csv",
         "summary.json",

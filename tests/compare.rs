@@ -53,6 +53,11 @@ fn a_run_compared_with_its_archive() {
     );
     let svg = std::fs::read_to_string(written.join("compare.svg")).unwrap();
     assert_eq!(svg.matches("class=\"panel\"").count(), 2, "{svg}");
+    let html = std::fs::read_to_string(written.join("compare.html")).unwrap();
+    assert!(
+        html.contains(&svg) && html.contains("<h2>Cells</h2>"),
+        "{html}"
+    );
 
     // Bad input is named, exits 1 and writes nothing.
     let not_a_run = tmp.path().join("not-a-run");

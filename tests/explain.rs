@@ -92,6 +92,11 @@ fn a_differing_claim_is_explained_archived_and_verifiable() {
             .unwrap()
             .starts_with("<svg")
     );
+    let html = std::fs::read_to_string(sweep.join("explanation.html")).unwrap();
+    assert!(
+        html.contains("<svg") && html.contains("<td>off</td>"),
+        "{html}"
+    );
     // Both the baseline and the variant ran every task.
     let samples = common::samples(&sweep);
     let probes: std::collections::BTreeSet<&str> =

@@ -71,6 +71,7 @@ fn rerun_an_archive_with_and_without_images() {
     );
     assert_eq!(of["images"], "loaded");
     assert!(run.join("compare.md").is_file() && run.join("compare.svg").is_file());
+    assert!(run.join("compare.html").is_file());
     assert_eq!(
         samples(&run).len(),
         samples(&original).len(),

@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use super::Ending;
 use crate::outputs::compare;
 
-/// Prints the comparison of `a` (the reference) and `b`; with `out`, also writes compare.md and
-/// compare.svg there. Both runs are read before anything is written. With `fail_above` (percent),
+/// Prints the comparison of `a` (the reference) and `b`; with `out`, also writes compare.md,
+/// compare.svg and compare.html there. Both runs are read before anything is written. With `fail_above` (percent),
 /// a cell whose B ÷ A moved further, or was lost in B, ends it as [`Ending::RunsDiffer`].
 pub fn compare(a: &Path, b: &Path, out: Option<&Path>, fail_above: Option<f64>) -> Result<Ending> {
     let a = compare::load(a)?;
@@ -20,6 +20,8 @@ pub fn compare(a: &Path, b: &Path, out: Option<&Path>, fail_above: Option<f64>) 
             .with_context(|| format!("creating the output folder {}", dir.display()))?;
         crate::images::cache::write_atomic(&dir.join("compare.md"), md.as_bytes())?;
         crate::images::cache::write_atomic(&dir.join("compare.svg"), svg.as_bytes())?;
+        let html = compare::html(&a, &b);
+        crate::images::cache::write_atomic(&dir.join("compare.html"), html.as_bytes())?;
     }
     print!("{md}");
     let Some(percent) = fail_above else {

@@ -177,6 +177,7 @@ fn compare_with_archive(source: &Source, run_dir: &Path) -> Result<()> {
     let dir = RunDir::open(run_dir)?;
     dir.write(run_dir::COMPARE_MD, md.as_bytes())?;
     dir.write(run_dir::COMPARE_SVG, compare::figure(&a, &b).as_bytes())?;
+    dir.write(run_dir::COMPARE_HTML, compare::html(&a, &b).as_bytes())?;
     print!("\n{md}");
     eprintln!("comparison: {}", dir.file(run_dir::COMPARE_MD).display());
     Ok(())

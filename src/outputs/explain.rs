@@ -24,6 +24,22 @@ pub use sweep::{Sweep, Variant, factors_for, sweep};
 pub const MARKDOWN: &str = "explanation.md";
 pub const SVG: &str = "tornado.svg";
 pub const JSON: &str = "explanation.json";
+/// The explanation as one self-contained HTML page, its figure inline.
+pub const HTML: &str = "explanation.html";
+
+/// The explanation as one self-contained page: its Markdown with the figure inline.
+pub fn html(e: &Explanation) -> String {
+    let body = crate::outputs::html::markdown(&markdown(e), &[(SVG, svg(e).as_str())]);
+    let body = if body.contains("<svg") {
+        body
+    } else {
+        format!(
+            "{body}<h2>Figure</h2>\n<figure data-design=\"tornado\">{}</figure>\n",
+            svg(e)
+        )
+    };
+    crate::outputs::html::page(&format!("Explanation of {}", e.claim), &body)
+}
 
 /// One row of an explanation.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -32,7 +32,7 @@ pub fn studies(results: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Writes `results/index.md` and returns its path. A study that cannot be read, or whose latest run
+/// Writes `results/index.md` (and the same as `results/index.html`) and returns its path. A study that cannot be read, or whose latest run
 /// cannot be recomputed, gets an error line naming it instead of its section.
 pub fn write(results: &Path) -> Result<PathBuf> {
     let mut out = String::from(
@@ -44,6 +44,10 @@ pub fn write(results: &Path) -> Result<PathBuf> {
     }
     let path = results.join("index.md");
     crate::images::cache::write_atomic(&path, out.as_bytes())?;
+    // The page links each run's page, not its Markdown.
+    let md = out.replace("/report.md)", "/report.html)");
+    let html = crate::outputs::html::page("Studies", &crate::outputs::html::markdown(&md, &[]));
+    crate::images::cache::write_atomic(&results.join("index.html"), html.as_bytes())?;
     Ok(path)
 }
 
@@ -129,5 +133,7 @@ mod tests {
             index.contains("(`b-fresh`)") && index.contains("Not run yet"),
             "{index}"
         );
+        let page = std::fs::read_to_string(results.join("index.html")).unwrap();
+        assert!(page.contains("<h1>Studies</h1>") && page.contains("Not run yet"));
     }
 }

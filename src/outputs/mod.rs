@@ -7,6 +7,8 @@
 pub mod archive;
 pub mod compare;
 pub mod explain;
+pub mod figure;
+pub mod html;
 pub mod index;
 pub mod outcome;
 pub mod report;

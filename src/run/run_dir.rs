@@ -27,18 +27,22 @@ pub const VERDICTS: &str = "verdicts.json";
 pub const SAMPLES_CSV: &str = "samples.csv";
 pub const FIGURE: &str = "figure.svg";
 pub const REPORT: &str = "report.md";
+/// The report as one self-contained HTML page, every figure inline.
+pub const REPORT_HTML: &str = "report.html";
 /// The index of `parkbench explain`'s sweeps of this run's claims.
 pub const EXPLANATIONS: &str = "explanations.md";
 /// A rerun's comparison with the archive it reran (Markdown and figure).
 pub const COMPARE_MD: &str = "compare.md";
 pub const COMPARE_SVG: &str = "compare.svg";
+/// The comparison as one self-contained HTML page.
+pub const COMPARE_HTML: &str = "compare.html";
 /// The link in `runs/` to the newest run.
 pub const LATEST: &str = "latest";
 
 /// Files a run must hold.
 pub const REQUIRED: [&str; 2] = [STUDY, SAMPLES];
 /// Files a run normally holds besides those (an archive lacking one is listed by `check`).
-pub const OPTIONAL: [&str; 8] = [
+pub const OPTIONAL: [&str; 9] = [
     ENV,
     STATE,
     MANIFEST,
@@ -47,6 +51,7 @@ pub const OPTIONAL: [&str; 8] = [
     VERDICTS,
     REPORT,
     FIGURE,
+    REPORT_HTML,
 ];
 
 /// Largest run file read into memory (by `report`, `verify` and from archives), bytes.

@@ -14,6 +14,7 @@ pub(super) fn write(e: &Explanation, dir: &Path) -> Result<()> {
     let run = RunDir::at(dir);
     run.write(explain::MARKDOWN, explain::markdown(e).as_bytes())?;
     run.write(explain::SVG, explain::svg(e).as_bytes())?;
+    run.write(explain::HTML, explain::html(e).as_bytes())?;
     run.write_json(explain::JSON, e)
 }
 

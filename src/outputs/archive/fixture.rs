@@ -104,6 +104,10 @@ fn run_files() -> Vec<(&'static str, String)> {
             "figure.svg",
             "<svg xmlns=\"http://www.w3.org/2000/svg\"/>\n".to_string(),
         ),
+        (
+            "report.html",
+            "<!DOCTYPE html>\n<title>Demo</title>\n".to_string(),
+        ),
     ]
 }
 

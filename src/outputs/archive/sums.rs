@@ -211,7 +211,7 @@ mod tests {
             ),
             (
                 no_samples,
-                "line 7 lists run-1/samples.jsonl, which is not in the archive",
+                "line 8 lists run-1/samples.jsonl, which is not in the archive",
             ),
             (
                 with_sums(unlisted),

@@ -22,6 +22,17 @@ use crate::run::run_dir::{RunDir, RunFiles};
 pub use markdown::markdown;
 pub use svg::figure;
 
+/// The comparison as one self-contained page (`compare.html`): the Markdown's tables and the figure
+/// inline.
+pub fn html(a: &Side, b: &Side) -> String {
+    let body = format!(
+        "{}<h2>Figure</h2>\n<figure data-design=\"compare\">{}</figure>\n",
+        crate::outputs::html::markdown(&markdown(a, b), &[]),
+        figure(a, b)
+    );
+    crate::outputs::html::page("Comparison of two runs", &body)
+}
+
 /// The dispersion rule, as printed in the report.
 pub const RULE: &str = "a difference is beyond dispersion when |B − A| > 2 × max(A's half-range, \
                         B's half-range), a half-range being (max − min) ÷ 2 of the cell's process values";

@@ -6,10 +6,11 @@
 use std::fmt::Write as _;
 
 use super::{CellRow, Side, cells};
-use crate::outputs::report::number::scale_label;
-use crate::outputs::report::svg::{
+use crate::outputs::figure::draw::{abbreviate, text_width};
+use crate::outputs::figure::panel::{
     Axis, COLORS, FONT, HEADER_H, MARGIN, PANEL_H, PANEL_W, PLOT, Plot, nice_step, text, y_axis,
 };
+use crate::outputs::report::number::scale_label;
 use crate::study::Study;
 use crate::study::claim;
 
@@ -18,8 +19,17 @@ pub fn figure(a: &Side, b: &Side) -> String {
     let rows = cells(&a.outcome.summary, &b.outcome.summary);
     let mut scales: Vec<u64> = rows.iter().map(|r| r.tasks).collect();
     scales.dedup();
-    let width = 2.0 * MARGIN + PANEL_W * scales.len().max(1) as f64;
-    let height = HEADER_H + PANEL_H + MARGIN;
+    // Panels widen with the probes (a slot of at least SLOT px each) and names that do not fit
+    // across a slot turn vertical, below the panel, so that none overlaps another.
+    let most = scales
+        .iter()
+        .map(|&n| rows.iter().filter(|r| r.tasks == n).count())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let layout = Layout::new(&rows, most);
+    let width = 2.0 * MARGIN + layout.panel_w * scales.len().max(1) as f64;
+    let height = HEADER_H + PANEL_H + layout.names_h + MARGIN;
     let mut out = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" \
          viewBox=\"0 0 {width:.0} {height:.0}\" {FONT}>\n\
@@ -40,11 +50,42 @@ pub fn figure(a: &Side, b: &Side) -> String {
     );
     for (i, &tasks) in scales.iter().enumerate() {
         let in_scale: Vec<&CellRow> = rows.iter().filter(|r| r.tasks == tasks).collect();
-        let x0 = MARGIN + PANEL_W * i as f64;
-        out.push_str(&panel(x0, tasks, &in_scale, &a.outcome.study));
+        let x0 = MARGIN + layout.panel_w * i as f64;
+        out.push_str(&panel(x0, tasks, &in_scale, &a.outcome.study, &layout));
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// The narrowest slot per probe, px.
+const SLOT: f64 = 44.0;
+/// Longest name shown whole, characters.
+const NAME_MAX: usize = 28;
+
+/// How wide the panels are and how the probes' names are set.
+struct Layout {
+    panel_w: f64,
+    /// Extra height under the panels for vertical names, px.
+    names_h: f64,
+    vertical: bool,
+}
+
+impl Layout {
+    fn new(rows: &[CellRow], most: usize) -> Self {
+        let inner = (PLOT[1] - PLOT[0]).max(SLOT * most as f64);
+        let panel_w = PANEL_W - (PLOT[1] - PLOT[0]) + inner;
+        let slot = inner / most as f64;
+        let widest = rows
+            .iter()
+            .map(|r| text_width(&abbreviate(&r.probe, NAME_MAX).0, 13.0))
+            .fold(0.0, f64::max);
+        let vertical = widest > slot - 4.0;
+        Layout {
+            panel_w,
+            names_h: if vertical { widest } else { 0.0 },
+            vertical,
+        }
+    }
 }
 
 /// A y axis from zero past `max`: MiB or GiB for bytes, the statistic's own unit otherwise.
@@ -61,7 +102,7 @@ fn axis(max: f64, bytes: bool) -> Axis {
     }
 }
 
-fn panel(x0: f64, tasks: u64, rows: &[&CellRow], study: &Study) -> String {
+fn panel(x0: f64, tasks: u64, rows: &[&CellRow], study: &Study, layout: &Layout) -> String {
     let marks: Vec<Vec<f64>> = rows
         .iter()
         .map(|r| {
@@ -80,7 +121,7 @@ fn panel(x0: f64, tasks: u64, rows: &[&CellRow], study: &Study) -> String {
         .fold(0.0, f64::max);
     let plot = Plot {
         left: x0 + PLOT[0],
-        right: x0 + PLOT[1],
+        right: x0 + layout.panel_w - (PANEL_W - PLOT[1]),
         top: HEADER_H + PLOT[2],
         bottom: HEADER_H + PLOT[3],
         axis: axis(max, rows.first().is_none_or(|r| r.a.is_bytes())),
@@ -98,7 +139,17 @@ fn panel(x0: f64, tasks: u64, rows: &[&CellRow], study: &Study) -> String {
     for (k, (row, mark)) in rows.iter().zip(&marks).enumerate() {
         let cx = plot.left + slot * (k as f64 + 0.5);
         let color = COLORS[k % COLORS.len()];
-        let label = text(cx, plot.bottom + 20.0, 13, "middle", "normal", &row.probe);
+        let name = abbreviate(&row.probe, NAME_MAX).0;
+        let label = if layout.vertical {
+            let y = plot.bottom + 8.0;
+            text(cx + 4.0, y, 13, "end", "normal", &name).replacen(
+                "<text",
+                &format!("<text transform=\"rotate(-90 {:.1} {y:.1})\"", cx + 4.0),
+                1,
+            )
+        } else {
+            text(cx, plot.bottom + 20.0, 13, "middle", "normal", &name)
+        };
         let _ = writeln!(out, "{label}");
         let half = (slot * 0.2).min(14.0);
         out.push_str(&column(

@@ -345,3 +345,16 @@ fn a_cell_without_a_headline_value_in_b_is_lost() {
     );
     assert!(!over_threshold(&a, &b, f64::MAX).is_empty());
 }
+
+#[test]
+fn the_page_holds_the_tables_and_the_figure_and_loads_nothing() {
+    let (a, b) = (
+        side("a", fixture::summary(), None),
+        side("b", fixture::summary(), None),
+    );
+    let page = html(&a, &b);
+    assert!(page.contains("<h2>Cells</h2>") && page.contains("<h2>Claims</h2>"));
+    assert!(page.contains(&figure(&a, &b)), "the figure inline");
+    assert_eq!(page.matches("<script").count(), 1);
+    assert!(!page.contains(" src="));
+}

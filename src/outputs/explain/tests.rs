@@ -145,6 +145,10 @@ fn the_finding_names_the_factor_that_closes_the_gap_or_none() {
         "{md}"
     );
     assert!(svg(&some).contains("workers = 1"));
+    let page = super::html(&some);
+    assert!(page.contains(&svg(&some)), "the figure inline");
+    assert!(page.contains("<td>workers</td>"), "the table as HTML");
+    assert_eq!(page.matches("<script").count(), 1);
 }
 
 #[test]

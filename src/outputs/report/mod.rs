@@ -4,6 +4,7 @@
 //! all into a run directory, each through a temporary file and a rename.
 
 mod csv;
+mod html;
 mod json;
 mod kinds;
 pub(crate) mod markdown;
@@ -63,6 +64,7 @@ pub fn all() -> Vec<Box<dyn Format>> {
         Box::new(csv::SamplesCsv),
         Box::new(svg::Figure),
         Box::new(markdown::Markdown),
+        Box::new(html::Html),
     ]
 }
 
@@ -103,11 +105,12 @@ mod tests {
                 "verdicts.json",
                 "samples.csv",
                 "figure.svg",
-                "report.md"
+                "report.md",
+                "report.html"
             ]
         );
         let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
-        assert_eq!(leftovers, 5, "no temporary files are left behind");
+        assert_eq!(leftovers, 6, "no temporary files are left behind");
         let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
         assert!(md.contains("figure.svg"));
     }

@@ -186,6 +186,79 @@ fn divide(a: f64, b: f64) -> Result<f64, String> {
     }
 }
 
+/// The participants of a ratio, `lower_by_percent` or order claim, as a figure draws them: each
+/// one's name (with its scale and metric when they differ from the claim's) and its value of the
+/// compared statistic in base units, `None` when it was not measured. The claim's probe comes first.
+pub(crate) fn sides(study: &Study, claim: &Claim, summary: &Summary) -> Vec<(String, Option<f64>)> {
+    let Some(tasks) = claim.tasks else {
+        return Vec::new();
+    };
+    let value = |of: Stat, c: &Claim, probe: &str, n: u64| {
+        scalar(of, c, probe, n, summary).ok().map(|v| v.0)
+    };
+    match claim.stat {
+        Stat::LowerByPercent => {
+            let than = match &claim.than {
+                Some(Than::One(t)) => vec![t.clone()],
+                _ => Vec::new(),
+            };
+            std::iter::once(claim.probe.clone())
+                .chain(than)
+                .map(|p| {
+                    let v = value(Stat::RssMedian, claim, &p, tasks);
+                    (p, v)
+                })
+                .collect()
+        }
+        Stat::Order => match (&claim.expected, claim.of) {
+            (Expected::Order(ids), Some(of)) => ids
+                .iter()
+                .map(|id| (id.clone(), value(of, claim, id, tasks)))
+                .collect(),
+            _ => Vec::new(),
+        },
+        Stat::Ratio => {
+            let Some(of) = claim.of else {
+                return Vec::new();
+            };
+            let b_claim = compared_with(claim);
+            let b_claim = b_claim.as_ref().unwrap_or(claim);
+            let name = |c: &Claim, p: &str, n: u64| {
+                let metric = c
+                    .metric
+                    .as_deref()
+                    .map(|m| format!(" {m}"))
+                    .unwrap_or_default();
+                format!("{p}{metric} @ {n}")
+            };
+            let mut out = vec![(
+                name(claim, &claim.probe, tasks),
+                value(of, claim, &claim.probe, tasks),
+            )];
+            let others: Vec<(String, u64)> = match claim.than_tasks {
+                Some(n) => {
+                    let other = match &claim.than {
+                        Some(Than::One(id)) => id.clone(),
+                        _ => claim.probe.clone(),
+                    };
+                    vec![(other, n)]
+                }
+                None => study
+                    .than_probes(claim)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|p| (p, tasks))
+                    .collect(),
+            };
+            for (p, n) in others {
+                out.push((name(b_claim, &p, n), value(of, b_claim, &p, n)));
+            }
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// The measured ranking, lowest first, of the probes in the expected order that were measured.
 pub(super) fn order(claim: &Claim, summary: &Summary) -> Result<Found, String> {
     let of = claim.of.ok_or("order names no `of`")?;

@@ -7,6 +7,7 @@
 //! (either suffices). Delta and ratio compare the midpoints.
 
 mod compare;
+pub(crate) use compare::sides;
 mod value;
 
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,424 @@
+//! The memory figure (`figure.svg`): memory by scale. One panel per scale, each with its own y axis
+//! from zero but one unit for the whole figure; a column per probe with a dot per valid process
+//! (spread by repeat), a bar at the median and its value above; a hollow diamond beside the bar at
+//! each claim's published value of the plotted statistic, numbered under the axis and named with its
+//! value under the panels. Columns widen with the probes, names turn vertical when they do not fit
+//! across, and panels wrap into rows, so 12 probes stay readable.
+
+use std::collections::BTreeSet;
+
+use super::draw::{Anchor, Canvas, DIAMOND, Scale, abbreviate, color, show, text_width};
+use super::{Design, Figure, Input};
+use crate::outputs::report::number::{GIB, MIB, scale_label};
+use crate::outputs::summary::{Cell, Memory, Summary};
+use crate::study::claim;
+use crate::study::kind::Kind;
+use crate::study::{Claim, Stat, Study};
+
+const MARGIN: f64 = 10.0;
+const HEADER_H: f64 = 66.0;
+const PLOT_H: f64 = 240.0;
+/// Left of the plot in a panel (tick labels), and right of it.
+const PAD_L: f64 = 62.0;
+const PAD_R: f64 = 14.0;
+const MIN_PANEL_W: f64 = 250.0;
+/// The narrowest column per probe, px: room for its dots and a value label.
+const MIN_SLOT: f64 = 50.0;
+/// The widest a figure grows before its panels wrap into rows, px.
+const MAX_W: f64 = 1120.0;
+const NAME: f64 = 12.0;
+const NAME_MAX: usize = 32;
+const LINE: f64 = 16.0;
+
+/// The memory figure, `None` when no probe has a memory figure.
+pub fn figure(input: &Input) -> Option<Figure> {
+    let probes = probes(input.study);
+    if probes.is_empty() {
+        return None;
+    }
+    Some(draw(input, &probes))
+}
+
+/// The figure of a study without a memory probe: its title and a line saying so.
+pub fn empty(study: &Study) -> Figure {
+    let mut c = Canvas::default();
+    c.text(
+        MARGIN + 4.0,
+        26.0,
+        17.0,
+        Anchor::Start,
+        "font-weight=\"bold\"",
+        &study.title,
+    );
+    c.text(
+        MARGIN + 4.0,
+        48.0,
+        12.0,
+        Anchor::Start,
+        "",
+        "No probe of this study measures memory; see report.html for its figures.",
+    );
+    let labels = c.labels.clone();
+    Figure {
+        id: "memory".into(),
+        design: Design::Memory,
+        title: study.title.clone(),
+        svg: c.finish(620.0, 66.0, "memory"),
+        labels,
+    }
+}
+
+/// The probes with a memory figure and the statistic a claim names for it.
+fn probes(study: &Study) -> Vec<(&str, Stat)> {
+    study
+        .probes
+        .iter()
+        .filter_map(|p| Some((p.id.as_str(), p.kind.measure().memory()?.stat)))
+        .collect()
+}
+
+/// The probes' names as shown: whole up to [`NAME_MAX`] characters, else abbreviated (with a key
+/// under the figure); when two abbreviations would read the same, `P1`, `P2` … for every probe.
+fn names(probes: &[(&str, Stat)]) -> Vec<(String, bool)> {
+    let names: Vec<(String, bool)> = probes
+        .iter()
+        .map(|(p, _)| abbreviate(p, NAME_MAX))
+        .collect();
+    let distinct: BTreeSet<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
+    if distinct.len() == names.len() {
+        return names;
+    }
+    (1..=names.len()).map(|i| (format!("P{i}"), true)).collect()
+}
+
+/// What the dots and bars are: the caption of the later memory kind when kinds mix.
+fn caption(study: &Study) -> &'static str {
+    let kinds: BTreeSet<Kind> = study.probes.iter().map(|p| p.kind).collect();
+    kinds
+        .into_iter()
+        .rev()
+        .chain([Kind::default()])
+        .find_map(|k| k.measure().memory())
+        .map_or("", |m| m.caption)
+}
+
+/// A published value on the figure: its number under the axis and its words under the panels.
+struct Mark<'a> {
+    claim: &'a Claim,
+    bytes: f64,
+}
+
+fn draw(input: &Input, probes: &[(&str, Stat)]) -> Figure {
+    let (study, summary) = (input.study, input.summary);
+    let scales: Vec<u64> = study
+        .all_scales()
+        .into_iter()
+        .filter(|&n| probes.iter().any(|(p, _)| summary.cell(p, n).is_some()))
+        .collect();
+    // Per scale, per probe: the claims with a published value of its statistic there.
+    let marks: Vec<Vec<Vec<Mark>>> = scales
+        .iter()
+        .map(|&n| {
+            probes
+                .iter()
+                .map(|&(p, stat)| {
+                    claim::published(&study.claims, stat, p, n)
+                        .into_iter()
+                        .map(|(claim, bytes)| Mark { claim, bytes })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    // One unit for the whole figure: GiB only when every panel reaches 1 GiB, so that no panel
+    // reads 0.00.
+    let panel_max = |n: u64| {
+        probes
+            .iter()
+            .filter_map(|(p, _)| summary.cell(p, n)?.memory().map(|m| m.max))
+            .fold(0.0, f64::max)
+    };
+    let all_large = scales.iter().all(|&n| panel_max(n) >= GIB);
+    let (unit, per) = if all_large {
+        ("GiB", GIB)
+    } else {
+        ("MiB", MIB)
+    };
+    let n = probes.len().max(1) as f64;
+    let names = names(probes);
+    let widest = names
+        .iter()
+        .map(|(s, _)| text_width(s, NAME))
+        .fold(0.0, f64::max);
+    let slot = ((MIN_PANEL_W - PAD_L - PAD_R) / n).max(MIN_SLOT);
+    let vertical = widest > slot - 6.0;
+    let names_h = if vertical { widest + 8.0 } else { 20.0 };
+    let panel_w = PAD_L + PAD_R + slot * n;
+    let per_row = (((MAX_W - 2.0 * MARGIN) / panel_w).floor() as usize).max(1);
+    let rows = scales.len().div_ceil(per_row).max(1);
+    let panel_h = 30.0 + PLOT_H + 22.0 + names_h + 24.0;
+    let width = 2.0 * MARGIN + panel_w * per_row.min(scales.len().max(1)) as f64;
+    let width = width
+        .max(2.0 * MARGIN + 8.0 + text_width(caption(study), 12.0))
+        .max(2.0 * MARGIN + 8.0 + text_width(&study.title, 17.0));
+    let mut c = Canvas::default();
+    c.text(
+        MARGIN + 4.0,
+        26.0,
+        17.0,
+        Anchor::Start,
+        "font-weight=\"bold\"",
+        &study.title,
+    );
+    c.text(MARGIN + 4.0, 48.0, 12.0, Anchor::Start, "", caption(study));
+    let mut footer: Vec<String> = Vec::new();
+    let mut numbered: Vec<&str> = Vec::new();
+    for (i, (&tasks, marks)) in scales.iter().zip(&marks).enumerate() {
+        let x0 = MARGIN + panel_w * (i % per_row) as f64;
+        let y0 = HEADER_H + panel_h * (i / per_row) as f64;
+        let p = Panel {
+            x0,
+            y0,
+            slot,
+            vertical,
+            unit,
+            per,
+            names: &names,
+        };
+        p.draw(
+            &mut c,
+            tasks,
+            probes,
+            marks,
+            summary,
+            &mut numbered,
+            &mut footer,
+            input,
+        );
+    }
+    for ((short, cut), (id, _)) in names.iter().zip(probes) {
+        if *cut {
+            footer.push(format!("{short} = {id}"));
+        }
+    }
+    let mut y = HEADER_H + panel_h * rows as f64;
+    for line in &footer {
+        c.text(
+            MARGIN + 4.0,
+            y,
+            11.0,
+            Anchor::Start,
+            "fill=\"#444444\"",
+            line,
+        );
+        y += LINE;
+    }
+    let labels = c.labels.clone();
+    Figure {
+        id: "memory".into(),
+        design: Design::Memory,
+        title: study.title.clone(),
+        svg: c.finish(width.max(620.0), y + MARGIN, "memory"),
+        labels,
+    }
+}
+
+struct Panel<'a> {
+    x0: f64,
+    y0: f64,
+    slot: f64,
+    vertical: bool,
+    unit: &'static str,
+    per: f64,
+    names: &'a [(String, bool)],
+}
+
+impl Panel<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn draw<'c>(
+        &self,
+        c: &mut Canvas,
+        tasks: u64,
+        probes: &[(&str, Stat)],
+        marks: &[Vec<Mark<'c>>],
+        summary: &Summary,
+        numbered: &mut Vec<&'c str>,
+        footer: &mut Vec<String>,
+        input: &Input,
+    ) {
+        let cells: Vec<Option<&Cell>> =
+            probes.iter().map(|(p, _)| summary.cell(p, tasks)).collect();
+        let max = cells
+            .iter()
+            .flatten()
+            .filter_map(|c| c.memory().map(|m| m.max))
+            .chain(marks.iter().flatten().map(|m| m.bytes))
+            .fold(0.0, f64::max);
+        let scale = Scale::linear(max, self.unit, self.per);
+        let left = self.x0 + PAD_L;
+        let right = left + self.slot * probes.len() as f64;
+        let top = self.y0 + 30.0;
+        let bottom = top + PLOT_H;
+        let y = |bytes: f64| bottom - scale.at(bytes) * PLOT_H;
+        c.out
+            .push_str(&format!("<g class=\"panel\" data-tasks=\"{tasks}\">\n"));
+        let title = format!("{} tasks", scale_label(tasks));
+        c.text(
+            (left + right) / 2.0,
+            self.y0 + 16.0,
+            15.0,
+            Anchor::Middle,
+            "font-weight=\"bold\"",
+            &title,
+        );
+        for (pos, label) in scale.ticks() {
+            let ty = bottom - pos * PLOT_H;
+            c.line(left, ty, right, ty, "stroke=\"#e3e3e3\"");
+            c.text(left - 6.0, ty + 4.0, 11.0, Anchor::End, "", &label);
+        }
+        c.line(left, top, left, bottom, "stroke=\"#333333\"");
+        c.text(
+            left - 6.0,
+            top - 10.0,
+            11.0,
+            Anchor::End,
+            "font-weight=\"bold\"",
+            self.unit,
+        );
+        for (k, cell) in cells.iter().enumerate() {
+            let cx = left + self.slot * (k as f64 + 0.5);
+            let colour = color(k);
+            let bar_w = (self.slot * 0.55).min(48.0);
+            if let Some(m) = cell.and_then(|c| c.memory()) {
+                column(
+                    c,
+                    &y,
+                    cx,
+                    bar_w,
+                    colour,
+                    &m,
+                    cell.map_or(1, |c| summary.processes_of(c)),
+                );
+                let value = show(m.median / self.per);
+                let vy = y(m.max).min(y(m.median)) - 8.0;
+                if text_width(&value, 11.0) > self.slot - 4.0 {
+                    let w = text_width(&value, 11.0);
+                    c.vertical(cx + 4.0, vy - w, 11.0, "font-weight=\"bold\"", &value);
+                } else {
+                    c.text(cx, vy, 11.0, Anchor::Middle, "font-weight=\"bold\"", &value);
+                }
+            }
+            // The published values: a dashed tick across the bar and a diamond right of it.
+            let mut refs = Vec::new();
+            for mark in &marks[k] {
+                let (py, mx) = (y(mark.bytes), cx + bar_w / 2.0 + DIAMOND + 1.0);
+                c.line(
+                    cx - bar_w / 2.0,
+                    py,
+                    mx - DIAMOND,
+                    py,
+                    "stroke=\"#222222\" stroke-dasharray=\"3 2\"",
+                );
+                c.diamond(mx, py);
+                let number = match numbered.iter().position(|id| *id == mark.claim.id) {
+                    Some(i) => i + 1,
+                    None => {
+                        numbered.push(&mark.claim.id);
+                        let status = input
+                            .verdicts
+                            .iter()
+                            .find(|v| v.claim == mark.claim.id)
+                            .map(|v| format!(" · {}", v.status_label()))
+                            .unwrap_or_default();
+                        footer.push(format!(
+                            "◇{} {} at {}: published {} · {}{status}",
+                            numbered.len(),
+                            probes[k].0,
+                            scale_label(tasks),
+                            crate::outputs::report::number::expected(
+                                &mark.claim.expected,
+                                mark.claim.unit
+                            ),
+                            mark.claim.id
+                        ));
+                        numbered.len()
+                    }
+                };
+                refs.push(format!("◇{number}"));
+            }
+            if !refs.is_empty() {
+                let (s, _) = abbreviate(&refs.join(" "), (self.slot / 7.0) as usize);
+                c.text(cx, bottom + 15.0, 10.0, Anchor::Middle, "", &s);
+            }
+            let (name, _) = &self.names[k];
+            let valid = cell.map_or(0, |c| c.valid);
+            let planned = cell.map_or(summary.repeats as usize, |c| summary.processes_of(c));
+            let ny = bottom + 30.0;
+            if self.vertical {
+                c.vertical(cx + 4.0, ny - 10.0, NAME, "", name);
+            } else {
+                c.text(cx, ny, NAME, Anchor::Middle, "", name);
+            }
+            if valid < planned {
+                let note = if valid == 0 {
+                    "none valid".to_string()
+                } else {
+                    format!("{valid}/{planned} ok")
+                };
+                let ly = bottom
+                    + 22.0
+                    + if self.vertical {
+                        text_width(name, NAME) + 22.0
+                    } else {
+                        24.0
+                    };
+                c.text(cx, ly, 10.0, Anchor::Middle, "fill=\"#aa3333\"", &note);
+            }
+        }
+        c.line(left, bottom, right, bottom, "stroke=\"#333333\"");
+        c.out.push_str("</g>\n");
+    }
+}
+
+/// A bar at the median, a dot per process spread by repeat.
+fn column(
+    c: &mut Canvas,
+    y: &dyn Fn(f64) -> f64,
+    cx: f64,
+    bar_w: f64,
+    colour: &str,
+    m: &Memory,
+    repeats: usize,
+) {
+    let (my, x) = (y(m.median), cx - bar_w / 2.0);
+    let bottom = y(0.0);
+    c.rect(
+        x,
+        my,
+        bar_w,
+        bottom - my,
+        &format!("fill=\"{colour}\" fill-opacity=\"0.22\""),
+    );
+    c.line(
+        x,
+        my,
+        x + bar_w,
+        my,
+        &format!("stroke=\"{colour}\" stroke-width=\"3\""),
+    );
+    let repeats = repeats.max(1) as f64;
+    let spacing = if repeats > 1.0 {
+        (bar_w * 0.7 / (repeats - 1.0)).min(9.0)
+    } else {
+        0.0
+    };
+    for (repeat, value) in &m.each {
+        let dx = (f64::from(*repeat) - (repeats + 1.0) / 2.0) * spacing;
+        c.circle(
+            cx + dx,
+            y(*value),
+            4.0,
+            &format!("fill=\"{colour}\" stroke=\"#ffffff\" stroke-width=\"1.2\""),
+        );
+    }
+}

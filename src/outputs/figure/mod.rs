@@ -1,0 +1,137 @@
+//! The figures of a run, one design per kind of measurement and per kind of claim, each chosen for
+//! what its kind claims:
+//!
+//! - `memory`: memory by scale (steady and peak probes), a panel per scale, a column per probe;
+//! - `timed`: per result key, each process's median with its bootstrap interval, a row per probe;
+//! - `latency`: P50, P90, P99 and P99.9 per probe on a logarithmic axis;
+//! - `reported`: per unit, the values the programs report as labelled bars;
+//! - `claims`: each ratio, `lower_by_percent` and order claim as what it claims — its sides side by
+//!   side, with the measured and the published ratio or ranking;
+//! - `values`: every other claim on a single value (per-task bytes, baseline, a metric, a range),
+//!   a row per claim with its measured and published value.
+//!
+//! Every figure has one unit, names each published value in the picture (not in a tooltip), gives
+//! each probe one colour of a palette that does not repeat within it (`draw::PALETTE`), and records
+//! the box of every label it places, so tests can check that no two overlap. Imports the summary, the
+//! verdicts and the study; the report formats (`report`) embed the figures.
+
+mod claims;
+pub mod draw;
+mod latency;
+mod memory;
+pub mod panel;
+mod reported;
+mod rows;
+mod timed;
+mod values;
+
+#[cfg(test)]
+pub(crate) mod tests;
+
+use crate::outputs::summary::Summary;
+use crate::outputs::verdict::Verdict;
+use crate::study::Study;
+
+/// Which design a figure follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Design {
+    Memory,
+    Timed,
+    Latency,
+    Reported,
+    Ratio,
+    Order,
+    Value,
+}
+
+impl Design {
+    /// The design's name, as the SVG's class and the report's anchors carry it.
+    pub fn class(self) -> &'static str {
+        match self {
+            Design::Memory => "memory",
+            Design::Timed => "timed",
+            Design::Latency => "latency",
+            Design::Reported => "reported",
+            Design::Ratio => "ratio",
+            Design::Order => "order",
+            Design::Value => "value",
+        }
+    }
+}
+
+/// One figure: its SVG and the boxes of its labels.
+pub struct Figure {
+    /// Unique in the run (`memory`, `timed-ns_per_switch`, `claim-go-vs-rust`).
+    pub id: String,
+    pub design: Design,
+    pub title: String,
+    /// The SVG document.
+    pub svg: String,
+    /// The box of every text placed, px.
+    pub labels: Vec<draw::Rect>,
+}
+
+/// What the figures are drawn from.
+pub struct Input<'a> {
+    pub study: &'a Study,
+    pub summary: &'a Summary,
+    pub verdicts: &'a [Verdict],
+}
+
+/// Every figure of a run, in design order: memory, timed, latency, reported, then the claims'.
+pub fn all(input: &Input) -> Vec<Figure> {
+    let mut out = Vec::new();
+    out.extend(memory::figure(input));
+    out.extend(timed::figures(input));
+    out.extend(latency::figure(input));
+    out.extend(reported::figures(input));
+    out.extend(claims::figures(input));
+    out.extend(values::figures(input));
+    out
+}
+
+/// The memory figure (`figure.svg`): drawn even without a memory probe, so the file always exists.
+pub fn memory(input: &Input) -> Figure {
+    memory::figure(input).unwrap_or_else(|| memory::empty(input.study))
+}
+
+/// The published values of the claims `on` selects, each as the values to mark (one, or both ends
+/// of a range or bound, in base units) and its words: `published 1,960 ns · pingpong-switch · differs`.
+pub(crate) fn published(
+    input: &Input,
+    on: impl Fn(&crate::study::Claim) -> bool,
+) -> Vec<(Vec<f64>, String)> {
+    use crate::outputs::report::number;
+    use crate::study::Expected;
+    input
+        .study
+        .claims
+        .iter()
+        .filter(|c| on(c))
+        .filter_map(|c| {
+            let scale = c.unit.scale();
+            let at: Vec<f64> = match &c.expected {
+                Expected::Value(v) => vec![v * scale],
+                Expected::Range(r) => r.iter().map(|v| v * scale).collect(),
+                Expected::Bound(b) => [b.above, b.below]
+                    .into_iter()
+                    .flatten()
+                    .map(|v| v * scale)
+                    .collect(),
+                Expected::Order(_) => return None,
+            };
+            let status = input
+                .verdicts
+                .iter()
+                .find(|v| v.claim == c.id)
+                .map(|v| format!(" · {}", v.status_label()))
+                .unwrap_or_default();
+            let words = format!(
+                "published {} · {}{status}",
+                number::expected(&c.expected, c.unit),
+                c.id
+            );
+            Some((at, words))
+        })
+        .collect()
+}
