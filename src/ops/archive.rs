@@ -14,9 +14,11 @@ use crate::run::run_dir::{self, RunDir};
 /// The source bundle's folder of vendored crates' checksums (see [`images::vendored_checksums`]).
 const VENDOR_CHECKSUMS: &str = "vendor-checksums";
 
-/// What an archive holds besides the run and its sources.
+/// What an archive holds besides the run folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Contents {
+    /// The source bundle (`source/`): what rebuilds the images and the driver elsewhere.
+    pub sources: bool,
     /// The probe images, exported through the Engine.
     pub images: bool,
     /// The running driver, when it is self-contained ([`driver`]), and its record.
@@ -26,11 +28,20 @@ pub struct Contents {
 impl Contents {
     /// Sources and the driver, no images: what `archive` and `reproduce` write by default.
     pub const DEFAULT: Contents = Contents {
+        sources: true,
         images: false,
         driver: true,
     };
-    /// The run and its sources alone (a reference run, or a step of `explain`).
-    pub const BARE: Contents = Contents {
+    /// The run and its sources (a step of `explain`).
+    pub const SOURCES: Contents = Contents {
+        sources: true,
+        images: false,
+        driver: false,
+    };
+    /// The run folder alone: a reference run, which is verified and compared with, never rerun
+    /// (the repository that holds it holds the sources).
+    pub const RUN_ONLY: Contents = Contents {
+        sources: false,
         images: false,
         driver: false,
     };
@@ -58,7 +69,12 @@ pub async fn archive_to(
     if contents.driver {
         extras.extend(driver_members(temp.path())?);
     }
-    let info = archive::write_with(run.path(), &sources(repo)?, &extras, out)?;
+    let sources = if contents.sources {
+        sources(repo)?
+    } else {
+        Vec::new()
+    };
+    let info = archive::write_with(run.path(), &sources, &extras, out)?;
     eprintln!(
         "archive: {} ({:.1} KiB, {} members, sha256 {})",
         info.path.display(),

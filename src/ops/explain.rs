@@ -229,7 +229,7 @@ async fn publish(
     let mut archives = Vec::new();
     for dir in dirs {
         files::write(e, dir)?;
-        archives.push(archive(repo, dir, Contents::BARE).await?.path);
+        archives.push(archive(repo, dir, Contents::SOURCES).await?.path);
     }
     files::index(run.path(), &dirs[0], e)?;
     // A run's report gets the link; a run not yet reported (`run` alone) gets its report now.

@@ -10,6 +10,7 @@ use super::archive::{Contents, archive, archive_to};
 use super::doctor::doctor_brief;
 use super::report::report;
 use super::{Ending, Interrupt, Paths, run};
+use crate::outputs::outcome::Outcome;
 use crate::outputs::{compare, reference};
 use crate::run::run_dir::{self, RunDir};
 
@@ -77,9 +78,6 @@ async fn one(
         return Ok(Ending::of_run(&run));
     }
     let outcome = report(run.dir.path())?;
-    if args.reference {
-        reference::refuse_unless_complete(&outcome)?;
-    }
     compare_with_reference(&paths.results, &run.study.id, run.dir.path());
     let info = archive(&paths.repo, run.dir.path(), args.contents).await?;
     println!(
@@ -88,7 +86,7 @@ async fn one(
         info.path.display()
     );
     if args.reference {
-        make_reference(paths, &run.study.id, run.dir.path()).await?;
+        make_reference(paths, &outcome, run.dir.path()).await?;
     }
     if args.strict && outcome.claims_differ() {
         eprintln!("--strict: some claims were not reproduced");
@@ -130,9 +128,11 @@ fn compare_with_reference(results: &Path, study: &str, run_dir: &Path) {
     }
 }
 
-/// Writes the run's report, figure and an archive without images or driver as its study's
-/// reference run.
-async fn make_reference(paths: &Paths, study: &str, run_dir: &Path) -> Result<()> {
+/// Writes the run's report, figure and an archive of the run folder alone (no source bundle,
+/// images or driver) as its study's reference run.
+async fn make_reference(paths: &Paths, outcome: &Outcome, run_dir: &Path) -> Result<()> {
+    reference::refuse_unless_complete(outcome)?;
+    let study = &outcome.study.id;
     let run = RunDir::open(run_dir)?;
     let parent = run
         .path()
@@ -143,7 +143,7 @@ async fn make_reference(paths: &Paths, study: &str, run_dir: &Path) -> Result<()
         .tempdir_in(parent)
         .context("creating a temporary folder for the reference archive")?;
     let out = temp.path().join(reference::ARCHIVE);
-    archive_to(&paths.repo, &run, &out, Contents::BARE).await?;
+    archive_to(&paths.repo, &run, &out, Contents::RUN_ONLY).await?;
     let dest = reference::dir(&paths.results, study);
     reference::install(run.path(), &out, &dest)?;
     println!("reference run of {study}: {}", dest.display());

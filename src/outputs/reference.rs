@@ -1,9 +1,12 @@
 //! A study's reference run: `results/<study>/reference/` holds the report, the figure and the
-//! archive (without images and without the driver) of one complete run made on a quiet machine.
+//! archive of one complete run made on a quiet machine: the run folder alone, without the source
+//! bundle, images or driver (the repository that holds it holds the sources; it is verified and
+//! compared with, not rerun).
 //! It is committed with the study, so that every new run is compared with it and a test can
 //! recompute its verdicts; each file stays under [`LIMIT`] so the repository stays small.
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -91,9 +94,13 @@ pub fn install(run_dir: &Path, archive: &Path, dest: &Path) -> Result<()> {
         .tempdir_in(parent)
         .with_context(|| format!("creating a folder in {}", parent.display()))?;
     for (name, path) in FILES.iter().zip(&sources) {
-        fs::copy(path, staging.path().join(name))
+        let copy = staging.path().join(name);
+        fs::copy(path, &copy)
             .with_context(|| format!("copying {} into the reference", path.display()))?;
+        // Committed files: readable by everyone, whatever the run folder's mode.
+        fs::set_permissions(&copy, fs::Permissions::from_mode(0o644))?;
     }
+    fs::set_permissions(staging.path(), fs::Permissions::from_mode(0o755))?;
     if dest.exists() {
         fs::remove_dir_all(dest).with_context(|| format!("removing {}", dest.display()))?;
     }

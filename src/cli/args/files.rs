@@ -25,6 +25,7 @@ pub struct ArchiveArgs {
 impl ArchiveArgs {
     pub fn contents(&self) -> crate::ops::archive::Contents {
         crate::ops::archive::Contents {
+            sources: true,
             images: self.with_images,
             driver: !self.no_driver,
         }

@@ -70,7 +70,7 @@ pub struct ReproduceArgs {
     #[arg(long)]
     pub no_driver: bool,
     /// Make this run its study's reference run (`results/<study>/reference/`: report, figure and an
-    /// archive without images or driver); refused when a process failed or a file is over 1 MiB.
+    /// archive of the run folder alone); refused when a process failed or a file is over 1 MiB.
     #[arg(long)]
     pub reference: bool,
     /// Reproduce every study in `results/` in turn, then write `results/index.md`.
@@ -107,6 +107,7 @@ impl From<ReproduceArgs> for reproduce::Options {
             run: a.run.into(),
             strict: a.strict,
             contents: crate::ops::archive::Contents {
+                sources: true,
                 images: a.with_images,
                 driver: !a.no_driver,
             },
