@@ -33,13 +33,14 @@ pub fn archive(results: &Path, study: &str) -> Option<PathBuf> {
     Some(dir(results, study).join(ARCHIVE)).filter(|p| p.is_file())
 }
 
-/// Refuses a run that cannot be a reference: an invalid sample (a failed process, or a probe not
-/// measured here), or partial data.
+/// Refuses a run that cannot be a reference: a failed process (an invalid sample, other than a
+/// probe whose toolchain no machine here can have: that one is `not measured` in every run, the
+/// reference's too), or partial data.
 pub fn refuse_unless_complete(outcome: &Outcome) -> Result<()> {
     let invalid: Vec<String> = outcome
         .samples
         .iter()
-        .filter(|s| !s.valid)
+        .filter(|s| !s.valid && !s.is_unavailable())
         .map(|s| {
             format!(
                 "{} at {} tasks (r{}): {}",
@@ -142,6 +143,12 @@ mod tests {
             "{err}"
         );
         o.samples.retain(|s| s.valid);
+        refuse_unless_complete(&o).unwrap();
+        // A probe whose toolchain is unavailable is not measured, in the reference as anywhere.
+        let mut unavailable = o.samples[0].clone();
+        unavailable.valid = false;
+        unavailable.error = Some(format!("{}no source", crate::study::sample::UNAVAILABLE));
+        o.samples.push(unavailable);
         refuse_unless_complete(&o).unwrap();
         o.partial = Some("2 malformed lines".into());
         let err = refuse_unless_complete(&o).unwrap_err().to_string();
