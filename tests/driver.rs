@@ -102,6 +102,16 @@ fn the_archives_own_driver_checks_and_verifies_it_in_a_bare_container() {
             .unwrap();
     assert_eq!(record["sha256"], sha.as_str());
     assert_eq!(record["linking"], "static");
+    // What builds the same driver is in the source bundle.
+    for file in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "build.rs",
+        "Justfile",
+        "src/main.rs",
+    ] {
+        assert!(root.join("source").join(file).is_file(), "source/{file}");
+    }
 
     // A flipped byte in the samples, SHA256SUMS untouched.
     let bad_root = unpack(&good, &tmp.path().join("bad"));

@@ -1,5 +1,5 @@
-//! `parkbench archive`: a run's deterministic archive, with the source bundle and, on request, the
-//! probe images.
+//! `parkbench archive`: a run's deterministic archive, with the source bundle, the self-contained
+//! driver that writes it and, on request, the probe images.
 
 use std::path::{Path, PathBuf};
 
@@ -133,6 +133,7 @@ fn sources(repo: &Path) -> Result<Vec<(String, PathBuf)>> {
     let mut out: Vec<(String, PathBuf)> = [
         "Cargo.toml",
         "Cargo.lock",
+        "build.rs",
         "Justfile",
         "README.md",
         "src",
