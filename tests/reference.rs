@@ -1,6 +1,7 @@
 //! Every committed reference run (`results/<study>/reference/`) is whole and recomputes: `check`
 //! passes, `verify` recomputes its verdicts and finds them equal to the stored ones, its report and
-//! figure are there, and no file is over 1 MiB. No Engine needed.
+//! figure are there, no file is over 1 MiB, and the archive holds the run folder alone (no images,
+//! driver or source bundle). No Engine needed.
 
 mod common;
 
@@ -29,6 +30,23 @@ fn every_reference_run_checks_and_verifies() {
             assert!(size <= 1 << 20, "{name}: reference/{file} is {size} bytes");
         }
         let archive = dir.join("run.tar.gz");
+        // The run folder alone: no images, no driver, no source bundle.
+        let gz = flate2::read::GzDecoder::new(std::fs::File::open(&archive).unwrap());
+        for entry in tar::Archive::new(gz).entries().unwrap() {
+            let path = entry
+                .unwrap()
+                .path()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let inner = path.split_once('/').map_or("", |(_, rest)| rest);
+            assert!(
+                !(inner == "parkbench"
+                    || inner.starts_with("source/")
+                    || inner.starts_with("images/")),
+                "{name}: reference/run.tar.gz holds {path}"
+            );
+        }
         let out = parkbench().arg("check").arg(&archive).output().unwrap();
         assert!(out.status.success(), "{name}: check: {}", describe(&out));
         let out = parkbench().arg("verify").arg(&archive).output().unwrap();
