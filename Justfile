@@ -2,15 +2,15 @@
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
-bin := "target/release/parkbench"
+bin := "target/x86_64-unknown-linux-gnu/driver/parkbench"
 
 # List the recipes.
 default:
     @just --list
 
-# Build the driver (release).
+# Build the driver: self-contained (glibc linked statically) and small, the one archives carry.
 driver:
-    cargo build --release --locked --quiet
+    RUSTFLAGS="-C target-feature=+crt-static" cargo build --locked --quiet --profile driver --target x86_64-unknown-linux-gnu
 
 # Check this machine: Engine, cgroups, CPUs, disk, tools.
 doctor: driver
@@ -27,6 +27,10 @@ run *ARGS: driver
 # The whole job: doctor → build → run (default study, --cpus auto) → report → verdicts → archive.
 reproduce *ARGS: driver
     {{bin}} reproduce --cpus auto {{ARGS}}
+
+# Make STUDY's reference run (results/STUDY/reference/), compared with the one it replaces.
+reference STUDY *ARGS: driver
+    {{bin}} reproduce --cpus auto --reference {{ARGS}} results/{{STUDY}}/study.yaml
 
 # Every test: unit, snapshot, README examples, and integration tests against the real Engine.
 test:

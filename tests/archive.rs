@@ -165,3 +165,68 @@ fn repacked_by_hand_still_checks(archive: &std::path::Path, tmp: &std::path::Pat
         assert!(out.status.success(), "{command}: {}", describe(&out));
     }
 }
+
+#[test]
+fn reproduce_makes_a_reference_run_that_later_runs_compare_with() {
+    ensure_built();
+    let tmp = tempfile::tempdir().unwrap();
+    let write = |go_extra: &str| {
+        let yaml = small_study("refd", "10000", 1, "0", 200, go_extra) + CLAIMS;
+        write_study(tmp.path(), "s.yaml", &yaml)
+    };
+    let reproduce = |study: &std::path::Path, extra: &[&str]| {
+        parkbench()
+            .args(["reproduce", "--cpus", "auto", "--results"])
+            .arg(tmp.path())
+            .args(extra)
+            .arg(study)
+            .output()
+            .unwrap()
+    };
+    let study = write("");
+    let out = reproduce(&study, &["--reference"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).contains("no reference run of refd to compare with"),
+        "{}",
+        describe(&out)
+    );
+    let dir = tmp.path().join("refd/reference");
+    for file in ["report.md", "figure.svg", "run.tar.gz"] {
+        let size = std::fs::metadata(dir.join(file)).unwrap().len();
+        assert!(size <= 1 << 20, "{file}: {size} bytes");
+    }
+    let reference = std::fs::read(dir.join("run.tar.gz")).unwrap();
+    let out = parkbench()
+        .arg("verify")
+        .arg(dir.join("run.tar.gz"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+
+    // The next run ends compared with it: one line, and where the full comparison is.
+    let out = reproduce(&study, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let said = text(&out.stdout);
+    assert!(said.contains("compared with the reference run"), "{said}");
+    assert!(
+        said.contains("claims: 2 of 2 with the same finding"),
+        "{said}"
+    );
+    let full = said
+        .lines()
+        .find_map(|l| l.strip_prefix("full comparison: "))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(std::path::Path::new(full).is_file(), "{full}");
+
+    // A run with a failed process is no reference; the old one stays.
+    let failing = write(r#", "--no-such-flag""#);
+    let out = reproduce(&failing, &["--reference"]);
+    assert!(!out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("not writing a reference run: 1 invalid sample(s) (go at 10000"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(std::fs::read(dir.join("run.tar.gz")).unwrap(), reference);
+}

@@ -62,7 +62,7 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
         Command::Build(a) => ops::prepare::build(repo, &a.options(), a.manifest.as_deref()).await,
         Command::Run(a) => ops::run::command(paths, &a.into(), interrupt).await,
         Command::Report(a) => ops::report::report(&a.run_dir).map(|_| Ending::Ok),
-        Command::Archive(a) => ops::archive::archive(repo, &a.run_dir, a.with_images)
+        Command::Archive(a) => ops::archive::archive(repo, &a.run_dir, a.contents())
             .await
             .map(|_| Ending::Ok),
         Command::Check(a) => ops::verify::check(&a.archive),

@@ -226,27 +226,45 @@ pub fn vendored_checksums(cache: &Cache, repo: &Path) -> Result<Vec<(String, Pat
     Ok(out)
 }
 
-/// A human-readable table of the manifest.
+/// A human-readable table of the manifest, its columns as wide as their longest entry.
 pub fn table(manifest: &Manifest) -> String {
-    let mut out = format!(
-        "{:<16} {:<42} {:<8} {}\n",
-        "IMAGE", "TAG", "STATE", "BINARIES (sha256)"
-    );
+    let name_w = manifest
+        .images
+        .iter()
+        .map(|i| i.name.chars().count())
+        .chain(manifest.unavailable.iter().map(|u| u.name.chars().count()))
+        .chain(manifest.failed.iter().map(|f| f.name.chars().count()))
+        .chain(["IMAGE".len()])
+        .max()
+        .unwrap_or(0);
+    let tag_w = manifest
+        .images
+        .iter()
+        .map(|i| i.tag.chars().count())
+        .chain(["TAG".len()])
+        .max()
+        .unwrap_or(0);
+    let row = |name: &str, tag: &str, state: &str, bin: &str| {
+        format!("{name:<name_w$} {tag:<tag_w$} {state:<8} {bin}")
+            .trim_end()
+            .to_string()
+            + "\n"
+    };
+    let mut out = row("IMAGE", "TAG", "STATE", "BINARIES (sha256)");
     for img in &manifest.images {
         let state = if img.built { "built" } else { "reused" };
         let mut bins = img
             .binaries
             .iter()
             .map(|(p, h)| format!("{p} {}", &h[..16]));
-        out.push_str(&format!(
-            "{:<16} {:<42} {:<8} {}\n",
-            img.name,
-            img.tag,
+        out.push_str(&row(
+            &img.name,
+            &img.tag,
             state,
-            bins.next().unwrap_or_default()
+            &bins.next().unwrap_or_default(),
         ));
         for b in bins {
-            out.push_str(&format!("{:<68} {b}\n", ""));
+            out.push_str(&row("", "", "", &b));
         }
     }
     if !manifest.unavailable.is_empty() {
@@ -254,7 +272,7 @@ pub fn table(manifest: &Manifest) -> String {
     }
     for u in &manifest.unavailable {
         out.push_str(&format!(
-            "{:<16} {}\n",
+            "{:<name_w$} {}\n",
             u.name,
             u.reason.replace('\n', "\n    ")
         ));
@@ -263,12 +281,18 @@ pub fn table(manifest: &Manifest) -> String {
         out.push_str("\nFAILED (build failed; their probes are not measured)\n");
     }
     for f in &manifest.failed {
-        out.push_str(&format!("{:<16} build failed: {}\n", f.name, f.reason()));
+        out.push_str(&format!(
+            "{:<name_w$} build failed: {}\n",
+            f.name,
+            f.reason()
+        ));
     }
     out
 }
 
 #[cfg(test)]
 mod patch_build_tests;
+#[cfg(test)]
+mod table_tests;
 #[cfg(test)]
 mod tests;

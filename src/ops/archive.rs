@@ -1,5 +1,5 @@
-//! `parkbench archive`: a run's deterministic archive, with the source bundle and, on request, the
-//! probe images.
+//! `parkbench archive`: a run's deterministic archive, with the source bundle, the self-contained
+//! driver that writes it and, on request, the probe images.
 
 use std::path::{Path, PathBuf};
 
@@ -8,23 +8,73 @@ use anyhow::{Context, Result};
 use crate::engine::Engine;
 use crate::images::cache::Cache;
 use crate::images::{self, Manifest};
-use crate::outputs::archive::{self, ArchiveInfo};
+use crate::outputs::archive::{self, ArchiveInfo, driver};
 use crate::run::run_dir::{self, RunDir};
 
 /// The source bundle's folder of vendored crates' checksums (see [`images::vendored_checksums`]).
 const VENDOR_CHECKSUMS: &str = "vendor-checksums";
 
+/// What an archive holds besides the run folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Contents {
+    /// The source bundle (`source/`): what rebuilds the images and the driver elsewhere.
+    pub sources: bool,
+    /// The probe images, exported through the Engine.
+    pub images: bool,
+    /// The running driver, when it is self-contained ([`driver`]), and its record.
+    pub driver: bool,
+}
+
+impl Contents {
+    /// Sources and the driver, no images: what `archive` and `reproduce` write by default.
+    pub const DEFAULT: Contents = Contents {
+        sources: true,
+        images: false,
+        driver: true,
+    };
+    /// The run and its sources (a step of `explain`).
+    pub const SOURCES: Contents = Contents {
+        sources: true,
+        images: false,
+        driver: false,
+    };
+    /// The run folder alone: a reference run, which is verified and compared with, never rerun
+    /// (the repository that holds it holds the sources).
+    pub const RUN_ONLY: Contents = Contents {
+        sources: false,
+        images: false,
+        driver: false,
+    };
+}
+
 /// Writes `<run-id>.tar.gz` beside the run folder (a `runs/latest` link names the run it points at).
-pub async fn archive(repo: &Path, run_dir: &Path, with_images: bool) -> Result<ArchiveInfo> {
+pub async fn archive(repo: &Path, run_dir: &Path, contents: Contents) -> Result<ArchiveInfo> {
     let run = RunDir::open(run_dir)?;
-    let out = run.archive_path();
-    let images = tempfile::tempdir().context("creating a folder for exported images")?;
-    let extras = if with_images {
-        export_images(repo, &run, images.path()).await?
+    archive_to(repo, &run, &run.archive_path(), contents).await
+}
+
+/// Writes the archive of `run` to `out`.
+pub async fn archive_to(
+    repo: &Path,
+    run: &RunDir,
+    out: &Path,
+    contents: Contents,
+) -> Result<ArchiveInfo> {
+    let temp = tempfile::tempdir().context("creating a folder for exported images")?;
+    let mut extras = if contents.images {
+        export_images(repo, run, temp.path()).await?
     } else {
         Vec::new()
     };
-    let info = archive::write_with(run.path(), &sources(repo)?, &extras, &out)?;
+    if contents.driver {
+        extras.extend(driver_members(temp.path())?);
+    }
+    let sources = if contents.sources {
+        sources(repo)?
+    } else {
+        Vec::new()
+    };
+    let info = archive::write_with(run.path(), &sources, &extras, out)?;
     eprintln!(
         "archive: {} ({:.1} KiB, {} members, sha256 {})",
         info.path.display(),
@@ -33,6 +83,29 @@ pub async fn archive(repo: &Path, run_dir: &Path, with_images: bool) -> Result<A
         info.sha256
     );
     Ok(info)
+}
+
+/// The running driver and its record as archive members, when it is self-contained; otherwise
+/// none, saying why.
+fn driver_members(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let (exe, record) = match driver::this_driver()? {
+        Ok(found) => found,
+        Err(why) => {
+            eprintln!("archive: no driver inside: {why}");
+            return Ok(Vec::new());
+        }
+    };
+    let path = dir.join(driver::RECORD);
+    let json = serde_json::to_string_pretty(&record)? + "\n";
+    std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "archive: carries this driver ({}, {} linking, sha256 {})",
+        record.target, record.linking, record.sha256
+    );
+    Ok(vec![
+        (driver::MEMBER.to_string(), exe),
+        (driver::RECORD.to_string(), path),
+    ])
 }
 
 /// Exports the run's probe images (and its VM and kernel images) into `dir`; returns them as archive members.
@@ -60,6 +133,7 @@ fn sources(repo: &Path) -> Result<Vec<(String, PathBuf)>> {
     let mut out: Vec<(String, PathBuf)> = [
         "Cargo.toml",
         "Cargo.lock",
+        "build.rs",
         "Justfile",
         "README.md",
         "src",

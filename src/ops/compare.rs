@@ -24,6 +24,7 @@ pub fn compare(a: &Path, b: &Path, out: Option<&Path>, fail_above: Option<f64>) 
         crate::images::cache::write_atomic(&dir.join("compare.html"), html.as_bytes())?;
     }
     print!("{md}");
+    eprintln!("in one line: {}", compare::one_line(&a, &b));
     let Some(percent) = fail_above else {
         return Ok(Ending::Ok);
     };

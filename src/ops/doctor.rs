@@ -13,3 +13,11 @@ pub async fn doctor() -> Result<Ending> {
     print!("{table}");
     Ok(if ok { Ending::Ok } else { Ending::NotReady })
 }
+
+/// The checks on the way to another command: one line when all passed, the table when one failed.
+pub async fn doctor_brief() -> Result<Ending> {
+    let cache = Cache::from_env()?;
+    let (text, ok) = checks::brief(&checks::run(cache.root()).await);
+    print!("{text}");
+    Ok(if ok { Ending::Ok } else { Ending::NotReady })
+}

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
 
-use super::archive::archive;
+use super::archive::{Contents, archive};
 use super::report::report;
 use super::{Ending, Interrupt, Paths, run};
 use crate::images::cache::write_atomic;
@@ -230,7 +230,7 @@ async fn publish(
     let mut archives = Vec::new();
     for dir in dirs {
         files::write(e, dir)?;
-        archives.push(archive(repo, dir, false).await?.path);
+        archives.push(archive(repo, dir, Contents::SOURCES).await?.path);
     }
     files::index(run.path(), &dirs[0], e)?;
     // A run's report gets the link; a run not yet reported (`run` alone) gets its report now.

@@ -1,28 +1,37 @@
 //! `parkbench reproduce`: the whole job, each stage one line — for one study, or for every study in
-//! `results/` followed by `results/index.md`.
+//! `results/` followed by `results/index.md`. Each run ends compared with its study's reference
+//! run, and `--reference` makes it the new one.
 
-use anyhow::{Result, bail};
+use std::path::Path;
 
-use super::archive::archive;
-use super::doctor::doctor;
+use anyhow::{Context, Result, bail};
+
+use super::archive::{Contents, archive, archive_to};
+use super::doctor::doctor_brief;
 use super::report::report;
 use super::{Ending, Interrupt, Paths, run};
+use crate::outputs::outcome::Outcome;
+use crate::outputs::{compare, reference};
+use crate::run::run_dir::{self, RunDir};
 
 /// What to reproduce.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// The study to run, as for `run`.
     pub run: run::Options,
     /// A claim not reproduced ends it as [`Ending::ClaimsDiffer`].
     pub strict: bool,
-    /// Add the probe images to the archive.
-    pub with_images: bool,
+    /// What the archive holds besides the run and its sources (images, the driver).
+    pub contents: Contents,
+    /// Make the run its study's reference run (`results/<study>/reference/`); refused for a run
+    /// with an invalid sample or partial data, or a reference file over 1 MiB.
+    pub reference: bool,
     /// Every study in `results/` in turn, then `results/index.md`.
     pub all: bool,
 }
 
 pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Result<Ending> {
-    if doctor().await? != Ending::Ok {
+    if doctor_brief().await? != Ending::Ok {
         bail!("the machine is not ready (see the FAIL lines above)");
     }
     if !args.all {
@@ -57,7 +66,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
     Ok(worst)
 }
 
-/// One study: run, report, archive.
+/// One study: run, report, comparison with the reference, archive (and the new reference).
 async fn one(
     paths: &Paths,
     args: &Options,
@@ -69,17 +78,76 @@ async fn one(
         return Ok(Ending::of_run(&run));
     }
     let outcome = report(run.dir.path())?;
-    let info = archive(&paths.repo, run.dir.path(), args.with_images).await?;
+    compare_with_reference(&paths.results, &run.study.id, run.dir.path());
+    let info = archive(&paths.repo, run.dir.path(), args.contents).await?;
     println!(
         "\narchive: {}\ncheck it with: parkbench check {}",
         info.path.display(),
         info.path.display()
     );
+    if args.reference {
+        make_reference(paths, &outcome, run.dir.path()).await?;
+    }
     if args.strict && outcome.claims_differ() {
         eprintln!("--strict: some claims were not reproduced");
         return Ok(Ending::ClaimsDiffer);
     }
     Ok(Ending::of_run(&run))
+}
+
+/// Compares the run (B) with its study's reference run (A), when the study has one: prints the
+/// one-line summary and writes compare.md and compare.svg into the run folder. A reference that
+/// cannot be read is said, and the run goes on.
+fn compare_with_reference(results: &Path, study: &str, run_dir: &Path) {
+    let Some(path) = reference::archive(results, study) else {
+        println!(
+            "no reference run of {study} to compare with ({} is missing)",
+            reference::dir(results, study)
+                .join(reference::ARCHIVE)
+                .display()
+        );
+        return;
+    };
+    let compared = (|| -> Result<(String, std::path::PathBuf)> {
+        let (a, b) = (compare::load(&path)?, compare::load(run_dir)?);
+        let dir = RunDir::open(run_dir)?;
+        dir.write(run_dir::COMPARE_MD, compare::markdown(&a, &b).as_bytes())?;
+        dir.write(run_dir::COMPARE_SVG, compare::figure(&a, &b).as_bytes())?;
+        Ok((compare::one_line(&a, &b), dir.file(run_dir::COMPARE_MD)))
+    })();
+    match compared {
+        Ok((line, full)) => println!(
+            "\ncompared with the reference run ({}): {line}\nfull comparison: {}",
+            path.display(),
+            full.display()
+        ),
+        Err(e) => eprintln!(
+            "warning: the reference run {} could not be compared with this run: {e:#}",
+            path.display()
+        ),
+    }
+}
+
+/// Writes the run's report, figure and an archive of the run folder alone (no source bundle,
+/// images or driver) as its study's reference run.
+async fn make_reference(paths: &Paths, outcome: &Outcome, run_dir: &Path) -> Result<()> {
+    reference::refuse_unless_complete(outcome)?;
+    let study = &outcome.study.id;
+    let run = RunDir::open(run_dir)?;
+    let parent = run
+        .path()
+        .parent()
+        .context("the run folder has no parent")?;
+    let temp = tempfile::Builder::new()
+        .prefix(".reference-archive-")
+        .tempdir_in(parent)
+        .context("creating a temporary folder for the reference archive")?;
+    let out = temp.path().join(reference::ARCHIVE);
+    archive_to(&paths.repo, &run, &out, Contents::RUN_ONLY).await?;
+    let dest = reference::dir(&paths.results, study);
+    reference::install(run.path(), &out, &dest)?;
+    println!("reference run of {study}: {}", dest.display());
+    Ok(())
 }
 
 /// The ending that says more: differing claims over failed probes over success.

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::archive::archive;
+use super::archive::{Contents, archive};
 use super::report::report;
 use super::{Ending, Interrupt, Paths, run};
 use crate::outputs::compare;
@@ -98,7 +98,7 @@ async fn rerun(
     }
     report(run.dir.path())?;
     compare_with_archive(source, run.dir.path())?;
-    let info = archive(&source.repo(), run.dir.path(), false).await?;
+    let info = archive(&source.repo(), run.dir.path(), Contents::DEFAULT).await?;
     println!(
         "\narchive: {}\ncheck it with: parkbench check {}",
         info.path.display(),

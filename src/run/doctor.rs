@@ -167,3 +167,36 @@ pub fn render(checks: &[Check]) -> (String, bool) {
     }
     (out, checks.iter().all(|c| c.ok))
 }
+
+/// The checks in brief, for commands that run them on the way (`reproduce`): one line when all
+/// passed, the whole table when one failed; the bool is true when all passed.
+pub fn brief(checks: &[Check]) -> (String, bool) {
+    let (table, ok) = render(checks);
+    if !ok {
+        return (table, ok);
+    }
+    let line = format!(
+        "doctor: all {} checks passed (`parkbench doctor` lists them)\n",
+        checks.len()
+    );
+    (line, ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn brief_is_one_line_unless_a_check_fails() {
+        let mut checks = vec![check("engine", true, "29.1"), check("cpus", true, "2")];
+        let (text, ok) = brief(&checks);
+        assert!(ok);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains("all 2 checks passed"), "{text}");
+        checks.push(check("disk", false, "free some space"));
+        let (text, ok) = brief(&checks);
+        assert!(!ok);
+        assert_eq!(text, render(&checks).0, "the whole table on a failure");
+        assert!(text.contains("FAIL disk"), "{text}");
+    }
+}

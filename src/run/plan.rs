@@ -124,8 +124,13 @@ impl Estimates {
     }
 
     /// The time of one process of `probe` at `tasks`, modelled from its processes finished at other
-    /// scales: a line through their medians (least squares, time against tasks), never below the
-    /// quickest of them. `None` with fewer than two scales finished: one point gives no slope.
+    /// scales. With two scales or more: a line through their medians (least squares, time against
+    /// tasks), never below the quickest of them. With one scale `n₁` (median `t₁`): a process is a
+    /// fixed startup cost `c` plus a time proportional to its tasks, `c + (t₁ − c) · n ÷ n₁`, where
+    /// `c` is the quickest process this run has finished, of any probe (no process can start for
+    /// less than it takes; capped at `t₁`). When `t₁` is that quickest process itself the model says
+    /// every scale takes `t₁`: an underestimate until a second scale gives the slope, but a known
+    /// one, so a first run shows an ETA after each probe's first process. `None` before any.
     fn by_scale(&self, probe: &str, tasks: u64) -> Option<f64> {
         let points: Vec<(f64, f64)> = self
             .finished
@@ -133,21 +138,22 @@ impl Estimates {
             .filter(|((p, _), _)| p == probe)
             .filter_map(|((_, t), v)| Some((*t as f64, median(v)?)))
             .collect();
-        if points.len() < 2 {
-            return None;
+        match points.as_slice() {
+            [] => None,
+            [(n1, t1)] => {
+                let quickest = self
+                    .finished
+                    .values()
+                    .flatten()
+                    .copied()
+                    .fold(f64::INFINITY, f64::min);
+                let startup = quickest.min(*t1);
+                let per_task = if *n1 > 0.0 { (t1 - startup) / n1 } else { 0.0 };
+                Some(startup + per_task * tasks as f64)
+            }
+            _ => Some(least_squares(&points, tasks as f64)),
         }
-        let n = points.len() as f64;
-        let (mx, my) = (
-            points.iter().map(|p| p.0).sum::<f64>() / n,
-            points.iter().map(|p| p.1).sum::<f64>() / n,
-        );
-        let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
-        let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-        let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
-        let floor = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-        Some((my + slope * (tasks as f64 - mx)).max(floor))
     }
-
     /// The expected time of these processes, and how many of them have no estimate.
     pub fn total(&self, study: &Study, cells: &[Cell]) -> (Duration, usize) {
         let mut ms = 0.0;
@@ -174,6 +180,20 @@ impl Estimates {
             _ => "ETA unknown".into(),
         }
     }
+}
+
+/// The least-squares line through `points` (tasks, ms) at `x`, never below the quickest point.
+fn least_squares(points: &[(f64, f64)], x: f64) -> f64 {
+    let n = points.len() as f64;
+    let (mx, my) = (
+        points.iter().map(|p| p.0).sum::<f64>() / n,
+        points.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    let floor = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    (my + slope * (x - mx)).max(floor)
 }
 
 /// The plan printed before a run starts: processes by probe and scale, and the expected time.
@@ -334,10 +354,50 @@ mod tests {
         assert!((t - 10_400.0).abs() < 1.0, "{t}");
         // Never below the quickest finished process.
         assert_eq!(est.of(&study, &cell(1)), Some(500.0));
-        // One scale alone gives no slope: the other probes' same scale, or unknown.
-        let mut one = Estimates::default();
-        s.tasks = 10_000;
-        one.finished(&s);
-        assert_eq!(one.of(&study, &cell(1_000_000)), None);
+        // Nothing finished of the probe, nor at the scale: unknown.
+        assert_eq!(Estimates::default().of(&study, &cell(1_000_000)), None);
+    }
+
+    #[test]
+    fn one_finished_process_estimates_every_scale_of_its_probe() {
+        let study = crate::study::Study::default_study();
+        let go = study.probes.iter().position(|p| p.id == "go").unwrap();
+        let cell = |tasks| Cell {
+            probe: go,
+            tasks,
+            repeat: 1,
+            position: 0,
+        };
+        let mut s = crate::study::sample::fixture::samples()[0].clone();
+        let mut est = Estimates::default();
+        // Another probe's quickest process bounds the startup cost: 300 ms.
+        (s.probe, s.tasks, s.timings.container_ms) = ("rust-tokio".into(), 1, Some(300.0));
+        est.finished(&s);
+        (s.probe, s.tasks, s.timings.container_ms) = ("go".into(), 10_000, Some(800.0));
+        est.finished(&s);
+        // 300 ms + (800 − 300) ms × n ÷ 10,000.
+        for (tasks, want) in [(100_000, 5_300.0), (10_000, 800.0), (1, 300.05)] {
+            let t = est.of(&study, &cell(tasks)).unwrap();
+            assert!((t - want).abs() < 1e-6, "{tasks}: {t}");
+        }
+        // The probe's own process is the quickest: every scale as long as it.
+        let mut alone = Estimates::default();
+        alone.finished(&s);
+        assert_eq!(alone.of(&study, &cell(1_000_000)), Some(800.0));
+        // So the first run has an ETA once each probe has finished one process.
+        let cells = matrix(&study);
+        assert_eq!(
+            alone.eta(&study, &cells),
+            "ETA unknown",
+            "rust-tokio not started"
+        );
+        (s.probe, s.tasks, s.timings.container_ms) = ("rust-tokio".into(), 1, Some(300.0));
+        alone.finished(&s);
+        assert!(
+            alone.eta(&study, &cells).starts_with("ETA "),
+            "{}",
+            alone.eta(&study, &cells)
+        );
+        assert_ne!(alone.eta(&study, &cells), "ETA unknown");
     }
 }

@@ -17,6 +17,19 @@ pub struct ArchiveArgs {
     /// Also add the probe images, exported through the Engine, for bit-exact reruns elsewhere.
     #[arg(long)]
     pub with_images: bool,
+    /// Leave out the self-contained driver (`<run-id>/parkbench`) the archive otherwise carries.
+    #[arg(long)]
+    pub no_driver: bool,
+}
+
+impl ArchiveArgs {
+    pub fn contents(&self) -> crate::ops::archive::Contents {
+        crate::ops::archive::Contents {
+            sources: true,
+            images: self.with_images,
+            driver: !self.no_driver,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

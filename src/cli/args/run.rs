@@ -74,6 +74,13 @@ pub struct ReproduceArgs {
     /// Add the probe images to the archive.
     #[arg(long)]
     pub with_images: bool,
+    /// Leave out the self-contained driver (`<run-id>/parkbench`) the archive otherwise carries.
+    #[arg(long)]
+    pub no_driver: bool,
+    /// Make this run its study's reference run (`results/<study>/reference/`: report, figure and an
+    /// archive of the run folder alone); refused when a process failed or a file is over 1 MiB.
+    #[arg(long)]
+    pub reference: bool,
     /// Reproduce every study in `results/` in turn, then write `results/index.md`.
     #[arg(long, conflicts_with_all = ["study", "resume"])]
     pub all: bool,
@@ -109,7 +116,12 @@ impl From<ReproduceArgs> for reproduce::Options {
         reproduce::Options {
             run: a.run.into(),
             strict: a.strict,
-            with_images: a.with_images,
+            contents: crate::ops::archive::Contents {
+                sources: true,
+                images: a.with_images,
+                driver: !a.no_driver,
+            },
+            reference: a.reference,
             all: a.all,
         }
     }

@@ -1,8 +1,10 @@
 //! The run archive: one `.tar.gz` per run (`results/<study>/runs/<run-id>.tar.gz`) that anyone can
 //! check offline. [`write`] builds it deterministically, [`check`] validates it without extracting,
-//! [`read_run`] returns the small files `parkbench verify` needs.
+//! [`read_run`] returns the small files `parkbench verify` needs; [`driver`] is the self-contained
+//! `parkbench` an archive carries.
 
 mod check;
+pub mod driver;
 mod plan;
 mod run_files;
 mod scan;

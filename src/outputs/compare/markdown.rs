@@ -106,7 +106,15 @@ fn statistic(h: &Headline) -> String {
 }
 
 /// The value and its half-range: MiB for bytes, else the statistic's own unit.
-fn shown(h: &Headline) -> String {
+/// `value ± half-range`; the value alone for a cell of one process (it has no range).
+pub(super) fn shown(h: &Headline) -> String {
+    if h.values.len() == 1 {
+        return if h.is_bytes() {
+            mib(h.value)
+        } else {
+            grouped(h.value, 2)
+        };
+    }
     let (value, half) = if h.is_bytes() {
         (mib(h.value), mib(h.half_range()))
     } else {

@@ -197,6 +197,35 @@ pub fn over_threshold(a: &Summary, b: &Summary, percent: f64) -> Vec<String> {
     paired.chain(lost).collect()
 }
 
+/// The comparison in one line: cells beyond dispersion (and the one that moved most), cells in
+/// one run only, claims with the same finding, and whether the same binaries ran.
+pub fn one_line(a: &Side, b: &Side) -> String {
+    let (sa, sb) = (&a.outcome.summary, &b.outcome.summary);
+    let rows = cells(sa, sb);
+    let beyond: Vec<&CellRow> = rows.iter().filter(|r| r.beyond_dispersion()).collect();
+    let mut out = format!("{} of {} cells beyond dispersion", beyond.len(), rows.len());
+    let moved = |r: &&CellRow| r.ratio().map_or(f64::INFINITY, |x| (x.ln()).abs());
+    if let Some(most) = beyond.iter().max_by(|x, y| moved(x).total_cmp(&moved(y))) {
+        let ratio = most.ratio().map_or("—".into(), |r| format!("{r:.3}"));
+        out.push_str(&format!(
+            " (most: {} at {} tasks, B ÷ A {ratio})",
+            most.probe, most.tasks
+        ));
+    }
+    let lone = lone_cells(sa, sb).len();
+    if lone > 0 {
+        out.push_str(&format!(", {lone} in one run only"));
+    }
+    let pairs = claims(&a.outcome.verdicts, &b.outcome.verdicts);
+    let same = pairs.iter().filter(|(x, y)| x.status == y.status).count();
+    out.push_str(&format!(
+        "; claims: {same} of {} with the same finding; same binaries: {}",
+        pairs.len(),
+        same_binaries(a, b)
+    ));
+    out
+}
+
 /// Claims judged in both runs, by claim id, in A's order.
 pub fn claims<'a>(a: &'a [Verdict], b: &'a [Verdict]) -> Vec<(&'a Verdict, &'a Verdict)> {
     a.iter()

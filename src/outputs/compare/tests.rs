@@ -132,6 +132,47 @@ fn a_shifted_cell_is_beyond_dispersion_and_only_that_one() {
 }
 
 #[test]
+fn one_line_counts_cells_beyond_dispersion_and_names_the_largest() {
+    let a = side("a", fixture::summary(), Some(manifest("x")));
+    let same = one_line(&a, &side("b", fixture::summary(), Some(manifest("x"))));
+    assert!(same.starts_with("0 of "), "{same}");
+    assert!(same.contains("same binaries: yes"), "{same}");
+    let mut moved = fixture::summary();
+    let target = moved.cells.iter_mut().find(|c| c.valid > 1).unwrap();
+    let shift = 10.0 * (target.rss_max_bytes.unwrap() - target.rss_min_bytes.unwrap()) + 1.0;
+    for p in &mut target.processes {
+        p.rss_median_bytes = p.rss_median_bytes.map(|v| v + shift);
+    }
+    for v in [
+        &mut target.rss_median_bytes,
+        &mut target.rss_min_bytes,
+        &mut target.rss_max_bytes,
+    ] {
+        *v = v.map(|v| v + shift);
+    }
+    let (probe, tasks) = (target.probe.clone(), target.tasks);
+    let line = one_line(&a, &side("b", moved, Some(manifest("y"))));
+    assert!(line.starts_with("1 of "), "{line}");
+    assert!(
+        line.contains(&format!("(most: {probe} at {tasks} tasks, B ÷ A ")),
+        "{line}"
+    );
+    assert!(line.contains("same binaries: no"), "{line}");
+    assert!(!line.contains('\n'), "{line}");
+}
+
+#[test]
+fn a_cell_of_one_process_is_shown_without_a_range() {
+    let mib = 1024.0 * 1024.0;
+    assert_eq!(
+        super::markdown::shown(&headline(&[2.0 * mib], 2.0 * mib)),
+        "2.00"
+    );
+    let two = headline(&[1.0 * mib, 3.0 * mib], 2.0 * mib);
+    assert_eq!(super::markdown::shown(&two), "2.00 ± 1.00");
+}
+
+#[test]
 fn claims_pair_by_id() {
     let v = fixture::verdicts();
     let pairs = claims(&v, &v[1..]);

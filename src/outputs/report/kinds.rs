@@ -151,7 +151,8 @@ fn number(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// `median (min–max, CV)` in the value's unit: `_bytes` in MiB, `_ms` in ms, `_ns` in µs.
+/// `median (min–max, CV)` in the value's unit: `_bytes` in MiB, `_ms` in ms, `_ns` in µs; the
+/// value alone when one process gave it (one value has no range and no dispersion).
 fn spread(name: &str, s: &Spread) -> String {
     let (f, unit): (fn(f64) -> String, &str) = if name.ends_with("_bytes") {
         (mib, " MiB")
@@ -160,6 +161,9 @@ fn spread(name: &str, s: &Spread) -> String {
     } else {
         (|v| grouped(v, if v.fract() == 0.0 { 0 } else { 2 }), "")
     };
+    if s.values.len() == 1 {
+        return format!("{}{unit}", f(s.median));
+    }
     let cv = s.cv.map_or(String::new(), |c| {
         format!(", CV {} %", grouped(c * 100.0, 2))
     });
@@ -196,8 +200,11 @@ pub(crate) fn probe_notes(cells: &[&Cell]) -> String {
     out
 }
 
+/// A steady cell's row; with one valid process its min, max and CV are `—` (one value has no range
+/// and no dispersion).
 fn cell_row(c: &Cell, repeats: usize) -> String {
     let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "—".into(), f);
+    let spread = |v: Option<f64>| v.filter(|_| c.valid > 1);
     let processes: Vec<String> = c
         .processes
         .iter()
@@ -225,9 +232,12 @@ fn cell_row(c: &Cell, repeats: usize) -> String {
             processes.join("; ")
         },
         opt(c.rss_median_bytes, &mib),
-        opt(c.rss_min_bytes, &mib),
-        opt(c.rss_max_bytes, &mib),
-        opt(c.rss_cv, &|v| format!("{} %", grouped(v * 100.0, 2))),
+        opt(spread(c.rss_min_bytes), &mib),
+        opt(spread(c.rss_max_bytes), &mib),
+        opt(spread(c.rss_cv), &|v| format!(
+            "{} %",
+            grouped(v * 100.0, 2)
+        )),
         opt(c.per_task_bytes, &|v| number::value(v, Unit::B)),
         if metrics.is_empty() {
             "—".into()
@@ -243,5 +253,38 @@ fn metric_value(name: &str, v: f64) -> String {
         format!("{} MiB", mib(v))
     } else {
         grouped(v, if v.fract() == 0.0 { 0 } else { 2 })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outputs::report::fixture;
+    use crate::outputs::summary::summarize;
+
+    #[test]
+    fn a_cell_of_one_process_shows_its_value_without_range_or_cv() {
+        let mut study = fixture::study();
+        study.protocol.repeats.min = 1;
+        let samples: Vec<_> = fixture::samples()
+            .into_iter()
+            .filter(|s| s.repeat == 1)
+            .collect();
+        let summary = summarize(&study, &samples);
+        let text = tables(&study, &summary);
+        let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| go |")).collect();
+        assert!(!rows.is_empty(), "{text}");
+        for row in rows {
+            let cols: Vec<&str> = row.split('|').map(str::trim).collect();
+            // Probe, valid, process medians, median, min, max, CV.
+            assert_ne!(cols[4], "—", "{row}");
+            assert_eq!(&cols[5..8], ["—", "—", "—"], "{row}");
+        }
+        assert!(!text.contains("0.00 %"), "{text}");
+        let one = Spread::of(vec![12.5]).unwrap();
+        assert_eq!(spread("switch_ns", &one), "0.01 µs");
+        assert_eq!(spread("ops", &one), "12.50");
+        let two = Spread::of(vec![10.0, 12.0]).unwrap();
+        assert_eq!(spread("ops", &two), "11 (10–12, CV 9.09 %)");
     }
 }

@@ -101,7 +101,11 @@ pub fn measured(m: Option<&Measured>, unit: Unit) -> String {
     }
 }
 
+/// `lo–hi` with the unit; one value when both ends are the same (a cell of one process).
 fn range(lo: f64, hi: f64, unit: Unit) -> String {
+    if lo == hi {
+        return value(lo, unit);
+    }
     let text = format!("{}–{}", number(lo, unit), number(hi, unit));
     match unit {
         Unit::Times => format!("{text}×"),
@@ -160,6 +164,12 @@ mod tests {
             "2,619.10–2,620.82 MiB"
         );
         assert_eq!(measured(None, Unit::B), "—");
+        let one = Measured::Range([152.0, 152.0]);
+        assert_eq!(
+            measured(Some(&one), Unit::B),
+            "152 B",
+            "one value, no range"
+        );
         assert_eq!(value(13.2, Unit::Times), "13.200×");
         assert_eq!(ratio(Some(0.99123)), "0.991");
     }

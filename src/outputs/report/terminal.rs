@@ -51,8 +51,11 @@ pub fn timed_precision(study: &Study, summary: &Summary) -> String {
     for c in summary.cells.iter().filter(precise) {
         let flagged = c.above_target_cv(target);
         for (key, s) in &c.stats {
-            let cv =
-                s.cv.map_or("CV —".into(), |v| format!("CV {:.2} %", v * 100.0));
+            let cv = match (s.values.len(), s.cv) {
+                (1, _) => "no CV".into(),
+                (_, None) => "CV —".into(),
+                (_, Some(v)) => format!("CV {:.2} %", v * 100.0),
+            };
             let flag = if flagged.iter().any(|(k, _)| k == key) {
                 format!("  ABOVE TARGET {:.2} %", target.unwrap_or_default() * 100.0)
             } else {
@@ -60,11 +63,14 @@ pub fn timed_precision(study: &Study, summary: &Summary) -> String {
             };
             let _ = writeln!(
                 out,
-                "  {} × {} tasks  {key} median {:.3}  {cv} over {} processes{flag}",
+                "  {} × {} tasks  {key} median {:.3}  {cv} over {}{flag}",
                 c.probe,
                 c.tasks,
                 s.median,
-                s.values.len()
+                match s.values.len() {
+                    1 => "1 process".to_string(),
+                    n => format!("{n} processes"),
+                }
             );
         }
     }
@@ -184,6 +190,13 @@ mod tests {
         );
         study.protocol.target_cv = Some(0.5);
         assert!(!timed_precision(&study, &summary).contains("ABOVE"));
+        let one = crate::outputs::summary::Spread::of(vec![10.0]).unwrap();
+        summary.cells[0].stats.insert("ns".into(), one);
+        let text = timed_precision(&study, &summary);
+        assert!(
+            text.contains("ns median 10.000  no CV over 1 process\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1,0 +1,22 @@
+//! Records how this driver is built, for the record an archive keeps beside the driver it carries
+//! (`parkbench.json`): the compiler's version, the target, the optimisation level and the flags.
+
+use std::process::Command;
+
+fn main() {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let version = Command::new(&rustc)
+        .arg("-V")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let var = |name: &str| std::env::var(name).unwrap_or_default();
+    let flags = var("CARGO_ENCODED_RUSTFLAGS").replace('\u{1f}', " ");
+    println!("cargo:rustc-env=PARKBENCH_RUSTC={version}");
+    println!("cargo:rustc-env=PARKBENCH_TARGET={}", var("TARGET"));
+    println!("cargo:rustc-env=PARKBENCH_OPT_LEVEL={}", var("OPT_LEVEL"));
+    println!("cargo:rustc-env=PARKBENCH_RUSTFLAGS={flags}");
+    println!("cargo:rerun-if-changed=build.rs");
+}

@@ -1,0 +1,103 @@
+//! The driver an archive carries: the very `parkbench` that writes the archive, when that build is
+//! self-contained (linked statically, `just driver`), so that a reviewer can `check` and `verify`
+//! the archive on x86-64 Linux with nothing installed. Beside it, a record of how it was built.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::images::digest;
+
+/// The driver's member, below `<run-id>/`.
+pub const MEMBER: &str = "parkbench";
+/// The record's member, below `<run-id>/`.
+pub const RECORD: &str = "parkbench.json";
+
+/// How the driver an archive carries was built: `<run-id>/parkbench.json`, beside `<run-id>/parkbench`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriverRecord {
+    /// SHA-256 of `<run-id>/parkbench`, lowercase hex: the same file as the driver that wrote the
+    /// archive (it copies itself).
+    pub sha256: String,
+    /// parkbench's version.
+    pub version: String,
+    /// The target it was built for (`x86_64-unknown-linux-gnu`).
+    pub target: String,
+    /// `static`: glibc's C runtime linked in (`-C target-feature=+crt-static`); the file needs no
+    /// shared library and no loader.
+    pub linking: String,
+    /// The compiler (`rustc -V`).
+    pub rustc: String,
+    /// The optimisation level of the build (`s` for `just driver`'s `driver` profile).
+    pub opt_level: String,
+    /// The flags given to the compiler for the build (`RUSTFLAGS`).
+    pub rustflags: String,
+    /// The command that builds the same driver from the archive's `source/`.
+    pub built_with: String,
+}
+
+/// The command that builds the driver archives carry (the Justfile's `driver` recipe).
+pub const BUILD_COMMAND: &str = "RUSTFLAGS='-C target-feature=+crt-static' cargo build --locked \
+     --profile driver --target x86_64-unknown-linux-gnu (`just driver`)";
+
+/// True when this build is self-contained: glibc linked statically.
+pub const SELF_CONTAINED: bool = cfg!(target_feature = "crt-static");
+
+/// The running driver and its record, when it is self-contained; otherwise why it is not carried.
+pub fn this_driver() -> Result<std::result::Result<(PathBuf, DriverRecord), String>> {
+    if !SELF_CONTAINED {
+        return Ok(Err(format!(
+            "this parkbench is linked dynamically (a development build); the archive carries the \
+             driver that writes it only when that driver is self-contained: build it with `just \
+             driver` ({BUILD_COMMAND}), or pass --no-driver"
+        )));
+    }
+    let exe = std::env::current_exe().context("finding the running parkbench")?;
+    Ok(Ok((exe.clone(), record(&exe)?)))
+}
+
+/// The record of the driver at `exe`, built as this one.
+fn record(exe: &Path) -> Result<DriverRecord> {
+    Ok(DriverRecord {
+        sha256: digest::file(exe)?,
+        version: env!("CARGO_PKG_VERSION").into(),
+        target: env!("PARKBENCH_TARGET").into(),
+        linking: if SELF_CONTAINED { "static" } else { "dynamic" }.into(),
+        rustc: env!("PARKBENCH_RUSTC").into(),
+        opt_level: env!("PARKBENCH_OPT_LEVEL").into(),
+        rustflags: env!("PARKBENCH_RUSTFLAGS").into(),
+        built_with: BUILD_COMMAND.into(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_record_names_this_build_and_hashes_the_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let exe = tmp.path().join("parkbench");
+        std::fs::write(&exe, b"a driver").unwrap();
+        let r = record(&exe).unwrap();
+        assert_eq!(r.sha256, digest::bytes(b"a driver"));
+        assert_eq!(r.target, "x86_64-unknown-linux-gnu");
+        assert!(r.rustc.starts_with("rustc "), "{}", r.rustc);
+        assert_eq!(r.linking == "static", SELF_CONTAINED);
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(serde_json::from_str::<DriverRecord>(&json).unwrap(), r);
+    }
+
+    #[test]
+    fn a_dynamic_build_is_not_carried_and_says_how_to_get_one() {
+        if SELF_CONTAINED {
+            return;
+        }
+        let why = this_driver().unwrap().unwrap_err();
+        assert!(
+            why.contains("just driver") && why.contains("--no-driver"),
+            "{why}"
+        );
+    }
+}

@@ -1,0 +1,199 @@
+//! A study's reference run: `results/<study>/reference/` holds the report, the figure and the
+//! archive of one complete run made on a quiet machine: the run folder alone, without the source
+//! bundle, images or driver (the repository that holds it holds the sources; it is verified and
+//! compared with, not rerun).
+//! It is committed with the study, so that every new run is compared with it and a test can
+//! recompute its verdicts; each file stays under [`LIMIT`] so the repository stays small.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::outputs::outcome::Outcome;
+use crate::run::run_dir;
+
+/// The reference's folder, inside the study's folder of `results/`.
+pub const DIR: &str = "reference";
+/// The reference's archive (its top folder is the run's id).
+pub const ARCHIVE: &str = "run.tar.gz";
+/// The largest file a reference may hold, bytes.
+pub const LIMIT: u64 = 1 << 20;
+/// What a reference holds, each copied from the run folder or written by the archive.
+pub const FILES: [&str; 3] = [run_dir::REPORT, run_dir::FIGURE, ARCHIVE];
+
+/// `<results>/<study>/reference/`.
+pub fn dir(results: &Path, study: &str) -> PathBuf {
+    results.join(study).join(DIR)
+}
+
+/// The reference archive of `study`, when it has one.
+pub fn archive(results: &Path, study: &str) -> Option<PathBuf> {
+    Some(dir(results, study).join(ARCHIVE)).filter(|p| p.is_file())
+}
+
+/// Refuses a run that cannot be a reference: a failed process (an invalid sample, other than a
+/// probe whose toolchain no machine here can have: that one is `not measured` in every run, the
+/// reference's too), or partial data.
+pub fn refuse_unless_complete(outcome: &Outcome) -> Result<()> {
+    let invalid: Vec<String> = outcome
+        .samples
+        .iter()
+        .filter(|s| !s.valid && !s.is_unavailable())
+        .map(|s| {
+            format!(
+                "{} at {} tasks (r{}): {}",
+                s.probe,
+                s.tasks,
+                s.repeat,
+                s.error.as_deref().unwrap_or("invalid")
+            )
+        })
+        .collect();
+    if !invalid.is_empty() {
+        bail!(
+            "not writing a reference run: {} invalid sample(s) ({}); a reference must measure \
+             every process: fix the cause and reproduce again on a quiet machine",
+            invalid.len(),
+            invalid.join("; ")
+        );
+    }
+    if let Some(why) = &outcome.partial {
+        bail!("not writing a reference run: its data is partial ({why})");
+    }
+    Ok(())
+}
+
+/// Replaces `dest` with the run's report and figure and `archive`, each at most [`LIMIT`] bytes;
+/// nothing is replaced when one is larger.
+pub fn install(run_dir: &Path, archive: &Path, dest: &Path) -> Result<()> {
+    let sources = [
+        run_dir.join(run_dir::REPORT),
+        run_dir.join(run_dir::FIGURE),
+        archive.to_owned(),
+    ];
+    for (name, path) in FILES.iter().zip(&sources) {
+        let size = fs::metadata(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .len();
+        if size > LIMIT {
+            bail!(
+                "not writing a reference run: its {name} is {} KiB, over the {} KiB a reference \
+                 file may have (the repository stays small): run the study with fewer processes \
+                 or scales for its reference",
+                size.div_ceil(1024),
+                LIMIT / 1024
+            );
+        }
+    }
+    let parent = dest
+        .parent()
+        .with_context(|| format!("{} has no parent folder", dest.display()))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".reference-")
+        .tempdir_in(parent)
+        .with_context(|| format!("creating a folder in {}", parent.display()))?;
+    for (name, path) in FILES.iter().zip(&sources) {
+        let copy = staging.path().join(name);
+        fs::copy(path, &copy)
+            .with_context(|| format!("copying {} into the reference", path.display()))?;
+        // Committed files: readable by everyone, whatever the run folder's mode.
+        fs::set_permissions(&copy, fs::Permissions::from_mode(0o644))?;
+    }
+    fs::set_permissions(staging.path(), fs::Permissions::from_mode(0o755))?;
+    if dest.exists() {
+        fs::remove_dir_all(dest).with_context(|| format!("removing {}", dest.display()))?;
+    }
+    let staged = staging.keep();
+    fs::rename(&staged, dest)
+        .with_context(|| format!("moving the new reference to {}", dest.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outputs::report::fixture;
+
+    fn outcome() -> Outcome {
+        let study = fixture::study();
+        let samples = fixture::samples();
+        let summary = fixture::summary();
+        Outcome {
+            run_id: "r".into(),
+            verdicts: fixture::verdicts(),
+            study,
+            samples,
+            summary,
+            environment: vec![],
+            deviations: vec![],
+            warnings: vec![],
+            partial: None,
+        }
+    }
+
+    #[test]
+    fn a_run_with_a_failed_process_or_partial_data_is_refused() {
+        let mut o = outcome();
+        // The fixture's Go at 1M, repeat 2, was OOM-killed.
+        let err = refuse_unless_complete(&o).unwrap_err().to_string();
+        assert!(
+            err.contains("1 invalid sample(s) (go at 1000000 tasks (r2)"),
+            "{err}"
+        );
+        o.samples.retain(|s| s.valid);
+        refuse_unless_complete(&o).unwrap();
+        // A probe whose toolchain is unavailable is not measured, in the reference as anywhere.
+        let mut unavailable = o.samples[0].clone();
+        unavailable.valid = false;
+        unavailable.error = Some(format!("{}no source", crate::study::sample::UNAVAILABLE));
+        o.samples.push(unavailable);
+        refuse_unless_complete(&o).unwrap();
+        o.partial = Some("2 malformed lines".into());
+        let err = refuse_unless_complete(&o).unwrap_err().to_string();
+        assert!(err.contains("partial (2 malformed lines)"), "{err}");
+    }
+
+    #[test]
+    fn install_replaces_the_folder_and_refuses_a_file_over_the_limit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = tmp.path().join("run");
+        fs::create_dir(&run).unwrap();
+        fs::write(run.join(run_dir::REPORT), "# report").unwrap();
+        fs::write(run.join(run_dir::FIGURE), "<svg/>").unwrap();
+        let archive = tmp.path().join("a.tar.gz");
+        fs::write(&archive, "gz").unwrap();
+        let dest = tmp.path().join("study").join(DIR);
+        fs::create_dir_all(&dest).unwrap();
+        fs::write(dest.join("stale"), "old").unwrap();
+        install(&run, &archive, &dest).unwrap();
+        let mut names: Vec<String> = fs::read_dir(&dest)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["figure.svg", "report.md", "run.tar.gz"]);
+        assert_eq!(
+            archive_path_of(tmp.path()),
+            Some(dest.join(ARCHIVE)),
+            "found by study"
+        );
+
+        fs::write(run.join(run_dir::FIGURE), vec![b' '; LIMIT as usize + 1]).unwrap();
+        let err = install(&run, &archive, &dest).unwrap_err().to_string();
+        assert!(
+            err.contains("its figure.svg is 1025 KiB, over the 1024 KiB"),
+            "{err}"
+        );
+        assert_eq!(
+            fs::read(dest.join(ARCHIVE)).unwrap(),
+            b"gz",
+            "old reference kept"
+        );
+    }
+
+    fn archive_path_of(results: &Path) -> Option<PathBuf> {
+        archive(results, "study")
+    }
+}
