@@ -138,6 +138,7 @@ async fn run_folder(
             deviations,
         )),
         repeats: repeats(source, args)?,
+        shard: None,
     };
     let mut run = Run::start(engine, &paths.results, study, manifest, fresh).await?;
     if let Some(warning) = seccomp.warning {

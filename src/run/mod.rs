@@ -14,4 +14,5 @@ pub mod plan;
 pub mod process;
 pub mod run_dir;
 pub mod seccomp;
+pub mod shard;
 pub mod warning;

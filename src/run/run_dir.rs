@@ -164,6 +164,10 @@ pub struct RunState {
     /// memory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub guests: Vec<crate::run::guest::GuestKernel>,
+    /// The slice of the matrix this run measured (`run --shard i/N`) and the full matrix's
+    /// identity; absent for a run of the whole matrix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::run::shard::ShardRecord>,
 }
 
 impl RunState {
@@ -172,7 +176,11 @@ impl RunState {
         if let Some(r) = self.repeats {
             study.protocol.repeats = r;
         }
-        study.under_kernels(&self.kernels)
+        let study = study.under_kernels(&self.kernels)?;
+        Ok(match &self.shard {
+            Some(s) => crate::run::shard::restrict(study, s.shard()),
+            None => study,
+        })
     }
 }
 
@@ -392,6 +400,7 @@ mod tests {
             warnings: vec![],
             kernels: vec![],
             guests: vec![],
+            shard: None,
         }
     }
 
