@@ -1,6 +1,6 @@
 //! The outputs: from a run folder's raw samples to statistics (`summary`), verdicts (`verdict`), the
 //! report and figures (`report`), the archive (`archive`), two runs side by side (`compare`), the
-//! index of studies (`index`) and a claim's explanation (`explain`); `outcome` recomputes them all.
+//! index of studies (`index`), runs joined into one (`merge`) and a claim's explanation (`explain`); `outcome` recomputes them all.
 //!
 //! May import: `run` (the run folder and its records), `images` (hashing, tar), `study`, `stats`.
 
@@ -8,6 +8,7 @@ pub mod archive;
 pub mod compare;
 pub mod explain;
 pub mod index;
+pub mod merge;
 pub mod outcome;
 pub mod report;
 pub mod summary;

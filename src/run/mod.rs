@@ -8,6 +8,7 @@ pub mod cpu_lock;
 pub mod doctor;
 pub mod env;
 pub mod guest;
+pub mod hardware;
 pub mod lifecycle;
 pub mod needs;
 pub mod plan;

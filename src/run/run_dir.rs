@@ -193,8 +193,13 @@ pub struct RunDir {
 impl RunDir {
     /// A new, uniquely named run folder under `results/<study>/runs/`, named after the UTC time.
     pub fn create(results: &Path, study: &str) -> Result<RunDir> {
-        let runs = results.join(study).join("runs");
-        std::fs::create_dir_all(&runs).with_context(|| format!("creating {}", runs.display()))?;
+        RunDir::create_in(&results.join(study).join("runs"))
+    }
+
+    /// A new, uniquely named run folder directly in `runs` (made if need be), named after the UTC
+    /// time.
+    pub fn create_in(runs: &Path) -> Result<RunDir> {
+        std::fs::create_dir_all(runs).with_context(|| format!("creating {}", runs.display()))?;
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
         for n in 0.. {
             let id = match n {
