@@ -128,3 +128,6 @@ fn say(merged: &Merged) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

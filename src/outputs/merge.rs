@@ -98,6 +98,7 @@ pub fn merge(inputs: &[Input], run_id: &str) -> Result<Merged> {
     let matrix = shard::matrix_id(&first.input.files.study_yaml, &full);
     for p in &parsed {
         same_matrix(p, &full, &matrix)?;
+        own_cells(p)?;
     }
     let samples = renumber(&parsed);
     let record = MergeRecord {
@@ -150,8 +151,21 @@ fn parse(input: &Input) -> Result<Parsed<'_>> {
             b.error
         );
     }
+    Ok(Parsed {
+        input,
+        study,
+        state,
+        manifest,
+        hardware,
+        samples,
+    })
+}
+
+/// Every sample of a run is of its study and of its shard's cells.
+fn own_cells(p: &Parsed) -> Result<()> {
+    let (name, study, state) = (&p.input.name, &p.study, &p.state);
     let in_force = state.in_force(study.clone())?;
-    for s in &samples {
+    for s in &p.samples {
         ensure!(
             s.study == study.id && in_force.runs(&s.probe, s.tasks),
             "{name}: a sample of {}@{} (study {:?}) is not a cell of {}: the run is inconsistent; \
@@ -165,14 +179,7 @@ fn parse(input: &Input) -> Result<Parsed<'_>> {
             }
         );
     }
-    Ok(Parsed {
-        input,
-        study,
-        state,
-        manifest,
-        hardware,
-        samples,
-    })
+    Ok(())
 }
 
 fn same_study(a: &Parsed, b: &Parsed) -> Result<()> {
@@ -525,4 +532,4 @@ pub fn classes_markdown(per: &[ClassVerdicts]) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
