@@ -358,7 +358,8 @@ fn merged_state(parsed: &[Parsed], run_id: &str, record: &MergeRecord) -> RunSta
     let mut deviations: Vec<String> = Vec::new();
     let mut warnings = Vec::new();
     for p in parsed {
-        for d in &p.state.deviations {
+        let own = |d: &&String| p.state.shard.is_some() && d.starts_with(shard::DEVIATION_START);
+        for d in p.state.deviations.iter().filter(|d| !own(d)) {
             if !deviations.contains(d) {
                 deviations.push(d.clone());
             }

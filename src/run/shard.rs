@@ -105,6 +105,19 @@ pub fn matrix_id(study_text: &str, study: &Study) -> String {
     hex::encode(h.finalize())
 }
 
+/// The deviation a shard's run reports: which slice of the matrix it measured.
+pub fn deviation(study: &Study, shard: Shard) -> String {
+    format!(
+        "{DEVIATION_START}{shard} of the matrix: {} of its {} probe × scale cells; claims on the \
+         other shards' cells are not measured here (join the shards with `parkbench merge`)",
+        cells_of(study, shard).len(),
+        cells(study).len()
+    )
+}
+
+/// How a shard's deviation starts (`merge` leaves it out of the merged run's).
+pub const DEVIATION_START: &str = "shard ";
+
 /// The study restricted to `shard`'s cells: each probe runs only its scales in the shard (none for
 /// a probe with no cell there). The run order of what is left is the full matrix's.
 pub fn restrict(mut study: Study, shard: Shard) -> Study {

@@ -32,6 +32,9 @@ pub(crate) fn run(name: &str, shard: Option<Shard>, hardware: Option<&str>) -> I
     let study = Study::default_study().under_kernels(&[]).unwrap();
     let mut state = new_state(name, &study, &[0, 1], vec![]);
     state.status = Status::Complete;
+    if let Some(s) = shard {
+        state.deviations.push(shard::deviation(&study, s));
+    }
     state.shard = shard.map(|s| ShardRecord {
         index: s.index,
         count: s.count,
@@ -79,6 +82,15 @@ fn two_shards_give_the_verdicts_of_their_samples_judged_together() {
     assert!(merged.record.missing_shards.is_empty() && merged.record.missing_cells.is_empty());
     assert_eq!(merged.record.classes.len(), 1);
     assert_eq!(merged.state.shard, None);
+    assert!(
+        merged
+            .state
+            .deviations
+            .iter()
+            .all(|d| !d.starts_with("shard ")),
+        "the shards' own deviations are left out: {:?}",
+        merged.state.deviations
+    );
     assert_eq!(merged.state.run_id, "m");
     assert!(
         merged

@@ -69,6 +69,9 @@ impl Run {
         let mut state = new_state(&dir.id(), study, &cpus, deviations);
         state.status = Status::Incomplete;
         state.rerun_of = rerun_of;
+        if let Some(s) = fresh.shard {
+            state.deviations.push(shard::deviation(study, s));
+        }
         state.shard = fresh.shard.map(|s| ShardRecord {
             index: s.index,
             count: s.count,
