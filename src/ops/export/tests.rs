@@ -4,7 +4,7 @@ fn default_manifest(shards: u32) -> String {
     let study = Study::default_study();
     manifest(
         &study,
-        "results/000/study.yaml",
+        "results/wait-1m/study.yaml",
         shards,
         "parkbench/kit:test",
     )
