@@ -109,7 +109,7 @@ pub fn manifest(study: &Study, study_path: &str, shards: u32, image: &str) -> Re
         r#"# parkbench: study {id} in {shards} shards, one pod per shard, no two on one node.
 # Each pod runs `parkbench reproduce {study_path} --shard i/{shards}` (i = JOB_COMPLETION_INDEX + 1)
 # against its node's Docker Engine (the socket is mounted), then prints its archive base64-encoded
-# between marker lines on stdout. Take the archives out and merge them (docs/fleet.md):
+# between marker lines on stdout (also when some probes failed: the pod then exits with reproduce's code). Take the archives out and merge them (docs/fleet.md):
 #   for i in $(seq 0 {last}); do
 #     kubectl logs -l job-name={name},batch.kubernetes.io/job-completion-index=$i --tail=-1 \
 #       | sed -n '/^-----BEGIN PARKBENCH ARCHIVE/,/^-----END PARKBENCH ARCHIVE/p' | sed '1d;$d' \
@@ -152,12 +152,17 @@ spec:
           command: ["/bin/sh", "-c"]
           args:
             - |
-              set -eu
+              set -u
               shard=$((JOB_COMPLETION_INDEX + 1))/{shards}
-              parkbench --repo {KIT_REPO} --results /out reproduce {study_path} --shard "$shard" >&2
-              echo "-----BEGIN PARKBENCH ARCHIVE $shard-----"
-              base64 /out/{id}/runs/*.tar.gz
-              echo "-----END PARKBENCH ARCHIVE $shard-----"
+              status=0
+              parkbench --repo {KIT_REPO} --results /out reproduce {study_path} --shard "$shard" >&2 || status=$?
+              for archive in /out/{id}/runs/*.tar.gz; do
+                [ -e "$archive" ] || continue
+                echo "-----BEGIN PARKBENCH ARCHIVE $shard-----"
+                base64 "$archive"
+                echo "-----END PARKBENCH ARCHIVE $shard-----"
+              done
+              exit "$status"
           resources:
             requests:
               cpu: "{cpus}"

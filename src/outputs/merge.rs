@@ -285,7 +285,11 @@ fn renumber(parsed: &[Parsed]) -> Vec<Sample> {
             let last = next_repeat.entry(key).or_default();
             *last = (*last).max(s.repeat);
             s.position = out.len() as u32;
-            s.hardware.get_or_insert_with(|| p.hardware.clone());
+            // A merged run's samples keep the class their own run recorded.
+            s.hardware = Some(match &s.hardware {
+                Some(own) => hardware::clean(own),
+                None => p.hardware.clone(),
+            });
             out.push(s);
         }
     }

@@ -6,6 +6,21 @@ use crate::run::env::Host;
 
 /// `AMD EPYC 7B13 · 2 logical CPUs · ≈8 GiB · Linux 6.1.0-18-amd64`.
 pub fn class(host: &Host) -> String {
+    clean(&class_of(host))
+}
+
+/// A class as read from a file that may be hostile: control characters become spaces, and it is
+/// cut at 200 characters, so that it prints as one line.
+pub fn clean(class: &str) -> String {
+    let one_line: String = class
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect();
+    one_line.trim().to_string()
+}
+
+fn class_of(host: &Host) -> String {
     let model = match host.cpu_model.trim() {
         "" => "unknown CPU",
         m => m,
@@ -60,5 +75,11 @@ mod tests {
             ..host.clone()
         };
         assert_ne!(class(&host), class(&other));
+        let hostile = Host {
+            cpu_model: format!("X\n## injected{}", "y".repeat(500)),
+            ..host
+        };
+        let c = class(&hostile);
+        assert!(!c.contains('\n') && c.chars().count() <= 200, "{c}");
     }
 }
