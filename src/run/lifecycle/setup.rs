@@ -70,7 +70,9 @@ impl Run {
         state.status = Status::Incomplete;
         state.rerun_of = rerun_of;
         if let Some(s) = fresh.shard {
-            state.deviations.push(shard::deviation(study, s));
+            let slice = shard::deviation(study, s);
+            eprintln!("{slice}");
+            state.deviations.push(slice);
         }
         state.shard = fresh.shard.map(|s| ShardRecord {
             index: s.index,
