@@ -112,6 +112,49 @@ fn two_shards_merged_judge_as_their_samples_together() {
     // Each shard alone cannot judge the ratio.
     assert_ne!(verdicts(&runs[0])[1]["status"], "reproduced");
 
+    // Shard 2 measured on another machine: two hardware classes, the claims judged per class.
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    for f in ["study.yaml", "samples.jsonl", "run.json", "manifest.json"] {
+        std::fs::copy(runs[1].join(f), elsewhere.join(f)).unwrap();
+    }
+    let mut env = json(&runs[1].join("env.json"));
+    env["host"]["cpu_model"] = "Other CPU".into();
+    std::fs::write(elsewhere.join("env.json"), env.to_string()).unwrap();
+    let out_two = tmp.path().join("two");
+    let out = parkbench()
+        .arg("merge")
+        .arg(&archives[0])
+        .arg(&elsewhere)
+        .arg("--out")
+        .arg(&out_two)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let two = std::fs::read_dir(&out_two)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    assert_eq!(
+        json(&two.join("merge.json"))["classes"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let per = json(&two.join("classes.json"));
+    assert_eq!(per.as_array().unwrap().len(), 2);
+    assert!(
+        per[1]["class"].as_str().unwrap().starts_with("Other CPU"),
+        "{per}"
+    );
+    let md = std::fs::read_to_string(two.join("classes.md")).unwrap();
+    assert!(
+        md.contains("`ratio`: reproduced on 0 of 2 classes"),
+        "each class has one probe: {md}"
+    );
+
     // One shard alone: merged, but incomplete, the missing shard named.
     let out_one = tmp.path().join("one");
     let out = parkbench()
