@@ -141,7 +141,8 @@ async fn run_folder(
         // A shard's archive is rerun as the same shard.
         shard: archived_state(source)?
             .and_then(|s| s.shard)
-            .map(|s| s.shard()),
+            .map(|s| s.shard())
+            .transpose()?,
     };
     let mut run = Run::start(engine, &paths.results, study, manifest, fresh).await?;
     if let Some(warning) = seccomp.warning {

@@ -128,6 +128,10 @@ fn parse(input: &Input) -> Result<Parsed<'_>> {
         format!("{name} has no run.json: which slice of the matrix it measured is unknown; merge runs made by `parkbench run`")
     })?)
     .with_context(|| format!("{name}: parsing its run.json"))?;
+    if let Some(s) = &state.shard {
+        s.shard()
+            .with_context(|| format!("{name}: the run is inconsistent; do not merge it"))?;
+    }
     let manifest: Manifest =
         serde_json::from_str(files.manifest_json.as_deref().with_context(|| {
             format!(
@@ -174,7 +178,7 @@ fn own_cells(p: &Parsed) -> Result<()> {
             s.tasks,
             s.study,
             match &state.shard {
-                Some(sh) => format!("its shard {}", sh.shard()),
+                Some(sh) => format!("its shard {}/{}", sh.index, sh.count),
                 None => format!("study {}", study.id),
             }
         );
@@ -242,14 +246,15 @@ fn full_study(p: &Parsed) -> Result<Study> {
 /// any, says so too.
 fn same_matrix(p: &Parsed, first: &Study, matrix: &str) -> Result<()> {
     let name = &p.input.name;
-    let own = shard::matrix_id(&p.input.files.study_yaml, &full_study(p)?);
+    let own_study = full_study(p)?;
+    let own = shard::matrix_id(&p.input.files.study_yaml, &own_study);
     ensure!(
         own == matrix,
         "{name} measured another matrix of study {} ({} processes per cell, kernels {}; the first \
          run: {}, kernels {}): merge only runs of one matrix",
         first.id,
-        full_study(p)?.protocol.repeats,
-        full_study(p)?.protocol.kernels.join(","),
+        own_study.protocol.repeats,
+        own_study.protocol.kernels.join(","),
         first.protocol.repeats,
         first.protocol.kernels.join(",")
     );
@@ -300,7 +305,7 @@ fn merged_run(p: &Parsed) -> MergedRun {
     MergedRun {
         name: p.input.name.clone(),
         run_id: p.state.run_id.clone(),
-        shard: p.state.shard.as_ref().map(|s| s.shard()),
+        shard: p.state.shard.as_ref().and_then(|s| s.shard().ok()),
         status: p.state.status,
         hardware: p.hardware.clone(),
         samples: p.samples.len(),

@@ -178,7 +178,7 @@ impl RunState {
         }
         let study = study.under_kernels(&self.kernels)?;
         Ok(match &self.shard {
-            Some(s) => crate::run::shard::restrict(study, s.shard()),
+            Some(s) => crate::run::shard::restrict(study, s.shard()?),
             None => study,
         })
     }

@@ -63,11 +63,11 @@ pub struct ShardRecord {
 }
 
 impl ShardRecord {
-    pub fn shard(&self) -> Shard {
-        Shard {
-            index: self.index,
-            count: self.count,
-        }
+    /// The shard, checked: a run.json read from an archive may name shard 0, or 3 of 2.
+    pub fn shard(&self) -> Result<Shard> {
+        format!("{}/{}", self.index, self.count)
+            .parse()
+            .map_err(|e: anyhow::Error| e.context("run.json's shard"))
     }
 }
 
@@ -185,6 +185,18 @@ mod tests {
         let other = text.replacen("  repeats: 3\n", "  repeats: 4\n", 1);
         let other_study = Study::parse(&other).unwrap();
         assert_ne!(id, matrix_id(&other, &other_study));
+    }
+
+    #[test]
+    fn a_recorded_shard_that_cannot_be_is_an_error_not_a_panic() {
+        for (index, count) in [(0, 2), (3, 2), (1, 0)] {
+            let record = ShardRecord {
+                index,
+                count,
+                matrix: String::new(),
+            };
+            assert!(record.shard().is_err(), "{index}/{count}");
+        }
     }
 
     #[test]

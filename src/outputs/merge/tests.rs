@@ -214,6 +214,16 @@ fn a_run_inconsistent_with_itself_is_refused() {
         merge(&[run("a", half(1), None), c], "m").err().unwrap()
     );
     assert!(err.contains("inconsistent"), "{err}");
+    // A shard that cannot be.
+    let mut f = run("f", half(2), None);
+    let mut state: RunState = serde_json::from_str(f.files.run_json.as_deref().unwrap()).unwrap();
+    state.shard.as_mut().unwrap().index = 3;
+    f.files.run_json = Some(serde_json::to_string(&state).unwrap());
+    let err = format!("{:#}", merge(&[f], "m").err().unwrap());
+    assert!(
+        err.contains("no shard 3 of 2") && err.contains("f.tar.gz"),
+        "{err}"
+    );
     // Another number of processes per cell.
     let mut d = run("d", None, None);
     let mut state: RunState = serde_json::from_str(d.files.run_json.as_deref().unwrap()).unwrap();
