@@ -32,13 +32,17 @@ fn two_shards_merged_judge_as_their_samples_together() {
     for shard in ["1/2", "2/2"] {
         let results = tmp.path().join(format!("shard-{}", &shard[..1]));
         let out = parkbench()
-            .args(["reproduce", "--cpus", "auto", "--shard", shard, "--results"])
+            .args(["run", "--cpus", "auto", "--shard", shard, "--results"])
             .arg(&results)
             .arg(&study)
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", describe(&out));
         let run = only_run(&results, "tiny");
+        for then in ["report", "archive"] {
+            let out = parkbench().arg(then).arg(&run).output().unwrap();
+            assert!(out.status.success(), "{then}: {}", describe(&out));
+        }
         let state = json(&run.join("run.json"));
         assert_eq!(
             state["shard"]["index"].as_u64(),
