@@ -90,9 +90,19 @@ pub fn merge(inputs: &[Input], run_id: &str) -> Result<Merged> {
     ensure!(!inputs.is_empty(), "nothing to merge: name the archives");
     let parsed: Vec<Parsed> = inputs.iter().map(parse).collect::<Result<_>>()?;
     let first = &parsed[0];
-    for other in &parsed[1..] {
+    for (i, other) in parsed.iter().enumerate().skip(1) {
         same_study(first, other)?;
         same_binaries(first, other)?;
+        // Run ids are times: shards started in the same second on two machines share one.
+        let same = |p: &&Parsed| p.input.files.samples_jsonl == other.input.files.samples_jsonl;
+        if let Some(twin) = parsed[..i].iter().find(same) {
+            bail!(
+                "{} and {} hold the same samples (run {}): name each run once",
+                twin.input.name,
+                other.input.name,
+                other.state.run_id
+            );
+        }
     }
     let full = full_study(first)?;
     let matrix = shard::matrix_id(&first.input.files.study_yaml, &full);

@@ -45,6 +45,7 @@ pub(crate) fn run(name: &str, shard: Option<Shard>, hardware: Option<&str>) -> I
         .into_iter()
         .filter(|s| in_force.runs(&s.probe, s.tasks))
         .map(|mut s| {
+            s.run_id = name.into();
             s.hardware = hardware.map(String::from);
             serde_json::to_string(&s).unwrap() + "\n"
         })
@@ -105,9 +106,9 @@ fn two_shards_give_the_verdicts_of_their_samples_judged_together() {
     assert_eq!(judged(&merged.samples), whole);
     let ids: BTreeSet<&str> = merged.samples.iter().map(|s| s.run_id.as_str()).collect();
     assert_eq!(
-        ids.len(),
-        1,
-        "the fixture's run id is kept on every sample: {ids:?}"
+        ids,
+        BTreeSet::from(["a", "b"]),
+        "every sample keeps its run id"
     );
 }
 
@@ -201,7 +202,7 @@ fn a_run_inconsistent_with_itself_is_refused() {
     b.files.samples_jsonl = run("a", half(1), None).files.samples_jsonl;
     let err = format!(
         "{:#}",
-        merge(&[run("a", half(1), None), b], "m").err().unwrap()
+        merge(&[run("c", half(1), None), b], "m").err().unwrap()
     );
     assert!(err.contains("not a cell of its shard 2/2"), "{err}");
     // A shard record naming another matrix.
@@ -214,6 +215,14 @@ fn a_run_inconsistent_with_itself_is_refused() {
         merge(&[run("a", half(1), None), c], "m").err().unwrap()
     );
     assert!(err.contains("inconsistent"), "{err}");
+    // One run twice.
+    let err = format!(
+        "{:#}",
+        merge(&[run("a", None, None), run("a", None, None)], "m")
+            .err()
+            .unwrap()
+    );
+    assert!(err.contains("the same samples (run a)"), "{err}");
     // A shard that cannot be.
     let mut f = run("f", half(2), None);
     let mut state: RunState = serde_json::from_str(f.files.run_json.as_deref().unwrap()).unwrap();
