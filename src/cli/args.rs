@@ -6,6 +6,7 @@
 mod author;
 mod bench;
 mod files;
+mod fleet;
 mod rerun;
 mod run;
 
@@ -16,6 +17,7 @@ use clap::{Parser, Subcommand};
 pub use author::{NewCommand, NewProbeArgs, NewStudyArgs, PlanArgs};
 pub use bench::{BenchCommand, FidelityArgs};
 pub use files::{ArchiveArgs, CheckArgs, CleanArgs, CompareArgs, ReportArgs, VerifyArgs};
+pub use fleet::{ExportCommand, KubernetesArgs, MergeArgs};
 pub use rerun::{ExplainArgs, RerunArgs};
 pub use run::{BuildArgs, ReproduceArgs, RunArgs};
 
@@ -62,6 +64,12 @@ pub enum Command {
     /// Rerun an archive's study here with its binaries (loaded from it, or rebuilt and checked), then
     /// compare the new run with the archived one.
     Rerun(RerunArgs),
+    /// Join runs of one study — its shards (`run --shard i/N`) or reruns on other machines — into
+    /// one run folder and archive, the claims judged per hardware class.
+    Merge(MergeArgs),
+    /// Write a batch scheduler's job that runs a study's shards.
+    #[command(subcommand)]
+    Export(ExportCommand),
     /// Explain a claim that differs: rerun its probes with one declared factor changed at a time
     /// (the study's `factors:`), then say which factor, if any, accounts for the difference.
     Explain(ExplainArgs),

@@ -173,6 +173,7 @@ impl Sweeps<'_> {
             kernel: Vec::new(),
             shared_cpus: false,
             strict_build: false,
+            shard: None,
         };
         let sweep_paths = Paths {
             repo: self.paths.repo.clone(),

@@ -1,5 +1,5 @@
 //! What the commands do, each a pipeline that reads top to bottom: build, run and reproduce a
-//! study, report, archive, check, verify and compare runs, rerun an archive, explain a claim,
+//! study, report, archive, check, verify and compare runs, rerun an archive, merge runs of one study, export a scheduler's job, explain a claim,
 //! benchmark the kit. A command ends with an [`Ending`], which `cli` maps to an exit code.
 //!
 //! May import every stage below: `outputs`, `run`, `images`, `engine`, `study`, `stats`.
@@ -10,7 +10,9 @@ pub mod clean;
 pub mod compare;
 pub mod doctor;
 pub mod explain;
+pub mod export;
 pub mod interrupt;
+pub mod merge;
 pub mod new;
 pub mod plan;
 pub mod prepare;

@@ -138,6 +138,11 @@ async fn run_folder(
             deviations,
         )),
         repeats: repeats(source, args)?,
+        // A shard's archive is rerun as the same shard.
+        shard: archived_state(source)?
+            .and_then(|s| s.shard)
+            .map(|s| s.shard())
+            .transpose()?,
     };
     let mut run = Run::start(engine, &paths.results, study, manifest, fresh).await?;
     if let Some(warning) = seccomp.warning {
@@ -153,6 +158,11 @@ fn repeats(source: &Source, args: &Options) -> Result<Option<Repeats>> {
     if let Some(choice) = args.repeats {
         return Ok(Some(choice.apply(p.repeats, p.target_cv)));
     }
+    Ok(archived_state(source)?.and_then(|s| s.repeats))
+}
+
+/// The archived run's `run.json`, when it has one.
+fn archived_state(source: &Source) -> Result<Option<RunState>> {
     let Some(text) = &source.files.run_json else {
         return Ok(None);
     };
@@ -164,7 +174,7 @@ fn repeats(source: &Source, args: &Options) -> Result<Option<Repeats>> {
             run_dir::STATE
         )
     })?;
-    Ok(state.repeats)
+    Ok(Some(state))
 }
 
 /// Compares the archived run (A) with the rerun (B): prints the Markdown and writes it and the

@@ -17,6 +17,7 @@ use crate::run::lifecycle::{CpuChoice, Fresh, Run, RunResult};
 use crate::run::needs;
 use crate::run::run_dir::{self, RunDir};
 use crate::run::seccomp::Profile;
+use crate::run::shard::Shard;
 use crate::study::repeats::RepeatsChoice;
 use crate::study::{self, Study};
 
@@ -38,6 +39,8 @@ pub struct Options {
     /// Stop at the first image whose build fails (`--strict-build`); otherwise its probes are
     /// `not measured`.
     pub strict_build: bool,
+    /// Measure only this slice of the matrix (`--shard i/N`); a resumed run keeps its own.
+    pub shard: Option<Shard>,
 }
 
 pub async fn command(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<Ending> {
@@ -75,6 +78,7 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
                 repo: &paths.repo,
                 rerun_of: None,
                 repeats: options.repeats.map(|c| c.apply(p.repeats, p.target_cv)),
+                shard: options.shard,
             };
             Run::start(&engine, &paths.results, &study, &manifest, fresh).await?
         }

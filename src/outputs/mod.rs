@@ -1,7 +1,7 @@
 //! The outputs: from a run folder's raw samples to statistics (`summary`), verdicts (`verdict`), the
 //! report and figures (`report`), the archive (`archive`), two runs side by side (`compare`), the
-//! index of studies (`index`), a claim's explanation (`explain`) and a study's committed reference
-//! run (`reference`); `outcome` recomputes them all.
+//! index of studies (`index`), runs joined into one (`merge`), a claim's explanation (`explain`) and a
+//! study's committed reference run (`reference`); `outcome` recomputes them all.
 //!
 //! May import: `run` (the run folder and its records), `images` (hashing, tar), `study`, `stats`.
 
@@ -11,6 +11,7 @@ pub mod explain;
 pub mod figure;
 pub mod html;
 pub mod index;
+pub mod merge;
 pub mod outcome;
 pub mod reference;
 pub mod report;

@@ -277,6 +277,8 @@ impl<'a> Setting<'a> {
             latency_ns: Vec::new(),
             notes: Vec::new(),
             guest: None,
+            host: None,
+            hardware: None,
         }
     }
 }

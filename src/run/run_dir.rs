@@ -169,6 +169,10 @@ pub struct RunState {
     /// memory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub guests: Vec<crate::run::guest::GuestKernel>,
+    /// The slice of the matrix this run measured (`run --shard i/N`) and the full matrix's
+    /// identity; absent for a run of the whole matrix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::run::shard::ShardRecord>,
 }
 
 impl RunState {
@@ -177,7 +181,11 @@ impl RunState {
         if let Some(r) = self.repeats {
             study.protocol.repeats = r;
         }
-        study.under_kernels(&self.kernels)
+        let study = study.under_kernels(&self.kernels)?;
+        Ok(match &self.shard {
+            Some(s) => crate::run::shard::restrict(study, s.shard()?),
+            None => study,
+        })
     }
 }
 
@@ -190,8 +198,13 @@ pub struct RunDir {
 impl RunDir {
     /// A new, uniquely named run folder under `results/<study>/runs/`, named after the UTC time.
     pub fn create(results: &Path, study: &str) -> Result<RunDir> {
-        let runs = results.join(study).join("runs");
-        std::fs::create_dir_all(&runs).with_context(|| format!("creating {}", runs.display()))?;
+        RunDir::create_in(&results.join(study).join("runs"))
+    }
+
+    /// A new, uniquely named run folder directly in `runs` (made if need be), named after the UTC
+    /// time.
+    pub fn create_in(runs: &Path) -> Result<RunDir> {
+        std::fs::create_dir_all(runs).with_context(|| format!("creating {}", runs.display()))?;
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
         for n in 0.. {
             let id = match n {
@@ -397,6 +410,7 @@ mod tests {
             warnings: vec![],
             kernels: vec![],
             guests: vec![],
+            shard: None,
         }
     }
 

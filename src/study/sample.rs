@@ -129,6 +129,15 @@ pub struct Sample {
     /// The VM the process ran in, under a guest kernel; absent on the host's kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest: Option<GuestSample>,
+    /// The Docker Engine that ran the process, by name; absent: the run's own Engine, which
+    /// env.json describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The hardware class of the machine that ran the process (CPU model, logical CPUs, memory band,
+    /// kernel; see docs/fleet.md); absent: the run's own machine, which env.json describes. Set by
+    /// `parkbench merge` from each merged run's env.json.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<String>,
 }
 
 /// A process's VM (`guest` in a sample).

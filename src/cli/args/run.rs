@@ -7,6 +7,7 @@ use clap::Args;
 use crate::images::BuildOptions;
 use crate::ops::{reproduce, run};
 use crate::run::lifecycle::CpuChoice;
+use crate::run::shard::Shard;
 use crate::study::repeats::RepeatsChoice;
 
 #[derive(Debug, Default, Args)]
@@ -62,6 +63,11 @@ pub struct RunArgs {
     /// the images below it) are `not measured: build failed: <its error line>` and the others run.
     #[arg(long)]
     pub strict_build: bool,
+    /// Measure one slice of the matrix, for a batch scheduler: shard i (1 to N) of N. The probe ×
+    /// scale cells are dealt round-robin in run order, a cell's processes together; join the
+    /// shards' archives with `parkbench merge`.
+    #[arg(long, value_name = "i/N", conflicts_with = "resume")]
+    pub shard: Option<Shard>,
 }
 
 #[derive(Debug, Args)]
@@ -107,6 +113,7 @@ impl From<RunArgs> for run::Options {
             kernel: a.kernel,
             shared_cpus: a.allow_shared_cpus,
             strict_build: a.strict_build,
+            shard: a.shard,
         }
     }
 }

@@ -14,6 +14,7 @@ use crate::run::env;
 use crate::run::process::now;
 use crate::run::run_dir::{self, RerunOf, RunDir, RunState, Status};
 use crate::run::seccomp::Profile;
+use crate::run::shard::{self, Shard, ShardRecord};
 use crate::study::cpuset;
 use crate::study::{Repeats, Study};
 
@@ -31,6 +32,8 @@ pub struct Fresh<'a> {
     pub rerun_of: Option<(RerunOf, Vec<String>)>,
     /// The processes per cell in force when not the study's own (`--repeats`, or a rerun's archive).
     pub repeats: Option<Repeats>,
+    /// The slice of the matrix to measure (`--shard i/N`); `None`: all of it.
+    pub shard: Option<Shard>,
 }
 
 impl Run {
@@ -66,6 +69,16 @@ impl Run {
         let mut state = new_state(&dir.id(), study, &cpus, deviations);
         state.status = Status::Incomplete;
         state.rerun_of = rerun_of;
+        if let Some(s) = fresh.shard {
+            let slice = shard::deviation(study, s);
+            eprintln!("{slice}");
+            state.deviations.push(slice);
+        }
+        state.shard = fresh.shard.map(|s| ShardRecord {
+            index: s.index,
+            count: s.count,
+            matrix: shard::matrix_id(fresh.text, study),
+        });
         let first = (|| {
             dir.write(run_dir::STUDY, fresh.text.as_bytes())?;
             dir.write_json(run_dir::MANIFEST, manifest)?;
@@ -217,6 +230,7 @@ pub fn new_state(run_id: &str, study: &Study, cpus: &[usize], deviations: Vec<St
         warnings: Vec::new(),
         kernels: study.protocol.kernels.clone(),
         guests: Vec::new(),
+        shard: None,
     }
 }
 
@@ -288,6 +302,7 @@ mod tests {
             repo: &repo,
             rerun_of: None,
             repeats: None,
+            shard: None,
         };
         let stopped = tokio::time::timeout(
             Duration::from_millis(200),

@@ -1,0 +1,191 @@
+//! `parkbench export kubernetes`: a Kubernetes Indexed Job that runs a study's shards, one pod per
+//! shard (`reproduce --shard i/N`, i = `JOB_COMPLETION_INDEX` + 1), no two on one node. Each pod
+//! prints its archive base64-encoded between marker lines on stdout; `kubectl logs` takes it out
+//! (docs/fleet.md). Written from the study alone; nothing here talks to a cluster.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::{Ending, Paths};
+use crate::study::{Study, cpuset};
+
+/// What to export.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The study file, inside the repository.
+    pub study: PathBuf,
+    /// Shards, one pod each.
+    pub shards: u32,
+    /// Where to write the manifest; stdout when `None`.
+    pub out: Option<PathBuf>,
+    /// The kit's image, loaded on every node; `parkbench/kit:<version>` when `None`.
+    pub image: Option<String>,
+}
+
+/// Where the kit's image holds the repository.
+pub const KIT_REPO: &str = "/parkbench";
+/// The memory the driver itself is given, MiB.
+const DRIVER_MIB: u64 = 512;
+
+pub fn kubernetes(paths: &Paths, options: &Options) -> Result<Ending> {
+    if options.shards == 0 {
+        bail!("--shards 0: a matrix cannot be dealt into 0 shards; give 1 or more");
+    }
+    let study = Study::load(&options.study)?;
+    let inside = in_repo(&paths.repo, &options.study)?;
+    let image = options
+        .image
+        .clone()
+        .unwrap_or_else(|| format!("parkbench/kit:{}", env!("CARGO_PKG_VERSION")));
+    let yaml = manifest(&study, &inside, options.shards, &image)?;
+    match &options.out {
+        Some(file) => {
+            crate::images::cache::write_atomic(file, yaml.as_bytes())?;
+            eprintln!(
+                "wrote {} ({} shards of study {})",
+                file.display(),
+                options.shards,
+                study.id
+            );
+        }
+        None => print!("{yaml}"),
+    }
+    Ok(Ending::Ok)
+}
+
+/// The study file's path inside the repository, which the kit's image holds at [`KIT_REPO`].
+fn in_repo(repo: &Path, study: &Path) -> Result<String> {
+    let canon =
+        |p: &Path| std::fs::canonicalize(p).with_context(|| format!("reading {}", p.display()));
+    let (repo, file) = (canon(repo)?, canon(study)?);
+    let inside = file.strip_prefix(&repo).map_err(|_| {
+        anyhow::anyhow!(
+            "{} is not inside the repository {}: the pods run the study from the kit's image, \
+             which holds the repository; put the study under results/",
+            study.display(),
+            repo.display()
+        )
+    })?;
+    let text = inside.to_str().context("the study's path is not UTF-8")?;
+    if !text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c))
+    {
+        bail!("the study's path {text:?} has characters a shell would read; rename its folder");
+    }
+    Ok(text.to_string())
+}
+
+/// A Job name from the study id: lower-case letters, digits and `-`, at most 50 characters.
+fn job_name(study: &str) -> String {
+    let mut name: String = format!("parkbench-{study}")
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    name.truncate(50);
+    name.trim_end_matches('-').to_string()
+}
+
+/// The Indexed Job manifest.
+pub fn manifest(study: &Study, study_path: &str, shards: u32, image: &str) -> Result<String> {
+    let pinned = cpuset::parse(&study.protocol.cpus)?.len() as u64;
+    // The probes' CPUs and one for the driver, whole cores: requests equal limits, so the pod is
+    // Guaranteed and the static CPU manager gives it exclusive cores.
+    let cpus = pinned + 1;
+    let guest = match study
+        .kernels()
+        .iter()
+        .any(|k| *k != crate::study::kernel::HOST)
+    {
+        true => study.protocol.guest_memory_mib.unwrap_or(2048),
+        false => 0,
+    };
+    let memory = DRIVER_MIB + guest;
+    let name = job_name(&study.id);
+    let id = &study.id;
+    Ok(format!(
+        r#"# parkbench: study {id} in {shards} shards, one pod per shard, no two on one node.
+# Each pod runs `parkbench reproduce {study_path} --shard i/{shards}` (i = JOB_COMPLETION_INDEX + 1)
+# against its node's Docker Engine (the socket is mounted), then prints its archive base64-encoded
+# between marker lines on stdout (also when some probes failed: the pod then exits with reproduce's code). Take the archives out and merge them (docs/fleet.md):
+#   for i in $(seq 0 {last}); do
+#     kubectl logs -l job-name={name},batch.kubernetes.io/job-completion-index=$i --tail=-1 \
+#       | sed -n '/^-----BEGIN PARKBENCH ARCHIVE/,/^-----END PARKBENCH ARCHIVE/p' | sed '1d;$d' \
+#       | base64 -d > shard-$((i + 1)).tar.gz
+#   done
+#   parkbench merge shard-*.tar.gz
+# The kit's image ({image}) must already be on every node: it is never pulled.
+# Not tested on a live cluster.
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  labels:
+    app.kubernetes.io/name: parkbench
+    parkbench/study: "{id}"
+spec:
+  completionMode: Indexed
+  completions: {shards}
+  parallelism: {shards}
+  backoffLimit: 0
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: parkbench
+        parkbench/job: {name}
+    spec:
+      restartPolicy: Never
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - labelSelector:
+                matchLabels:
+                  parkbench/job: {name}
+              topologyKey: kubernetes.io/hostname
+      containers:
+        - name: parkbench
+          image: {image}
+          imagePullPolicy: Never
+          workingDir: {KIT_REPO}
+          command: ["/bin/sh", "-c"]
+          args:
+            - |
+              set -u
+              shard=$((JOB_COMPLETION_INDEX + 1))/{shards}
+              status=0
+              parkbench --repo {KIT_REPO} --results /out reproduce {study_path} --shard "$shard" >&2 || status=$?
+              for archive in /out/{id}/runs/*.tar.gz; do
+                [ -e "$archive" ] || continue
+                echo "-----BEGIN PARKBENCH ARCHIVE $shard-----"
+                base64 "$archive"
+                echo "-----END PARKBENCH ARCHIVE $shard-----"
+              done
+              exit "$status"
+          resources:
+            requests:
+              cpu: "{cpus}"
+              memory: {memory}Mi
+            limits:
+              cpu: "{cpus}"
+              memory: {memory}Mi
+          volumeMounts:
+            - name: docker
+              mountPath: /var/run/docker.sock
+            - name: out
+              mountPath: /out
+      volumes:
+        - name: docker
+          hostPath:
+            path: /var/run/docker.sock
+            type: Socket
+        - name: out
+          emptyDir: {{}}
+"#,
+        last = shards - 1,
+    ))
+}
+
+#[cfg(test)]
+mod tests;
