@@ -84,6 +84,8 @@ bench-loadgen OLD="faf5744" ROUNDS="2" SECS="5": driver
     #!/usr/bin/env bash
     set -euo pipefail
     tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    git cat-file -e "{{OLD}}^{commit}" 2>/dev/null \
+      || { echo "bench-loadgen: commit {{OLD}} is not in this clone (a shallow clone? git fetch --unshallow)" >&2; exit 1; }
     mkdir -p "$tmp/old" && git archive "{{OLD}}" docker toolchains results | tar -x -C "$tmp/old"
     load='["--", "/usr/local/bin/echo-load", "--cpus", "{other_cpus}", "--connections", "64", "--bytes", "64", "--warmup-s", "1", "--seconds", "{{SECS}}"]'
     {
