@@ -81,6 +81,85 @@ bench-rerun ARCHIVE *ARGS: driver
 bench-fidelity *ARGS: driver
     {{bin}} bench fidelity {{ARGS}}
 
+# Benchmark: the echo load generator's ceiling, before (OLD, a commit) and now, side by side: each round runs
+# a slice of runtimes-compared (echo-baseline and the four runtime servers, SECS s measured) once per side,
+# alternating; per side the median rate of each server and generator ceiling ÷ best runtime server.
+bench-loadgen OLD="faf5744" ROUNDS="2" SECS="5": driver
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    git cat-file -e "{{OLD}}^{commit}" 2>/dev/null \
+      || { echo "bench-loadgen: commit {{OLD}} is not in this clone (a shallow clone? git fetch --unshallow)" >&2; exit 1; }
+    mkdir -p "$tmp/old" && git archive "{{OLD}}" docker toolchains results | tar -x -C "$tmp/old"
+    load='["--", "/usr/local/bin/echo-load", "--cpus", "{other_cpus}", "--connections", "64", "--bytes", "64", "--warmup-s", "1", "--seconds", "{{SECS}}"]'
+    {
+      echo 'id: loadgen-bench'
+      echo 'title: the echo load generator against each server of runtimes-compared'
+      echo 'source: {article: "003", environment: this host, cpus: "0-63"}'
+      echo 'protocol: {scales: [1], repeats: 1, order: alternate, cpus: "0-63", settle_ms: 100, samples: 2, interval_ms: 50, timeout_s: 120}'
+      echo 'probes:'
+      echo "  - {id: echo-baseline, image: echo-load, program: /usr/local/bin/echo-baseline, kind: latency, cpus: 1, args: $load}"
+      for r in tokio async-std smol glommio; do
+        echo "  - {id: $r-echo, image: runtime-$r, program: /usr/local/bin/echo-server, kind: latency, cpus: 1, args: $load}"
+      done
+    } > "$tmp/study.yaml"
+    for round in $(seq {{ROUNDS}}); do
+      for side in old new; do
+        repo=$([ "$side" = old ] && echo "$tmp/old" || echo .)
+        echo "round $round: $side generator" >&2
+        {{bin}} run "$tmp/study.yaml" --repo "$repo" --results "$tmp/$side" --cpus auto >/dev/null 2>"$tmp/$side.log" \
+          || { tail -5 "$tmp/$side.log" >&2; exit 1; }
+      done
+    done
+    python3 - "$tmp" "{{OLD}}" <<'EOF'
+    import glob, json, os, statistics, sys
+    tmp, old = sys.argv[1], sys.argv[2]
+    print("generator  server          procs  qps (median)  generator CPU %  server CPU %  requests/server CPU-s")
+    summary = {}
+    for side in ["old", "new"]:
+        by_probe = {}
+        # Each run once (runs/ also holds links to the latest run).
+        for f in {os.path.realpath(f) for f in glob.glob(f"{tmp}/{side}/loadgen-bench/runs/*/samples.jsonl")}:
+            for line in open(f):
+                s = json.loads(line)
+                by_probe.setdefault(s["probe"], []).append(s)
+        rate, capacity, gen_capacity, gen_cpu = {}, {}, None, []
+        for probe in ["echo-baseline", "tokio-echo", "async-std-echo", "smol-echo", "glommio-echo"]:
+            ok = [s["results"][0] for s in by_probe.get(probe, []) if s["valid"] and s["results"]]
+            if not ok:
+                why = next((s["error"] for s in by_probe.get(probe, []) if s["error"]), "no sample")
+                print(f"{side:<10} {probe:<15} not measured: {why}")
+                continue
+            med = lambda f: statistics.median(f(r) for r in ok)
+            rate[probe] = med(lambda r: r["qps"])
+            # Requests per CPU-second of each side: what it would serve with its CPUs all busy.
+            capacity[probe] = med(lambda r: r["qps"] / (r["server_cpu_pct"] / 100))
+            if probe == "echo-baseline":
+                gen_capacity = med(lambda r: r["qps"] / (r["load_cpu_pct"] / 100))
+            gen_cpu.append(med(lambda r: r["load_cpu_pct"]))
+            per_cpu = [r.get("requests_per_server_cpu_s") for r in ok]
+            per_cpu = f"{statistics.median(per_cpu):>21,.0f}" if None not in per_cpu else f"{'not reported':>21}"
+            print(f"{side:<10} {probe:<15} {len(ok):>5}  {rate[probe]:>12,.0f}  {gen_cpu[-1]:>15.1f}  {med(lambda r: r['server_cpu_pct']):>12.1f}  {per_cpu}")
+        summary[side] = (rate, capacity, gen_capacity, max(gen_cpu, default=0))
+    print()
+    for side, label in [("old", f"old ({old})"), ("new", "new (this checkout)")]:
+        rate, capacity, gen_capacity, busiest = summary[side]
+        runtimes = [p for p in rate if p != "echo-baseline"]
+        if "echo-baseline" not in rate or not runtimes:
+            print(f"{label}: ratio not measured (echo-baseline or every runtime server has no valid sample)")
+            continue
+        best = max(runtimes, key=rate.get)
+        print(f"{label}: generator ceiling {rate['echo-baseline']:,.0f} qps (echo-baseline) / best server "
+              f"{rate[best]:,.0f} qps ({best}) = {rate['echo-baseline'] / rate[best]:.2f}x (target 1.50x)")
+        best_cap = max(runtimes, key=capacity.get)
+        print(f"{label}: per CPU-second, generator {gen_capacity:,.0f} (its CPUs busy, against echo-baseline) / "
+              f"best server {capacity[best_cap]:,.0f} ({best_cap}, its one CPU busy) = {gen_capacity / capacity[best_cap]:.2f}x")
+        if busiest < 90:
+            print(f"{label}: the generator used at most {busiest:.0f} % of its CPUs: something else held the rate "
+                  "(CPUs shared with other work, or round trips), so the rate ratio is not its ceiling; "
+                  "the per-CPU-second ratio estimates what a saturated pair would give")
+    EOF
+
 # Benchmark: peak memory (ru_maxrss) of article 001's single-binary probes, in containers and natively.
 bench-fidelity-peak *ARGS: driver
     {{bin}} bench fidelity --study results/sleep-peak-2024/study.yaml --probes rust-tokio-join,rust-async-std,go-sleep {{ARGS}}

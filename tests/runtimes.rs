@@ -100,6 +100,14 @@ fn every_runtime_parks_times_its_spawns_and_echoes() {
         assert!(number(r, "messages") > 0.0, "{s}");
         assert!(number(r, "server_cpu_pct") > 0.0, "{s}");
         assert!(number(r, "server_hwm_bytes") > 0.0, "{s}");
+        assert!(number(r, "load_cpus") >= 1.0, "{s}");
+        // Requests per server CPU-second: the window's messages over the server's CPU seconds.
+        let cpu_s = number(r, "server_cpu_pct") / 100.0 * number(r, "seconds");
+        let per_cpu_s = number(r, "requests_per_server_cpu_s");
+        assert!(
+            (per_cpu_s - number(r, "messages") / cpu_s).abs() <= 0.01 * per_cpu_s,
+            "{s}"
+        );
         let counted: u64 = s["latency_ns"]
             .as_array()
             .unwrap()

@@ -117,24 +117,29 @@ pub fn print_histogram(h: &Histogram<u64>) -> io::Result<()> {
     out.flush()
 }
 
-/// Pins the calling thread (and what it starts later) to a CPU list in the kernel's format
-/// (`1`, `0-3,6`).
-pub fn pin_self(list: &str) -> Result<(), String> {
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let mut any = false;
+/// The CPUs of a list in the kernel's format (`1`, `0-3,6`), in order.
+pub fn cpu_list(list: &str) -> Result<Vec<usize>, String> {
+    let mut cpus = Vec::new();
     for part in list.split(',').filter(|p| !p.is_empty()) {
         let (lo, hi) = part.split_once('-').unwrap_or((part, part));
         let (lo, hi): (usize, usize) = match (lo.trim().parse(), hi.trim().parse()) {
             (Ok(l), Ok(h)) if l <= h && h < libc::CPU_SETSIZE as usize => (l, h),
             _ => return Err(format!("{part:?} is not a CPU or CPU range")),
         };
-        for cpu in lo..=hi {
-            unsafe { libc::CPU_SET(cpu, &mut set) };
-            any = true;
-        }
+        cpus.extend(lo..=hi);
     }
-    if !any {
+    if cpus.is_empty() {
         return Err("the list is empty".into());
+    }
+    Ok(cpus)
+}
+
+/// Pins the calling thread (and what it starts later) to a CPU list in the kernel's format
+/// (`1`, `0-3,6`).
+pub fn pin_self(list: &str) -> Result<(), String> {
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for cpu in cpu_list(list)? {
+        unsafe { libc::CPU_SET(cpu, &mut set) };
     }
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
     if rc != 0 {

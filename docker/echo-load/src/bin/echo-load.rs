@@ -3,17 +3,26 @@
 //! for a warm-up and then a measured duration.
 //!
 //! ```text
-//! echo-load --port P --cpus LIST [--connections 64] [--bytes 64] [--warmup-s 2] [--seconds 10]
+//! echo-load --port P --cpus LIST [--threads N] [--connections 64] [--bytes 64] [--warmup-s 2]
+//!           [--seconds 10]
 //! ```
+//!
+//! The connections are dealt round-robin to `--threads` event loops (by default one per CPU of
+//! `LIST`, at most one per connection), each pinned to one CPU of the list; with one thread it is
+//! pinned to the whole list. Each loop is one epoll set (mio) over its connections, with no async
+//! runtime and no allocation per message: the time goes to the kernel's loopback TCP stack.
 //!
 //! It is started by the server under test (which appends `--port`), inherits the server's stdout
 //! and so speaks to the sampler directly (docker/README.md, the latency kind):
 //!
-//! - `result qps=… server_cpu_pct=… server_hwm_bytes=… load_cpu_pct=… messages=…
-//!   connections=… bytes=… seconds=…`: messages echoed per second in the measured window; the
-//!   server's CPU time (user + system, from `/proc/<server>/stat`) over the
-//!   window as a percentage of one CPU; the server's `VmHWM` at the end, in bytes; the generator's own CPU
-//!   time over the window (near 100 % of its one CPU means it may be what limits the rate).
+//! - `result qps=… server_cpu_pct=… server_hwm_bytes=… load_cpu_pct=… load_cpus=…
+//!   requests_per_server_cpu_s=… messages=… connections=… bytes=… seconds=…`: messages echoed per
+//!   second in the measured window; the server's CPU time (user + system, from
+//!   `/proc/<server>/stat`) over the window as a percentage of one CPU; the server's `VmHWM` at the
+//!   end, in bytes; the generator's own CPU time over the window as a percentage of the CPUs it
+//!   runs on (near 100 % means it may be what limits the rate); how many (its threads); and the
+//!   messages of the window ÷ the server's CPU seconds in it, a rate that a saturated generator
+//!   does not distort (left out, with a `note`, when the server used no whole clock tick).
 //! - `latency value_ns=… count=…`: the round-trip times of the window, from the generator's
 //!   hdrhistogram (3 significant digits; each bucket printed at its highest equivalent value).
 //!
@@ -27,18 +36,21 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use echo_load::{Flags, Histogram, ProcStat, note, pin_self, say, usage_error};
+use echo_load::{Flags, Histogram, ProcStat, cpu_list, note, pin_self, say, usage_error};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
-const USAGE: &str = "usage: echo-load --port P --cpus LIST [--connections C] [--bytes B] \
-                     [--warmup-s W] [--seconds S]";
+const USAGE: &str = "usage: echo-load --port P --cpus LIST [--threads N] [--connections C] \
+                     [--bytes B] [--warmup-s W] [--seconds S]";
 
 struct Args {
     port: u16,
     cpus: String,
+    /// `--threads`; one per CPU of `cpus` (at most one per connection) when left out.
+    threads: Option<usize>,
     connections: usize,
     bytes: usize,
     warmup: Duration,
@@ -49,6 +61,7 @@ fn parse_args() -> Result<Args, String> {
     let flags = Flags::parse(&[
         "--port",
         "--cpus",
+        "--threads",
         "--connections",
         "--bytes",
         "--warmup-s",
@@ -68,10 +81,16 @@ fn parse_args() -> Result<Args, String> {
         }
         Ok(v)
     };
+    let connections = within("--connections", 64, 1, 10_000)? as usize;
+    let threads = match flags.get("--threads") {
+        None => None,
+        Some(_) => Some(within("--threads", 1, 1, connections as u64)? as usize),
+    };
     Ok(Args {
         port,
         cpus: flags.get("--cpus").ok_or("--cpus is required")?.to_owned(),
-        connections: within("--connections", 64, 1, 10_000)? as usize,
+        threads,
+        connections,
         bytes: within("--bytes", 64, 1, 1 << 20)? as usize,
         warmup: Duration::from_secs(within("--warmup-s", 2, 0, 3600)?),
         measure: Duration::from_secs(within("--seconds", 10, 1, 3600)?),
@@ -194,67 +213,51 @@ fn read_some(conn: &mut Conn, id: usize, buf: &mut [u8], w: &mut Window) -> Resu
     }
 }
 
-fn run(args: &Args) -> Result<(), String> {
-    pin_self(&args.cpus).map_err(|e| {
-        format!(
-            "pinning the load generator to {:?} (the run's CPUs besides the server's): {e}",
-            args.cpus
-        )
-    })?;
-    let server = std::os::unix::process::parent_id();
-    let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
+/// What one event loop hands back: its connections' counts and what its window saw.
+struct Loop {
+    conns: Vec<(usize, Conn)>,
+    window: Window,
+}
+
+/// One event loop over its share of the connections (`(id, connection)`), from `start` until
+/// `end`, recording the echoes that complete from `begin` on. `stop` is raised by a loop that
+/// fails, so that the others end too.
+fn event_loop(
+    mut conns: Vec<(usize, Conn)>,
+    bytes: usize,
+    (begin, end): (Instant, Instant),
+    stop: &AtomicBool,
+) -> Result<Loop, String> {
     let mut poll = Poll::new().map_err(|e| format!("epoll: {e}"))?;
-    let mut conns = Vec::with_capacity(args.connections);
-    for id in 0..args.connections {
-        let std_stream = connect(addr)?;
-        std_stream
-            .set_nodelay(true)
-            .and_then(|()| std_stream.set_nonblocking(true))
-            .map_err(|e| format!("connection {id}: {e}"))?;
-        let mut stream = TcpStream::from_std(std_stream);
+    for (slot, (id, c)) in conns.iter_mut().enumerate() {
         poll.registry()
             .register(
-                &mut stream,
-                Token(id),
+                &mut c.stream,
+                Token(slot),
                 Interest::READABLE | Interest::WRITABLE,
             )
             .map_err(|e| format!("connection {id}: registering with epoll: {e}"))?;
-        conns.push(Conn {
-            stream,
-            done: 0,
-            done_at_start: 0,
-            out: vec![0; args.bytes],
-            written: 0,
-            echoed: 0,
-            sent_at: Instant::now(),
-        });
     }
     let mut w = Window {
         hist: echo_load::ns_histogram(),
         messages: 0,
         recording: false,
     };
-    for (id, c) in conns.iter_mut().enumerate() {
-        c.next_message(id);
-        write_some(c, id)?;
+    for (id, c) in &mut conns {
+        c.next_message(*id);
+        write_some(c, *id)?;
     }
     let mut events = Events::with_capacity(1024);
-    let mut buf = vec![0u8; args.bytes];
-    let start = Instant::now();
-    let mut begin: Option<(Instant, ProcStat, ProcStat)> = None;
-    let end = start + args.warmup + args.measure;
+    let mut buf = vec![0u8; bytes];
     loop {
         let now = Instant::now();
-        if begin.is_none() && now >= start + args.warmup {
-            let server_cpu = ProcStat::read(server)?;
-            let own_cpu = ProcStat::read(std::process::id())?;
-            begin = Some((now, server_cpu, own_cpu));
+        if !w.recording && now >= begin {
             w.recording = true;
-            for c in &mut conns {
+            for (_, c) in &mut conns {
                 c.done_at_start = c.done;
             }
         }
-        if now >= end {
+        if now >= end || stop.load(Ordering::Relaxed) {
             break;
         }
         let timeout = Some(Duration::from_millis(50).min(end - now));
@@ -264,8 +267,8 @@ fn run(args: &Args) -> Result<(), String> {
             Err(e) => return Err(format!("epoll_wait: {e}")),
         }
         for ev in events.iter() {
-            let id = ev.token().0;
-            let c = &mut conns[id];
+            let (id, c) = &mut conns[ev.token().0];
+            let id = *id;
             if ev.is_writable() {
                 write_some(c, id)?;
             }
@@ -279,36 +282,125 @@ fn run(args: &Args) -> Result<(), String> {
             }
         }
     }
-    let (t0, server0, own0) = begin.ok_or("the measured window never began")?;
-    let secs = t0.elapsed().as_secs_f64();
-    let server_cpu = ProcStat::read(server)?.cpu_s - server0.cpu_s;
-    let own_cpu = ProcStat::read(std::process::id())?.cpu_s - own0.cpu_s;
-    let hwm = echo_load::vm_hwm_kib(server)?;
-    if let Some((id, c)) = conns
-        .iter()
-        .enumerate()
-        .find(|(_, c)| c.done == c.done_at_start)
-    {
-        return Err(format!(
-            "connection {id} echoed nothing in the measured window ({} messages before it): the \
-             server stalled it",
-            c.done
+    Ok(Loop { conns, window: w })
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let pinning = |e: String| {
+        format!(
+            "pinning the load generator to {:?} (the run's CPUs besides the server's): {e}",
+            args.cpus
+        )
+    };
+    let cpus = cpu_list(&args.cpus).map_err(pinning)?;
+    pin_self(&args.cpus).map_err(pinning)?;
+    let threads = args
+        .threads
+        .unwrap_or_else(|| cpus.len().min(args.connections));
+    // The CPUs the loops can use at once: the generator's share of the machine.
+    let load_cpus = threads.min(cpus.len());
+    let server = std::os::unix::process::parent_id();
+    let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
+    // Every connection is open before the clock starts; loop `t` gets connections t, t + threads, …
+    let mut shares: Vec<Vec<(usize, Conn)>> = (0..threads).map(|_| Vec::new()).collect();
+    for id in 0..args.connections {
+        let std_stream = connect(addr)?;
+        std_stream
+            .set_nodelay(true)
+            .and_then(|()| std_stream.set_nonblocking(true))
+            .map_err(|e| format!("connection {id}: {e}"))?;
+        shares[id % threads].push((
+            id,
+            Conn {
+                stream: TcpStream::from_std(std_stream),
+                done: 0,
+                done_at_start: 0,
+                out: vec![0; args.bytes],
+                written: 0,
+                echoed: 0,
+                sent_at: Instant::now(),
+            },
         ));
     }
+    let start = Instant::now();
+    let (begin, end) = (start + args.warmup, start + args.warmup + args.measure);
+    let stop = AtomicBool::new(false);
+    let (loops, window) = std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(threads);
+        for (t, share) in shares.into_iter().enumerate() {
+            let (stop, bytes) = (&stop, args.bytes);
+            // One thread keeps the whole list (as before there were threads); several take a CPU
+            // each, in the list's order.
+            let cpu = (threads > 1).then(|| cpus[t % cpus.len()].to_string());
+            handles.push(scope.spawn(move || {
+                if let Some(cpu) = cpu {
+                    pin_self(&cpu).map_err(|e| format!("pinning loop {t} to CPU {cpu}: {e}"))?;
+                }
+                let out = event_loop(share, bytes, (begin, end), stop);
+                if out.is_err() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                out
+            }));
+        }
+        // The CPU readings bracket the window: taken here, on this thread, while the loops run.
+        std::thread::sleep(begin.saturating_duration_since(Instant::now()));
+        let at_begin = (
+            Instant::now(),
+            ProcStat::read(server),
+            ProcStat::read(std::process::id()),
+        );
+        let loops: Vec<Result<Loop, String>> = handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("an event loop panicked".into()))
+            })
+            .collect();
+        (loops, at_begin)
+    });
+    let (t0, server0, own0) = window;
+    let secs = t0.elapsed().as_secs_f64();
+    let loops = loops.into_iter().collect::<Result<Vec<Loop>, String>>()?;
+    let server_cpu = ProcStat::read(server)?.cpu_s - server0?.cpu_s;
+    let own_cpu = ProcStat::read(std::process::id())?.cpu_s - own0?.cpu_s;
+    let hwm = echo_load::vm_hwm_kib(server)?;
+    let mut hist = echo_load::ns_histogram();
+    let mut messages = 0;
+    for l in &loops {
+        hist.add(&l.window.hist)
+            .map_err(|e| format!("merging the loops' histograms: {e}"))?;
+        messages += l.window.messages;
+        if let Some((id, c)) = l.conns.iter().find(|(_, c)| c.done == c.done_at_start) {
+            return Err(format!(
+                "connection {id} echoed nothing in the measured window ({} messages before it): \
+                 the server stalled it",
+                c.done
+            ));
+        }
+    }
+    let per_server_cpu_s = if server_cpu > 0.0 {
+        format!(
+            " requests_per_server_cpu_s={:.1}",
+            messages as f64 / server_cpu
+        )
+    } else {
+        note("requests_per_server_cpu_s not measured: the server used no whole clock tick of CPU");
+        String::new()
+    };
     say(&format!(
         "result qps={:.1} server_cpu_pct={:.2} server_hwm_bytes={} load_cpu_pct={:.2} \
-         messages={} connections={} bytes={} seconds={:.3}",
-        w.messages as f64 / secs,
+         load_cpus={load_cpus}{per_server_cpu_s} messages={messages} connections={} bytes={} \
+         seconds={secs:.3}",
+        messages as f64 / secs,
         100.0 * server_cpu / secs,
         hwm * 1024,
-        100.0 * own_cpu / secs,
-        w.messages,
+        100.0 * own_cpu / secs / load_cpus as f64,
         args.connections,
         args.bytes,
-        secs,
     ))
     .map_err(|e| format!("stdout: {e}"))?;
-    echo_load::print_histogram(&w.hist).map_err(|e| format!("stdout: {e}"))
+    echo_load::print_histogram(&hist).map_err(|e| format!("stdout: {e}"))
 }
 
 fn main() -> ExitCode {
