@@ -342,6 +342,8 @@ mod tests {
             verdicts_json: None,
             report_md: None,
             run_json: Some(run_json.into()),
+            merge_json: None,
+            classes_json: None,
         };
         let outcome = super::recompute(&files(state)).unwrap();
         assert_eq!(outcome.warnings.len(), 1);

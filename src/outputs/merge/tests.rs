@@ -77,6 +77,8 @@ pub(crate) fn run(name: &str, shard: Option<Shard>, hardware: Option<&str>) -> I
             verdicts_json: None,
             report_md: None,
             run_json: Some(serde_json::to_string(&state).unwrap()),
+            merge_json: None,
+            classes_json: None,
         },
     }
 }
