@@ -75,7 +75,7 @@ fn read(path: &Path) -> Result<Input> {
 }
 
 /// The merged run's files, its report, and its claims per class when there is more than one.
-fn write(dir: &RunDir, merged: &Merged) -> Result<()> {
+pub(crate) fn write(dir: &RunDir, merged: &Merged) -> Result<()> {
     dir.write(run_dir::STUDY, merged.study_yaml.as_bytes())?;
     dir.write(run_dir::MANIFEST, merged.manifest_json.as_bytes())?;
     if let Some(e) = &merged.env_json {

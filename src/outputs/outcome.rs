@@ -344,6 +344,7 @@ mod tests {
             run_json: Some(run_json.into()),
             merge_json: None,
             classes_json: None,
+            classes_md: None,
         };
         let outcome = super::recompute(&files(state)).unwrap();
         assert_eq!(outcome.warnings.len(), 1);

@@ -82,14 +82,15 @@ pub struct RunFiles {
     pub verdicts_json: Option<String>,
     pub report_md: Option<String>,
     pub run_json: Option<String>,
-    /// A merged run's `merge.json` and `classes.json`.
+    /// A merged run's `merge.json`, `classes.json` and `classes.md`.
     pub merge_json: Option<String>,
     pub classes_json: Option<String>,
+    pub classes_md: Option<String>,
 }
 
 impl RunFiles {
     /// The files [`RunFiles`] holds, for readers that load them in one pass.
-    pub const NAMES: [&str; 10] = [
+    pub const NAMES: [&str; 11] = [
         STUDY,
         SAMPLES,
         ENV,
@@ -100,6 +101,7 @@ impl RunFiles {
         STATE,
         MERGE_JSON,
         CLASSES_JSON,
+        CLASSES_MD,
     ];
 
     /// Builds the set from `load`, which returns a file's text or `None` when it is absent.
@@ -123,6 +125,7 @@ impl RunFiles {
             run_json: load(STATE)?,
             merge_json: load(MERGE_JSON)?,
             classes_json: load(CLASSES_JSON)?,
+            classes_md: load(CLASSES_MD)?,
             run_id,
         })
     }

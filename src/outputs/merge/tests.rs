@@ -79,6 +79,7 @@ pub(crate) fn run(name: &str, shard: Option<Shard>, hardware: Option<&str>) -> I
             run_json: Some(serde_json::to_string(&state).unwrap()),
             merge_json: None,
             classes_json: None,
+            classes_md: None,
         },
     }
 }
