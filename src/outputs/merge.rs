@@ -431,8 +431,8 @@ pub fn merge_deviations(record: &MergeRecord) -> Vec<String> {
     }
     if record.classes.len() > 1 {
         out.push(format!(
-            "samples from {} hardware classes: each claim is judged per class in classes.md; the \
-             verdicts of this report pool them",
+            "samples from {} hardware classes: each claim is judged per class (classes.md, and \
+             this report before its pooled verdicts); the report's headline verdicts pool them",
             record.classes.len()
         ));
     }
@@ -468,6 +468,29 @@ pub struct ClassVerdicts {
     pub samples: usize,
     /// The claims judged on its samples alone.
     pub verdicts: Vec<Verdict>,
+}
+
+/// The report's section of the claims per class (shown before its pooled verdicts): `classes.md`
+/// one heading level down.
+pub fn classes_section(per: &[ClassVerdicts]) -> String {
+    let md = classes_markdown(per);
+    let body = md.split_once('\n').map_or("", |(_, rest)| rest);
+    format!(
+        "## Verdicts per hardware class\n\nThe samples come from {} hardware classes; each claim is \
+         judged on each class's samples alone (as in classes.md), then on all of them pooled \
+         (the verdicts below).\n{}",
+        per.len(),
+        body.replace("\n## ", "\n### ")
+    )
+}
+
+/// A merged run as the report's environment names it, with its machine's hardware class.
+pub fn run_label(r: &MergedRun) -> (String, String) {
+    let shard = r.shard.map(|s| format!(", shard {s}")).unwrap_or_default();
+    (
+        format!("{} (run {}{shard})", r.name, r.run_id),
+        r.hardware.clone(),
+    )
 }
 
 /// `classes.md`: a line per claim saying on how many classes it holds, then each class's verdicts.

@@ -130,6 +130,8 @@ mod tests {
             deviations: vec![],
             warnings: vec![],
             partial: None,
+            per_class: None,
+            shard: None,
         }
     }
 
