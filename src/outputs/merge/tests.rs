@@ -423,3 +423,22 @@ fn a_run_that_measured_nothing_is_refused_as_empty_not_as_a_twin() {
         "{err}"
     );
 }
+
+#[test]
+fn nothing_writes_a_samples_host_and_a_run_without_run_json_is_named() {
+    let merged = merge(&[run("a", half(1), None), run("b", half(2), None)], "m").unwrap();
+    assert!(
+        merged.samples.iter().all(|s| s.host.is_none()),
+        "host is reserved for runs across several Engines"
+    );
+    let mut bare = run("a", None, None);
+    bare.files.run_json = None;
+    let err = format!("{:#}", merge(&[bare], "m").err().unwrap());
+    for said in [
+        "`parkbench run`",
+        "`parkbench reproduce`",
+        "archive the whole run folder again",
+    ] {
+        assert!(err.contains(said), "{said}: {err}");
+    }
+}
