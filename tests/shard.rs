@@ -158,6 +158,28 @@ fn two_shards_merged_judge_as_their_samples_together() {
         md.contains("`ratio`: reproduced on 0 of 2 classes"),
         "each class has one probe: {md}"
     );
+    let report = std::fs::read_to_string(two.join("report.md")).unwrap();
+    let at = |s: &str| report.find(s).unwrap_or_else(|| panic!("{s}: {report}"));
+    assert!(
+        at("## Verdicts per hardware class") < at("## Verdicts\n"),
+        "{report}"
+    );
+    assert!(
+        at("| Run | Hardware class |") > at("## Environment"),
+        "{report}"
+    );
+    // verify recomputes the claims per class of the merged archive.
+    let out = parkbench()
+        .arg("verify")
+        .arg(two.with_extension("tar.gz"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("per hardware class"),
+        "{}",
+        describe(&out)
+    );
 
     // One shard alone: merged, but incomplete, the missing shard named.
     let out_one = tmp.path().join("one");

@@ -91,8 +91,11 @@ fn job_name(study: &str) -> String {
 /// The Indexed Job manifest.
 pub fn manifest(study: &Study, study_path: &str, shards: u32, image: &str) -> Result<String> {
     let pinned = cpuset::parse(&study.protocol.cpus)?.len() as u64;
-    // The probes' CPUs and one for the driver, whole cores: requests equal limits, so the pod is
-    // Guaranteed and the static CPU manager gives it exclusive cores.
+    // The pod runs only the driver; the probes run in the Engine's containers, outside the pod.
+    // The request books on the scheduler's ledger the CPUs the probes will use plus one for the
+    // driver, whole cores with requests equal to limits (a Guaranteed pod). It keeps other pods'
+    // requests out of that capacity; it does not make the probes' cores exclusive (see the
+    // manifest's comments and docs/fleet.md).
     let cpus = pinned + 1;
     let guest = match study
         .kernels()
@@ -117,6 +120,17 @@ pub fn manifest(study: &Study, study_path: &str, shards: u32, image: &str) -> Re
 #   done
 #   parkbench merge shard-*.tar.gz
 # The kit's image ({image}) must already be on every node: it is never pulled.
+# CPUs: the pod runs only the driver. The probes are sibling containers that the node's Docker Engine
+# starts, outside this pod and outside the kubelet's accounting, pinned to the study's CPU list on the
+# node ({cpu_list}, {pinned} CPUs; `--cpus auto` takes the first of them the node has). The request
+# ({cpus} = {pinned} for the probes + 1 for the driver, whole CPUs, requests = limits, so the pod is
+# Guaranteed) reserves that much of the node's capacity on the scheduler's books, so other pods'
+# requests are not placed into it. It does NOT protect the probes' cores: the static CPU manager gives
+# the exclusive cores to this pod's own container (where the driver leaves them mostly idle), not to
+# the probes, and it may give the study's CPU list to other Guaranteed pods. The probes' memory is not
+# counted either. For clean numbers, give the job nodes of their own (a taint and a toleration), or put
+# the study's CPUs in the kubelet's reservedSystemCPUs, which it never gives a pod exclusively. A node with fewer allocatable
+# CPUs than {cpus} never takes the pod: lower the cpu request and limit together to fit your nodes.
 # Not tested on a live cluster.
 apiVersion: batch/v1
 kind: Job
@@ -155,7 +169,7 @@ spec:
               set -u
               shard=$((JOB_COMPLETION_INDEX + 1))/{shards}
               status=0
-              parkbench --repo {KIT_REPO} --results /out reproduce {study_path} --shard "$shard" >&2 || status=$?
+              parkbench --repo {KIT_REPO} --results /out reproduce {study_path} --shard "$shard" --cpus auto >&2 || status=$?
               for archive in /out/{id}/runs/*.tar.gz; do
                 [ -e "$archive" ] || continue
                 echo "-----BEGIN PARKBENCH ARCHIVE $shard-----"
@@ -184,6 +198,7 @@ spec:
           emptyDir: {{}}
 "#,
         last = shards - 1,
+        cpu_list = study.protocol.cpus,
     ))
 }
 

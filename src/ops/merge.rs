@@ -15,13 +15,6 @@ use crate::outputs::outcome;
 use crate::run::run_dir::{self, RunDir, Status};
 use crate::study::sample::SampleLog;
 
-/// `classes.md`: the claims judged per hardware class.
-pub const CLASSES_MD: &str = "classes.md";
-/// `classes.json`: the same, as data.
-pub const CLASSES_JSON: &str = "classes.json";
-/// `merge.json`: what the merged run was made of.
-pub const MERGE_JSON: &str = "merge.json";
-
 /// What to merge.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -82,11 +75,9 @@ fn read(path: &Path) -> Result<Input> {
 }
 
 /// The merged run's files, its report, and its claims per class when there is more than one.
-fn write(dir: &RunDir, merged: &Merged) -> Result<()> {
+pub(crate) fn write(dir: &RunDir, merged: &Merged) -> Result<()> {
     dir.write(run_dir::STUDY, merged.study_yaml.as_bytes())?;
-    if let Some(m) = &merged.manifest_json {
-        dir.write(run_dir::MANIFEST, m.as_bytes())?;
-    }
+    dir.write(run_dir::MANIFEST, merged.manifest_json.as_bytes())?;
     if let Some(e) = &merged.env_json {
         dir.write(run_dir::ENV, e.as_bytes())?;
     }
@@ -94,16 +85,16 @@ fn write(dir: &RunDir, merged: &Merged) -> Result<()> {
     for s in &merged.samples {
         log.append(s)?;
     }
-    dir.write_json(MERGE_JSON, &merged.record)?;
+    dir.write_json(run_dir::MERGE_JSON, &merged.record)?;
     dir.save_state(&merged.state)?;
     let outcome = outcome::recompute(&dir.read_files()?)?;
     outcome.write_report(dir.path())?;
     print!("{}", outcome.terminal());
     if merged.record.classes.len() > 1 {
         let per = merge::by_class(&outcome.study, &outcome.samples);
-        dir.write_json(CLASSES_JSON, &per)?;
+        dir.write_json(run_dir::CLASSES_JSON, &per)?;
         let md = merge::classes_markdown(&per);
-        dir.write(CLASSES_MD, md.as_bytes())?;
+        dir.write(run_dir::CLASSES_MD, md.as_bytes())?;
         print!("\n{md}");
     }
     Ok(())

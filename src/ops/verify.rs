@@ -1,15 +1,17 @@
 //! `parkbench check` and `parkbench verify`, offline: an archive's SHA256SUMS lines and structure;
-//! statistics and verdicts recomputed from an archive or a run folder.
+//! statistics and verdicts recomputed from an archive or a run folder, and a merged run's claims
+//! per hardware class.
 
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 
 use super::Ending;
 use crate::outputs::archive;
-use crate::outputs::outcome;
+use crate::outputs::merge::{self, MergeRecord};
+use crate::outputs::outcome::{self, Outcome};
 use crate::outputs::verdict::VerdictFile;
-use crate::run::run_dir::RunDir;
+use crate::run::run_dir::{self, RunDir, RunFiles};
 
 /// `check`: every SHA256SUMS line and the structure of the archive at `path`.
 pub fn check(path: &Path) -> Result<Ending> {
@@ -18,7 +20,9 @@ pub fn check(path: &Path) -> Result<Ending> {
     Ok(Ending::Ok)
 }
 
-/// `verify`: recomputes from raw samples; a stored verdicts.json that disagrees is an error.
+/// `verify`: recomputes from raw samples; a stored verdicts.json that disagrees is an error, and
+/// so is a missing one unless the study makes no claim. A merged run's classes.json and classes.md
+/// are recomputed too.
 pub fn verify(path: &Path) -> Result<Ending> {
     let files = if path.is_dir() {
         RunDir::at(path).read_files()?
@@ -27,15 +31,90 @@ pub fn verify(path: &Path) -> Result<Ending> {
     };
     let outcome = outcome::recompute(&files)?;
     print!("{}", outcome.terminal());
-    if let Some(stored) = &files.verdicts_json {
-        let stored: VerdictFile =
-            serde_json::from_str(stored).context("parsing the stored verdicts.json")?;
-        if stored.verdicts != outcome.verdicts {
-            bail!(
-                "the verdicts recomputed from samples.jsonl differ from the stored verdicts.json: the run was altered or the statistics changed"
-            );
+    match &files.verdicts_json {
+        Some(stored) => {
+            let stored: VerdictFile =
+                serde_json::from_str(stored).context("parsing the stored verdicts.json")?;
+            if stored.verdicts != outcome.verdicts {
+                bail!(
+                    "the verdicts recomputed from samples.jsonl differ from the stored verdicts.json: the run was altered or the statistics changed"
+                );
+            }
+            eprintln!("verdicts recomputed from the raw samples match the stored verdicts.json");
         }
-        eprintln!("verdicts recomputed from the raw samples match the stored verdicts.json");
+        None if outcome.study.claims.is_empty() => {
+            eprintln!("the study makes no claim: there are no verdicts to compare");
+        }
+        None => bail!(
+            "nothing to verify: verdicts.json missing (the study makes {} claims); write the \
+             report with `parkbench report` and archive the run again",
+            outcome.study.claims.len()
+        ),
     }
+    verify_classes(&files, &outcome)?;
     Ok(Ending::Ok)
 }
+
+/// A merged run's claims per hardware class, recomputed from its samples and compared with its
+/// classes.json and classes.md (present exactly when the samples come from more than one class).
+fn verify_classes(files: &RunFiles, outcome: &Outcome) -> Result<()> {
+    let Some(record) = &files.merge_json else {
+        ensure!(
+            files.classes_json.is_none() && files.classes_md.is_none(),
+            "{} or {} without {}: claims per hardware class belong to a merged run; the run was \
+             altered",
+            run_dir::CLASSES_JSON,
+            run_dir::CLASSES_MD,
+            run_dir::MERGE_JSON
+        );
+        return Ok(());
+    };
+    let record: MergeRecord = serde_json::from_str(record)
+        .with_context(|| format!("parsing the stored {}", run_dir::MERGE_JSON))?;
+    let classes = merge::classes(&outcome.samples);
+    ensure!(
+        record.classes == classes,
+        "{} names the hardware classes {:?} but the samples are of {:?}: the run was altered",
+        run_dir::MERGE_JSON,
+        record.classes,
+        classes
+    );
+    if classes.len() < 2 {
+        ensure!(
+            files.classes_json.is_none() && files.classes_md.is_none(),
+            "{} or {} in a merged run of one hardware class: the run was altered",
+            run_dir::CLASSES_JSON,
+            run_dir::CLASSES_MD
+        );
+        return Ok(());
+    }
+    let per = merge::by_class(&outcome.study, &outcome.samples);
+    let stored: Vec<merge::ClassVerdicts> = serde_json::from_str(
+        files
+            .classes_json
+            .as_deref()
+            .with_context(|| format!("nothing to verify: {} missing", run_dir::CLASSES_JSON))?,
+    )
+    .with_context(|| format!("parsing the stored {}", run_dir::CLASSES_JSON))?;
+    ensure!(
+        stored == per,
+        "the verdicts per hardware class recomputed from samples.jsonl differ from the stored {}: \
+         the run was altered or the statistics changed",
+        run_dir::CLASSES_JSON
+    );
+    ensure!(
+        files.classes_md.as_deref() == Some(merge::classes_markdown(&per).as_str()),
+        "the stored {} differs from the claims per hardware class recomputed from samples.jsonl: \
+         the run was altered",
+        run_dir::CLASSES_MD
+    );
+    eprintln!(
+        "verdicts per hardware class recomputed from the raw samples match the stored {} and {}",
+        run_dir::CLASSES_JSON,
+        run_dir::CLASSES_MD
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

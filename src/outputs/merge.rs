@@ -1,8 +1,8 @@
 //! Runs of one study joined into one (`parkbench merge`): the shards of a matrix (`run --shard`) or
 //! independent reruns, each read as hostile input. Refused, with the reason, when the studies differ
 //! (id or text), when the matrices differ (processes per cell, kernels), when a binary's sha256
-//! differs between two runs' manifests, or when a run holds a sample that is not of its study or its
-//! shard. Every sample keeps its run id and carries the hardware class of the machine that measured
+//! differs between any two runs' manifests, when a run holds a sample that is not of its study or
+//! its shard or of an image its manifest lacks, when a run is named twice or measured nothing. Every sample keeps its run id and carries the hardware class of the machine that measured
 //! it; when the samples come from more than one class, each claim is judged per class ([`by_class`]).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,9 +36,11 @@ pub struct Merged {
     pub samples: Vec<Sample>,
     /// `run.json` of the merged run.
     pub state: RunState,
-    /// The first run's env.json and manifest.json (the binaries are the same in every run).
+    /// The first run's env.json (every run's hardware class is in `merge.json`).
     pub env_json: Option<String>,
-    pub manifest_json: Option<String>,
+    /// manifest.json: the union of every run's manifest (each binary is the same in every run
+    /// that lists its image).
+    pub manifest_json: String,
     /// `merge.json`.
     pub record: MergeRecord,
 }
@@ -90,20 +92,14 @@ pub fn merge(inputs: &[Input], run_id: &str) -> Result<Merged> {
     ensure!(!inputs.is_empty(), "nothing to merge: name the archives");
     let parsed: Vec<Parsed> = inputs.iter().map(parse).collect::<Result<_>>()?;
     let first = &parsed[0];
-    for (i, other) in parsed.iter().enumerate().skip(1) {
+    for other in parsed.iter().skip(1) {
         same_study(first, other)?;
-        same_binaries(first, other)?;
-        // Run ids are times: shards started in the same second on two machines share one.
-        let same = |p: &&Parsed| p.input.files.samples_jsonl == other.input.files.samples_jsonl;
-        if let Some(twin) = parsed[..i].iter().find(same) {
-            bail!(
-                "{} and {} hold the same samples (run {}): name each run once",
-                twin.input.name,
-                other.input.name,
-                other.state.run_id
-            );
-        }
     }
+    checks::each_run_once(&parsed)?;
+    for p in &parsed {
+        checks::images_listed(p)?;
+    }
+    let manifest = checks::same_binaries(&parsed)?;
     let full = full_study(first)?;
     let matrix = shard::matrix_id(&first.input.files.study_yaml, &full);
     for p in &parsed {
@@ -124,7 +120,7 @@ pub fn merge(inputs: &[Input], run_id: &str) -> Result<Merged> {
         samples,
         state,
         env_json: first.input.files.env_json.clone(),
-        manifest_json: first.input.files.manifest_json.clone(),
+        manifest_json: serde_json::to_string_pretty(&manifest)?,
         record,
     })
 }
@@ -135,7 +131,7 @@ fn parse(input: &Input) -> Result<Parsed<'_>> {
     let study =
         Study::parse(&files.study_yaml).with_context(|| format!("{name}: its study.yaml"))?;
     let state: RunState = serde_json::from_str(files.run_json.as_deref().with_context(|| {
-        format!("{name} has no run.json: which slice of the matrix it measured is unknown; merge runs made by `parkbench run`")
+        format!("{name} has no run.json: which slice of the matrix it measured is unknown; merge only runs made by `parkbench run` or `parkbench reproduce`, and archive the whole run folder again (`parkbench archive`) if its run.json was left out")
     })?)
     .with_context(|| format!("{name}: parsing its run.json"))?;
     if let Some(s) = &state.shard {
@@ -213,33 +209,6 @@ fn same_study(a: &Parsed, b: &Parsed) -> Result<()> {
         sha(a),
         sha(b)
     );
-    Ok(())
-}
-
-/// Every binary both runs' manifests name has the same sha256 in both.
-fn same_binaries(a: &Parsed, b: &Parsed) -> Result<()> {
-    for ia in &a.manifest.images {
-        let Some(ib) = b.manifest.images.iter().find(|i| i.name == ia.name) else {
-            continue;
-        };
-        let paths: BTreeSet<&String> = ia.binaries.keys().chain(ib.binaries.keys()).collect();
-        for path in paths {
-            let (ha, hb) = (ia.binaries.get(path), ib.binaries.get(path));
-            if ha != hb {
-                let said = |h: Option<&String>| h.cloned().unwrap_or_else(|| "(absent)".into());
-                bail!(
-                    "the runs measured different binaries: image {} {path}: sha256 {} in {}, {} in \
-                     {}; merge only runs of the same binaries (`parkbench rerun` an archive to run \
-                     its binaries elsewhere)",
-                    ia.name,
-                    said(ha),
-                    a.input.name,
-                    said(hb),
-                    b.input.name
-                );
-            }
-        }
-    }
     Ok(())
 }
 
@@ -462,8 +431,8 @@ pub fn merge_deviations(record: &MergeRecord) -> Vec<String> {
     }
     if record.classes.len() > 1 {
         out.push(format!(
-            "samples from {} hardware classes: each claim is judged per class in classes.md; the \
-             verdicts of this report pool them",
+            "samples from {} hardware classes: each claim is judged per class (classes.md, and \
+             this report before its pooled verdicts); the report's headline verdicts pool them",
             record.classes.len()
         ));
     }
@@ -499,6 +468,29 @@ pub struct ClassVerdicts {
     pub samples: usize,
     /// The claims judged on its samples alone.
     pub verdicts: Vec<Verdict>,
+}
+
+/// The report's section of the claims per class (shown before its pooled verdicts): `classes.md`
+/// one heading level down.
+pub fn classes_section(per: &[ClassVerdicts]) -> String {
+    let md = classes_markdown(per);
+    let body = md.split_once('\n').map_or("", |(_, rest)| rest);
+    format!(
+        "## Verdicts per hardware class\n\nThe samples come from {} hardware classes; each claim is \
+         judged on each class's samples alone (as in classes.md), then on all of them pooled \
+         (the verdicts below).\n{}",
+        per.len(),
+        body.replace("\n## ", "\n### ")
+    )
+}
+
+/// A merged run as the report's environment names it, with its machine's hardware class.
+pub fn run_label(r: &MergedRun) -> (String, String) {
+    let shard = r.shard.map(|s| format!(", shard {s}")).unwrap_or_default();
+    (
+        format!("{} (run {}{shard})", r.name, r.run_id),
+        r.hardware.clone(),
+    )
 }
 
 /// `classes.md`: a line per claim saying on how many classes it holds, then each class's verdicts.
@@ -551,5 +543,6 @@ pub fn classes_markdown(per: &[ClassVerdicts]) -> String {
     out
 }
 
+mod checks;
 #[cfg(test)]
 pub(crate) mod tests;

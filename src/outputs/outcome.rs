@@ -6,6 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use crate::outputs::merge;
 use crate::outputs::report::{self, ReportInput};
 use crate::outputs::summary::{self, Summary};
 use crate::outputs::verdict::{self, Status, Verdict, VerdictFile};
@@ -28,6 +29,11 @@ pub struct Outcome {
     pub warnings: Vec<Warning>,
     /// Why the data is partial (malformed sample lines, an incomplete run); `None` when complete.
     pub partial: Option<String>,
+    /// A merged run of more than one hardware class: its claims judged per class (Markdown).
+    pub per_class: Option<String>,
+    /// The slice of the matrix the run measured (`run --shard`), from run.json; `None` for the
+    /// whole matrix.
+    pub shard: Option<crate::run::shard::Shard>,
 }
 
 /// Recomputes statistics and verdicts from the raw files.
@@ -75,7 +81,27 @@ pub fn recompute(text: &RunFiles) -> Result<Outcome> {
     if let Some(s) = &state {
         environment.extend(s.guests.iter().map(guest_label));
     }
+    // A merged run of several hardware classes: each run's class instead of one machine, and
+    // the claims judged per class before the pooled verdicts.
+    let record: Option<merge::MergeRecord> = match &text.merge_json {
+        Some(json) => Some(serde_json::from_str(json).context("parsing merge.json")?),
+        None => None,
+    };
+    let per_class = match record.filter(|r| r.classes.len() > 1) {
+        Some(r) => {
+            environment = r.runs.iter().map(merge::run_label).collect();
+            let per = merge::by_class(&study, &samples);
+            Some(merge::classes_section(&per))
+        }
+        None => None,
+    };
+    let shard = match state.as_ref().and_then(|s| s.shard.as_ref()) {
+        Some(s) => Some(s.shard()?),
+        None => None,
+    };
     Ok(Outcome {
+        per_class,
+        shard,
         run_id: text.run_id.clone(),
         environment,
         study,
@@ -101,6 +127,7 @@ impl Outcome {
             deviations: self.deviations.clone(),
             warnings: self.warnings.clone(),
             partial: self.partial.clone(),
+            per_class: self.per_class.as_deref(),
         }
     }
 
@@ -342,6 +369,9 @@ mod tests {
             verdicts_json: None,
             report_md: None,
             run_json: Some(run_json.into()),
+            merge_json: None,
+            classes_json: None,
+            classes_md: None,
         };
         let outcome = super::recompute(&files(state)).unwrap();
         assert_eq!(outcome.warnings.len(), 1);

@@ -62,6 +62,13 @@ pub fn refuse_unless_complete(outcome: &Outcome) -> Result<()> {
     if let Some(why) = &outcome.partial {
         bail!("not writing a reference run: its data is partial ({why})");
     }
+    if let Some(s) = outcome.shard {
+        bail!(
+            "not writing a reference run: it measured shard {s} only, a slice of the matrix; a \
+             reference must measure the whole matrix: reproduce without --shard, or merge every \
+             shard (`parkbench merge`)"
+        );
+    }
     Ok(())
 }
 
@@ -130,7 +137,22 @@ mod tests {
             deviations: vec![],
             warnings: vec![],
             partial: None,
+            per_class: None,
+            shard: None,
         }
+    }
+
+    #[test]
+    fn a_shard_is_refused_as_a_reference() {
+        let mut o = outcome();
+        o.samples.retain(|s| s.valid);
+        refuse_unless_complete(&o).unwrap();
+        o.shard = Some(crate::run::shard::Shard { index: 1, count: 2 });
+        let err = refuse_unless_complete(&o).unwrap_err().to_string();
+        assert!(
+            err.contains("shard 1/2") && err.contains("whole matrix"),
+            "{err}"
+        );
     }
 
     #[test]

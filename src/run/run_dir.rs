@@ -36,13 +36,20 @@ pub const COMPARE_MD: &str = "compare.md";
 pub const COMPARE_SVG: &str = "compare.svg";
 /// The comparison as one self-contained HTML page.
 pub const COMPARE_HTML: &str = "compare.html";
+/// What a merged run (`parkbench merge`) was made of.
+pub const MERGE_JSON: &str = "merge.json";
+/// A merged run's claims judged per hardware class (only when its samples come from more than
+/// one), in Markdown and as data.
+pub const CLASSES_MD: &str = "classes.md";
+pub const CLASSES_JSON: &str = "classes.json";
 /// The link in `runs/` to the newest run.
 pub const LATEST: &str = "latest";
 
 /// Files a run must hold.
 pub const REQUIRED: [&str; 2] = [STUDY, SAMPLES];
-/// Files a run normally holds besides those (an archive lacking one is listed by `check`).
-pub const OPTIONAL: [&str; 9] = [
+/// Files a run may hold besides those (an archive lacking one is listed by `check`, except the
+/// files of a merged run, [`MERGED`]).
+pub const OPTIONAL: [&str; 12] = [
     ENV,
     STATE,
     MANIFEST,
@@ -52,7 +59,12 @@ pub const OPTIONAL: [&str; 9] = [
     REPORT,
     FIGURE,
     REPORT_HTML,
+    MERGE_JSON,
+    CLASSES_MD,
+    CLASSES_JSON,
 ];
+/// The files only a merged run holds (classes only when its samples come from more than one class).
+pub const MERGED: [&str; 3] = [MERGE_JSON, CLASSES_MD, CLASSES_JSON];
 
 /// Largest run file read into memory (by `report`, `verify` and from archives), bytes.
 pub const LOAD_LIMIT: u64 = 64 << 20;
@@ -70,12 +82,26 @@ pub struct RunFiles {
     pub verdicts_json: Option<String>,
     pub report_md: Option<String>,
     pub run_json: Option<String>,
+    /// A merged run's `merge.json`, `classes.json` and `classes.md`.
+    pub merge_json: Option<String>,
+    pub classes_json: Option<String>,
+    pub classes_md: Option<String>,
 }
 
 impl RunFiles {
     /// The files [`RunFiles`] holds, for readers that load them in one pass.
-    pub const NAMES: [&str; 8] = [
-        STUDY, SAMPLES, ENV, MANIFEST, SUMMARY, VERDICTS, REPORT, STATE,
+    pub const NAMES: [&str; 11] = [
+        STUDY,
+        SAMPLES,
+        ENV,
+        MANIFEST,
+        SUMMARY,
+        VERDICTS,
+        REPORT,
+        STATE,
+        MERGE_JSON,
+        CLASSES_JSON,
+        CLASSES_MD,
     ];
 
     /// Builds the set from `load`, which returns a file's text or `None` when it is absent.
@@ -97,6 +123,9 @@ impl RunFiles {
             verdicts_json: load(VERDICTS)?,
             report_md: load(REPORT)?,
             run_json: load(STATE)?,
+            merge_json: load(MERGE_JSON)?,
+            classes_json: load(CLASSES_JSON)?,
+            classes_md: load(CLASSES_MD)?,
             run_id,
         })
     }

@@ -129,8 +129,9 @@ pub struct Sample {
     /// The VM the process ran in, under a guest kernel; absent on the host's kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest: Option<GuestSample>,
-    /// The Docker Engine that ran the process, by name; absent: the run's own Engine, which
-    /// env.json describes.
+    /// The Docker Engine that ran the process, by name. Reserved for runs across several Engines,
+    /// which parkbench does not make yet: nothing writes it today (not `run`, not `merge`), so it
+    /// is always absent and the run's own Engine, which env.json describes, ran the process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     /// The hardware class of the machine that ran the process (CPU model, logical CPUs, memory band,

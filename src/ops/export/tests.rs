@@ -57,7 +57,10 @@ fn the_job_runs_every_shard_with_exclusive_whole_cores() {
         script.contains("$((JOB_COMPLETION_INDEX + 1))/4"),
         "{script}"
     );
-    assert!(script.contains("--shard \"$shard\""), "{script}");
+    assert!(
+        script.contains("--shard \"$shard\" --cpus auto"),
+        "{script}"
+    );
 }
 
 #[test]

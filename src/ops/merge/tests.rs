@@ -91,3 +91,42 @@ async fn a_refused_merge_writes_nothing() {
     assert!(err.contains("one study"), "{err}");
     assert!(!out.exists());
 }
+
+#[test]
+fn a_report_of_several_classes_puts_the_claims_per_class_first_and_names_each_runs_class() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = [
+        run("a", half(1), Some("class A")),
+        run("b", half(2), Some("class B")),
+    ];
+    let dir = RunDir::create_in(tmp.path()).unwrap();
+    let merged = merge::merge(&inputs, &dir.id()).unwrap();
+    write(&dir, &merged).unwrap();
+    let md = dir.read(run_dir::REPORT).unwrap();
+    let at = |s: &str| md.find(s).unwrap_or_else(|| panic!("{s}: {md}"));
+    assert!(
+        at("## Verdicts per hardware class") < at("## Verdicts\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("### class A") && md.contains("### class B"),
+        "{md}"
+    );
+    let env = &md[at("## Environment")..];
+    assert!(env.contains("| Run | Hardware class |"), "{env}");
+    for (r, label) in merged
+        .record
+        .runs
+        .iter()
+        .zip(["a.tar.gz (run a, shard 1/2)", "b.tar.gz (run b, shard 2/2)"])
+    {
+        let row = format!("| {label} | {} |", r.hardware);
+        assert!(env.contains(&row), "{row}: {env}");
+    }
+    assert!(!env.contains("This run"), "{env}");
+    let html = dir.read(run_dir::REPORT_HTML).unwrap();
+    let per = html
+        .find("Verdicts per hardware class")
+        .expect("the claims per class");
+    assert!(per < html.find("id=\"verdict-table\"").unwrap());
+}

@@ -18,7 +18,7 @@ use tar::EntryType;
 use super::{MODIFIED, UNSAFE, sums};
 use crate::images::digest;
 use crate::images::tarball;
-use crate::run::run_dir::{LOAD_LIMIT, OPTIONAL, REQUIRED};
+use crate::run::run_dir::{LOAD_LIMIT, MERGED, OPTIONAL, REQUIRED};
 
 /// Largest SHA256SUMS accepted (about 80,000 lines).
 const SUMS_LIMIT: u64 = 8 << 20;
@@ -380,7 +380,7 @@ impl Seen {
         }
         let missing_optional = OPTIONAL
             .iter()
-            .filter(|name| !self.files.contains_key(**name))
+            .filter(|name| !self.files.contains_key(**name) && !MERGED.contains(*name))
             .map(|name| name.to_string())
             .collect();
         let report = CheckReport {

@@ -21,6 +21,8 @@ fn side(path: &str, summary: Summary, manifest: Option<Manifest>) -> Side {
             deviations: vec![],
             warnings: vec![],
             partial: None,
+            per_class: None,
+            shard: None,
         },
         manifest,
     }

@@ -7,20 +7,35 @@ use crate::run::shard::ShardRecord;
 use crate::study::DEFAULT_STUDY;
 use crate::study::sample::fixture;
 
+/// A manifest of the fixture's images, each with one binary of sha256 `binary_sha`.
 fn manifest(binary_sha: &str) -> String {
-    let image = BuiltImage {
-        name: "probe-go".into(),
-        tag: "parkbench/probe-go:0".into(),
-        id: "sha256:0".into(),
-        layers: vec![],
-        inputs: Default::default(),
-        binaries: BTreeMap::from([("/usr/local/bin/probe".to_string(), binary_sha.to_string())]),
-        versions: Default::default(),
-        notes: Vec::new(),
-        built: false,
-    };
+    manifest_of(&["go", "rust-tokio"], binary_sha)
+}
+
+/// A manifest listing the fixture's images of `probes` only.
+fn manifest_of(probes: &[&str], binary_sha: &str) -> String {
+    let mut images: Vec<BuiltImage> = Vec::new();
+    for s in fixture::samples() {
+        if !probes.contains(&s.probe.as_str()) || images.iter().any(|i| i.id == s.image_id) {
+            continue;
+        }
+        images.push(BuiltImage {
+            name: format!("probe-{}", s.probe),
+            tag: s.image_tag.clone(),
+            id: s.image_id.clone(),
+            layers: vec![],
+            inputs: Default::default(),
+            binaries: BTreeMap::from([(
+                "/usr/local/bin/probe".to_string(),
+                binary_sha.to_string(),
+            )]),
+            versions: Default::default(),
+            notes: Vec::new(),
+            built: false,
+        });
+    }
     serde_json::to_string(&Manifest {
-        images: vec![image],
+        images,
         unavailable: vec![],
         failed: vec![],
     })
@@ -62,6 +77,9 @@ pub(crate) fn run(name: &str, shard: Option<Shard>, hardware: Option<&str>) -> I
             verdicts_json: None,
             report_md: None,
             run_json: Some(serde_json::to_string(&state).unwrap()),
+            merge_json: None,
+            classes_json: None,
+            classes_md: None,
         },
     }
 }
@@ -222,7 +240,7 @@ fn a_run_inconsistent_with_itself_is_refused() {
             .err()
             .unwrap()
     );
-    assert!(err.contains("the same samples (run a)"), "{err}");
+    assert!(err.contains("the same run named twice (run a"), "{err}");
     // A shard that cannot be.
     let mut f = run("f", half(2), None);
     let mut state: RunState = serde_json::from_str(f.files.run_json.as_deref().unwrap()).unwrap();
@@ -285,4 +303,142 @@ fn claims_are_judged_per_hardware_class() {
     // Samples without a recorded class take their run's (unknown without env.json).
     let one = merge(&[run("a", None, None)], "m").unwrap();
     assert_eq!(one.record.classes, ["unknown hardware (no env.json)"]);
+}
+
+/// `input` with its manifest's `probe-go` binary of sha256 `sha`, or without `probe-go` (and
+/// without its samples) when `sha` is `None`.
+fn with_go(mut input: Input, sha: Option<&str>) -> Input {
+    let mut m: Manifest =
+        serde_json::from_str(input.files.manifest_json.as_deref().unwrap()).unwrap();
+    match sha {
+        Some(sha) => {
+            for i in m.images.iter_mut().filter(|i| i.name == "probe-go") {
+                i.binaries.values_mut().for_each(|h| *h = sha.to_string());
+            }
+        }
+        None => {
+            m.images.retain(|i| i.name != "probe-go");
+            input.files.samples_jsonl = input
+                .files
+                .samples_jsonl
+                .lines()
+                .filter(|l| !l.contains("\"probe\":\"go\""))
+                .map(|l| format!("{l}\n"))
+                .collect();
+        }
+    }
+    input.files.manifest_json = Some(serde_json::to_string(&m).unwrap());
+    input
+}
+
+#[test]
+fn binaries_are_compared_over_every_run_not_only_against_the_first() {
+    // The first run lacks go; the second and third name it with different hashes.
+    let runs = [
+        with_go(run("a", None, None), None),
+        with_go(run("b", None, None), Some("bb")),
+        with_go(run("c", None, None), Some("cc")),
+    ];
+    let err = format!("{:#}", merge(&runs, "m").err().unwrap());
+    for said in [
+        "probe-go",
+        "/usr/local/bin/probe",
+        "sha256 bb in b.tar.gz",
+        "cc in c.tar.gz",
+    ] {
+        assert!(err.contains(said), "{said}: {err}");
+    }
+}
+
+#[test]
+fn the_merged_manifest_is_the_union_of_every_runs() {
+    let runs = [
+        with_go(run("a", None, None), None),
+        with_go(run("b", None, None), Some("aa")),
+    ];
+    let merged = merge(&runs, "m").unwrap();
+    let m: Manifest = serde_json::from_str(&merged.manifest_json).unwrap();
+    let names: Vec<&str> = m.images.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(names, ["probe-rust-tokio", "probe-go"], "both runs' images");
+}
+
+#[test]
+fn samples_of_an_image_their_runs_manifest_lacks_are_refused() {
+    let mut a = run("a", None, None);
+    let lacking = with_go(run("x", None, None), None);
+    a.files.manifest_json = lacking.files.manifest_json;
+    let err = format!(
+        "{:#}",
+        merge(&[a, with_go(run("b", None, None), Some("aa"))], "m")
+            .err()
+            .unwrap()
+    );
+    assert!(
+        err.contains("a.tar.gz") && err.contains("go@") && err.contains("does not list"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_copy_with_other_whitespace_is_still_the_same_run() {
+    let a = run("a", half(1), None);
+    let mut copy = run("a", half(1), None);
+    copy.name = "copy.tar.gz".into();
+    copy.files.run_json = a.files.run_json.clone();
+    copy.files.samples_jsonl = copy
+        .files
+        .samples_jsonl
+        .replace("{\"run_id\"", "{ \"run_id\"");
+    assert_ne!(copy.files.samples_jsonl, a.files.samples_jsonl);
+    let err = format!("{:#}", merge(&[a, copy], "m").err().unwrap());
+    assert!(
+        err.contains("a.tar.gz and copy.tar.gz are the same run named twice"),
+        "{err}"
+    );
+}
+
+#[test]
+fn shards_sharing_a_run_id_and_start_are_two_runs() {
+    let a = run("a", half(1), None);
+    let mut b = run("a", half(2), None);
+    b.name = "b.tar.gz".into();
+    b.files.run_json = a
+        .files
+        .run_json
+        .as_ref()
+        .map(|j| j.replace("\"index\":1", "\"index\":2"));
+    let merged = merge(&[a, b], "m").unwrap();
+    assert_eq!(merged.samples.len(), 24);
+}
+
+#[test]
+fn a_run_that_measured_nothing_is_refused_as_empty_not_as_a_twin() {
+    let mut a = run("a", None, None);
+    a.files.samples_jsonl = String::new();
+    let mut b = run("b", None, None);
+    b.files.samples_jsonl = String::new();
+    let err = format!("{:#}", merge(&[a, b], "m").err().unwrap());
+    assert!(
+        err.contains("a.tar.gz: run a measured nothing") && !err.contains("twice"),
+        "{err}"
+    );
+}
+
+#[test]
+fn nothing_writes_a_samples_host_and_a_run_without_run_json_is_named() {
+    let merged = merge(&[run("a", half(1), None), run("b", half(2), None)], "m").unwrap();
+    assert!(
+        merged.samples.iter().all(|s| s.host.is_none()),
+        "host is reserved for runs across several Engines"
+    );
+    let mut bare = run("a", None, None);
+    bare.files.run_json = None;
+    let err = format!("{:#}", merge(&[bare], "m").err().unwrap());
+    for said in [
+        "`parkbench run`",
+        "`parkbench reproduce`",
+        "archive the whole run folder again",
+    ] {
+        assert!(err.contains(said), "{said}: {err}");
+    }
 }

@@ -63,5 +63,6 @@ pub fn input<'a>(
             },
         ],
         partial: None,
+        per_class: None,
     }
 }

@@ -255,6 +255,17 @@ mod tests {
     }
 
     #[test]
+    fn the_file_list_names_a_merged_runs_files() {
+        let list = files();
+        for name in run_dir::MERGED {
+            assert!(
+                list.contains(&format!("<a href=\"{name}\">")),
+                "{name}: {list}"
+            );
+        }
+    }
+
+    #[test]
     fn holds_the_report_a_sortable_verdict_row_per_claim_every_figure_and_the_raw_values() {
         let (study, samples) = crate::outputs::figure::tests::kinds();
         let html = render(&study, &samples);

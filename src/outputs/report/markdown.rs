@@ -27,6 +27,7 @@ impl Format for Markdown {
         let sections = [
             header(input),
             warnings(&input.warnings),
+            input.per_class.unwrap_or_default().to_string(),
             verdicts(input.verdicts),
             environment(input),
             deviations(&input.deviations),
@@ -122,7 +123,10 @@ fn environment(input: &ReportInput) -> String {
     if input.environment.is_empty() {
         out.push_str("Not recorded.\n");
     } else {
-        out.push_str("| | This run |\n|---|---|\n");
+        out.push_str(match input.per_class {
+            Some(_) => "| Run | Hardware class |\n|---|---|\n",
+            None => "| | This run |\n|---|---|\n",
+        });
         for (label, value) in &input.environment {
             let _ = writeln!(out, "| {} | {} |", cell_text(label), cell_text(value));
         }

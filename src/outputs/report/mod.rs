@@ -46,6 +46,9 @@ pub struct ReportInput<'a> {
     pub warnings: Vec<Warning>,
     /// Why the data is partial (e.g. `samples.jsonl line 7 malformed`); `None` when complete.
     pub partial: Option<String>,
+    /// A merged run of more than one hardware class: its claims judged per class, as a Markdown
+    /// section shown before the pooled verdicts; `environment` then lists each run's class.
+    pub per_class: Option<&'a str>,
 }
 
 /// One report file format.

@@ -1,0 +1,148 @@
+//! The checks of a merge across all its runs: one binary per image and path over every run, every
+//! sample's image listed by its own run's manifest, and no run named twice.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use anyhow::{Result, bail};
+
+use super::Parsed;
+use crate::images::Manifest;
+
+/// Every image's binaries agree over all runs: one map image → path → sha256, built from every
+/// manifest, refusing the first conflict (the image, the path, both hashes and both runs). Returns
+/// the union of the manifests: each image as its first listing names it.
+pub(super) fn same_binaries(parsed: &[Parsed]) -> Result<Manifest> {
+    let mut union = Manifest {
+        images: Vec::new(),
+        unavailable: Vec::new(),
+        failed: Vec::new(),
+    };
+    // image → (the run that first listed it, path → sha256)
+    let mut seen: BTreeMap<&str, (&str, &BTreeMap<String, String>)> = BTreeMap::new();
+    for p in parsed {
+        let name = p.input.name.as_str();
+        for image in &p.manifest.images {
+            let Some((first, binaries)) = seen.get(image.name.as_str()).copied() else {
+                seen.insert(&image.name, (name, &image.binaries));
+                union.images.push(image.clone());
+                continue;
+            };
+            let paths: BTreeSet<&String> = binaries.keys().chain(image.binaries.keys()).collect();
+            for path in paths {
+                let (ha, hb) = (binaries.get(path), image.binaries.get(path));
+                if ha != hb {
+                    let said = |h: Option<&String>| h.cloned().unwrap_or_else(|| "(absent)".into());
+                    bail!(
+                        "the runs measured different binaries: image {} {path}: sha256 {} in \
+                         {first}, {} in {name}; merge only runs of the same binaries (`parkbench \
+                         rerun` an archive to run its binaries elsewhere)",
+                        image.name,
+                        said(ha),
+                        said(hb),
+                    );
+                }
+            }
+        }
+    }
+    for p in parsed {
+        for u in &p.manifest.unavailable {
+            if !seen.contains_key(u.name.as_str()) && !union.unavailable.contains(u) {
+                union.unavailable.push(u.clone());
+            }
+        }
+        for f in &p.manifest.failed {
+            if !seen.contains_key(f.name.as_str()) && !union.failed.contains(f) {
+                union.failed.push(f.clone());
+            }
+        }
+    }
+    Ok(union)
+}
+
+/// Every sample that ran an image ran one its own run's manifest lists (by image id or tag): a
+/// sample of an image the manifest lacks has binaries nothing can compare.
+pub(super) fn images_listed(p: &Parsed) -> Result<()> {
+    let name = &p.input.name;
+    for s in p.samples.iter().filter(|s| !s.image_id.is_empty()) {
+        let listed = p
+            .manifest
+            .images
+            .iter()
+            .any(|i| i.id == s.image_id || i.tag == s.image_tag);
+        if !listed {
+            bail!(
+                "{name}: its samples of {}@{} ran image {} ({}), which its manifest.json does not \
+                 list: their binaries cannot be compared with the other runs'; do not merge it",
+                s.probe,
+                s.tasks,
+                s.image_tag,
+                s.image_id
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A run's identity: its id, start, shard and matrix.
+fn run_identity(p: &Parsed) -> (String, String, Option<(u32, u32, String)>) {
+    let state = &p.state;
+    (
+        state.run_id.clone(),
+        state.started_at.clone(),
+        state
+            .shard
+            .as_ref()
+            .map(|s| (s.index, s.count, s.matrix.clone())),
+    )
+}
+
+/// A sample's identity: the run that recorded it, its cell, repeat and start time.
+type SampleId = (String, String, u64, u32, String);
+
+fn sample_ids(p: &Parsed) -> BTreeSet<SampleId> {
+    p.samples
+        .iter()
+        .map(|s| {
+            let id = (s.run_id.clone(), s.probe.clone(), s.tasks);
+            (id.0, id.1, id.2, s.repeat, s.started_at.clone())
+        })
+        .collect()
+}
+
+/// No run is named twice and none is empty. Two runs are the same run when their identities (run
+/// id, start, shard, matrix) are equal and they share a sample (its run id, cell, repeat and start
+/// time), or when they hold the very same samples whatever their run.json says. Run ids and starts
+/// are times, so shards started in the same second on two machines may share them; their samples
+/// tell them apart.
+pub(super) fn each_run_once(parsed: &[Parsed]) -> Result<()> {
+    for p in parsed {
+        if p.samples.is_empty() {
+            bail!(
+                "{}: run {} measured nothing (samples.jsonl holds no sample): there is nothing of it \
+                 to merge; leave it out",
+                p.input.name,
+                p.state.run_id
+            );
+        }
+    }
+    let ids: Vec<BTreeSet<SampleId>> = parsed.iter().map(sample_ids).collect();
+    for (i, b) in parsed.iter().enumerate() {
+        for (j, a) in parsed[..i].iter().enumerate() {
+            let same_run = run_identity(a) == run_identity(b);
+            let shared = ids[j].intersection(&ids[i]).next();
+            let twice = (same_run && shared.is_some()) || ids[j] == ids[i];
+            if twice {
+                let (run, probe, tasks, repeat, at) = shared.expect("equal non-empty sets share");
+                bail!(
+                    "{} and {} are the same run named twice (run {}, started {}): both hold sample \
+                     {probe}@{tasks} repeat {repeat} of run {run} started {at}; name each run once",
+                    a.input.name,
+                    b.input.name,
+                    b.state.run_id,
+                    b.state.started_at
+                );
+            }
+        }
+    }
+    Ok(())
+}
