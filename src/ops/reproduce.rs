@@ -24,7 +24,8 @@ pub struct Options {
     /// What the archive holds besides the run and its sources (images, the driver).
     pub contents: Contents,
     /// Make the run its study's reference run (`results/<study>/reference/`); refused for a run
-    /// with an invalid sample or partial data, or a reference file over 1 MiB.
+    /// with a failed build, an invalid sample, partial data or warnings that the machine was not
+    /// quiet, or a reference file over 1 MiB.
     pub reference: bool,
     /// Every study in `results/` in turn, then `results/index.md`.
     pub all: bool,
@@ -132,6 +133,7 @@ fn compare_with_reference(results: &Path, study: &str, run_dir: &Path) {
 /// images or driver) as its study's reference run.
 async fn make_reference(paths: &Paths, outcome: &Outcome, run_dir: &Path) -> Result<()> {
     reference::refuse_unless_complete(outcome)?;
+    reference::refuse_unless_quiet(outcome)?;
     let study = &outcome.study.id;
     let run = RunDir::open(run_dir)?;
     let parent = run

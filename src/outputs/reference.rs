@@ -33,14 +33,15 @@ pub fn archive(results: &Path, study: &str) -> Option<PathBuf> {
     Some(dir(results, study).join(ARCHIVE)).filter(|p| p.is_file())
 }
 
-/// Refuses a run that cannot be a reference: a failed process (an invalid sample, other than a
-/// probe whose toolchain no machine here can have: that one is `not measured` in every run, the
-/// reference's too), or partial data.
+/// Refuses a run that cannot be a reference: a probe whose image failed to build, a failed process
+/// (an invalid sample, other than a probe whose toolchain no machine here can have: that one is
+/// `not measured` in every run, the reference's report too), or partial data.
 pub fn refuse_unless_complete(outcome: &Outcome) -> Result<()> {
+    refuse_build_failed(outcome)?;
     let invalid: Vec<String> = outcome
         .samples
         .iter()
-        .filter(|s| !s.valid && !s.is_unavailable())
+        .filter(|s| !s.valid && !s.is_toolchain_unavailable())
         .map(|s| {
             format!(
                 "{} at {} tasks (r{}): {}",
@@ -61,6 +62,60 @@ pub fn refuse_unless_complete(outcome: &Outcome) -> Result<()> {
     }
     if let Some(why) = &outcome.partial {
         bail!("not writing a reference run: its data is partial ({why})");
+    }
+    Ok(())
+}
+
+/// Refuses a run with a probe that never ran because its image failed to build, naming the images:
+/// a reference must measure every probe a machine here can build.
+fn refuse_build_failed(outcome: &Outcome) -> Result<()> {
+    let mut images: Vec<String> = Vec::new();
+    for s in outcome.samples.iter().filter(|s| s.is_build_failed()) {
+        let image = outcome
+            .study
+            .probes
+            .iter()
+            .find(|p| p.id == s.probe)
+            .map_or("?", |p| p.image.as_str());
+        let line = format!(
+            "image {image} of probe {} ({})",
+            s.probe,
+            s.error.as_deref().unwrap_or_default()
+        );
+        if !images.contains(&line) {
+            images.push(line);
+        }
+    }
+    if !images.is_empty() {
+        bail!(
+            "not writing a reference run: {} probe(s) never ran because their image failed to \
+             build: {}; a reference must measure every probe: fix the build (`parkbench \
+             build` says why) and reproduce again",
+            images.len(),
+            images.join("; ")
+        );
+    }
+    Ok(())
+}
+
+/// Refuses a run whose validity warnings say the machine was not quiet (other processes on the
+/// pinned CPUs, steal time, memory pressure), naming them: a reference is what later runs are
+/// compared with, so it is made on a quiet machine.
+pub fn refuse_unless_quiet(outcome: &Outcome) -> Result<()> {
+    let noisy: Vec<&str> = outcome
+        .warnings
+        .iter()
+        .filter(|w| w.says_not_quiet())
+        .map(|w| w.what.as_str())
+        .collect();
+    if !noisy.is_empty() {
+        bail!(
+            "not writing a reference run: the machine was not quiet while it measured ({}); stop \
+             other work on this machine and run `just reference {study}` again (the run itself \
+             is archived)",
+            noisy.join("; "),
+            study = outcome.study.id
+        );
     }
     Ok(())
 }
@@ -150,9 +205,77 @@ mod tests {
         unavailable.error = Some(format!("{}no source", crate::study::sample::UNAVAILABLE));
         o.samples.push(unavailable);
         refuse_unless_complete(&o).unwrap();
+        // … and its report says so.
+        use crate::outputs::report::Format;
+        o.summary = crate::outputs::summary::summarize(&o.study, &o.samples);
+        let md = crate::outputs::report::markdown::Markdown
+            .render(&o.report_input())
+            .unwrap();
+        let md = String::from_utf8(md).unwrap();
+        assert!(
+            md.contains("not measured: toolchain unavailable: no source"),
+            "{md}"
+        );
+        // A probe whose image failed to build is refused, naming the image: nothing tolerates it.
+        let mut failed = o.samples[0].clone();
+        failed.valid = false;
+        failed.error = Some(format!(
+            "{}step 3 exited 1",
+            crate::study::sample::BUILD_FAILED
+        ));
+        let image = o
+            .study
+            .probes
+            .iter()
+            .find(|p| p.id == failed.probe)
+            .unwrap();
+        let named = format!(
+            "1 probe(s) never ran because their image failed to build: image {} of probe {} \
+             (build failed: step 3 exited 1)",
+            image.image, failed.probe
+        );
+        o.samples.push(failed.clone());
+        failed.tasks += 1;
+        o.samples.push(failed);
+        let err = refuse_unless_complete(&o).unwrap_err().to_string();
+        assert!(err.contains(&named), "{err}");
+        o.samples.retain(|s| !s.is_build_failed());
         o.partial = Some("2 malformed lines".into());
         let err = refuse_unless_complete(&o).unwrap_err().to_string();
         assert!(err.contains("partial (2 malformed lines)"), "{err}");
+    }
+
+    #[test]
+    fn a_run_on_a_machine_that_was_not_quiet_is_refused_naming_the_warnings() {
+        use crate::run::warning::{Touches, Warning};
+        let mut o = outcome();
+        let warning = |what: &str, touches| Warning {
+            what: what.into(),
+            touches,
+        };
+        // Settings of the machine are said in the report, not refused.
+        o.warnings = vec![
+            warning("swap in use: 5 MiB of 10 MiB", Touches::All),
+            warning("transparent hugepages `always`: …", Touches::Memory),
+        ];
+        refuse_unless_quiet(&o).unwrap();
+        o.warnings.push(warning(
+            "pinned CPUs busy before measuring (CPU 1 42 %): other processes share them",
+            Touches::Time,
+        ));
+        o.warnings.push(warning(
+            "steal time 2.5 % of pinned CPUs 0-1's time while measuring",
+            Touches::Time,
+        ));
+        let err = refuse_unless_quiet(&o).unwrap_err().to_string();
+        assert!(
+            err.contains(
+                "not quiet while it measured (pinned CPUs busy before measuring (CPU 1 42 %)"
+            ) && err.contains("; steal time 2.5 %")
+                && !err.contains("swap")
+                && err.contains(&format!("`just reference {}`", o.study.id)),
+            "{err}"
+        );
     }
 
     #[test]
