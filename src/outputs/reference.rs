@@ -157,13 +157,50 @@ pub fn install(run_dir: &Path, archive: &Path, dest: &Path) -> Result<()> {
         fs::set_permissions(&copy, fs::Permissions::from_mode(0o644))?;
     }
     fs::set_permissions(staging.path(), fs::Permissions::from_mode(0o755))?;
-    if dest.exists() {
-        fs::remove_dir_all(dest).with_context(|| format!("removing {}", dest.display()))?;
+    replace(staging, dest, parent, |from, to| fs::rename(from, to))
+}
+
+/// Puts the `staged` folder at `dest` through `rename`: the old `dest` is moved aside first, the
+/// new one moved in, then the old one deleted; when the new one cannot be moved in, the old one is
+/// moved back. Either way no `.reference-*` folder is left in `parent`.
+fn replace(
+    staged: tempfile::TempDir,
+    dest: &Path,
+    parent: &Path,
+    rename: impl Fn(&Path, &Path) -> std::io::Result<()>,
+) -> Result<()> {
+    // An empty folder that the old reference replaces, deleted with its contents when dropped.
+    let aside = tempfile::Builder::new()
+        .prefix(".reference-old-")
+        .tempdir_in(parent)
+        .with_context(|| format!("creating a folder in {}", parent.display()))?;
+    let had_old = dest.exists();
+    if had_old {
+        rename(dest, aside.path())
+            .with_context(|| format!("moving the old reference {} aside", dest.display()))?;
     }
-    let staged = staging.keep();
-    fs::rename(&staged, dest)
-        .with_context(|| format!("moving the new reference to {}", dest.display()))?;
-    Ok(())
+    if let Err(e) = rename(staged.path(), dest) {
+        let put_back = if had_old {
+            rename(aside.path(), dest).map_err(|back| {
+                format!(
+                    "; moving the old reference back failed too ({back}): it is in {}",
+                    aside.keep().display()
+                )
+            })
+        } else {
+            Ok(())
+        };
+        bail!(
+            "moving the new reference to {}: {e}{}",
+            dest.display(),
+            put_back.err().unwrap_or_default()
+        );
+    }
+    // The staged folder is now `dest`; dropping `staged` finds nothing to delete.
+    drop(staged);
+    aside
+        .close()
+        .with_context(|| format!("deleting the old reference in {}", parent.display()))
 }
 
 #[cfg(test)]
@@ -314,6 +351,72 @@ mod tests {
             b"gz",
             "old reference kept"
         );
+    }
+
+    #[test]
+    fn a_failed_move_puts_the_old_reference_back_and_leaves_no_folder_behind() {
+        let tmp = tempfile::tempdir().unwrap();
+        let parent = tmp.path().join("study");
+        let dest = parent.join(DIR);
+        fs::create_dir_all(&dest).unwrap();
+        fs::write(dest.join(ARCHIVE), "old").unwrap();
+        let staged = |text: &str| {
+            let dir = tempfile::Builder::new()
+                .prefix(".reference-")
+                .tempdir_in(&parent)
+                .unwrap();
+            fs::write(dir.path().join(ARCHIVE), text).unwrap();
+            dir
+        };
+        let entries = || -> Vec<String> {
+            let mut names: Vec<String> = fs::read_dir(&parent)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        // Moving the new one in fails: the old one is back, whole.
+        let new = staged("new");
+        let new_path = new.path().to_owned();
+        let failing = |from: &Path, to: &Path| {
+            if from == new_path {
+                Err(std::io::Error::other("disk full"))
+            } else {
+                fs::rename(from, to)
+            }
+        };
+        let err = replace(new, &dest, &parent, failing)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("moving the new reference to") && err.contains("disk full"));
+        assert_eq!(fs::read(dest.join(ARCHIVE)).unwrap(), b"old");
+        assert_eq!(entries(), [DIR], "no .reference-* folder left");
+        // Moving the old one aside fails: nothing changed.
+        let new = staged("new");
+        let old_path = dest.clone();
+        let failing = |from: &Path, to: &Path| {
+            if from == old_path {
+                Err(std::io::Error::other("busy"))
+            } else {
+                fs::rename(from, to)
+            }
+        };
+        let err = replace(new, &dest, &parent, failing)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("moving the old reference"), "{err}");
+        assert_eq!(fs::read(dest.join(ARCHIVE)).unwrap(), b"old");
+        assert_eq!(entries(), [DIR]);
+        // It works: the new one is in, the old one gone.
+        replace(staged("new"), &dest, &parent, |a, b| fs::rename(a, b)).unwrap();
+        assert_eq!(fs::read(dest.join(ARCHIVE)).unwrap(), b"new");
+        assert_eq!(entries(), [DIR]);
+        // A first reference: nothing to move aside.
+        fs::remove_dir_all(&dest).unwrap();
+        replace(staged("first"), &dest, &parent, |a, b| fs::rename(a, b)).unwrap();
+        assert_eq!(fs::read(dest.join(ARCHIVE)).unwrap(), b"first");
+        assert_eq!(entries(), [DIR]);
     }
 
     fn archive_path_of(results: &Path) -> Option<PathBuf> {
