@@ -12,7 +12,7 @@ use super::report::report;
 use super::{Ending, Interrupt, Paths, run};
 use crate::outputs::outcome::Outcome;
 use crate::outputs::{compare, reference};
-use crate::run::run_dir::{self, RunDir};
+use crate::run::run_dir::RunDir;
 
 /// What to reproduce.
 #[derive(Debug, Clone)]
@@ -97,7 +97,7 @@ async fn one(
 }
 
 /// Compares the run (B) with its study's reference run (A), when the study has one: prints the
-/// one-line summary and writes compare.md and compare.svg into the run folder. A reference that
+/// one-line summary and writes compare.md, compare.svg and compare.html into the run folder. A reference that
 /// cannot be read is said, and the run goes on.
 fn compare_with_reference(results: &Path, study: &str, run_dir: &Path) {
     let Some(path) = reference::archive(results, study) else {
@@ -112,9 +112,8 @@ fn compare_with_reference(results: &Path, study: &str, run_dir: &Path) {
     let compared = (|| -> Result<(String, std::path::PathBuf)> {
         let (a, b) = (compare::load(&path)?, compare::load(run_dir)?);
         let dir = RunDir::open(run_dir)?;
-        dir.write(run_dir::COMPARE_MD, compare::markdown(&a, &b).as_bytes())?;
-        dir.write(run_dir::COMPARE_SVG, compare::figure(&a, &b).as_bytes())?;
-        Ok((compare::one_line(&a, &b), dir.file(run_dir::COMPARE_MD)))
+        let (_, path) = compare::write_all(dir.path(), &a, &b)?;
+        Ok((compare::one_line(&a, &b), path))
     })();
     match compared {
         Ok((line, full)) => println!(
