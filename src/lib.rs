@@ -4,7 +4,7 @@
 //!
 //! | floor | folder | produces |
 //! | --- | --- | --- |
-//! | 1 | `stats`, `yaml` | median, CV, percentiles, bootstrap; YAML loading with exact error locations |
+//! | 1 | `stats`, `yaml`, `text` | median, CV, percentiles, bootstrap; YAML loading with exact error locations; aligned text columns |
 //! | 2 | `study` | the schema: a study, its probes, claims, kinds, factors, and the sample record |
 //! | 2 | `engine` | the one door to the Docker Engine, and its fake for unit tests |
 //! | 3 | `images` | pins → artifacts → build contexts → pinned images and their manifest |
@@ -21,4 +21,5 @@ pub mod outputs;
 pub mod run;
 pub mod stats;
 pub mod study;
+pub mod text;
 pub mod yaml;

@@ -360,24 +360,28 @@ fn imports_only_point_down_the_floors() {
     let allowed: &[(&str, &[&str])] = &[
         ("stats", &[]),
         ("yaml", &[]),
+        ("text", &[]),
         ("study", &["stats", "yaml"]),
         ("engine", &[]),
-        ("images", &["study", "engine", "yaml", "stats"]),
-        ("run", &["images", "engine", "study", "stats", "yaml"]),
+        ("images", &["study", "engine", "yaml", "stats", "text"]),
+        (
+            "run",
+            &["images", "engine", "study", "stats", "yaml", "text"],
+        ),
         (
             "outputs",
-            &["run", "images", "engine", "study", "stats", "yaml"],
+            &["run", "images", "engine", "study", "stats", "yaml", "text"],
         ),
         (
             "ops",
             &[
-                "outputs", "run", "images", "engine", "study", "stats", "yaml",
+                "outputs", "run", "images", "engine", "study", "stats", "yaml", "text",
             ],
         ),
         (
             "cli",
             &[
-                "ops", "outputs", "run", "images", "engine", "study", "stats", "yaml",
+                "ops", "outputs", "run", "images", "engine", "study", "stats", "yaml", "text",
             ],
         ),
     ];

@@ -237,36 +237,31 @@ pub fn table(manifest: &Manifest) -> String {
         .chain(["IMAGE".len()])
         .max()
         .unwrap_or(0);
-    let tag_w = manifest
-        .images
-        .iter()
-        .map(|i| i.tag.chars().count())
-        .chain(["TAG".len()])
-        .max()
-        .unwrap_or(0);
     let row = |name: &str, tag: &str, state: &str, bin: &str| {
-        format!("{name:<name_w$} {tag:<tag_w$} {state:<8} {bin}")
-            .trim_end()
-            .to_string()
-            + "\n"
+        vec![
+            name.to_string(),
+            tag.to_string(),
+            state.to_string(),
+            bin.to_string(),
+        ]
     };
-    let mut out = row("IMAGE", "TAG", "STATE", "BINARIES (sha256)");
+    let mut rows = vec![row("IMAGE", "TAG", "STATE", "BINARIES (sha256)")];
     for img in &manifest.images {
         let state = if img.built { "built" } else { "reused" };
         let mut bins = img
             .binaries
             .iter()
             .map(|(p, h)| format!("{p} {}", &h[..16]));
-        out.push_str(&row(
+        rows.push(row(
             &img.name,
             &img.tag,
             state,
             &bins.next().unwrap_or_default(),
         ));
-        for b in bins {
-            out.push_str(&row("", "", "", &b));
-        }
+        rows.extend(bins.map(|b| row("", "", "", &b)));
     }
+    // The name column is as wide as every name below too; the state column at least 8.
+    let mut out = crate::text::columns(&rows, "", " ", &[name_w, 0, 8]);
     if !manifest.unavailable.is_empty() {
         out.push_str("\nUNAVAILABLE (not built on this machine)\n");
     }

@@ -13,16 +13,14 @@ use crate::outputs::compare;
 pub fn compare(a: &Path, b: &Path, out: Option<&Path>, fail_above: Option<f64>) -> Result<Ending> {
     let a = compare::load(a)?;
     let b = compare::load(b)?;
-    let md = compare::markdown(&a, &b);
-    if let Some(dir) = out {
-        let svg = compare::figure(&a, &b);
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("creating the output folder {}", dir.display()))?;
-        crate::images::cache::write_atomic(&dir.join("compare.md"), md.as_bytes())?;
-        crate::images::cache::write_atomic(&dir.join("compare.svg"), svg.as_bytes())?;
-        let html = compare::html(&a, &b);
-        crate::images::cache::write_atomic(&dir.join("compare.html"), html.as_bytes())?;
-    }
+    let md = match out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating the output folder {}", dir.display()))?;
+            compare::write_all(dir, &a, &b)?.0
+        }
+        None => compare::markdown(&a, &b),
+    };
     print!("{md}");
     eprintln!("in one line: {}", compare::one_line(&a, &b));
     let Some(percent) = fail_above else {

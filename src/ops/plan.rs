@@ -115,28 +115,7 @@ fn said_matrix(study: &Study, cells: &[crate::run::plan::Cell]) -> String {
 
 /// Rows as aligned columns, each line indented by two spaces.
 fn table(rows: &[Vec<String>]) -> String {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..columns)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|v| v.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let mut line = String::from(" ");
-        for (value, width) in row.iter().zip(&widths) {
-            line.push(' ');
-            line.push_str(value);
-            line.extend(std::iter::repeat_n(' ', width - value.chars().count()));
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    crate::text::columns(rows, "  ", " ", &[])
 }
 
 /// A factor level's image must be an image folder (`explain` builds it).

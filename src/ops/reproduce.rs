@@ -12,7 +12,7 @@ use super::report::report;
 use super::{Ending, Interrupt, Paths, run};
 use crate::outputs::outcome::Outcome;
 use crate::outputs::{compare, reference};
-use crate::run::run_dir::{self, RunDir};
+use crate::run::run_dir::RunDir;
 
 /// What to reproduce.
 #[derive(Debug, Clone)]
@@ -24,7 +24,8 @@ pub struct Options {
     /// What the archive holds besides the run and its sources (images, the driver).
     pub contents: Contents,
     /// Make the run its study's reference run (`results/<study>/reference/`); refused for a run
-    /// with an invalid sample or partial data, or a reference file over 1 MiB.
+    /// with a failed build, an invalid sample, partial data or warnings that the machine was not
+    /// quiet, or a reference file over 1 MiB.
     pub reference: bool,
     /// Every study in `results/` in turn, then `results/index.md`.
     pub all: bool,
@@ -96,7 +97,7 @@ async fn one(
 }
 
 /// Compares the run (B) with its study's reference run (A), when the study has one: prints the
-/// one-line summary and writes compare.md and compare.svg into the run folder. A reference that
+/// one-line summary and writes compare.md, compare.svg and compare.html into the run folder. A reference that
 /// cannot be read is said, and the run goes on.
 fn compare_with_reference(results: &Path, study: &str, run_dir: &Path) {
     let Some(path) = reference::archive(results, study) else {
@@ -111,9 +112,8 @@ fn compare_with_reference(results: &Path, study: &str, run_dir: &Path) {
     let compared = (|| -> Result<(String, std::path::PathBuf)> {
         let (a, b) = (compare::load(&path)?, compare::load(run_dir)?);
         let dir = RunDir::open(run_dir)?;
-        dir.write(run_dir::COMPARE_MD, compare::markdown(&a, &b).as_bytes())?;
-        dir.write(run_dir::COMPARE_SVG, compare::figure(&a, &b).as_bytes())?;
-        Ok((compare::one_line(&a, &b), dir.file(run_dir::COMPARE_MD)))
+        let (_, path) = compare::write_all(dir.path(), &a, &b)?;
+        Ok((compare::one_line(&a, &b), path))
     })();
     match compared {
         Ok((line, full)) => println!(
@@ -132,6 +132,7 @@ fn compare_with_reference(results: &Path, study: &str, run_dir: &Path) {
 /// images or driver) as its study's reference run.
 async fn make_reference(paths: &Paths, outcome: &Outcome, run_dir: &Path) -> Result<()> {
     reference::refuse_unless_complete(outcome)?;
+    reference::refuse_unless_quiet(outcome)?;
     let study = &outcome.study.id;
     let run = RunDir::open(run_dir)?;
     let parent = run

@@ -177,19 +177,16 @@ fn archived_state(source: &Source) -> Result<Option<RunState>> {
     Ok(Some(state))
 }
 
-/// Compares the archived run (A) with the rerun (B): prints the Markdown and writes it and the
-/// figure into the rerun's folder.
+/// Compares the archived run (A) with the rerun (B): prints the Markdown and writes it, the figure
+/// and the page into the rerun's folder.
 fn compare_with_archive(source: &Source, run_dir: &Path) -> Result<()> {
     // The archive was checked and read when it was opened: no need to read it again.
     let a = compare::from_files(source.path.display().to_string(), &source.files)?;
     let b = compare::load(run_dir)?;
-    let md = compare::markdown(&a, &b);
     let dir = RunDir::open(run_dir)?;
-    dir.write(run_dir::COMPARE_MD, md.as_bytes())?;
-    dir.write(run_dir::COMPARE_SVG, compare::figure(&a, &b).as_bytes())?;
-    dir.write(run_dir::COMPARE_HTML, compare::html(&a, &b).as_bytes())?;
+    let (md, path) = compare::write_all(dir.path(), &a, &b)?;
     print!("\n{md}");
-    eprintln!("comparison: {}", dir.file(run_dir::COMPARE_MD).display());
+    eprintln!("comparison: {}", path.display());
     Ok(())
 }
 

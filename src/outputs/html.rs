@@ -118,17 +118,56 @@ pub fn markdown(md: &str, figures: &[(&str, &str)]) -> String {
     out
 }
 
-/// Relative links (no scheme), anchors, and http(s) links; never `javascript:`, `data:` or `file:`.
+/// Anchors, http(s) links, and relative links that stay inside the page's folder; never another
+/// scheme (`javascript:`, `data:`, `file:`, `smb:` …), an absolute path, a host-relative link
+/// (`//host/x`, which on a `file://` page is `file://host/…`, a network share), a backslash
+/// (browsers read `\` as `/`) or a `..` that climbs above the page's folder.
 fn safe_link(dest: &str) -> bool {
-    let d = dest.trim().to_ascii_lowercase();
-    if d.starts_with("http://") || d.starts_with("https://") || d.starts_with('#') {
+    // Browsers drop leading and trailing controls and spaces, and tabs and newlines anywhere.
+    let d: String = dest
+        .trim_matches(|c: char| c <= ' ')
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if d.starts_with("http://") || d.starts_with("https://") {
+        return !d.contains('\\');
+    }
+    if d.starts_with('#') {
         return true;
     }
-    // A scheme is letters before the first `:` that comes before any `/`, `?` or `#`.
-    match d.find([':', '/', '?', '#']) {
-        Some(i) => d.as_bytes()[i] != b':',
-        None => true,
+    if d.starts_with('/') || d.contains('\\') {
+        return false;
     }
+    // A scheme is letters before the first `:` that comes before any `/`, `?` or `#`.
+    if d.find([':', '/', '?', '#'])
+        .is_some_and(|i| d.as_bytes()[i] == b':')
+    {
+        return false;
+    }
+    stays_inside(&d)
+}
+
+/// True when a relative path (up to its `?` or `#`) never climbs above its starting folder; `%2e`
+/// counts as `.`, as browsers read it.
+fn stays_inside(relative: &str) -> bool {
+    let path = relative.split(['?', '#']).next().unwrap_or_default();
+    let path = path.replace("%2e", ".");
+    let mut depth = 0usize;
+    let segments: Vec<&str> = path.split('/').collect();
+    for (i, segment) in segments.iter().enumerate() {
+        match *segment {
+            ".." => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return false,
+            },
+            "." | "" => {}
+            // The last segment is a file, not a folder to climb out of.
+            _ if i + 1 < segments.len() => depth += 1,
+            _ => {}
+        }
+    }
+    true
 }
 
 /// A sortable table: `head` the header texts, each row's cells as (HTML, sort key when numeric).
@@ -187,15 +226,42 @@ mod tests {
 
     #[test]
     fn links() {
-        for ok in ["summary.json", "./a/b.md", "#x", "https://a.b/c", "a/b:c"] {
+        for ok in [
+            "summary.json",
+            "./a/b.md",
+            "#x",
+            "https://a.b/c",
+            "HTTP://a.b/c",
+            "a/b:c",
+            "a/../b.md",
+            "runs/x/../../report.md?x#..",
+            "explanations.md#../..",
+        ] {
             assert!(safe_link(ok), "{ok}");
         }
         for bad in [
             "javascript:x",
             " JavaScript:x",
+            "java\tscript:x",
             "data:text/html,x",
             "file:///x",
             "vbscript:x",
+            "smb://host/share",
+            "ftp://host/x",
+            "//host/x",
+            " //host/x",
+            "/\t/host/x",
+            "\\\\host\\share",
+            "\\host",
+            "/\\host\\x",
+            "a\\..\\..\\x",
+            "https://a.b\\@evil/x",
+            "/etc/passwd",
+            "../x",
+            "./../x",
+            "a/../../x",
+            "%2e%2e/x",
+            "a/%2E%2E/%2e%2e/x",
         ] {
             assert!(!safe_link(bad), "{bad}");
         }

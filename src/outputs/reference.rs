@@ -33,14 +33,15 @@ pub fn archive(results: &Path, study: &str) -> Option<PathBuf> {
     Some(dir(results, study).join(ARCHIVE)).filter(|p| p.is_file())
 }
 
-/// Refuses a run that cannot be a reference: a failed process (an invalid sample, other than a
-/// probe whose toolchain no machine here can have: that one is `not measured` in every run, the
-/// reference's too), or partial data.
+/// Refuses a run that cannot be a reference: a probe whose image failed to build, a failed process
+/// (an invalid sample, other than a probe whose toolchain no machine here can have: that one is
+/// `not measured` in every run, the reference's report too), or partial data.
 pub fn refuse_unless_complete(outcome: &Outcome) -> Result<()> {
+    refuse_build_failed(outcome)?;
     let invalid: Vec<String> = outcome
         .samples
         .iter()
-        .filter(|s| !s.valid && !s.is_unavailable())
+        .filter(|s| !s.valid && !s.is_toolchain_unavailable())
         .map(|s| {
             format!(
                 "{} at {} tasks (r{}): {}",
@@ -67,6 +68,60 @@ pub fn refuse_unless_complete(outcome: &Outcome) -> Result<()> {
             "not writing a reference run: it measured shard {s} only, a slice of the matrix; a \
              reference must measure the whole matrix: reproduce without --shard, or merge every \
              shard (`parkbench merge`)"
+        );
+    }
+    Ok(())
+}
+
+/// Refuses a run with a probe that never ran because its image failed to build, naming the images:
+/// a reference must measure every probe a machine here can build.
+fn refuse_build_failed(outcome: &Outcome) -> Result<()> {
+    let mut images: Vec<String> = Vec::new();
+    for s in outcome.samples.iter().filter(|s| s.is_build_failed()) {
+        let image = outcome
+            .study
+            .probes
+            .iter()
+            .find(|p| p.id == s.probe)
+            .map_or("?", |p| p.image.as_str());
+        let line = format!(
+            "image {image} of probe {} ({})",
+            s.probe,
+            s.error.as_deref().unwrap_or_default()
+        );
+        if !images.contains(&line) {
+            images.push(line);
+        }
+    }
+    if !images.is_empty() {
+        bail!(
+            "not writing a reference run: {} probe(s) never ran because their image failed to \
+             build: {}; a reference must measure every probe: fix the build (`parkbench \
+             build` says why) and reproduce again",
+            images.len(),
+            images.join("; ")
+        );
+    }
+    Ok(())
+}
+
+/// Refuses a run whose validity warnings say the machine was not quiet (other processes on the
+/// pinned CPUs, steal time, memory pressure), naming them: a reference is what later runs are
+/// compared with, so it is made on a quiet machine.
+pub fn refuse_unless_quiet(outcome: &Outcome) -> Result<()> {
+    let noisy: Vec<&str> = outcome
+        .warnings
+        .iter()
+        .filter(|w| w.says_not_quiet())
+        .map(|w| w.what.as_str())
+        .collect();
+    if !noisy.is_empty() {
+        bail!(
+            "not writing a reference run: the machine was not quiet while it measured ({}); stop \
+             other work on this machine and run `just reference {study}` again (the run itself \
+             is archived)",
+            noisy.join("; "),
+            study = outcome.study.id
         );
     }
     Ok(())
@@ -109,13 +164,50 @@ pub fn install(run_dir: &Path, archive: &Path, dest: &Path) -> Result<()> {
         fs::set_permissions(&copy, fs::Permissions::from_mode(0o644))?;
     }
     fs::set_permissions(staging.path(), fs::Permissions::from_mode(0o755))?;
-    if dest.exists() {
-        fs::remove_dir_all(dest).with_context(|| format!("removing {}", dest.display()))?;
+    replace(staging, dest, parent, |from, to| fs::rename(from, to))
+}
+
+/// Puts the `staged` folder at `dest` through `rename`: the old `dest` is moved aside first, the
+/// new one moved in, then the old one deleted; when the new one cannot be moved in, the old one is
+/// moved back. Either way no `.reference-*` folder is left in `parent`.
+fn replace(
+    staged: tempfile::TempDir,
+    dest: &Path,
+    parent: &Path,
+    rename: impl Fn(&Path, &Path) -> std::io::Result<()>,
+) -> Result<()> {
+    // An empty folder that the old reference replaces, deleted with its contents when dropped.
+    let aside = tempfile::Builder::new()
+        .prefix(".reference-old-")
+        .tempdir_in(parent)
+        .with_context(|| format!("creating a folder in {}", parent.display()))?;
+    let had_old = dest.exists();
+    if had_old {
+        rename(dest, aside.path())
+            .with_context(|| format!("moving the old reference {} aside", dest.display()))?;
     }
-    let staged = staging.keep();
-    fs::rename(&staged, dest)
-        .with_context(|| format!("moving the new reference to {}", dest.display()))?;
-    Ok(())
+    if let Err(e) = rename(staged.path(), dest) {
+        let put_back = if had_old {
+            rename(aside.path(), dest).map_err(|back| {
+                format!(
+                    "; moving the old reference back failed too ({back}): it is in {}",
+                    aside.keep().display()
+                )
+            })
+        } else {
+            Ok(())
+        };
+        bail!(
+            "moving the new reference to {}: {e}{}",
+            dest.display(),
+            put_back.err().unwrap_or_default()
+        );
+    }
+    // The staged folder is now `dest`; dropping `staged` finds nothing to delete.
+    drop(staged);
+    aside
+        .close()
+        .with_context(|| format!("deleting the old reference in {}", parent.display()))
 }
 
 #[cfg(test)]
@@ -172,9 +264,77 @@ mod tests {
         unavailable.error = Some(format!("{}no source", crate::study::sample::UNAVAILABLE));
         o.samples.push(unavailable);
         refuse_unless_complete(&o).unwrap();
+        // … and its report says so.
+        use crate::outputs::report::Format;
+        o.summary = crate::outputs::summary::summarize(&o.study, &o.samples);
+        let md = crate::outputs::report::markdown::Markdown
+            .render(&o.report_input())
+            .unwrap();
+        let md = String::from_utf8(md).unwrap();
+        assert!(
+            md.contains("not measured: toolchain unavailable: no source"),
+            "{md}"
+        );
+        // A probe whose image failed to build is refused, naming the image: nothing tolerates it.
+        let mut failed = o.samples[0].clone();
+        failed.valid = false;
+        failed.error = Some(format!(
+            "{}step 3 exited 1",
+            crate::study::sample::BUILD_FAILED
+        ));
+        let image = o
+            .study
+            .probes
+            .iter()
+            .find(|p| p.id == failed.probe)
+            .unwrap();
+        let named = format!(
+            "1 probe(s) never ran because their image failed to build: image {} of probe {} \
+             (build failed: step 3 exited 1)",
+            image.image, failed.probe
+        );
+        o.samples.push(failed.clone());
+        failed.tasks += 1;
+        o.samples.push(failed);
+        let err = refuse_unless_complete(&o).unwrap_err().to_string();
+        assert!(err.contains(&named), "{err}");
+        o.samples.retain(|s| !s.is_build_failed());
         o.partial = Some("2 malformed lines".into());
         let err = refuse_unless_complete(&o).unwrap_err().to_string();
         assert!(err.contains("partial (2 malformed lines)"), "{err}");
+    }
+
+    #[test]
+    fn a_run_on_a_machine_that_was_not_quiet_is_refused_naming_the_warnings() {
+        use crate::run::warning::{Touches, Warning};
+        let mut o = outcome();
+        let warning = |what: &str, touches| Warning {
+            what: what.into(),
+            touches,
+        };
+        // Settings of the machine are said in the report, not refused.
+        o.warnings = vec![
+            warning("swap in use: 5 MiB of 10 MiB", Touches::All),
+            warning("transparent hugepages `always`: …", Touches::Memory),
+        ];
+        refuse_unless_quiet(&o).unwrap();
+        o.warnings.push(warning(
+            "pinned CPUs busy before measuring (CPU 1 42 %): other processes share them",
+            Touches::Time,
+        ));
+        o.warnings.push(warning(
+            "steal time 2.5 % of pinned CPUs 0-1's time while measuring",
+            Touches::Time,
+        ));
+        let err = refuse_unless_quiet(&o).unwrap_err().to_string();
+        assert!(
+            err.contains(
+                "not quiet while it measured (pinned CPUs busy before measuring (CPU 1 42 %)"
+            ) && err.contains("; steal time 2.5 %")
+                && !err.contains("swap")
+                && err.contains(&format!("`just reference {}`", o.study.id)),
+            "{err}"
+        );
     }
 
     #[test]
@@ -213,6 +373,72 @@ mod tests {
             b"gz",
             "old reference kept"
         );
+    }
+
+    #[test]
+    fn a_failed_move_puts_the_old_reference_back_and_leaves_no_folder_behind() {
+        let tmp = tempfile::tempdir().unwrap();
+        let parent = tmp.path().join("study");
+        let dest = parent.join(DIR);
+        fs::create_dir_all(&dest).unwrap();
+        fs::write(dest.join(ARCHIVE), "old").unwrap();
+        let staged = |text: &str| {
+            let dir = tempfile::Builder::new()
+                .prefix(".reference-")
+                .tempdir_in(&parent)
+                .unwrap();
+            fs::write(dir.path().join(ARCHIVE), text).unwrap();
+            dir
+        };
+        let entries = || -> Vec<String> {
+            let mut names: Vec<String> = fs::read_dir(&parent)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        // Moving the new one in fails: the old one is back, whole.
+        let new = staged("new");
+        let new_path = new.path().to_owned();
+        let failing = |from: &Path, to: &Path| {
+            if from == new_path {
+                Err(std::io::Error::other("disk full"))
+            } else {
+                fs::rename(from, to)
+            }
+        };
+        let err = replace(new, &dest, &parent, failing)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("moving the new reference to") && err.contains("disk full"));
+        assert_eq!(fs::read(dest.join(ARCHIVE)).unwrap(), b"old");
+        assert_eq!(entries(), [DIR], "no .reference-* folder left");
+        // Moving the old one aside fails: nothing changed.
+        let new = staged("new");
+        let old_path = dest.clone();
+        let failing = |from: &Path, to: &Path| {
+            if from == old_path {
+                Err(std::io::Error::other("busy"))
+            } else {
+                fs::rename(from, to)
+            }
+        };
+        let err = replace(new, &dest, &parent, failing)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("moving the old reference"), "{err}");
+        assert_eq!(fs::read(dest.join(ARCHIVE)).unwrap(), b"old");
+        assert_eq!(entries(), [DIR]);
+        // It works: the new one is in, the old one gone.
+        replace(staged("new"), &dest, &parent, |a, b| fs::rename(a, b)).unwrap();
+        assert_eq!(fs::read(dest.join(ARCHIVE)).unwrap(), b"new");
+        assert_eq!(entries(), [DIR]);
+        // A first reference: nothing to move aside.
+        fs::remove_dir_all(&dest).unwrap();
+        replace(staged("first"), &dest, &parent, |a, b| fs::rename(a, b)).unwrap();
+        assert_eq!(fs::read(dest.join(ARCHIVE)).unwrap(), b"first");
+        assert_eq!(entries(), [DIR]);
     }
 
     fn archive_path_of(results: &Path) -> Option<PathBuf> {

@@ -54,9 +54,24 @@ pub struct Warning {
     pub touches: Touches,
 }
 
+/// How the warnings that say the machine was not quiet begin: other processes on the pinned CPUs,
+/// steal by the hypervisor, memory pressure. (Matched on the text, so a `run.json` written before
+/// this list existed is judged the same.)
+const NOT_QUIET: [&str; 3] = [BUSY, STEAL, PRESSURE];
+const BUSY: &str = "pinned CPUs busy before measuring";
+const STEAL: &str = "steal time ";
+const PRESSURE: &str = "memory pressure: ";
+
 impl Warning {
     fn new(touches: Touches, what: String) -> Warning {
         Warning { what, touches }
+    }
+
+    /// True when the warning says the machine was not quiet while the run measured: other busy
+    /// processes on the pinned CPUs, steal time, or memory pressure (not a setting such as swap,
+    /// hugepages or the governor).
+    pub fn says_not_quiet(&self) -> bool {
+        NOT_QUIET.iter().any(|p| self.what.starts_with(p))
     }
 }
 
@@ -257,7 +272,7 @@ fn memory_pressure(avg10: Option<f64>) -> Option<Warning> {
         Warning::new(
             Touches::All,
             format!(
-                "memory pressure: some task stalled on memory {p:.2} % of the last 10 s (PSI some avg10)"
+                "{PRESSURE}some task stalled on memory {p:.2} % of the last 10 s (PSI some avg10)"
             ),
         )
     })
@@ -272,10 +287,7 @@ fn busy_cpus(busy: &[(usize, f64)]) -> Option<Warning> {
     (!over.is_empty()).then(|| {
         Warning::new(
             Touches::Time,
-            format!(
-                "pinned CPUs busy before measuring ({}): other processes share them",
-                over.join(", ")
-            ),
+            format!("{BUSY} ({}): other processes share them", over.join(", ")),
         )
     })
 }
@@ -306,7 +318,7 @@ pub fn steal_between(start: &CpuTimes, end: &CpuTimes, cpus: &[usize]) -> Option
         Warning::new(
             Touches::Time,
             format!(
-                "steal time {:.1} % of pinned CPUs {}'s time while measuring: the hypervisor ran something else (a VM's noisy neighbour)",
+                "{STEAL}{:.1} % of pinned CPUs {}'s time while measuring: the hypervisor ran something else (a VM's noisy neighbour)",
                 share * 100.0,
                 cpuset::format(cpus)
             ),

@@ -235,6 +235,26 @@ impl Sample {
         !self.valid && self.error.as_deref().is_some_and(never_ran)
     }
 
+    /// True when the probe never ran because no machine here can have its toolchain (the error
+    /// begins with [`UNAVAILABLE`]): `not measured` in every run made here.
+    pub fn is_toolchain_unavailable(&self) -> bool {
+        !self.valid
+            && self
+                .error
+                .as_deref()
+                .is_some_and(|e| e.starts_with(UNAVAILABLE))
+    }
+
+    /// True when the probe never ran because its image failed to build (the error begins with
+    /// [`BUILD_FAILED`]): a fault of this build, which a fixed build measures.
+    pub fn is_build_failed(&self) -> bool {
+        !self.valid
+            && self
+                .error
+                .as_deref()
+                .is_some_and(|e| e.starts_with(BUILD_FAILED))
+    }
+
     /// The median of the process's RSS readings, recomputed from `rss_bytes`, bytes; `None`
     /// without a reading. (The stored `rss_median_bytes` is the same value, truncated.)
     pub fn rss_median(&self) -> Option<f64> {
@@ -412,5 +432,22 @@ mod tests {
         let mut t = s.clone();
         t.repeat += 1;
         assert_ne!(s.bootstrap_seed(), t.bootstrap_seed());
+    }
+
+    #[test]
+    fn an_unavailable_toolchain_and_a_failed_build_are_told_apart() {
+        let mut s = fixture::samples()[0].clone();
+        s.valid = false;
+        s.error = Some(format!("{UNAVAILABLE}no source for go"));
+        assert!(s.is_unavailable() && s.is_toolchain_unavailable() && !s.is_build_failed());
+        s.error = Some(format!("{BUILD_FAILED}step 3 exited 1"));
+        assert!(s.is_unavailable() && s.is_build_failed() && !s.is_toolchain_unavailable());
+        s.error = Some("exit code 137".into());
+        assert!(!s.is_unavailable() && !s.is_build_failed() && !s.is_toolchain_unavailable());
+        s.valid = true;
+        s.error = Some(format!(
+            "{BUILD_FAILED}a valid sample never failed its build"
+        ));
+        assert!(!s.is_build_failed());
     }
 }

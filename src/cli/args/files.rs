@@ -50,7 +50,7 @@ pub struct CompareArgs {
     pub a: PathBuf,
     /// The run compared with it: an archive or a run directory.
     pub b: PathBuf,
-    /// Also write `compare.md` and `compare.svg` into this folder.
+    /// Also write `compare.md`, `compare.svg` and `compare.html` into this folder.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Exit with code 4 when any cell's B ÷ A differs from 1 by more than this many percent.

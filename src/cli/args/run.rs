@@ -84,7 +84,8 @@ pub struct ReproduceArgs {
     #[arg(long)]
     pub no_driver: bool,
     /// Make this run its study's reference run (`results/<study>/reference/`: report, figure and an
-    /// archive of the run folder alone); refused when a process failed or a file is over 1 MiB.
+    /// archive of the run folder alone); refused when a build or a process failed, when the
+    /// machine was not quiet (busy pinned CPUs, steal, memory pressure) or a file is over 1 MiB.
     #[arg(long)]
     pub reference: bool,
     /// Reproduce every study in `results/` in turn, then write `results/index.md`.

@@ -7,7 +7,7 @@ mod markdown;
 mod svg;
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
@@ -17,7 +17,7 @@ use crate::outputs::outcome::{self, Outcome};
 pub use crate::outputs::summary::Headline;
 use crate::outputs::summary::Summary;
 use crate::outputs::verdict::Verdict;
-use crate::run::run_dir::{RunDir, RunFiles};
+use crate::run::run_dir::{self, RunDir, RunFiles};
 
 pub use markdown::markdown;
 pub use svg::figure;
@@ -31,6 +31,20 @@ pub fn html(a: &Side, b: &Side) -> String {
         figure(a, b)
     );
     crate::outputs::html::page("Comparison of two runs", &body)
+}
+
+/// Writes the comparison into `dir` (an existing folder) as `compare.md`, `compare.svg` and
+/// `compare.html`, each through a temporary file and a rename; returns the Markdown and the path of
+/// `compare.md`. Every command that writes a comparison writes these three.
+pub fn write_all(dir: &Path, a: &Side, b: &Side) -> Result<(String, PathBuf)> {
+    let md = markdown(a, b);
+    let write = |name: &str, text: &str| {
+        crate::images::cache::write_atomic(&dir.join(name), text.as_bytes())
+    };
+    write(run_dir::COMPARE_SVG, &figure(a, b))?;
+    write(run_dir::COMPARE_HTML, &html(a, b))?;
+    write(run_dir::COMPARE_MD, &md)?;
+    Ok((md, dir.join(run_dir::COMPARE_MD)))
 }
 
 /// The dispersion rule, as printed in the report.

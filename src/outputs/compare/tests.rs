@@ -401,3 +401,28 @@ fn the_page_holds_the_tables_and_the_figure_and_loads_nothing() {
     assert_eq!(page.matches("<script").count(), 1);
     assert!(!page.contains(" src="));
 }
+
+#[test]
+fn write_all_writes_the_markdown_the_figure_and_the_page() {
+    let summary = fixture::summary();
+    let (a, b) = (side("a", summary.clone(), None), side("b", summary, None));
+    let tmp = tempfile::tempdir().unwrap();
+    let (md, path) = write_all(tmp.path(), &a, &b).unwrap();
+    assert_eq!(path, tmp.path().join("compare.md"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), md);
+    assert_eq!(md, markdown(&a, &b));
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("compare.svg")).unwrap(),
+        figure(&a, &b)
+    );
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("compare.html")).unwrap(),
+        html(&a, &b)
+    );
+    let mut names: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["compare.html", "compare.md", "compare.svg"]);
+}

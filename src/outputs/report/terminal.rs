@@ -23,17 +23,10 @@ pub fn verdict_table(verdicts: &[Verdict]) -> String {
     if verdicts.is_empty() {
         return "This study states no claims; no verdicts.\n".into();
     }
-    let rows: Vec<[String; 7]> = verdicts.iter().map(row).collect();
-    let mut widths = HEADER.map(|h| h.chars().count());
-    for r in &rows {
-        for (w, cell) in widths.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = line(&HEADER.map(String::from), &widths);
-    for r in &rows {
-        out.push_str(&line(r, &widths));
-    }
+    let rows: Vec<Vec<String>> = std::iter::once(HEADER.map(String::from).to_vec())
+        .chain(verdicts.iter().map(|v| row(v).to_vec()))
+        .collect();
+    let mut out = crate::text::columns(&rows, "", "  ", &[]);
     for v in verdicts {
         if let Some(note) = &v.note {
             let _ = writeln!(out, "  {}: {note}", v.claim);
@@ -128,15 +121,6 @@ fn row(v: &Verdict) -> [String; 7] {
         number::ratio(v.ratio),
         v.tolerance.clone(),
     ]
-}
-
-fn line(cells: &[String; 7], widths: &[usize; 7]) -> String {
-    let padded: Vec<String> = cells
-        .iter()
-        .zip(widths)
-        .map(|(c, &w)| format!("{c}{}", " ".repeat(w - c.chars().count())))
-        .collect();
-    format!("{}\n", padded.join("  ").trim_end())
 }
 
 #[cfg(test)]

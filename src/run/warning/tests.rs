@@ -165,3 +165,34 @@ fn warnings_are_recorded_lowercase() {
     assert_eq!(json, r#"{"what":"x","touches":"memory"}"#);
     assert_eq!(serde_json::from_str::<Warning>(&json).unwrap(), w);
 }
+
+#[test]
+fn only_busy_cpus_steal_and_memory_pressure_say_the_machine_was_not_quiet() {
+    let noisy = Readings {
+        swap: Some(Swap {
+            total_bytes: 2048 << 20,
+            free_bytes: 1536 << 20,
+        }),
+        thp: Some("always".into()),
+        governors: vec![(0, "powersave".into())],
+        memory_pressure: Some(0.37),
+        busy: vec![(1, 0.42)],
+    };
+    let not_quiet: Vec<bool> = from_readings(&noisy)
+        .iter()
+        .map(Warning::says_not_quiet)
+        .collect();
+    // swap, hugepages, governor: settings; pressure and busy CPUs: other work.
+    assert_eq!(not_quiet, [false, false, false, true, true]);
+    let start = times(&[(0, 0, 0, 0)]);
+    let steal = steal_between(&start, &times(&[(0, 450, 500, 50)]), &[0]).unwrap();
+    assert!(steal.says_not_quiet(), "{}", steal.what);
+    let seccomp = seccomp_beyond_default("seccomp.json", &["ptrace".into()]);
+    assert!(!seccomp.says_not_quiet());
+    // As recorded in an older run.json: judged by its text.
+    let old: Warning = serde_json::from_str(
+        r#"{"what":"steal time 3.0 % of pinned CPUs 0-1's time while measuring","touches":"time"}"#,
+    )
+    .unwrap();
+    assert!(old.says_not_quiet());
+}
