@@ -8,7 +8,7 @@ use anyhow::{Context, Result, ensure};
 
 use super::manifest::{BuildOptions, BuiltImage, Manifest, Outcome, namespace};
 use super::recipe::{FILE, Recipe};
-use crate::engine::{BuildFailed, BuildSpec, ImageFacts, Images};
+use crate::engine::{BuildFailed, BuildSpec, CommandFailed, ImageFacts, Images};
 use crate::images::artifact::{self, EnsureError};
 use crate::images::cache::Cache;
 use crate::images::context;
@@ -417,7 +417,8 @@ type Contents = (BTreeMap<String, String>, BTreeMap<String, String>);
 
 /// Binary hashes and tool versions of an image, read through the Engine once per image ID and
 /// recipe (an image's contents never change under the same ID) and kept in the cache. A version
-/// command that fails is the recipe's fault: `Ok(Err(why))`, the whole error in one line.
+/// command that exits non-zero or whose program is missing is the recipe's fault: `Ok(Err(why))`,
+/// the whole error in one line; any other failure of the Engine is an `Err`.
 async fn contents<E: Images>(
     engine: &E,
     cache: &Cache,
@@ -457,7 +458,12 @@ async fn contents<E: Images>(
         let cmd: Vec<&str> = command.run.iter().map(String::as_str).collect();
         match engine.output(&image, &cmd, "version").await {
             Ok(out) => _ = versions.insert(label.clone(), out),
-            Err(e) => return Ok(Err(recipe.version_failed(label, &shown, &e))),
+            // Exiting non-zero or missing its program is the recipe's fault; the Engine going away
+            // or a timeout is not, and stops the build as any Engine failure does.
+            Err(e) if e.downcast_ref::<CommandFailed>().is_some() => {
+                return Ok(Err(recipe.version_failed(label, &shown, &e)));
+            }
+            Err(e) => return Err(e.context(format!("running `{label}` of {shown}"))),
         }
     }
     let found = (binaries, versions);
