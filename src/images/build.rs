@@ -46,7 +46,7 @@ pub async fn build<E: Images>(
     let sources = kit.cache.scratch()?;
     let dir = source_dir(kit.repo, recipe, sources.path())?;
     // Hashing the sources and vendoring (pip, go, npm) block: not on the runtime's own threads.
-    let inputs = tokio::task::block_in_place(|| {
+    let made = tokio::task::block_in_place(|| {
         inputs(
             kit.cache,
             kit.pins,
@@ -56,7 +56,11 @@ pub async fn build<E: Images>(
             Vendoring::Make,
             &|p| parent_tag(done, p),
         )
-    })?;
+    });
+    let (inputs, vendored) = match made {
+        Ok(made) => made,
+        Err(e) => return recipes_fault(e),
+    };
     let tag = format!(
         "{}/{}:{}",
         namespace(),
@@ -76,9 +80,12 @@ pub async fn build<E: Images>(
             }
             Err(e) => return Err(e.into()),
         };
-        let context = tokio::task::block_in_place(|| {
-            write_context(kit, &dir, recipe, artifacts, &inputs, scratch.path())
-        })?;
+        let context = match tokio::task::block_in_place(|| {
+            write_context(kit, &dir, recipe, artifacts, &vendored, scratch.path())
+        }) {
+            Ok(context) => context,
+            Err(e) => return recipes_fault(e),
+        };
         eprintln!(
             "{}: context ready in {:.1} s",
             recipe.name,
@@ -121,6 +128,20 @@ pub async fn build<E: Images>(
         notes: recipe.deviations(),
         built,
     }))
+}
+
+/// `e` as the image's failed outcome when it is the recipe's fault ([`failure::RecipeFault`]: a
+/// patch that no longer applies, vendoring that fails); any other error is the kit's, and stops
+/// the build.
+fn recipes_fault(e: anyhow::Error) -> Result<Outcome> {
+    let Some(fault) = e.downcast_ref::<failure::RecipeFault>() else {
+        return Err(e);
+    };
+    Ok(Outcome::Failed {
+        error: fault.line.clone(),
+        output: fault.output.clone(),
+        full: e,
+    })
 }
 
 /// True when the image `existing` under `tag` may be reused: its [`INPUTS_LABEL`] is the JSON of
@@ -211,7 +232,8 @@ pub enum Vendoring {
 }
 
 /// The input hashes of a recipe (whose sources are in `dir`): its source tree, its lockfile, its
-/// artifacts and its parents' tags (`parent_tag` of a parent's name).
+/// artifacts and its parents' tags (`parent_tag` of a parent's name); and the trees vendored for
+/// it (with `Vendoring::LookOnly`, those made before).
 pub(super) fn inputs(
     cache: &Cache,
     pins: &Pins,
@@ -220,8 +242,9 @@ pub(super) fn inputs(
     recipe: &Recipe,
     vendoring: Vendoring,
     parent_tag: &dyn Fn(&str) -> Result<String>,
-) -> Result<BTreeMap<String, String>> {
+) -> Result<(BTreeMap<String, String>, Vec<vendor::Vendored>)> {
     let mut inputs = BTreeMap::new();
+    let mut trees = Vec::new();
     let scratch = cache.scratch()?;
     let tree = context::write(dir, &[], &[FILE], &scratch.path().join("source-tree.tar"))?;
     let vendored = match vendoring {
@@ -233,7 +256,11 @@ pub(super) fn inputs(
     };
     for (tool, made) in vendored {
         let (sha256, by) = match made {
-            Some(made) => (made.sha256, made.by),
+            Some(made) => {
+                let hashed = (made.sha256.clone(), made.by.clone());
+                trees.push(made);
+                hashed
+            }
             // No build has this tag: the image shows as one to build.
             None => ("not vendored yet".to_string(), String::new()),
         };
@@ -269,7 +296,7 @@ pub(super) fn inputs(
         let path = repo.join("docker").join(file);
         inputs.insert(format!("shared {file}"), digest::file(&path)?);
     }
-    Ok(inputs)
+    Ok((inputs, trees))
 }
 
 /// The folder the image is built from: `docker/<name>/`, or a copy in `scratch` of the folder a
@@ -345,24 +372,20 @@ fn artifacts<E: Images>(
 }
 
 /// The build context: the recipe's folder (without its recipe file, and with its patched files in
-/// place of the published ones), its pinned artifacts and its vendored dependencies.
+/// place of the published ones), its pinned artifacts and its vendored dependencies (`trees`, the
+/// ones its inputs were hashed from).
 fn write_context<E: Images>(
     kit: &Kit<'_, E>,
     dir: &Path,
     recipe: &Recipe,
     mut extra: Vec<(String, PathBuf)>,
-    inputs: &BTreeMap<String, String>,
+    trees: &[vendor::Vendored],
     scratch: &Path,
 ) -> Result<context::Context> {
     if recipe.vendor.has(Tool::Cargo) {
         extra.push(("vendor".to_string(), vendored(kit.cache, dir, scratch)?));
     }
-    let tree = inputs
-        .get("source tree")
-        .context("the source tree's hash")?;
-    for (_, made) in vendor::vendor_all(kit.cache, kit.pins, recipe, dir, tree)? {
-        extra.push((made.at, made.dir));
-    }
+    extra.extend(trees.iter().map(|t| (t.at.clone(), t.dir.clone())));
     let patched = patch::apply_all(&recipe.patches, dir, recipe.file.as_deref(), scratch)?;
     let mut skip = vec![FILE];
     skip.extend(patched.iter().map(|(at, _)| at.as_str()));

@@ -54,7 +54,7 @@ pub fn planned(cache: &Cache, pins: &Pins, repo: &Path, graph: &Graph) -> Result
                         .map(|p| p.tag.clone())
                         .with_context(|| format!("parent image {parent} comes after its child"))
                 };
-                let inputs = build::inputs(
+                let (inputs, _) = build::inputs(
                     cache,
                     pins,
                     repo,
