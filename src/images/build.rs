@@ -223,6 +223,10 @@ async fn run_build<E: Images>(
     }))
 }
 
+/// The input `vendor <tool>` of a tree not vendored yet, when the inputs are only looked at
+/// ([`Vendoring::LookOnly`]): no build gives that tag.
+pub const NOT_VENDORED: &str = "not vendored yet";
+
 /// Whether computing a recipe's inputs may vendor its dependencies (which may reach the network),
 /// or only looks for trees vendored before (a check that builds nothing).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -262,7 +266,7 @@ pub(super) fn inputs(
                 hashed
             }
             // No build has this tag: the image shows as one to build.
-            None => ("not vendored yet".to_string(), String::new()),
+            None => (NOT_VENDORED.to_string(), String::new()),
         };
         inputs.insert(format!("vendor {tool}"), sha256);
         inputs.insert(format!("vendor {tool} by"), by);

@@ -159,3 +159,25 @@ async fn a_vendoring_that_fails_fails_its_image_alone() {
     );
     assert!(!err.contains('\n'), "one line: {err}");
 }
+
+#[test]
+fn a_plan_names_the_tools_not_vendored_yet() {
+    let repo = repo();
+    sibling(
+        repo.path(),
+        "node",
+        "probe: true\nvendor: npm\n",
+        &[("package.json", "{}"), ("package-lock.json", "{}")],
+    );
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(cache_dir.path()).unwrap();
+    let pins = Pins::from_pins(&repo.path().join("toolchains"), []);
+    let graph = graph(repo.path(), &pins).unwrap();
+    let planned = tags::planned(&cache, &pins, repo.path(), &graph).unwrap();
+    let unvendored = |name: &str| {
+        let p = planned.iter().find(|p| p.name == name).unwrap();
+        p.unvendored.clone()
+    };
+    assert_eq!(unvendored("node"), ["npm"]);
+    assert!(unvendored("probe").is_empty());
+}
