@@ -134,13 +134,18 @@ pub async fn build<E: Images>(
 /// patch that no longer applies, vendoring that fails); any other error is the kit's, and stops
 /// the build.
 fn recipes_fault(e: anyhow::Error) -> Result<Outcome> {
-    let Some(fault) = e.downcast_ref::<failure::RecipeFault>() else {
+    let Some(fault) = e.downcast_ref::<failure::RecipeFault>().cloned() else {
         return Err(e);
     };
+    // What the tool printed is shown before the one line (as a failed build's last lines are).
+    let full = match fault.output.as_slice() {
+        [] => e,
+        said => anyhow::anyhow!("{}", said.join("\n")),
+    };
     Ok(Outcome::Failed {
-        error: fault.line.clone(),
-        output: fault.output.clone(),
-        full: e,
+        error: fault.line,
+        output: fault.output,
+        full,
     })
 }
 
