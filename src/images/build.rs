@@ -392,7 +392,10 @@ fn write_context<E: Images>(
     scratch: &Path,
 ) -> Result<context::Context> {
     if recipe.vendor.has(Tool::Cargo) {
-        extra.push(("vendor".to_string(), vendored(kit.cache, dir, scratch)?));
+        extra.push((
+            "vendor".to_string(),
+            vendored(kit.cache, recipe, dir, scratch)?,
+        ));
     }
     extra.extend(trees.iter().map(|t| (t.at.clone(), t.dir.clone())));
     let patched = patch::apply_all(&recipe.patches, dir, recipe.file.as_deref(), scratch)?;
@@ -407,13 +410,14 @@ fn write_context<E: Images>(
     )
 }
 
-/// The crates of `dir`'s Cargo.lock, vendored once per lockfile into the cache.
-fn vendored(cache: &Cache, dir: &Path, scratch: &Path) -> Result<PathBuf> {
+/// The crates of `dir`'s Cargo.lock, vendored once per lockfile into the cache; `cargo vendor`
+/// failing is the recipe's fault.
+fn vendored(cache: &Cache, recipe: &Recipe, dir: &Path, scratch: &Path) -> Result<PathBuf> {
     let vendor = vendor_dir(cache, dir)?;
     if !vendor.is_dir() {
         // Vendored into a scratch folder and renamed, so an interrupted vendoring leaves nothing.
         let tmp = scratch.join("vendor");
-        artifact::vendor(dir, &tmp)?;
+        artifact::vendor(dir, &tmp).map_err(|e| vendor::fault(recipe, Tool::Cargo, e))?;
         let parent = vendor.parent().context("vendor folder")?;
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;

@@ -181,3 +181,22 @@ fn a_plan_names_the_tools_not_vendored_yet() {
     assert_eq!(unvendored("node"), ["npm"]);
     assert!(unvendored("probe").is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cargo_vendor_that_fails_fails_its_image_alone() {
+    let repo = repo();
+    sibling(
+        repo.path(),
+        "crate",
+        "probe: true\nvendor: cargo\n",
+        &[("Cargo.toml", "not a manifest ["), ("Cargo.lock", "")],
+    );
+    let engine = FakeEngine::default();
+    let manifest = build(repo.path(), &engine).await.unwrap();
+    assert!(manifest.get("probe").is_some(), "the sibling is built");
+    let err = &manifest.failed("crate").unwrap().error;
+    assert!(
+        err.contains("vendor: the cargo dependencies of image crate cannot be vendored"),
+        "{err}"
+    );
+}

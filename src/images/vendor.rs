@@ -320,7 +320,7 @@ fn one(
 /// The vendoring of `tool` failing with `e` as the recipe's fault: one line (the recipe's `vendor:`
 /// line and column, the first line of the error, the tool's first error line and what to do) and
 /// everything the tool printed.
-fn fault(recipe: &Recipe, tool: Tool, e: anyhow::Error) -> anyhow::Error {
+pub(super) fn fault(recipe: &Recipe, tool: Tool, e: anyhow::Error) -> anyhow::Error {
     let said = format!("{e:#}");
     let lines: Vec<&str> = said
         .lines()
