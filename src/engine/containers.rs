@@ -263,6 +263,25 @@ fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_command_that_exits_non_zero_is_its_own_failure_a_timeout_the_engines() {
+        use super::{super::CommandFailed, ContainerOutcome};
+        let exited = ContainerOutcome {
+            exit_code: Some(2),
+            stderr: "usage".into(),
+            ..ContainerOutcome::default()
+        };
+        let err = exited.into_output("img", &["tool", "-x"]).unwrap_err();
+        assert!(err.downcast_ref::<CommandFailed>().is_some(), "{err:#}");
+        let timed_out = ContainerOutcome {
+            timed_out: true,
+            ..ContainerOutcome::default()
+        };
+        let err = timed_out.into_output("img", &["tool"]).unwrap_err();
+        assert!(err.downcast_ref::<CommandFailed>().is_none(), "{err:#}");
+        assert!(format!("{err:#}").contains("timed out"), "{err:#}");
+    }
+
     use bollard::models::{ContainerConfig, ContainerInspectResponse};
 
     use super::*;
