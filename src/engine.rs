@@ -102,7 +102,9 @@ pub trait Images: Clone + Send + Sync + 'static {
     fn read_file(&self, image: &str, path: &str) -> impl Future<Output = Result<Vec<u8>>> + Send;
 
     /// The trimmed stdout of a short command in a fresh container from `image`, labelled with
-    /// `role` (tool versions); an error carries its stderr when it does not exit 0.
+    /// `role` (tool versions); an error carries its stderr when it does not exit 0. A command that
+    /// exits non-zero or whose program is missing fails with a [`CommandFailed`]; any other error
+    /// is the Engine's.
     fn output(
         &self,
         image: &str,
@@ -203,6 +205,23 @@ impl std::fmt::Display for BuildFailed {
 }
 
 impl std::error::Error for BuildFailed {}
+
+/// A short command ([`Engine::output`]) ran and failed on its own: it exited non-zero, or its
+/// program is not in the image. The command's fault (the recipe's), not the Engine's; any other
+/// error of `output` (the Engine gone, a timeout) is the Engine or the machine failing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandFailed {
+    /// What the Engine or the command said (`` `tool --version` in img failed (Some(2)): … ``).
+    pub message: String,
+}
+
+impl std::fmt::Display for CommandFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CommandFailed {}
 
 /// A container to run to completion. Whatever it says, the container has no capabilities, no
 /// network, no new privileges and a read-only root with a tmpfs at `/tmp` ([`Isolation`]).

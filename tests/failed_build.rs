@@ -104,9 +104,18 @@ fn a_probe_image_that_does_not_compile_is_not_measured_and_the_others_run() {
     );
 
     let out = run(&[]);
-    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "a probe went unmeasured: {}",
+        describe(&out)
+    );
     let line = "broken.c:2:12: error: 'x' undeclared";
     let said = text(&out.stderr);
+    assert!(
+        said.contains("image(s) failed to build, their probes not measured: c-broken"),
+        "{said}"
+    );
     assert!(
         said.contains(&format!("c-broken: build failed: /src/{line}")),
         "the build says the compiler's line: {said}"

@@ -214,7 +214,7 @@ probes:
 }
 
 #[test]
-fn a_published_file_that_changed_stops_its_build_naming_the_recipe_and_both_hashes() {
+fn a_published_file_that_changed_fails_its_image_naming_the_recipe_and_both_hashes() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = repository(tmp.path());
     let main = repo.join("docker/go-third-party/main.go");
@@ -246,8 +246,11 @@ fn a_vendoring_failure_names_the_recipe_the_tool_and_what_to_do() {
     let err = text(&out.stderr);
     let recipe = repo.join("docker/python-wheels/image.yaml");
     assert!(
-        err.contains("vendoring the pip dependencies of image python-wheels")
-            && err.contains(&recipe.display().to_string()),
+        err.contains(&format!(
+            "python-wheels: build failed: {}:3:9: vendor: the pip dependencies of image \
+             python-wheels cannot be vendored",
+            recipe.display()
+        )),
         "{err}"
     );
     assert!(

@@ -50,6 +50,7 @@ impl Engine {
         self.docker
             .start_container(id, None::<bollard::query_parameters::StartContainerOptions>)
             .await
+            .map_err(missing_program)
             .with_context(|| format!("starting container {id}"))?;
         let mut outcome = ContainerOutcome::default();
         tokio::select! {
@@ -191,7 +192,14 @@ impl ContainerOutcome {
     /// The trimmed stdout of a short command; anything but exit 0 is an error carrying its stderr.
     pub fn into_output(self, image: &str, cmd: &[&str]) -> Result<String> {
         if self.exit_code != Some(0) {
-            bail!(
+            let failed = |message: String| -> anyhow::Error {
+                match (self.timed_out, self.interrupted) {
+                    // It exited on its own: the command's failure.
+                    (false, false) => super::CommandFailed { message }.into(),
+                    _ => anyhow::anyhow!(message),
+                }
+            };
+            return Err(failed(format!(
                 "`{}` in {image} failed ({}): {}",
                 cmd.join(" "),
                 match (self.exit_code, self.timed_out, self.interrupted) {
@@ -200,9 +208,22 @@ impl ContainerOutcome {
                     (code, _, _) => format!("{code:?}"),
                 },
                 self.stderr.trim()
-            );
+            )));
         }
         Ok(self.stdout.trim().to_string())
+    }
+}
+
+/// A start refused because the command's program is not in the image is the command's failure
+/// ([`super::CommandFailed`]); any other refusal is the Engine's.
+fn missing_program(e: BollardError) -> anyhow::Error {
+    let message = e.to_string();
+    if message.contains("executable file not found")
+        || message.contains("no such file or directory")
+    {
+        super::CommandFailed { message }.into()
+    } else {
+        e.into()
     }
 }
 
@@ -242,6 +263,25 @@ fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_command_that_exits_non_zero_is_its_own_failure_a_timeout_the_engines() {
+        use super::{super::CommandFailed, ContainerOutcome};
+        let exited = ContainerOutcome {
+            exit_code: Some(2),
+            stderr: "usage".into(),
+            ..ContainerOutcome::default()
+        };
+        let err = exited.into_output("img", &["tool", "-x"]).unwrap_err();
+        assert!(err.downcast_ref::<CommandFailed>().is_some(), "{err:#}");
+        let timed_out = ContainerOutcome {
+            timed_out: true,
+            ..ContainerOutcome::default()
+        };
+        let err = timed_out.into_output("img", &["tool"]).unwrap_err();
+        assert!(err.downcast_ref::<CommandFailed>().is_none(), "{err:#}");
+        assert!(format!("{err:#}").contains("timed out"), "{err:#}");
+    }
+
     use bollard::models::{ContainerConfig, ContainerInspectResponse};
 
     use super::*;

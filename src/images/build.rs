@@ -8,7 +8,7 @@ use anyhow::{Context, Result, ensure};
 
 use super::manifest::{BuildOptions, BuiltImage, Manifest, Outcome, namespace};
 use super::recipe::{FILE, Recipe};
-use crate::engine::{BuildFailed, BuildSpec, ImageFacts, Images};
+use crate::engine::{BuildFailed, BuildSpec, CommandFailed, ImageFacts, Images};
 use crate::images::artifact::{self, EnsureError};
 use crate::images::cache::Cache;
 use crate::images::context;
@@ -46,7 +46,7 @@ pub async fn build<E: Images>(
     let sources = kit.cache.scratch()?;
     let dir = source_dir(kit.repo, recipe, sources.path())?;
     // Hashing the sources and vendoring (pip, go, npm) block: not on the runtime's own threads.
-    let inputs = tokio::task::block_in_place(|| {
+    let made = tokio::task::block_in_place(|| {
         inputs(
             kit.cache,
             kit.pins,
@@ -56,7 +56,11 @@ pub async fn build<E: Images>(
             Vendoring::Make,
             &|p| parent_tag(done, p),
         )
-    })?;
+    });
+    let (inputs, vendored) = match made {
+        Ok(made) => made,
+        Err(e) => return recipes_fault(e),
+    };
     let tag = format!(
         "{}/{}:{}",
         namespace(),
@@ -76,9 +80,12 @@ pub async fn build<E: Images>(
             }
             Err(e) => return Err(e.into()),
         };
-        let context = tokio::task::block_in_place(|| {
-            write_context(kit, &dir, recipe, artifacts, &inputs, scratch.path())
-        })?;
+        let context = match tokio::task::block_in_place(|| {
+            write_context(kit, &dir, recipe, artifacts, &vendored, scratch.path())
+        }) {
+            Ok(context) => context,
+            Err(e) => return recipes_fault(e),
+        };
         eprintln!(
             "{}: context ready in {:.1} s",
             recipe.name,
@@ -121,6 +128,25 @@ pub async fn build<E: Images>(
         notes: recipe.deviations(),
         built,
     }))
+}
+
+/// `e` as the image's failed outcome when it is the recipe's fault ([`failure::RecipeFault`]: a
+/// patch that no longer applies, vendoring that fails); any other error is the kit's, and stops
+/// the build.
+fn recipes_fault(e: anyhow::Error) -> Result<Outcome> {
+    let Some(fault) = e.downcast_ref::<failure::RecipeFault>().cloned() else {
+        return Err(e);
+    };
+    // What the tool printed is shown before the one line (as a failed build's last lines are).
+    let full = match fault.output.as_slice() {
+        [] => e,
+        said => anyhow::anyhow!("{}", said.join("\n")),
+    };
+    Ok(Outcome::Failed {
+        error: fault.line,
+        output: fault.output,
+        full,
+    })
 }
 
 /// True when the image `existing` under `tag` may be reused: its [`INPUTS_LABEL`] is the JSON of
@@ -202,6 +228,10 @@ async fn run_build<E: Images>(
     }))
 }
 
+/// The input `vendor <tool>` of a tree not vendored yet, when the inputs are only looked at
+/// ([`Vendoring::LookOnly`]): no build gives that tag.
+pub const NOT_VENDORED: &str = "not vendored yet";
+
 /// Whether computing a recipe's inputs may vendor its dependencies (which may reach the network),
 /// or only looks for trees vendored before (a check that builds nothing).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -211,7 +241,8 @@ pub enum Vendoring {
 }
 
 /// The input hashes of a recipe (whose sources are in `dir`): its source tree, its lockfile, its
-/// artifacts and its parents' tags (`parent_tag` of a parent's name).
+/// artifacts and its parents' tags (`parent_tag` of a parent's name); and the trees vendored for
+/// it (with `Vendoring::LookOnly`, those made before).
 pub(super) fn inputs(
     cache: &Cache,
     pins: &Pins,
@@ -220,8 +251,9 @@ pub(super) fn inputs(
     recipe: &Recipe,
     vendoring: Vendoring,
     parent_tag: &dyn Fn(&str) -> Result<String>,
-) -> Result<BTreeMap<String, String>> {
+) -> Result<(BTreeMap<String, String>, Vec<vendor::Vendored>)> {
     let mut inputs = BTreeMap::new();
+    let mut trees = Vec::new();
     let scratch = cache.scratch()?;
     let tree = context::write(dir, &[], &[FILE], &scratch.path().join("source-tree.tar"))?;
     let vendored = match vendoring {
@@ -233,9 +265,13 @@ pub(super) fn inputs(
     };
     for (tool, made) in vendored {
         let (sha256, by) = match made {
-            Some(made) => (made.sha256, made.by),
+            Some(made) => {
+                let hashed = (made.sha256.clone(), made.by.clone());
+                trees.push(made);
+                hashed
+            }
             // No build has this tag: the image shows as one to build.
-            None => ("not vendored yet".to_string(), String::new()),
+            None => (NOT_VENDORED.to_string(), String::new()),
         };
         inputs.insert(format!("vendor {tool}"), sha256);
         inputs.insert(format!("vendor {tool} by"), by);
@@ -269,7 +305,7 @@ pub(super) fn inputs(
         let path = repo.join("docker").join(file);
         inputs.insert(format!("shared {file}"), digest::file(&path)?);
     }
-    Ok(inputs)
+    Ok((inputs, trees))
 }
 
 /// The folder the image is built from: `docker/<name>/`, or a copy in `scratch` of the folder a
@@ -345,24 +381,23 @@ fn artifacts<E: Images>(
 }
 
 /// The build context: the recipe's folder (without its recipe file, and with its patched files in
-/// place of the published ones), its pinned artifacts and its vendored dependencies.
+/// place of the published ones), its pinned artifacts and its vendored dependencies (`trees`, the
+/// ones its inputs were hashed from).
 fn write_context<E: Images>(
     kit: &Kit<'_, E>,
     dir: &Path,
     recipe: &Recipe,
     mut extra: Vec<(String, PathBuf)>,
-    inputs: &BTreeMap<String, String>,
+    trees: &[vendor::Vendored],
     scratch: &Path,
 ) -> Result<context::Context> {
     if recipe.vendor.has(Tool::Cargo) {
-        extra.push(("vendor".to_string(), vendored(kit.cache, dir, scratch)?));
+        extra.push((
+            "vendor".to_string(),
+            vendored(kit.cache, recipe, dir, scratch)?,
+        ));
     }
-    let tree = inputs
-        .get("source tree")
-        .context("the source tree's hash")?;
-    for (_, made) in vendor::vendor_all(kit.cache, kit.pins, recipe, dir, tree)? {
-        extra.push((made.at, made.dir));
-    }
+    extra.extend(trees.iter().map(|t| (t.at.clone(), t.dir.clone())));
     let patched = patch::apply_all(&recipe.patches, dir, recipe.file.as_deref(), scratch)?;
     let mut skip = vec![FILE];
     skip.extend(patched.iter().map(|(at, _)| at.as_str()));
@@ -375,13 +410,14 @@ fn write_context<E: Images>(
     )
 }
 
-/// The crates of `dir`'s Cargo.lock, vendored once per lockfile into the cache.
-fn vendored(cache: &Cache, dir: &Path, scratch: &Path) -> Result<PathBuf> {
+/// The crates of `dir`'s Cargo.lock, vendored once per lockfile into the cache; `cargo vendor`
+/// failing is the recipe's fault.
+fn vendored(cache: &Cache, recipe: &Recipe, dir: &Path, scratch: &Path) -> Result<PathBuf> {
     let vendor = vendor_dir(cache, dir)?;
     if !vendor.is_dir() {
         // Vendored into a scratch folder and renamed, so an interrupted vendoring leaves nothing.
         let tmp = scratch.join("vendor");
-        artifact::vendor(dir, &tmp)?;
+        artifact::vendor(dir, &tmp).map_err(|e| vendor::fault(recipe, Tool::Cargo, e))?;
         let parent = vendor.parent().context("vendor folder")?;
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
@@ -417,7 +453,8 @@ type Contents = (BTreeMap<String, String>, BTreeMap<String, String>);
 
 /// Binary hashes and tool versions of an image, read through the Engine once per image ID and
 /// recipe (an image's contents never change under the same ID) and kept in the cache. A version
-/// command that fails is the recipe's fault: `Ok(Err(why))`, the whole error in one line.
+/// command that exits non-zero or whose program is missing is the recipe's fault: `Ok(Err(why))`,
+/// the whole error in one line; any other failure of the Engine is an `Err`.
 async fn contents<E: Images>(
     engine: &E,
     cache: &Cache,
@@ -457,7 +494,12 @@ async fn contents<E: Images>(
         let cmd: Vec<&str> = command.run.iter().map(String::as_str).collect();
         match engine.output(&image, &cmd, "version").await {
             Ok(out) => _ = versions.insert(label.clone(), out),
-            Err(e) => return Ok(Err(recipe.version_failed(label, &shown, &e))),
+            // Exiting non-zero or missing its program is the recipe's fault; the Engine going away
+            // or a timeout is not, and stops the build as any Engine failure does.
+            Err(e) if e.downcast_ref::<CommandFailed>().is_some() => {
+                return Ok(Err(recipe.version_failed(label, &shown, &e)));
+            }
+            Err(e) => return Err(e.context(format!("running `{label}` of {shown}"))),
         }
     }
     let found = (binaries, versions);

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::images::digest;
-use crate::yaml::{Doc, Invalid};
+use crate::yaml::Invalid;
 
 /// One entry of a recipe's `patches:`: a unified diff (`diff -u`, `git diff`) of one file.
 ///
@@ -206,16 +206,9 @@ fn copy_mode(from: &Path, to: &Path) -> Result<()> {
         .with_context(|| format!("setting the mode of {}", to.display()))
 }
 
-/// An error at the node `path` of the recipe file (its line and column), or naming the node when the
-/// file cannot be read again.
+/// The recipe's fault at the node `path` of the recipe file (its line and column).
 fn located(recipe: Option<&Path>, path: &str, message: String) -> anyhow::Error {
-    let text = recipe.and_then(|f| std::fs::read_to_string(f).ok());
-    match (recipe, text) {
-        (Some(file), Some(text)) => {
-            Doc::new(file.display().to_string(), &text).error(&Invalid::new(path, message))
-        }
-        _ => anyhow::anyhow!("{path}: {message}"),
-    }
+    super::build::failure::recipe_fault(recipe, path, &message, Vec::new())
 }
 
 #[cfg(test)]

@@ -78,19 +78,125 @@ async fn a_patch_is_an_input_and_its_reason_a_note() {
     assert!(changed.built);
 }
 
+/// Adds a probe image `name` with `recipe` and `files` beside the patched one.
+fn sibling(repo: &Path, name: &str, recipe: &str, files: &[(&str, &str)]) {
+    let folder = repo.join("docker").join(name);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("Dockerfile"), "FROM scratch\n").unwrap();
+    std::fs::write(folder.join(recipe::FILE), recipe).unwrap();
+    for (file, text) in files {
+        std::fs::write(folder.join(file), text).unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_changed_published_file_stops_its_build_with_the_recipe_location() {
+async fn a_changed_published_file_fails_its_image_alone_with_the_recipe_location() {
     let repo = repo();
+    sibling(repo.path(), "other", "probe: true\n", &[]);
     let main = repo.path().join("docker/probe/main.go");
     let text = String::from_utf8_lossy(PUBLISHED).replace("Tasks: 1000", "Tasks: 2000");
     std::fs::write(&main, &text).unwrap();
     let engine = FakeEngine::default();
-    let err = format!("{:#}", build(repo.path(), &engine).await.unwrap_err());
+    let manifest = build(repo.path(), &engine).await.unwrap();
+    assert!(manifest.get("other").is_some(), "the sibling is built");
+    assert_eq!(
+        engine.built_names(),
+        ["other"],
+        "the patched image is not built"
+    );
+    let err = &manifest.failed("probe").unwrap().error;
     let recipe = repo.path().join("docker/probe/image.yaml");
-    assert!(err.contains(&format!("{}:5:", recipe.display())), "{err}");
+    assert!(
+        err.starts_with(&format!("{}:5:", recipe.display())),
+        "{err}"
+    );
     assert!(
         err.contains(BEFORE) && err.contains(&digest::bytes(text.as_bytes())),
         "{err}"
     );
-    assert!(engine.built_names().is_empty(), "nothing was built: {err}");
+    assert!(!err.contains('\n'), "one line: {err}");
+
+    // --strict-build stops at it.
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(cache_dir.path()).unwrap();
+    let pins = Pins::from_pins(&repo.path().join("toolchains"), []);
+    let strict = BuildOptions {
+        strict: true,
+        ..BuildOptions::default()
+    };
+    let err = build_all(&engine, &cache, &pins, repo.path(), &strict).await;
+    let err = format!("{:#}", err.unwrap_err());
+    assert!(err.contains("image probe") && err.contains(BEFORE), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vendoring_that_fails_fails_its_image_alone() {
+    let repo = repo();
+    // A lockfile npm cannot read (or no npm on this host): either way the recipe's to fix.
+    sibling(
+        repo.path(),
+        "node",
+        "probe: true\nvendor: npm\n",
+        &[
+            ("package.json", "{}"),
+            ("package-lock.json", "not a lockfile"),
+        ],
+    );
+    let engine = FakeEngine::default();
+    let manifest = build(repo.path(), &engine).await.unwrap();
+    assert!(manifest.get("probe").is_some(), "the sibling is built");
+    assert!(!engine.built_names().contains(&"node".to_string()));
+    let err = &manifest.failed("node").unwrap().error;
+    let recipe = repo.path().join("docker/node/image.yaml");
+    assert!(
+        err.starts_with(&format!("{}:2:9: ", recipe.display())),
+        "{err}"
+    );
+    assert!(
+        err.contains("the npm dependencies of image node cannot be vendored")
+            && err.contains("to do: "),
+        "{err}"
+    );
+    assert!(!err.contains('\n'), "one line: {err}");
+}
+
+#[test]
+fn a_plan_names_the_tools_not_vendored_yet() {
+    let repo = repo();
+    sibling(
+        repo.path(),
+        "node",
+        "probe: true\nvendor: npm\n",
+        &[("package.json", "{}"), ("package-lock.json", "{}")],
+    );
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(cache_dir.path()).unwrap();
+    let pins = Pins::from_pins(&repo.path().join("toolchains"), []);
+    let graph = graph(repo.path(), &pins).unwrap();
+    let planned = tags::planned(&cache, &pins, repo.path(), &graph).unwrap();
+    let unvendored = |name: &str| {
+        let p = planned.iter().find(|p| p.name == name).unwrap();
+        p.unvendored.clone()
+    };
+    assert_eq!(unvendored("node"), ["npm"]);
+    assert!(unvendored("probe").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cargo_vendor_that_fails_fails_its_image_alone() {
+    let repo = repo();
+    sibling(
+        repo.path(),
+        "crate",
+        "probe: true\nvendor: cargo\n",
+        &[("Cargo.toml", "not a manifest ["), ("Cargo.lock", "")],
+    );
+    let engine = FakeEngine::default();
+    let manifest = build(repo.path(), &engine).await.unwrap();
+    assert!(manifest.get("probe").is_some(), "the sibling is built");
+    let err = &manifest.failed("crate").unwrap().error;
+    assert!(
+        err.contains("vendor: the cargo dependencies of image crate cannot be vendored"),
+        "{err}"
+    );
 }

@@ -21,6 +21,9 @@ pub struct Planned {
     pub tag: String,
     /// What the Engine's image under `tag` must show to be reused.
     pub expect: Expect,
+    /// The tools (`pip`, `go`, `npm`) whose dependencies are not vendored yet: the tag holds a
+    /// placeholder for them, and the build fetches them (and names the image after them).
+    pub unvendored: Vec<String>,
 }
 
 /// What makes an image under a planned tag the one a build would reuse.
@@ -43,6 +46,7 @@ pub fn planned(cache: &Cache, pins: &Pins, repo: &Path, graph: &Graph) -> Result
                     name: name.clone(),
                     tag: format!("{}/{name}:{}", namespace(), &pin.sha256[..16]),
                     expect: Expect::Layer(format!("sha256:{}", pin.sha256)),
+                    unvendored: Vec::new(),
                 }
             }
             Node::Recipe(recipe) => {
@@ -54,7 +58,7 @@ pub fn planned(cache: &Cache, pins: &Pins, repo: &Path, graph: &Graph) -> Result
                         .map(|p| p.tag.clone())
                         .with_context(|| format!("parent image {parent} comes after its child"))
                 };
-                let inputs = build::inputs(
+                let (inputs, _) = build::inputs(
                     cache,
                     pins,
                     repo,
@@ -65,10 +69,18 @@ pub fn planned(cache: &Cache, pins: &Pins, repo: &Path, graph: &Graph) -> Result
                 )
                 .with_context(|| format!("the inputs of image {}", recipe.name))?;
                 let hash = build::hash_inputs(&recipe.name, &inputs);
+                let unvendored = (recipe.vendor.0.iter())
+                    .filter(|t| {
+                        inputs.get(&format!("vendor {t}")).map(String::as_str)
+                            == Some(build::NOT_VENDORED)
+                    })
+                    .map(|t| t.to_string())
+                    .collect();
                 Planned {
                     name: recipe.name.clone(),
                     tag: format!("{}/{}:{}", namespace(), recipe.name, &hash[..16]),
                     expect: Expect::Inputs(serde_json::to_string(&inputs)?),
+                    unvendored,
                 }
             }
         };

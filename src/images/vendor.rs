@@ -178,7 +178,9 @@ pub struct Vendored {
 
 /// The trees of every tool but Cargo that `recipe` vendors from the sources in `dir`, each made
 /// once per key into the cache (`source_tree` is the sha256 of the sources' context tar). A
-/// failure names the recipe, the tool and what to do.
+/// vendoring that fails (a lockfile missing, the tool refusing the requirements, the tool missing
+/// on this host) is the recipe's fault ([`RecipeFault`](super::build::failure::RecipeFault)),
+/// naming its `vendor:` line, the tool and what to do.
 pub fn vendor_all(
     cache: &Cache,
     pins: &Pins,
@@ -238,12 +240,13 @@ fn one(
 ) -> Result<Option<Vendored>> {
     let lock = dir.join(tool.lockfile());
     if !lock.is_file() {
-        bail!(
+        let message = format!(
             "{} has no {}: {}",
             dir.display(),
             tool.lockfile(),
             tool.lockfile_hint()
         );
+        return Err(fault(recipe, tool, anyhow::anyhow!(message)));
     }
     let key = match tool {
         Tool::Pip => pip::key(dir, recipe)?,
@@ -257,7 +260,25 @@ fn one(
         && let Ok(found) = serde_json::from_str::<Vendored>(&text)
         && found.dir.is_dir()
     {
-        return Ok(Some(found));
+        // The memo's sha256 becomes an input of the tag: the tree must still be the one hashed.
+        let scratch = cache.scratch()?;
+        let now = context::write(&found.dir, &[], &[], &scratch.path().join("tree.tar"))?;
+        if now.sha256 == found.sha256 {
+            return Ok(Some(found));
+        }
+        eprintln!(
+            "{}: the vendored {tool} tree {} has sha256 {}, not the {} recorded when it was made \
+             (it changed since): {}",
+            recipe.name,
+            found.dir.display(),
+            now.sha256,
+            found.sha256,
+            if make {
+                "vendoring it again"
+            } else {
+                "a build vendors it again"
+            }
+        );
     }
     if !make {
         return Ok(None);
@@ -266,11 +287,12 @@ fn one(
     let tmp = scratch.path().join("tree");
     std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
     let by = match tool {
-        Tool::Pip => pip::download(dir, recipe, &tmp)?,
-        Tool::Go => go::vendor(cache, pins, dir, scratch.path(), &tmp)?,
-        Tool::Npm => npm::cache(dir, scratch.path(), &tmp)?,
+        Tool::Pip => pip::download(dir, recipe, &tmp),
+        Tool::Go => go::vendor(cache, pins, dir, scratch.path(), &tmp),
+        Tool::Npm => npm::cache(dir, scratch.path(), &tmp),
         Tool::Cargo => unreachable!(),
-    };
+    }
+    .map_err(|e| fault(recipe, tool, e))?;
     // A tool with nothing to vendor may leave no folder (`go mod vendor` without dependencies).
     std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
     let tar = context::write(&tmp, &[], &[], &scratch.path().join("tree.tar"))?;
@@ -293,6 +315,32 @@ fn one(
         recipe.name, made.by
     );
     Ok(Some(made))
+}
+
+/// The vendoring of `tool` failing with `e` as the recipe's fault: one line (the recipe's `vendor:`
+/// line and column, the first line of the error, the tool's first error line and what to do) and
+/// everything the tool printed.
+pub(super) fn fault(recipe: &Recipe, tool: Tool, e: anyhow::Error) -> anyhow::Error {
+    let said = format!("{e:#}");
+    let lines: Vec<&str> = said
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut message = format!(
+        "vendor: the {tool} dependencies of image {} cannot be vendored: {}",
+        recipe.name,
+        lines.first().copied().unwrap_or_default()
+    );
+    let error = (lines.iter().skip(1)).find(|l| l.to_ascii_lowercase().contains("error"));
+    if let Some(error) = error {
+        message.push_str(&format!(" {error}"));
+    }
+    if let Some(todo) = lines.iter().find(|l| l.starts_with("To do: ")) {
+        message.push_str(&format!("; {}", todo.replacen("To do: ", "to do: ", 1)));
+    }
+    let output = lines.iter().map(|l| l.to_string()).collect();
+    super::build::failure::recipe_fault(recipe.file.as_deref(), "vendor", &message, output)
 }
 
 /// Copies the files of `from` to `to` as a build context takes them (`.git` and `target` folders,

@@ -42,7 +42,8 @@ pub enum Ending {
     Ok,
     /// A check of the machine failed (`doctor`).
     NotReady,
-    /// The run finished with invalid samples.
+    /// The run finished with invalid samples, or a probe's image failed to build (its probe went
+    /// unmeasured; an unavailable toolchain is this machine's limit and ends `Ok`).
     ProbesFailed,
     /// `--strict` and a claim was not reproduced.
     ClaimsDiffer,
@@ -61,11 +62,21 @@ impl Ending {
                 crate::run::run_dir::resume_command(result.dir.path(), &result.state)
             );
             Ending::Interrupted
-        } else if result.invalid > 0 {
-            eprintln!("{} invalid sample(s): see samples.jsonl", result.invalid);
-            Ending::ProbesFailed
         } else {
-            Ending::Ok
+            let mut ending = Ending::Ok;
+            if result.invalid > 0 {
+                eprintln!("{} invalid sample(s): see samples.jsonl", result.invalid);
+                ending = Ending::ProbesFailed;
+            }
+            if !result.build_failed.is_empty() {
+                eprintln!(
+                    "image(s) failed to build, their probes not measured: {} (see the build's \
+                     FAILED table)",
+                    result.build_failed.join(", ")
+                );
+                ending = Ending::ProbesFailed;
+            }
+            ending
         }
     }
 }

@@ -274,10 +274,10 @@ fn said_kernels(study: &Study) -> String {
 
 /// Which images the Engine holds as a build would reuse them, which a run would build, and how
 /// long those last took, and what the build would cost.
-async fn said_images(
+async fn said_images<E: crate::engine::Images>(
     cache: &Cache,
     planned: &[Planned],
-    engine: Result<&Engine, &String>,
+    engine: Result<&E, &String>,
 ) -> Result<String> {
     let mut out = String::from("images:\n");
     let engine = match engine {
@@ -304,7 +304,7 @@ async fn said_images(
             "built".to_string()
         } else {
             to_build += 1;
-            match timing::last(cache, &p.name) {
+            let state = match timing::last(cache, &p.name) {
                 Some(t) => {
                     known += t.seconds;
                     format!("to build (last build {:.0} s)", t.seconds)
@@ -313,6 +313,14 @@ async fn said_images(
                     unknown += 1;
                     "to build (no build time recorded)".to_string()
                 }
+            };
+            // Its tag names a placeholder for what is not vendored yet: no image has it.
+            match p.unvendored.as_slice() {
+                [] => state,
+                tools => format!(
+                    "to build (its {} dependencies are not vendored yet: the build fetches them)",
+                    tools.join("/")
+                ),
             }
         };
         rows.push(vec![p.name.clone(), p.tag.clone(), state]);

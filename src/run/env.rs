@@ -154,14 +154,31 @@ pub fn locked_runtimes(docker: &Path, name: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The recorded version label a study's `source.toolchains` key names: the first label (in order)
-/// that starts with the key (`go` → `go version`, `rustc` → `rustc -vV`, `tokio` → `tokio
-/// (rust-tokio)`).
+/// The recorded version label a study's `source.toolchains` key names: the label whose first word
+/// (split on whitespace) is the key (`go` → `go version`, `rustc` → `rustc -vV`, `tokio` → `tokio
+/// (rust-tokio)`); `go` names neither `gofmt` nor `golang version`. A key that is a whole label
+/// (`dotnet --version`) names that label alone, where two labels share its first word. `Ok(None)`
+/// when no label is named, an `Err` naming both when two are: the key must name one label.
 pub fn label_for<'a>(
     key: &str,
     labels: impl IntoIterator<Item = &'a String>,
-) -> Option<&'a String> {
-    labels.into_iter().find(|l| l.starts_with(key))
+) -> Result<Option<&'a String>, String> {
+    let labels: Vec<&'a String> = labels.into_iter().collect();
+    if let Some(whole) = labels.iter().find(|l| l.as_str() == key) {
+        return Ok(Some(whole));
+    }
+    let mut named = labels
+        .into_iter()
+        .filter(|l| l.split_whitespace().next() == Some(key));
+    let first = named.next();
+    match (first, named.next()) {
+        (Some(a), Some(b)) => Err(format!(
+            "source.toolchains: {key:?} names two recorded versions, {a:?} and {b:?}: a key names \
+             one label (its first word, or the whole label): write the whole label you mean as \
+             the key, e.g. {b:?}"
+        )),
+        (first, _) => Ok(first),
+    }
 }
 
 /// The version of `krate` in a Cargo.lock, when a package of the lockfile's own (one without a

@@ -50,8 +50,11 @@ pub struct RunResult {
     pub study: Study,
     /// Samples measured in this invocation.
     pub measured: usize,
-    /// Invalid samples in the whole run.
+    /// Invalid samples in the whole run (a probe whose image failed to build is not one: its
+    /// cells are `not measured`).
     pub invalid: usize,
+    /// The images of the study's probes whose build failed: those probes went unmeasured.
+    pub build_failed: Vec<String>,
     pub interrupted: bool,
     /// Wall time of this invocation's measuring loop, ms.
     pub wall_ms: f64,
@@ -169,7 +172,14 @@ impl Run {
         self.dir.save_state(&self.state)?;
         let interrupted = m.rounds(&mut self.state, round).await?;
         let (measured, invalid, probe_ms, wall_ms) = (m.measured, m.invalid, m.probe_ms, m.wall_ms);
+        let mut build_failed: Vec<String> = (self.study.probes.iter())
+            .filter(|p| self.manifest.failed(&p.image).is_some())
+            .map(|p| p.image.clone())
+            .collect();
+        build_failed.sort();
+        build_failed.dedup();
         Ok(RunResult {
+            build_failed,
             dir: self.dir,
             state: self.state,
             study: self.study,

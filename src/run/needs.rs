@@ -48,12 +48,15 @@ fn check_toolchains_against(
     }
     let labels = recordable(docker, recipes, &images(study));
     for key in study.source.toolchains.keys() {
-        if env::label_for(key, &labels).is_some() {
-            continue;
+        let at = format!("source.toolchains.{key}");
+        match env::label_for(key, &labels) {
+            Ok(Some(_)) => continue,
+            Ok(None) => {}
+            Err(two) => return Err(doc.error(&Invalid::new(at, two))),
         }
         let message = format!(
             "source.toolchains: {key:?} names no version this study's images record; a key is the \
-             start of a recorded label, and the labels are: {}. Rename the key (e.g. `go` for \
+             first word of a recorded label, and the labels are: {}. Rename the key (e.g. `go` for \
              `go version`), or add a `versions:` entry to the image.yaml of the image that holds \
              the tool (docs/images.md)",
             if labels.is_empty() {
@@ -62,7 +65,7 @@ fn check_toolchains_against(
                 labels.iter().cloned().collect::<Vec<_>>().join(", ")
             }
         );
-        return Err(doc.error(&Invalid::new(format!("source.toolchains.{key}"), message)));
+        return Err(doc.error(&Invalid::new(at, message)));
     }
     Ok(())
 }
@@ -221,6 +224,55 @@ probes:
         let study = Study::parse(&fixed).unwrap();
         let doc = Doc::new("s.yaml", &fixed);
         check_toolchains_against(Path::new("/nonexistent"), &recipes(), &study, &doc).unwrap();
+    }
+
+    #[test]
+    fn a_key_is_a_labels_first_word_or_the_whole_label() {
+        let labels: Vec<String> = [
+            "go version",
+            "gofmt -h",
+            "dotnet --version",
+            "dotnet --info",
+        ]
+        .map(String::from)
+        .into();
+        let found = |key| env::label_for(key, &labels);
+        assert_eq!(
+            found("go"),
+            Ok(Some(&labels[0])),
+            "not gofmt, by its first word"
+        );
+        assert_eq!(found("golang"), Ok(None));
+        assert_eq!(found("g"), Ok(None), "no prefix of a word");
+        assert_eq!(found("dotnet --info"), Ok(Some(&labels[3])));
+        let two = found("dotnet").unwrap_err();
+        assert!(
+            two.contains("\"dotnet --version\" and \"dotnet --info\""),
+            "{two}"
+        );
+    }
+
+    #[test]
+    fn a_key_naming_two_labels_is_a_load_error_naming_both() {
+        let text = STUDY.replace("golang: 1.26.1", "go: 1.26.1");
+        let study = Study::parse(&text).unwrap();
+        let doc = Doc::new("s.yaml", &text);
+        let mut recipes = recipes();
+        recipes[1] = Recipe::parse(
+            "toolchain-go",
+            "versions: {go version: [go, version], go env: [go, env]}",
+        )
+        .unwrap();
+        let err = check_toolchains_against(Path::new("/nonexistent"), &recipes, &study, &doc)
+            .unwrap_err();
+        let err = format!("{err:#}");
+        assert!(
+            err.starts_with(
+                "s.yaml:8:9: source.toolchains: \"go\" names two recorded versions, \
+                             \"go env\" and \"go version\""
+            ),
+            "{err}"
+        );
     }
 
     #[test]

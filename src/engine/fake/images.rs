@@ -36,6 +36,8 @@ pub(super) struct Store {
     made: u64,
     /// Programs that images (by name) do not hold: a command of theirs fails as the Engine's does.
     missing: Vec<(String, String)>,
+    /// Images (by name) whose commands fail as when the Engine goes away.
+    engine_gone: Vec<String>,
 }
 
 impl Store {
@@ -75,6 +77,11 @@ impl FakeEngine {
     pub fn lacks_program(&self, name: &str, program: &str) {
         let missing = (name.to_owned(), program.to_owned());
         self.images().missing.push(missing);
+    }
+
+    /// Makes every command run in the image `name` fail as when the Engine goes away.
+    pub fn engine_gone_for(&self, name: &str) {
+        self.images().engine_gone.push(name.to_owned());
     }
 
     /// Makes every build of the image `name` take `time` before it ends.
@@ -178,10 +185,16 @@ impl Images for FakeEngine {
         }
         let program = cmd.first().copied().unwrap_or_default();
         if (store.missing.iter()).any(|(n, p)| n == image_name(image) && p == program) {
-            bail!(
-                "starting a container from {image}: failed to create task for container: exec: \
-                 \"{program}\": executable file not found in $PATH"
-            );
+            return Err(crate::engine::CommandFailed {
+                message: format!(
+                    "starting a container from {image}: failed to create task for container: \
+                     exec: \"{program}\": executable file not found in $PATH"
+                ),
+            }
+            .into());
+        }
+        if store.engine_gone.contains(&image_name(image).to_owned()) {
+            bail!("starting a container from {image}: the Engine closed the connection");
         }
         Ok(format!("{} 1.0", cmd.join(" ")))
     }

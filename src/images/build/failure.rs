@@ -1,6 +1,48 @@
 //! What a failed build says went wrong, in one line: the failing step's own error (a compiler's,
 //! a package manager's), not the Engine's "returned a non-zero code".
 
+use std::path::Path;
+
+use crate::yaml::{Doc, Invalid};
+
+/// A recipe's own fault found while its inputs or build context are made (a published file that
+/// changed under its patch, a requirement without its hash, a vendoring tool that fails): the
+/// image fails as a failed compile does, and the others build. Any other error is the kit's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecipeFault {
+    /// One line: the recipe's `file:line:column`, what failed and what to do.
+    pub line: String,
+    /// What the failing tool printed, if anything.
+    pub output: Vec<String>,
+}
+
+impl std::fmt::Display for RecipeFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line)
+    }
+}
+
+impl std::error::Error for RecipeFault {}
+
+/// A [`RecipeFault`] at the node `path` of the recipe file `recipe` (led by its line and column,
+/// or naming the node when the file cannot be read again).
+pub fn recipe_fault(
+    recipe: Option<&Path>,
+    path: &str,
+    message: &str,
+    output: Vec<String>,
+) -> anyhow::Error {
+    let text = recipe.and_then(|f| std::fs::read_to_string(f).ok());
+    let located = match (recipe, text) {
+        (Some(file), Some(text)) => {
+            Doc::new(file.display().to_string(), &text).error(&Invalid::new(path, message))
+        }
+        _ => anyhow::anyhow!("{path}: {message}"),
+    };
+    let line = format!("{located:#}").replace('\n', " ");
+    RecipeFault { line, output }.into()
+}
+
 /// The longest error line kept, in characters (a line is cut with `…` after it).
 const LONGEST: usize = 240;
 

@@ -172,3 +172,16 @@ async fn a_version_command_missing_in_the_final_image_says_where_to_run_it() {
         "{why}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_engine_failing_under_a_version_command_stops_the_build() {
+    let repo = Repo::new(true);
+    with_versions(&repo, "tool version: [tool, version]");
+    let engine = FakeEngine::default();
+    engine.engine_gone_for("probe-a");
+    let err = format!("{:#}", repo.build(&engine, false).await.unwrap_err());
+    assert!(
+        err.contains("image probe-a") && err.contains("the Engine closed the connection"),
+        "the Engine's failure is no recipe's: {err}"
+    );
+}

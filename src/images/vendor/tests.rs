@@ -82,3 +82,54 @@ fn every_tool_has_its_own_context_folder_but_cargo_and_go() {
         }
     }
 }
+
+#[test]
+fn a_vendored_tree_changed_since_it_was_made_is_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("node");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("Dockerfile"), "FROM scratch\n").unwrap();
+    std::fs::write(folder.join("package.json"), "{}").unwrap();
+    // A lockfile npm refuses: vendoring it again fails, and says so.
+    std::fs::write(folder.join("package-lock.json"), "not a lockfile").unwrap();
+    std::fs::write(folder.join(crate::images::recipe::FILE), "vendor: npm\n").unwrap();
+    let recipe = Recipe::load(&folder).unwrap();
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(cache_dir.path()).unwrap();
+    let pins = Pins::from_pins(&dir.path().join("toolchains"), []);
+    let source_tree = "0".repeat(64);
+
+    // A tree made before, and its memo, as `one` leaves them.
+    let key = npm::key(&source_tree).unwrap();
+    let tree = cache.root().join("vendor-npm").join(&key);
+    std::fs::create_dir_all(tree.join("cache")).unwrap();
+    std::fs::write(tree.join("cache/index"), "a package").unwrap();
+    let scratch = cache.scratch().unwrap();
+    let tar = context::write(&tree, &[], &[], &scratch.path().join("t.tar")).unwrap();
+    let made = Vendored {
+        at: npm::FOLDER.into(),
+        dir: tree.clone(),
+        sha256: tar.sha256,
+        by: "npm 10 (on the host)".into(),
+    };
+    let memo = cache.root().join("vendor-npm").join(format!("{key}.json"));
+    std::fs::write(&memo, serde_json::to_string(&made).unwrap()).unwrap();
+    let look = || vendored_before(&cache, &pins, &recipe, &folder, &source_tree).unwrap();
+    assert_eq!(
+        look(),
+        [(Tool::Npm, Some(made.clone()))],
+        "the tree as made"
+    );
+
+    std::fs::write(tree.join("cache/index"), "another package").unwrap();
+    assert_eq!(
+        look(),
+        [(Tool::Npm, None)],
+        "a changed tree is not the one hashed"
+    );
+    let err = vendor_all(&cache, &pins, &recipe, &folder, &source_tree).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("cannot be vendored"),
+        "it is made again, not taken from its memo: {err:#}"
+    );
+}

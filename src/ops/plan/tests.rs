@@ -36,3 +36,33 @@ fn a_factor_level_naming_no_image_is_refused_at_its_line() {
         "{said}"
     );
 }
+
+#[tokio::test]
+async fn an_image_whose_dependencies_are_not_vendored_yet_is_to_build_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path()).unwrap();
+    let planned = |name: &str, unvendored: &[&str]| Planned {
+        name: name.into(),
+        tag: format!("parkbench/{name}:0123456789abcdef"),
+        expect: tags::Expect::Inputs("{}".into()),
+        unvendored: unvendored.iter().map(|t| t.to_string()).collect(),
+    };
+    let images = [planned("py", &["pip"]), planned("go", &[])];
+    let engine = crate::engine::fake::FakeEngine::default();
+    let said = said_images(&cache, &images, Ok(&engine)).await.unwrap();
+    let row = |name: &str| {
+        said.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap()
+    };
+    assert!(
+        row("py").ends_with(
+            "to build (its pip dependencies are not vendored yet: the build fetches them)"
+        ),
+        "{said}"
+    );
+    assert!(
+        row("go").ends_with("to build (no build time recorded)"),
+        "{said}"
+    );
+}

@@ -242,6 +242,7 @@ async fn an_unavailable_toolchain_is_not_measured_and_starts_no_container() {
         (2, 0),
         "not measured is no failure"
     );
+    assert!(result.build_failed.is_empty(), "this machine's limit");
     let got = samples(&dir);
     let go = got.iter().find(|s| s.probe == "go").unwrap();
     assert!(go.is_unavailable(), "{go:?}");
@@ -279,6 +280,11 @@ async fn a_failed_build_is_not_measured_with_its_error_line_and_starts_no_contai
         .await
         .unwrap();
     assert_eq!((result.measured, result.invalid), (2, 0));
+    assert_eq!(
+        result.build_failed,
+        ["go"],
+        "the run ends failed, naming it"
+    );
     let got = samples(&dir);
     let go = got.iter().find(|s| s.probe == "go").unwrap();
     assert!(go.is_unavailable(), "never ran: {go:?}");
