@@ -62,7 +62,10 @@ pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
         Ok(Err(e)) => Err(format!("{e:#}")),
         Err(_) => Err(format!("no answer in {} s", ENGINE_WAIT.as_secs())),
     };
-    print!("{}", said_cpus(&study, options, engine.as_ref().ok()).await);
+    print!(
+        "{}",
+        said_cpus(&study, options, engine.as_ref().ok()).await?
+    );
     print!("{}", said_kernels(&study));
     let cache = Cache::from_env()?;
     let planned = tags::planned(&cache, &pins, repo, &needed)?;
@@ -232,7 +235,8 @@ fn said_programs(repo: &Path, study: &Study, graph: &Graph) -> Result<String> {
 }
 
 /// The CPUs a run would pin to here, and what it needs to be told when the host has fewer.
-async fn said_cpus(study: &Study, options: &Options, engine: Option<&Engine>) -> String {
+/// The CPUs a run would pin to; an error exactly where `run` would refuse them.
+async fn said_cpus(study: &Study, options: &Options, engine: Option<&Engine>) -> Result<String> {
     let (available, whose) = match engine {
         Some(e) => match e.cpus().await {
             Ok(cpus) => (cpus, "the Engine's"),
@@ -242,33 +246,29 @@ async fn said_cpus(study: &Study, options: &Options, engine: Option<&Engine>) ->
     };
     let choice = options.cpus.clone().unwrap_or(CpuChoice::Study);
     let requested = &study.protocol.cpus;
-    match choose_cpus(requested, &available, &choice) {
-        Ok((cpus, deviations)) => {
-            let mut s = format!(
-                "CPUs: {} of {whose} {} ({})\n",
-                cpuset::format(&cpus),
-                cpuset::format(&available),
-                if deviations.is_empty() {
-                    "as the study asks".to_string()
-                } else {
-                    deviations.join("; ")
-                }
-            );
-            for p in &study.probes {
-                if p.cpus.is_some_and(|n| n > cpus.len()) {
-                    s.push_str(&format!(
-                        "  warning: probe {} asks for {} CPUs, a run here has {}: its cells would be \
-                         invalid\n",
-                        p.id,
-                        p.cpus.unwrap_or(0),
-                        cpus.len()
-                    ));
-                }
-            }
-            s
+    let (cpus, deviations) = choose_cpus(requested, &available, &choice)?;
+    let mut s = format!(
+        "CPUs: {} of {whose} {} ({})\n",
+        cpuset::format(&cpus),
+        cpuset::format(&available),
+        if deviations.is_empty() {
+            "as the study asks".to_string()
+        } else {
+            deviations.join("; ")
         }
-        Err(e) => format!("CPUs: warning: {e:#}\n"),
+    );
+    for p in &study.probes {
+        if p.cpus.is_some_and(|n| n > cpus.len()) {
+            s.push_str(&format!(
+                "  warning: probe {} asks for {} CPUs, a run here has {}: its cells would be \
+                 invalid\n",
+                p.id,
+                p.cpus.unwrap_or(0),
+                cpus.len()
+            ));
+        }
     }
+    Ok(s)
 }
 
 fn host_cpus() -> Vec<usize> {

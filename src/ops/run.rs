@@ -13,7 +13,7 @@ use crate::images::cache::Cache;
 use crate::outputs::report::terminal;
 use crate::outputs::summary;
 use crate::run::guest;
-use crate::run::lifecycle::{CpuChoice, Fresh, Run, RunResult};
+use crate::run::lifecycle::{CpuChoice, Fresh, Run, RunResult, choose_cpus};
 use crate::run::needs;
 use crate::run::run_dir::{self, RunDir};
 use crate::run::seccomp::Profile;
@@ -45,6 +45,9 @@ pub struct Options {
 
 pub async fn command(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<Ending> {
     let result = run(paths, options, interrupt).await?;
+    if !result.interrupted {
+        eprint!("{}", next_steps(result.dir.path()));
+    }
     Ok(Ending::of_run(&result))
 }
 
@@ -58,6 +61,9 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         (None, Some(file)) => Some(Profile::load(&paths.repo, file)?),
         _ => None,
     };
+    if resume.is_none() {
+        check_cpus(&study, options).await?;
+    }
     let build = BuildOptions {
         strict: options.strict_build,
         ..super::prepare::for_study(&study)
@@ -85,6 +91,15 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     };
     run.share_cpus(options.shared_cpus);
     measure(&engine, run, interrupt).await
+}
+
+/// Refuses CPUs the Engine does not have before any image is built, with what `Run::start` would
+/// say (and `plan` says) later.
+async fn check_cpus(study: &Study, options: &Options) -> Result<()> {
+    let available = Engine::connect().await?.cpus().await?;
+    let choice = options.cpus.clone().unwrap_or(CpuChoice::Study);
+    choose_cpus(&study.protocol.cpus, &available, &choice)?;
+    Ok(())
 }
 
 /// The study to run, under its kernels (a resumed run's own, else `--kernel`, else the study's),
@@ -161,4 +176,22 @@ fn said(result: &RunResult) -> String {
         dir.file(run_dir::SAMPLES).display()
     ));
     out
+}
+
+/// What comes after a run: its report, then its archive.
+fn next_steps(dir: &std::path::Path) -> String {
+    let dir = dir.display();
+    format!("next: parkbench report {dir}, then parkbench archive {dir}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_run_ends_with_its_next_steps_on_its_own_folder() {
+        let said = super::next_steps(std::path::Path::new("results/s/runs/r1"));
+        assert_eq!(
+            said,
+            "next: parkbench report results/s/runs/r1, then parkbench archive results/s/runs/r1\n"
+        );
+    }
 }
