@@ -55,6 +55,7 @@ pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
     let needed = graph.only(&needs::images(&study))?;
     check_dockerfiles(repo, &needed)?;
     println!("{}", said_study(&study, &options.study));
+    eprint!("{}", said_placeholders(&study, &options.study));
     print!("{}", said_programs(repo, &study, &needed)?);
     let engine = tokio::time::timeout(ENGINE_WAIT, Engine::connect()).await;
     let engine = match engine {
@@ -178,6 +179,22 @@ fn check_dockerfiles(repo: &Path, graph: &Graph) -> Result<()> {
         bail!("{}", lines.join("\n"));
     }
     Ok(())
+}
+
+/// A warning for each field that still holds the text `parkbench new study` left in it.
+fn said_placeholders(study: &Study, file: &Path) -> String {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let doc = Doc::new(file.display().to_string(), &text);
+    let mut out = String::new();
+    for field in super::new::placeholders_left(study) {
+        let at = doc.mark(field).map(|m| format!(":{m}")).unwrap_or_default();
+        out.push_str(&format!(
+            "warning: {}{at}: {field} still holds the placeholder `parkbench new study` wrote: \
+             write the study's own\n",
+            file.display()
+        ));
+    }
+    out
 }
 
 fn said_study(study: &Study, file: &Path) -> String {
