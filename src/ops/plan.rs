@@ -75,7 +75,10 @@ pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
         .join(&study.id)
         .join("runs")
         .join(run_dir::LATEST);
-    let estimates = Estimates::from_run(&latest);
+    let estimates = match Estimates::from_run(&latest) {
+        e if e.source.is_some() => e,
+        e => super::run::reference_estimates(&paths.results, &study.id).unwrap_or(e),
+    };
     let cells = matrix(&study);
     print!("{}", said_matrix(&study, &cells));
     println!("{}", describe(&study, &cells, 0, &estimates));
