@@ -7,6 +7,12 @@ use parkbench::cli::{self, args};
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // A reader that stops early (`parkbench plan | head -1`) closes stdout: end quietly, as other
+    // command-line tools do, instead of panicking on the failed write.
+    // SAFETY: restoring the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = args::Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

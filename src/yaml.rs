@@ -149,6 +149,10 @@ impl<'a> Doc<'a> {
                     .to_string(),
                 None => message,
             };
+            let message = match did_you_mean(&message) {
+                Some(known) => format!("{message}: did you mean `{known}`?"),
+                None => message,
+            };
             self.located(mark, &message)
         })
     }
@@ -188,6 +192,22 @@ impl<'a> Doc<'a> {
             None => anyhow::anyhow!("{}: {message}", self.name),
         }
     }
+}
+
+/// For serde's `unknown field `x`, expected …` or `unknown variant `x`, expected …`: the expected
+/// name closest to `x`, when it is close enough to be a slip (at most a third of its letters
+/// differ, and at least one may).
+fn did_you_mean(message: &str) -> Option<&str> {
+    let rest = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|p| message.find(p).map(|i| &message[i + p.len()..]))?;
+    let (unknown, rest) = rest.split_once('`')?;
+    let expected = rest.split_once("expected")?.1;
+    let names = expected.split('`').skip(1).step_by(2);
+    let (distance, known) = names
+        .map(|n| (strsim::damerau_levenshtein(unknown, n), n))
+        .min_by_key(|(d, _)| *d)?;
+    (distance > 0 && distance <= (unknown.chars().count() / 3).max(1)).then_some(known)
 }
 
 /// The position of every node of the text's first document, by path.
@@ -323,6 +343,46 @@ empty:
         assert_eq!(at("probes[7]"), at("probes"));
         assert_eq!(at("nothing"), None);
         assert_eq!(at(""), None);
+    }
+
+    #[test]
+    fn a_name_close_to_a_known_one_is_suggested() {
+        let said = |m| did_you_mean(m);
+        assert_eq!(
+            said("unknown variant `stedy`, expected one of `steady`, `peak`, `timed`"),
+            Some("steady")
+        );
+        assert_eq!(
+            said("probes[0]: unknown field `imgae`, expected one of `id`, `image`, `args`"),
+            Some("image")
+        );
+        assert_eq!(
+            said("unknown field `colour`, expected one of `id`, `version`"),
+            None
+        );
+        assert_eq!(
+            said("unknown field `x`, expected `id`"),
+            None,
+            "nothing close"
+        );
+        assert_eq!(said("invalid type: string, expected a number"), None);
+        let e = Doc::new(
+            "f.yaml",
+            "id: a
+ide: b
+",
+        )
+        .deserialize::<Two>()
+        .unwrap_err();
+        assert!(e.to_string().ends_with("did you mean `id`?"), "{e}");
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Two {
+        id: String,
+        name: Option<String>,
     }
 
     #[test]

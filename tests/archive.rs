@@ -1,7 +1,8 @@
 //! `parkbench reproduce` end to end on a small study, then what a reviewer does with its archive:
 //! `check` passes, `verify` prints the same verdicts, a flipped byte is caught, a malformed sample
-//! line is named and the verdicts are marked partial; the archive unpacked and repacked with the
-//! system `tar` (members named `./…`) still passes `check` and `verify`.
+//! line is named, the verdicts are marked partial and `verify` fails; the archive unpacked and
+//! repacked with the system `tar` (members named `./…`) still passes `check` and `verify`, and the
+//! unpacked folder passes `verify` until a sample in it is edited.
 
 mod common;
 
@@ -114,13 +115,19 @@ fn reproduce_then_check_and_verify_the_archive() {
     let lines = log.lines().count();
     std::fs::write(run.join("samples.jsonl"), log).unwrap();
     let out = parkbench().arg("verify").arg(&run).output().unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let said = text(&out.stdout);
     assert!(
         said.contains(&format!("samples.jsonl line {lines} is malformed")),
         "{said}"
     );
     assert!(said.contains("go-rss-10k"), "{said}");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("not integrity-checked (no SHA256SUMS)")
+            && err.contains(&format!("the first is line {lines}")),
+        "{err}"
+    );
 }
 
 /// Unpacks `archive` and repacks it the way a reviewer would (`tar -czf x.tgz -C dir .`, which names
@@ -164,6 +171,32 @@ fn repacked_by_hand_still_checks(archive: &std::path::Path, tmp: &std::path::Pat
         let out = parkbench().arg(command).arg(&repacked).output().unwrap();
         assert!(out.status.success(), "{command}: {}", describe(&out));
     }
+
+    // The unpacked folder is checked against its own SHA256SUMS; an edited sample is named.
+    let folder = std::fs::read_dir(&unpacked)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let out = parkbench().arg("verify").arg(&folder).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("files match SHA256SUMS"),
+        "{}",
+        describe(&out)
+    );
+    let samples = folder.join("samples.jsonl");
+    let edited = std::fs::read_to_string(&samples)
+        .unwrap()
+        .replacen("1", "2", 1);
+    std::fs::write(&samples, edited).unwrap();
+    let out = parkbench().arg("verify").arg(&folder).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("files changed since the archive was written: samples.jsonl"),
+        "{}",
+        describe(&out)
+    );
 }
 
 #[test]

@@ -198,7 +198,7 @@ fn a_broken_study_is_refused_by_plan_at_its_line_without_an_engine() {
         err.contains("study.yaml:") && err.contains("stedy"),
         "{err}"
     );
-    std::fs::write(&file, yaml).unwrap();
+    std::fs::write(&file, &yaml).unwrap();
     let out = in_repo(tmp.path())
         .args(["plan", "--cpus", "auto"])
         .arg(&file)
@@ -208,4 +208,18 @@ fn a_broken_study_is_refused_by_plan_at_its_line_without_an_engine() {
     assert!(out.status.success(), "{}", describe(&out));
     let said = common::text(&out.stdout);
     assert!(said.contains("the Engine is unreachable"), "{said}");
+    // The scaffold's placeholder texts are warned about, each at its line and column.
+    let err = text(&out.stderr);
+    for (field, key) in [
+        ("title", "title: "),
+        ("source.article", "  article: "),
+        ("source.environment", "  environment: "),
+    ] {
+        let line = yaml.lines().position(|l| l.starts_with(key)).unwrap() + 1;
+        let at = format!(
+            "study.yaml:{line}:{}: {field} still holds the placeholder",
+            key.len() + 1
+        );
+        assert!(err.contains(&at), "{at}: {err}");
+    }
 }

@@ -140,3 +140,61 @@ fn a_comparison_that_mixes_kinds_is_refused_at_load() {
         "{err}"
     );
 }
+
+#[test]
+fn cpus_the_host_lacks_are_refused_by_plan_and_by_run_before_any_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = small_study("no-such-cpu", "1000", 1, "0", 0, "");
+    let study = write_study(tmp.path(), "s.yaml", &yaml);
+    for command in ["plan", "run"] {
+        let out = parkbench()
+            .args([command, "--cpus", "0,4095", "--results"])
+            .arg(tmp.path())
+            .arg(&study)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{command}: {}", describe(&out));
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("--cpus 0,4095: this host has CPUs")
+                && err.contains("not CPU 4095")
+                && err.contains("--cpus auto"),
+            "{command}: {err}"
+        );
+        // The image table is printed by the build: the refusal comes before it.
+        assert!(!text(&out.stdout).contains("IMAGE"), "{}", describe(&out));
+    }
+    assert!(!tmp.path().join("no-such-cpu").exists(), "nothing written");
+}
+
+#[test]
+fn a_reader_that_stops_early_ends_the_command_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().unwrap();
+    let study = write_study(
+        tmp.path(),
+        "s.yaml",
+        &small_study("pipe", "1000", 1, "0", 0, ""),
+    );
+    let mut child = parkbench()
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .args(["plan", "--cpus", "auto"])
+        .arg(&study)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one byte and close the pipe, as `| head -c1` does.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut one = [0u8; 1];
+    stdout.read_exact(&mut one).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{err}"
+    );
+    assert_ne!(out.status.code(), Some(101), "{err}");
+}

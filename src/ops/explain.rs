@@ -59,7 +59,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
     explainable(&run, &explained, verdict)?;
     if verdict.is_some_and(|v| v.status == Status::Reproduced) && !args.force {
         println!(
-            "claim {} reproduced in run {}: there is nothing to explain (pass --force to sweep anyway)",
+            "claim {:?} reproduced in run {}: there is nothing to explain (pass --force to sweep anyway)",
             claim.id, explained.run_id
         );
         return Ok(Ending::Ok);
@@ -111,7 +111,7 @@ fn explainable(run: &RunDir, explained: &Outcome, verdict: Option<&Verdict>) -> 
     }
     if let Some(v) = verdict.filter(|v| v.status == Status::NotMeasured) {
         bail!(
-            "claim {} has no measured value in run {} ({}): there is nothing to explain; \
+            "claim {:?} has no measured value in run {} ({}): there is nothing to explain; \
              fix what kept it from being measured and run the study again",
             v.claim,
             explained.run_id,

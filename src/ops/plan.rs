@@ -55,6 +55,7 @@ pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
     let needed = graph.only(&needs::images(&study))?;
     check_dockerfiles(repo, &needed)?;
     println!("{}", said_study(&study, &options.study));
+    eprint!("{}", said_placeholders(&study, &options.study));
     print!("{}", said_programs(repo, &study, &needed)?);
     let engine = tokio::time::timeout(ENGINE_WAIT, Engine::connect()).await;
     let engine = match engine {
@@ -62,7 +63,10 @@ pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
         Ok(Err(e)) => Err(format!("{e:#}")),
         Err(_) => Err(format!("no answer in {} s", ENGINE_WAIT.as_secs())),
     };
-    print!("{}", said_cpus(&study, options, engine.as_ref().ok()).await);
+    print!(
+        "{}",
+        said_cpus(&study, options, engine.as_ref().ok()).await?
+    );
     print!("{}", said_kernels(&study));
     let cache = Cache::from_env()?;
     let planned = tags::planned(&cache, &pins, repo, &needed)?;
@@ -71,7 +75,10 @@ pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
         .join(&study.id)
         .join("runs")
         .join(run_dir::LATEST);
-    let estimates = Estimates::from_run(&latest);
+    let estimates = match Estimates::from_run(&latest) {
+        e if e.source.is_some() => e,
+        e => super::run::reference_estimates(&paths.results, &study.id).unwrap_or(e),
+    };
     let cells = matrix(&study);
     print!("{}", said_matrix(&study, &cells));
     println!("{}", describe(&study, &cells, 0, &estimates));
@@ -156,6 +163,22 @@ fn check_dockerfiles(repo: &Path, graph: &Graph) -> Result<()> {
     Ok(())
 }
 
+/// A warning for each field that still holds the text `parkbench new study` left in it.
+fn said_placeholders(study: &Study, file: &Path) -> String {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let doc = Doc::new(file.display().to_string(), &text);
+    let mut out = String::new();
+    for field in super::new::placeholders_left(study) {
+        let at = doc.mark(field).map(|m| format!(":{m}")).unwrap_or_default();
+        out.push_str(&format!(
+            "warning: {}{at}: {field} still holds the placeholder `parkbench new study` wrote: \
+             write the study's own\n",
+            file.display()
+        ));
+    }
+    out
+}
+
 fn said_study(study: &Study, file: &Path) -> String {
     format!(
         "study {} ({}): valid: {} probes, {} claims, {} factors",
@@ -211,7 +234,8 @@ fn said_programs(repo: &Path, study: &Study, graph: &Graph) -> Result<String> {
 }
 
 /// The CPUs a run would pin to here, and what it needs to be told when the host has fewer.
-async fn said_cpus(study: &Study, options: &Options, engine: Option<&Engine>) -> String {
+/// The CPUs a run would pin to; an error exactly where `run` would refuse them.
+async fn said_cpus(study: &Study, options: &Options, engine: Option<&Engine>) -> Result<String> {
     let (available, whose) = match engine {
         Some(e) => match e.cpus().await {
             Ok(cpus) => (cpus, "the Engine's"),
@@ -221,33 +245,29 @@ async fn said_cpus(study: &Study, options: &Options, engine: Option<&Engine>) ->
     };
     let choice = options.cpus.clone().unwrap_or(CpuChoice::Study);
     let requested = &study.protocol.cpus;
-    match choose_cpus(requested, &available, &choice) {
-        Ok((cpus, deviations)) => {
-            let mut s = format!(
-                "CPUs: {} of {whose} {} ({})\n",
-                cpuset::format(&cpus),
-                cpuset::format(&available),
-                if deviations.is_empty() {
-                    "as the study asks".to_string()
-                } else {
-                    deviations.join("; ")
-                }
-            );
-            for p in &study.probes {
-                if p.cpus.is_some_and(|n| n > cpus.len()) {
-                    s.push_str(&format!(
-                        "  warning: probe {} asks for {} CPUs, a run here has {}: its cells would be \
-                         invalid\n",
-                        p.id,
-                        p.cpus.unwrap_or(0),
-                        cpus.len()
-                    ));
-                }
-            }
-            s
+    let (cpus, deviations) = choose_cpus(requested, &available, &choice)?;
+    let mut s = format!(
+        "CPUs: {} of {whose} {} ({})\n",
+        cpuset::format(&cpus),
+        cpuset::format(&available),
+        if deviations.is_empty() {
+            "as the study asks".to_string()
+        } else {
+            deviations.join("; ")
         }
-        Err(e) => format!("CPUs: warning: {e:#}\n"),
+    );
+    for p in &study.probes {
+        if p.cpus.is_some_and(|n| n > cpus.len()) {
+            s.push_str(&format!(
+                "  warning: probe {} asks for {} CPUs, a run here has {}: its cells would be \
+                 invalid\n",
+                p.id,
+                p.cpus.unwrap_or(0),
+                cpus.len()
+            ));
+        }
     }
+    Ok(s)
 }
 
 fn host_cpus() -> Vec<usize> {

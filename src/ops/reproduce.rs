@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 
 use super::archive::{Contents, archive, archive_to};
 use super::doctor::doctor_brief;
-use super::report::report;
+use super::report;
 use super::{Ending, Interrupt, Paths, run};
 use crate::outputs::outcome::Outcome;
 use crate::outputs::{compare, reference};
@@ -78,16 +78,17 @@ async fn one(
     if run.interrupted {
         return Ok(Ending::of_run(&run));
     }
-    let outcome = report(run.dir.path())?;
+    // The run printed its validity warnings; the report's verdict table follows without them.
+    let outcome = report::write(run.dir.path(), false)?;
     compare_with_reference(&paths.results, &run.study.id, run.dir.path());
     let info = archive(&paths.repo, run.dir.path(), args.contents).await?;
-    println!(
-        "\narchive: {}\ncheck it with: parkbench check {}",
-        info.path.display(),
-        info.path.display()
-    );
+    // `archive` said where it wrote it, with its size and sha256.
+    println!("check it with: parkbench check {}", info.path.display());
     if args.reference {
         make_reference(paths, &outcome, run.dir.path()).await?;
+    }
+    if let Some(claim) = outcome.first_differing() {
+        println!("{}", explain_hint(run.dir.path(), claim));
     }
     if args.strict && outcome.claims_differ() {
         eprintln!("--strict: some claims were not reproduced");
@@ -151,6 +152,14 @@ async fn make_reference(paths: &Paths, outcome: &Outcome, run_dir: &Path) -> Res
     Ok(())
 }
 
+/// Where to look next when a claim differs: `explain` on the first one.
+fn explain_hint(run_dir: &Path, claim: &str) -> String {
+    format!(
+        "why a claim differs: parkbench explain {} --claim {claim} (see docs/explain.md)",
+        run_dir.display()
+    )
+}
+
 /// The ending that says more: differing claims over failed probes over success.
 fn worse(a: Ending, b: Ending) -> Ending {
     let rank = |e: Ending| match e {
@@ -160,4 +169,19 @@ fn worse(a: Ending, b: Ending) -> Ending {
         Ending::NotReady | Ending::Interrupted => 3,
     };
     if rank(b) > rank(a) { b } else { a }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_differing_claim_points_at_explain_with_the_run_and_the_claim() {
+        let hint = explain_hint(Path::new("results/s/runs/r1"), "c1");
+        assert!(
+            hint.contains("parkbench explain results/s/runs/r1 --claim c1")
+                && hint.contains("docs/explain.md"),
+            "{hint}"
+        );
+    }
 }

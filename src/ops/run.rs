@@ -12,13 +12,16 @@ use crate::images::BuildOptions;
 use crate::images::cache::Cache;
 use crate::outputs::report::terminal;
 use crate::outputs::summary;
+use crate::outputs::{archive, reference};
 use crate::run::guest;
-use crate::run::lifecycle::{CpuChoice, Fresh, Run, RunResult};
+use crate::run::lifecycle::{CpuChoice, Fresh, Run, RunResult, choose_cpus};
 use crate::run::needs;
+use crate::run::plan::Estimates;
 use crate::run::run_dir::{self, RunDir};
 use crate::run::seccomp::Profile;
 use crate::run::shard::Shard;
 use crate::study::repeats::RepeatsChoice;
+use crate::study::sample;
 use crate::study::{self, Study};
 
 /// What to run.
@@ -45,6 +48,9 @@ pub struct Options {
 
 pub async fn command(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<Ending> {
     let result = run(paths, options, interrupt).await?;
+    if !result.interrupted {
+        eprint!("{}", next_steps(result.dir.path()));
+    }
     Ok(Ending::of_run(&result))
 }
 
@@ -58,6 +64,9 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         (None, Some(file)) => Some(Profile::load(&paths.repo, file)?),
         _ => None,
     };
+    if resume.is_none() {
+        check_cpus(&study, options).await?;
+    }
     let build = BuildOptions {
         strict: options.strict_build,
         ..super::prepare::for_study(&study)
@@ -84,7 +93,31 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         }
     };
     run.share_cpus(options.shared_cpus);
+    if let Some(earlier) = reference_estimates(&paths.results, &study.id) {
+        run.estimate_from(earlier);
+    }
     measure(&engine, run, interrupt).await
+}
+
+/// Refuses CPUs the Engine does not have before any image is built, with what `Run::start` would
+/// say (and `plan` says) later.
+async fn check_cpus(study: &Study, options: &Options) -> Result<()> {
+    let available = Engine::connect().await?.cpus().await?;
+    let choice = options.cpus.clone().unwrap_or(CpuChoice::Study);
+    choose_cpus(&study.protocol.cpus, &available, &choice)?;
+    Ok(())
+}
+
+/// Process times from the study's reference run (`results/<study>/reference/`), for the first
+/// estimate of a study not yet run here; `None` without one, or when it cannot be read (the estimate
+/// is then only unknown).
+pub(super) fn reference_estimates(results: &std::path::Path, study: &str) -> Option<Estimates> {
+    let path = reference::archive(results, study)?;
+    let files = archive::read_run(&path).ok()?;
+    let (samples, _) = sample::parse_lines(files.samples_jsonl.as_bytes()).ok()?;
+    let source = format!("{}, the study's reference run", files.run_id);
+    let estimates = Estimates::from_samples(&samples, Some(source));
+    estimates.source.is_some().then_some(estimates)
 }
 
 /// The study to run, under its kernels (a resumed run's own, else `--kernel`, else the study's),
@@ -161,4 +194,32 @@ fn said(result: &RunResult) -> String {
         dir.file(run_dir::SAMPLES).display()
     ));
     out
+}
+
+/// What comes after a run: its report, then its archive.
+fn next_steps(dir: &std::path::Path) -> String {
+    let dir = dir.display();
+    format!("next: parkbench report {dir}, then parkbench archive {dir}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn a_study_not_run_here_is_estimated_from_its_reference_run() {
+        let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+        let estimates = super::reference_estimates(&results, "wait-1m").unwrap();
+        let source = estimates.source.unwrap();
+        assert!(source.ends_with(", the study's reference run"), "{source}");
+        assert!(super::reference_estimates(&results, "no-such-study").is_none());
+    }
+    #[test]
+    fn a_run_ends_with_its_next_steps_on_its_own_folder() {
+        let said = super::next_steps(std::path::Path::new("results/s/runs/r1"));
+        assert_eq!(
+            said,
+            "next: parkbench report results/s/runs/r1, then parkbench archive results/s/runs/r1\n"
+        );
+    }
 }

@@ -7,11 +7,12 @@ use std::path::Path;
 use anyhow::{Context, Result, bail, ensure};
 
 use super::Ending;
-use crate::outputs::archive;
+use crate::outputs::archive::{self, Integrity};
 use crate::outputs::merge::{self, MergeRecord};
 use crate::outputs::outcome::{self, Outcome};
 use crate::outputs::verdict::VerdictFile;
 use crate::run::run_dir::{self, RunDir, RunFiles};
+use crate::study::sample;
 
 /// `check`: every SHA256SUMS line and the structure of the archive at `path`.
 pub fn check(path: &Path) -> Result<Ending> {
@@ -24,6 +25,7 @@ pub fn check(path: &Path) -> Result<Ending> {
 /// so is a missing one unless the study makes no claim. A merged run's classes.json and classes.md
 /// are recomputed too.
 pub fn verify(path: &Path) -> Result<Ending> {
+    integrity(path)?;
     let files = if path.is_dir() {
         RunDir::at(path).read_files()?
     } else {
@@ -31,6 +33,7 @@ pub fn verify(path: &Path) -> Result<Ending> {
     };
     let outcome = outcome::recompute(&files)?;
     print!("{}", outcome.terminal());
+    refuse_malformed(&files)?;
     match &files.verdicts_json {
         Some(stored) => {
             let stored: VerdictFile =
@@ -53,6 +56,38 @@ pub fn verify(path: &Path) -> Result<Ending> {
     }
     verify_classes(&files, &outcome)?;
     Ok(Ending::Ok)
+}
+
+/// A folder unpacked from an archive is checked against its SHA256SUMS before anything in it is
+/// read; a folder without one (a run folder before it is archived) is said to be unchecked.
+/// An archive is checked as it is read.
+fn integrity(path: &Path) -> Result<()> {
+    if !path.is_dir() {
+        return Ok(());
+    }
+    match archive::check_folder(path)? {
+        Integrity::Matches(n) => eprintln!("{}: {n} files match SHA256SUMS", path.display()),
+        Integrity::Unlisted => eprintln!(
+            "{}: not integrity-checked (no SHA256SUMS): only the verdicts were recomputed",
+            path.display()
+        ),
+    }
+    Ok(())
+}
+
+/// A samples.jsonl line that cannot be read fails verify: the verdicts cover only part of the run.
+fn refuse_malformed(files: &RunFiles) -> Result<()> {
+    let (_, bad) = sample::parse_lines(files.samples_jsonl.as_bytes())?;
+    if let Some(first) = bad.first() {
+        bail!(
+            "samples.jsonl has {} malformed line(s), the first is line {} ({}): the verdicts above \
+             cover only the lines read; verify the archive, or unpack it again",
+            bad.len(),
+            first.line,
+            first.error
+        );
+    }
+    Ok(())
 }
 
 /// A merged run's claims per hardware class, recomputed from its samples and compared with its

@@ -15,7 +15,7 @@ pub use crate::outputs::figure::draw::escape;
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; \
                    img-src data:; base-uri 'none'; form-action 'none'";
 
-const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;\
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans','Noto Sans CJK SC','Noto Sans SC',sans-serif;\
 max-width:1200px;margin:1.5em auto;padding:0 1em;color:#1a1a1a;line-height:1.45}\
 table{border-collapse:collapse;margin:.6em 0;font-size:.92em}\
 th,td{border:1px solid #d0d0d0;padding:.25em .5em;vertical-align:top}\
@@ -201,6 +201,17 @@ pub fn sortable(id: &str, head: &[&str], rows: &[Vec<(String, Option<f64>)>]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_font_stack_falls_back_to_a_cjk_font_before_the_generic_one() {
+        let page = page("t", "");
+        let stack = page.split("font-family:").nth(1).unwrap();
+        let stack = &stack[..stack.find(';').unwrap()];
+        assert!(
+            stack.ends_with("'Noto Sans CJK SC','Noto Sans SC',sans-serif"),
+            "{stack}"
+        );
+    }
 
     #[test]
     fn hostile_markdown_is_text() {

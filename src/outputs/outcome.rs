@@ -139,6 +139,12 @@ impl Outcome {
 
     /// The terminal text: verdict table, deviations, validity warnings, partial data.
     pub fn terminal(&self) -> String {
+        self.terminal_with(true)
+    }
+
+    /// As [`Outcome::terminal`], without the validity warnings (for a caller that printed them
+    /// already, as `reproduce` does after its run).
+    pub fn terminal_with(&self, warnings: bool) -> String {
         let mut out = report::terminal::verdict_table(&self.verdicts);
         if !self.deviations.is_empty() {
             out.push_str("\nDeviations from the published setup:\n");
@@ -146,11 +152,20 @@ impl Outcome {
                 out.push_str(&format!("  - {d}\n"));
             }
         }
-        out.push_str(&report::terminal::warnings(&self.warnings));
+        if warnings {
+            out.push_str(&report::terminal::warnings(&self.warnings));
+        }
         if let Some(p) = &self.partial {
             out.push_str(&format!("\nPartial data: {p}\n"));
         }
         out
+    }
+
+    /// The first claim not reproduced, if any.
+    pub fn first_differing(&self) -> Option<&str> {
+        (self.verdicts.iter())
+            .find(|v| v.status != Status::Reproduced)
+            .map(|v| v.claim.as_str())
     }
 
     /// True when any claim was not reproduced.

@@ -40,6 +40,8 @@ pub struct Run {
     manifest: Manifest,
     /// Measure even when another run holds some of the CPUs (`--allow-shared-cpus`).
     shared_cpus: bool,
+    /// Process times to estimate from when the study has no earlier run (its reference run's).
+    earlier: Option<plan::Estimates>,
 }
 
 /// What one invocation of [`Run::measure`] did.
@@ -80,7 +82,13 @@ impl Run {
             study,
             manifest: manifest.clone(),
             shared_cpus: false,
+            earlier: None,
         })
+    }
+
+    /// Process times for the ETA when the study has no earlier run here (its reference run's).
+    pub fn estimate_from(&mut self, earlier: plan::Estimates) {
+        self.earlier = Some(earlier);
     }
 
     /// Lets the run measure beside another run on the same CPUs (`--allow-shared-cpus`); every
@@ -240,10 +248,13 @@ impl Run {
             .iter()
             .filter(|p| self.manifest.get(&p.image).is_none())
             .map(|p| p.id.clone());
-        latest
-            .map(|l| plan::Estimates::from_run(&l))
-            .unwrap_or_default()
-            .not_run(not_run)
+        let latest = latest.map(|l| plan::Estimates::from_run(&l));
+        let estimates = match (latest, &self.earlier) {
+            (Some(e), _) if e.source.is_some() => e,
+            (_, Some(earlier)) => earlier.clone(),
+            (latest, None) => latest.unwrap_or_default(),
+        };
+        estimates.not_run(not_run)
     }
 }
 

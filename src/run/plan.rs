@@ -47,7 +47,7 @@ pub fn matrix(study: &Study) -> Vec<Cell> {
 }
 
 /// Expected wall time per process, by (probe, tasks), ms.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Estimates {
     by_cell: BTreeMap<(String, u64), f64>,
     /// The run the estimates come from.
@@ -64,8 +64,16 @@ impl Estimates {
         let Ok((samples, _)) = sample::read_all(&dir.join(crate::run::run_dir::SAMPLES)) else {
             return Self::default();
         };
+        let source = std::fs::canonicalize(dir)
+            .ok()
+            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
+        Self::from_samples(&samples, source)
+    }
+
+    /// From the samples of a run named `source` (`None`: no estimate is said to come from it).
+    pub fn from_samples(samples: &[sample::Sample], source: Option<String>) -> Self {
         let mut times: BTreeMap<(String, u64), Vec<f64>> = BTreeMap::new();
-        for s in &samples {
+        for s in samples {
             if let Some(ms) = s.timings.container_ms {
                 times
                     .entry((s.probe.clone(), s.tasks))
@@ -77,9 +85,6 @@ impl Estimates {
             .into_iter()
             .filter_map(|(k, v)| Some((k, median(&v)?)))
             .collect();
-        let source = std::fs::canonicalize(dir)
-            .ok()
-            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
         Self {
             source: source.filter(|_| !by_cell.is_empty()),
             by_cell,

@@ -393,7 +393,7 @@ mod tests {
         let e = err(
             "stat: ratio, of: peak_median, probe: a, than: nobody, tasks: 10, expected: {above: 2}, unit: x",
         );
-        assert!(e.contains("unknown probe \"nobody\""), "{e}");
+        assert!(e.contains("in `than`: unknown probe \"nobody\""), "{e}");
         let e = err(
             "stat: peak_median, probe: a, tasks: 7, expected: 3, unit: MiB, tolerance: {relative: 0.1}",
         );

@@ -30,6 +30,17 @@ pub struct Repeats {
 }
 
 impl Repeats {
+    /// The processes per cell in words, singular when exactly one (`1 process per cell`,
+    /// `3 to 10 processes per cell`).
+    pub fn per_cell(&self) -> String {
+        let noun = if self.target_cv.is_none() && self.min == 1 {
+            "process"
+        } else {
+            "processes"
+        };
+        format!("{self} {noun} per cell")
+    }
+
     /// Exactly `n` processes per cell.
     pub fn fixed(n: u32) -> Self {
         Repeats {
@@ -228,6 +239,23 @@ impl<'de> Visitor<'de> for RepeatsVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn processes_per_cell_is_singular_for_one() {
+        let fixed = |n| Repeats {
+            min: n,
+            max: n,
+            target_cv: None,
+        };
+        assert_eq!(fixed(1).per_cell(), "1 process per cell");
+        assert_eq!(fixed(3).per_cell(), "3 processes per cell");
+        let adaptive = Repeats {
+            min: 1,
+            max: 10,
+            target_cv: Some(0.005),
+        };
+        assert_eq!(adaptive.per_cell(), "1 to 10 processes per cell");
+    }
 
     fn parse(yaml: &str) -> Result<Repeats> {
         crate::yaml::Doc::new("repeats", yaml).deserialize()

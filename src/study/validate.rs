@@ -261,7 +261,10 @@ impl Study {
         ids.extend(others.iter().cloned());
         let mut kinds = vec![kind];
         for id in &others {
-            kinds.push(self.kind_of(id).at(than_path(c, id))?);
+            let kind = self
+                .kind_of(id)
+                .map_err(|e| anyhow::anyhow!("in `than`: {e:#}"));
+            kinds.push(kind.at(than_path(c, id))?);
         }
         compared(of, &ids, &kinds, "than")?;
         ensure_at!(

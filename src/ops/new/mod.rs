@@ -215,5 +215,36 @@ fn readme_text(id: &str) -> String {
     )
 }
 
+/// The placeholder texts the study template leaves in fields an author must write, by field path:
+/// `plan` warns about each one still there. The title's placeholder follows the study id.
+pub const PLACEHOLDERS: [(&str, &str); 3] = [
+    ("title", ": what is measured, against what"),
+    (
+        "source.article",
+        "the article's title, or the question this study asks",
+    ),
+    (
+        "source.environment",
+        "the published environment: CPU model, OS, kernel X.Y",
+    ),
+];
+
+/// The fields of `study` that still hold the template's placeholder text.
+pub fn placeholders_left(study: &crate::study::Study) -> Vec<&'static str> {
+    placeholders_in(&|field: &str| match field {
+        "title" => study.title.clone(),
+        "source.article" => study.source.article.clone(),
+        _ => study.source.environment.clone(),
+    })
+}
+
+/// The fields whose value (by path, from `value`) still holds the template's placeholder.
+fn placeholders_in(value: &dyn Fn(&str) -> String) -> Vec<&'static str> {
+    (PLACEHOLDERS.iter())
+        .filter(|(field, text)| value(field).ends_with(text))
+        .map(|(field, _)| *field)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests;

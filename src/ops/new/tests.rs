@@ -90,3 +90,31 @@ fn names_are_checked_and_nothing_is_overwritten() {
     let err = study(&paths, "other", &["nothing".into()]).unwrap_err();
     assert!(format!("{err:#}").contains("nothing"), "{err:#}");
 }
+
+#[test]
+fn the_templates_placeholders_are_found_until_they_are_replaced() {
+    let text = STUDY.replace("{{id}}", "demo");
+    for (_, placeholder) in PLACEHOLDERS {
+        assert!(text.contains(placeholder), "{placeholder}");
+    }
+    let yaml = "id: demo\ntitle: \"demo: what is measured, against what\"\nsource:\n  article: \
+                \"the article's title, or the question this study asks\"\n  environment: \
+                \"the published environment: CPU model, OS, kernel X.Y\"\n";
+    let written = "id: demo\ntitle: Tasks\nsource: {article: A, environment: B}\n";
+    let left = |yaml: &str| {
+        let value: serde_yaml::Value = serde_yaml::from_str(yaml).unwrap();
+        let get = |path: &str| {
+            path.split('.')
+                .fold(&value, |v, k| &v[k])
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
+        placeholders_in(&get)
+    };
+    assert_eq!(
+        left(yaml),
+        ["title", "source.article", "source.environment"]
+    );
+    assert!(left(written).is_empty());
+}

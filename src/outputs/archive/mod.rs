@@ -5,6 +5,7 @@
 
 mod check;
 pub mod driver;
+mod folder;
 mod plan;
 mod run_files;
 mod scan;
@@ -16,6 +17,7 @@ mod fixture;
 
 pub use {
     check::check,
+    folder::{Integrity, check_folder},
     run_files::{read_run, read_run_dir, read_run_unpacking},
     scan::{CheckReport, Unpack},
     write::{ArchiveInfo, write, write_with},

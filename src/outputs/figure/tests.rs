@@ -373,3 +373,39 @@ fn every_claim_of_every_study_is_drawn() {
     }
     assert!(missing.is_empty(), "claims on no figure: {missing:#?}");
 }
+
+/// Claims on bytes per task and on process memory are drawn on separate axes: one log axis over
+/// both would squeeze the bytes into its first tick.
+#[test]
+fn memory_claims_far_apart_in_scale_get_a_figure_each() {
+    let study = Study::parse(
+        "id: split\ntitle: t\nsource: {article: a, environment: e, cpus: '0'}\n\
+         protocol: {scales: [10, 100], repeats: 3, order: fixed, cpus: '0', interval_ms: 1, timeout_s: 5}\n\
+         probes:\n  - {id: go, image: x, kind: steady}\nclaims:\n\
+         \x20 - {id: per-task, text: 144 B per task, stat: per_task_bytes, probe: go, tasks: 100, expected: 144, unit: B, tolerance: {relative: 0.2}}\n\
+         \x20 - {id: base, text: base 1 GiB, stat: baseline_median, probe: go, tasks: 100, expected: 1, unit: GiB, tolerance: {relative: 0.1}}\n\
+         \x20 - {id: per-task-2, text: 65624 B per task, stat: per_task_bytes, probe: go, tasks: 10, expected: 65624, unit: B, tolerance: {relative: 0.2}}\n",
+    )
+    .unwrap();
+    let figs = figures(&study, &[]);
+    let values: Vec<&Figure> = figs.iter().filter(|f| f.design == Design::Value).collect();
+    let ids: Vec<&str> = values.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(ids, ["values-memory", "values-memory-2"]);
+    let (bytes, memory) = (&values[0].svg, &values[1].svg);
+    assert!(
+        bytes.contains(">per-task (") && bytes.contains(">per-task-2 ("),
+        "{bytes}"
+    );
+    assert!(!bytes.contains(">base ("), "{bytes}");
+    assert!(
+        memory.contains(">base (") && !memory.contains(">per-task ("),
+        "{memory}"
+    );
+    for f in &values {
+        assert_readable(f);
+        assert!(!f.svg.contains("0.00000"), "{}: an unreadable tick", f.id);
+    }
+    assert!(values[0].title.ends_with("in KiB"), "{}", values[0].title);
+    assert!(values[1].title.ends_with("in GiB"), "{}", values[1].title);
+    insta::assert_snapshot!("figure_values_split_bytes", bytes);
+}

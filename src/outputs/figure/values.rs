@@ -42,40 +42,93 @@ fn drawn_here(input: &Input, c: &crate::study::Claim) -> bool {
 pub fn figures(input: &Input) -> Vec<Figure> {
     FAMILIES
         .iter()
-        .filter_map(|&(dim, name, title)| figure(input, dim, name, title))
+        .flat_map(|&(dim, name, title)| family(input, dim, name, title))
         .collect()
 }
 
-fn figure(input: &Input, dim: Dimension, name: &str, title: &str) -> Option<Figure> {
-    let probes: Vec<&str> = input.study.probes.iter().map(|p| p.id.as_str()).collect();
-    let claims: Vec<_> = input
-        .study
-        .claims
-        .iter()
+/// How many times larger than the smallest value of its figure a claim's values may be: beyond
+/// it, one log axis would squeeze the small claims into its first tick (144 B beside 1 GiB).
+const SPAN: f64 = 1000.0;
+
+/// The figures of one family of units: one, or one per scale when its claims' values lie too far
+/// apart to share an axis (per-task bytes beside process memory).
+fn family(input: &Input, dim: Dimension, name: &str, title: &str) -> Vec<Figure> {
+    let mut claims: Vec<(&crate::study::Claim, f64)> = (input.study.claims.iter())
         .filter(|c| drawn_here(input, c) && c.unit.dimension() == dim)
+        .map(|c| (c, size(input, c)))
         .collect();
-    if claims.is_empty() {
-        return None;
-    }
-    let base = |v: f64, c: &crate::study::Claim| v * c.unit.scale();
-    let published = |c: &crate::study::Claim| -> Vec<f64> {
-        match &c.expected {
-            Expected::Value(v) => vec![base(*v, c)],
-            Expected::Range(r) => r.iter().map(|v| base(*v, c)).collect(),
-            Expected::Bound(b) => [b.above, b.below]
-                .into_iter()
-                .flatten()
-                .map(|v| base(v, c))
-                .collect(),
-            Expected::Order(_) => Vec::new(),
+    claims.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let mut groups: Vec<(f64, Vec<&crate::study::Claim>)> = Vec::new();
+    for (c, size) in claims {
+        match groups.last_mut() {
+            // A claim with no value yet (0) goes with the next one that has one.
+            Some((least, group)) if *least <= 0.0 || size <= *least * SPAN => {
+                if *least <= 0.0 {
+                    *least = size;
+                }
+                group.push(c);
+            }
+            _ => groups.push((size, vec![c])),
         }
-    };
+    }
+    // The claims of a figure in the study's order.
+    let order = |c: &&crate::study::Claim| input.study.claims.iter().position(|o| o.id == c.id);
+    let split = groups.len() > 1;
+    (groups.into_iter().enumerate())
+        .map(|(i, (_, mut group))| {
+            group.sort_by_key(order);
+            let id = match i {
+                0 => format!("values-{}", title.replace(' ', "-")),
+                _ => format!("values-{}-{}", title.replace(' ', "-"), i + 1),
+            };
+            figure(input, &group, dim, name, (&id, title, split))
+        })
+        .collect()
+}
+
+/// The largest value a claim's row draws (published or measured), in base units; 0 when none.
+fn size(input: &Input, c: &crate::study::Claim) -> f64 {
+    (published(c).into_iter())
+        .chain(measured(input, c).into_iter().flatten())
+        .map(f64::abs)
+        .fold(0.0, f64::max)
+}
+
+fn base(v: f64, c: &crate::study::Claim) -> f64 {
+    v * c.unit.scale()
+}
+
+fn published(c: &crate::study::Claim) -> Vec<f64> {
+    match &c.expected {
+        Expected::Value(v) => vec![base(*v, c)],
+        Expected::Range(r) => r.iter().map(|v| base(*v, c)).collect(),
+        Expected::Bound(b) => [b.above, b.below]
+            .into_iter()
+            .flatten()
+            .map(|v| base(v, c))
+            .collect(),
+        Expected::Order(_) => Vec::new(),
+    }
+}
+
+fn measured(input: &Input, c: &crate::study::Claim) -> Option<[f64; 2]> {
+    let v = input.verdicts.iter().find(|v| v.claim == c.id)?;
+    let [lo, hi] = v.measured.as_ref()?.bounds()?;
+    Some([base(lo, c), base(hi, c)])
+}
+
+/// One figure of `claims`; `(id, title, split)`: a figure of a family split by scale names its
+/// unit in its title.
+fn figure(
+    input: &Input,
+    claims: &[&crate::study::Claim],
+    dim: Dimension,
+    name: &str,
+    (id, title, split): (&str, &str, bool),
+) -> Figure {
+    let probes: Vec<&str> = input.study.probes.iter().map(|p| p.id.as_str()).collect();
     let verdict = |id: &str| input.verdicts.iter().find(|v| v.claim == id);
-    let measured = |c: &crate::study::Claim| -> Option<[f64; 2]> {
-        let m = verdict(&c.id)?.measured.as_ref()?;
-        let [lo, hi] = m.bounds()?;
-        Some([base(lo, c), base(hi, c)])
-    };
+    let measured = |c: &crate::study::Claim| measured(input, c);
     let values: Vec<f64> = claims
         .iter()
         .flat_map(|c| {
@@ -122,10 +175,13 @@ fn figure(input: &Input, dim: Dimension, name: &str, title: &str) -> Option<Figu
             }
         })
         .collect();
-    Some(draw(Chart {
-        id: format!("values-{}", title.replace(' ', "-")),
+    draw(Chart {
+        id: id.to_string(),
         design: Design::Value,
-        title: format!("Claims on {title}"),
+        title: match split {
+            true => format!("Claims on {title}, in {unit}"),
+            false => format!("Claims on {title}"),
+        },
         caption: vec![
             "A row per claim on a value no other figure draws (per-task bytes, baseline, a metric, \
              a range): ● the measured value or a whisker over the measured range, ◇ the published \
@@ -135,5 +191,5 @@ fn figure(input: &Input, dim: Dimension, name: &str, title: &str) -> Option<Figu
         scale,
         rows,
         footer: Vec::new(),
-    }))
+    })
 }

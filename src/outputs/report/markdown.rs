@@ -37,7 +37,7 @@ impl Format for Markdown {
             lower_by(input.study, input.summary),
             invalid(input.summary),
             notes(input.summary),
-            recompute(),
+            recompute(input),
         ];
         let text: Vec<String> = sections.into_iter().filter(|s| !s.is_empty()).collect();
         Ok(text.join("\n").into_bytes())
@@ -204,10 +204,11 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
         .rule()
         .map(|r| format!(", {r} (standard deviation ÷ mean of the cell's headline values)"))
         .unwrap_or_default();
+    let n = p.repeats.min;
+    let noun = if n == 1 { "process" } else { "processes" };
     let _ = writeln!(
         out,
-        "- Repeats: {} independent processes per probe and scale{more}; order {order}.",
-        p.repeats.min
+        "- Repeats: {n} independent {noun} per probe and scale{more}; order {order}."
     );
     let pinned: std::collections::BTreeSet<&str> =
         samples.iter().map(|s| s.cpus_pinned.as_str()).collect();
@@ -430,7 +431,7 @@ fn notes(summary: &Summary) -> String {
     format!("## Notes on the samples\n\n{}\n", items.join("\n"))
 }
 
-fn recompute() -> String {
+fn recompute(input: &ReportInput) -> String {
     let mut out = String::from("## Recompute\n\n");
     out.push_str(
         "Every number here comes from the raw samples in `samples.jsonl` (also flat in `samples.csv`; ",
@@ -438,7 +439,12 @@ fn recompute() -> String {
     out.push_str(
         "statistics in `summary.json`, verdicts in `verdicts.json`). To recompute them, run:\n\n",
     );
-    out.push_str("```\nparkbench verify <dir>\n```\n\nwhere `<dir>` is this run's directory.\n");
+    let _ = writeln!(
+        out,
+        "```\nparkbench verify results/{}/runs/{}\n```\n\nfrom the repository root (or `parkbench \
+         verify` on the folder this run was unpacked to, or on its archive).",
+        input.study.id, input.run_id
+    );
     out
 }
 

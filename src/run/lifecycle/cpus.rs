@@ -49,7 +49,11 @@ pub fn choose_cpus(
         CpuChoice::List(list) => {
             let cpus = cpuset::parse(list)?;
             if let Some(missing) = cpus.iter().find(|c| !available.contains(c)) {
-                bail!("--cpus {list}: this host has CPUs {have}, not CPU {missing}");
+                bail!(
+                    "--cpus {list}: this host has CPUs {have}, not CPU {missing}; pass --cpus auto \
+                     to use the first {} of them, or a list of this host's CPUs",
+                    want.len().min(available.len())
+                );
             }
             cpus
         }
@@ -82,6 +86,12 @@ mod tests {
         assert_eq!(dev.len(), 1);
         let (cpus, dev) = choose_cpus("0-1", &[0, 1, 2], &CpuChoice::Study).unwrap();
         assert_eq!((cpus, dev.len()), (vec![0, 1], 0));
-        assert!(choose_cpus("0-3", &[0, 1], &CpuChoice::List("5".into())).is_err());
+        let err = choose_cpus("0-3", &[0, 1], &CpuChoice::List("0-3".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("not CPU 2") && err.contains("--cpus auto"),
+            "{err}"
+        );
     }
 }

@@ -149,8 +149,8 @@ pub(super) async fn reopen(
 fn repeats_deviation(study: &Repeats, chosen: &Repeats) -> String {
     // `--repeats`, or the archived run's rule a rerun keeps: either way not the study's own.
     let said = |r: &Repeats| match r.rule() {
-        Some(rule) => format!("{r} processes per cell ({rule})"),
-        None => format!("{r} processes per cell"),
+        Some(rule) => format!("{} ({rule})", r.per_cell()),
+        None => r.per_cell(),
     };
     format!(
         "processes per cell chosen for this run: {} instead of the study's {}",

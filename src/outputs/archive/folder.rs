@@ -1,0 +1,146 @@
+//! A run folder unpacked from an archive, checked against its own `SHA256SUMS` before anything in
+//! it is trusted: a file edited, removed or added since the archive was written is named.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+use super::sums::{self, NAME};
+use crate::images::digest;
+
+/// What [`check_folder`] found.
+#[derive(Debug, PartialEq)]
+pub enum Integrity {
+    /// Every file listed matches, and nothing else is there; the number of files.
+    Matches(usize),
+    /// The folder has no `SHA256SUMS` (a run folder before it is archived).
+    Unlisted,
+}
+
+/// Checks every `SHA256SUMS` line of the folder `dir` against its file, and that no file is there
+/// that it does not list. An error names each changed, missing or added file.
+pub fn check_folder(dir: &Path) -> Result<Integrity> {
+    let listing = dir.join(NAME);
+    let text = match std::fs::read(&listing) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Integrity::Unlisted),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", listing.display())),
+    };
+    let root = dir.display().to_string();
+    let lines = sums::parse(&root, &text)?;
+    let (mut changed, mut missing) = (Vec::new(), Vec::new());
+    for line in &lines {
+        let path = dir.join(&line.path);
+        // Only a regular file counts: a link could point anywhere.
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_file() => {
+                let file = std::fs::File::open(&path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                let (_, sha256, _) = digest::stream(file, None)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                if sha256 != line.sha256 {
+                    changed.push(line.path.clone());
+                }
+            }
+            Ok(_) => changed.push(line.path.clone()),
+            Err(_) => missing.push(line.path.clone()),
+        }
+    }
+    let listed: BTreeSet<&str> = lines.iter().map(|l| l.path.as_str()).collect();
+    let mut added = Vec::new();
+    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        if entry.file_type().is_dir() {
+            continue;
+        }
+        let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
+        let rel = rel.to_string_lossy();
+        if rel != NAME && !listed.contains(rel.as_ref()) {
+            added.push(rel.into_owned());
+        }
+    }
+    let mut said = Vec::new();
+    if !changed.is_empty() {
+        said.push(format!(
+            "files changed since the archive was written: {}",
+            changed.join(", ")
+        ));
+    }
+    if !missing.is_empty() {
+        said.push(format!(
+            "files listed in {NAME} but missing: {}",
+            missing.join(", ")
+        ));
+    }
+    if !added.is_empty() {
+        said.push(format!("files not listed in {NAME}: {}", added.join(", ")));
+    }
+    if !said.is_empty() {
+        bail!(
+            "{}: {}; the folder no longer holds what its archive held (rerunning `parkbench \
+             report` in it rewrites files too): unpack the archive again, or verify the archive \
+             itself",
+            dir.display(),
+            said.join("; ")
+        );
+    }
+    Ok(Integrity::Matches(lines.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folder() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sums = std::collections::BTreeMap::new();
+        for (name, body) in [("samples.jsonl", "{}\n"), ("source/a.txt", "a")] {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, body).unwrap();
+            let (_, sha, _) = digest::stream(body.as_bytes(), None).unwrap();
+            sums.insert(name.to_string(), sha);
+        }
+        std::fs::write(dir.path().join(NAME), sums::render(&sums)).unwrap();
+        dir
+    }
+
+    #[test]
+    fn an_untouched_folder_matches_and_one_without_sums_is_unlisted() {
+        let dir = folder();
+        assert_eq!(check_folder(dir.path()).unwrap(), Integrity::Matches(2));
+        std::fs::remove_file(dir.path().join(NAME)).unwrap();
+        assert_eq!(check_folder(dir.path()).unwrap(), Integrity::Unlisted);
+    }
+
+    #[test]
+    fn a_changed_missing_or_added_file_is_named() {
+        let dir = folder();
+        std::fs::write(dir.path().join("samples.jsonl"), "{\"x\":1}\n").unwrap();
+        std::fs::remove_file(dir.path().join("source/a.txt")).unwrap();
+        std::fs::write(dir.path().join("compare.md"), "new").unwrap();
+        let err = format!("{:#}", check_folder(dir.path()).unwrap_err());
+        assert!(
+            err.contains("files changed since the archive was written: samples.jsonl")
+                && err.contains("missing: source/a.txt")
+                && err.contains("not listed in SHA256SUMS: compare.md"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_listed_path_that_is_a_link_is_not_trusted() {
+        let dir = folder();
+        let target = dir.path().join("source/a.txt");
+        let elsewhere = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(elsewhere.path(), "a").unwrap();
+        std::fs::remove_file(&target).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), &target).unwrap();
+        let err = format!("{:#}", check_folder(dir.path()).unwrap_err());
+        assert!(
+            err.contains("changed since the archive was written: source/a.txt"),
+            "{err}"
+        );
+    }
+}
