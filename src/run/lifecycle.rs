@@ -40,7 +40,14 @@ pub struct Run {
     manifest: Manifest,
     /// Measure even when another run holds some of the CPUs (`--allow-shared-cpus`).
     shared_cpus: bool,
+    /// Create each next process's container between two processes, off the critical path (see
+    /// [`crate::run::process::measure_next`]); off with [`SERIAL_CONTAINERS`] set.
+    create_ahead: bool,
 }
+
+/// When this environment variable is set, each process's container is created just before it
+/// starts, as before containers were created ahead: `just bench-overhead` compares the two.
+pub const SERIAL_CONTAINERS: &str = "PARKBENCH_SERIAL_CONTAINERS";
 
 /// What one invocation of [`Run::measure`] did.
 pub struct RunResult {
@@ -77,6 +84,7 @@ impl Run {
             study,
             manifest: manifest.clone(),
             shared_cpus: false,
+            create_ahead: std::env::var_os(SERIAL_CONTAINERS).is_none(),
         })
     }
 
@@ -84,6 +92,12 @@ impl Run {
     /// sample then carries a validity warning.
     pub fn share_cpus(&mut self, shared: bool) {
         self.shared_cpus = shared;
+    }
+
+    /// Whether each next process's container is created ahead (the default) or just before it
+    /// starts.
+    pub fn create_ahead(&mut self, on: bool) {
+        self.create_ahead = on;
     }
 
     pub fn dir(&self) -> &RunDir {
@@ -154,6 +168,7 @@ impl Run {
             guests,
             dir: &self.dir,
             seccomp,
+            create_ahead: self.create_ahead,
             log: SampleLog::open(&log)?,
             estimates,
             bar: measuring::progress(round.len()),
