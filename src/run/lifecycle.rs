@@ -257,3 +257,6 @@ mod loop_tests;
 
 #[cfg(test)]
 mod guest_tests;
+
+#[cfg(test)]
+mod ahead_tests;
