@@ -81,7 +81,8 @@ bench-overhead PAIRS="3" *STUDIES="results/tasks-vs-threads/study.yaml": driver
     log=$(mktemp); trap 'rm -f "$log"' EXIT
     once() { # study mode -> "wall probe ratio ms"
         if [ "$2" = old ]; then export PARKBENCH_SERIAL_CONTAINERS=1; else unset PARKBENCH_SERIAL_CONTAINERS; fi
-        {{bin}} run "$1" --cpus auto >"$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }
+        # Invalid samples (exit 3) still give the run's overhead; any other failure prints its end.
+        {{bin}} run "$1" --cpus auto >"$log" 2>&1 || [ $? = 3 ] || { tail -20 "$log" >&2; return 1; }
         sed -n 's/^kit overhead: \([0-9.]*\) s wall for \([0-9.]*\) s of probe lifetimes (\([0-9.]*\)×), \([0-9]*\) ms per process$/\1 \2 \3 \4/p' "$log" | tail -1
     }
     printf '%-18s %-4s %9s %9s %8s %14s\n' study path wall_s probe_s ratio ms/process
@@ -91,7 +92,7 @@ bench-overhead PAIRS="3" *STUDIES="results/tasks-vs-threads/study.yaml": driver
         for p in $(seq 1 {{PAIRS}}); do
             if [ $((p % 2)) = 1 ]; then order="old new"; else order="new old"; fi
             for mode in $order; do
-                r=$(once "$study" "$mode"); [ -n "$r" ] || { echo "no kit overhead line for $study" >&2; exit 1; }
+                r=$(once "$study" "$mode") && [ -n "$r" ] || { echo "no kit overhead line for $study ($mode)" >&2; exit 1; }
                 echo "$mode $r" >>"$log.all"
                 read -r w pr ra ms <<<"$r"
                 printf '%-18s %-4s %9s %9s %8s %14s\n' "$name" "$mode" "$w" "$pr" "$ra" "$ms"
