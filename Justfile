@@ -99,8 +99,11 @@ bench-overhead PAIRS="3" *STUDIES="results/tasks-vs-threads/study.yaml": driver
             done
         done
         for mode in old new; do
-            awk -v m="$mode" -v n="$name" '$1 == m { w += $2; p += $3; r += $4; ms += $5; k++ }
-                END { printf "%-18s %-4s %9.1f %9.1f %8.3f %14.0f  (mean of %d runs)\n", n, m, w / k, p / k, r / k, ms / k, k }' "$log.all"
+            # The mean of each column, and the median ms per process (a busy host makes single runs noisy).
+            med=$(awk -v m="$mode" '$1 == m { print $5 }' "$log.all" | sort -n | awk '{ v[NR] = $1 }
+                END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }')
+            awk -v m="$mode" -v n="$name" -v med="$med" '$1 == m { w += $2; p += $3; r += $4; ms += $5; k++ }
+                END { printf "%-18s %-4s %9.1f %9.1f %8.3f %14.0f  (mean of %d runs; median %.0f ms/process)\n", n, m, w / k, p / k, r / k, ms / k, k, med }' "$log.all"
         done
         rm -f "$log.all"
     done
