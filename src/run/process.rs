@@ -3,11 +3,10 @@
 //! under a guest kernel ([`crate::run::guest::InGuest`]). Either way the Engine runs one container
 //! ([`Containers::run`]); the execution says which, and what its outcome adds to the sample.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use futures_util::future::join_all;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{ContainerOutcome, ContainerSpec, Containers, Created, NOBODY};
@@ -135,28 +134,20 @@ pub async fn measure<E: Containers>(
     cell: &Cell,
     cancel: &CancellationToken,
 ) -> Result<Option<Sample>> {
-    measure_next(engine, with, (cell, &[]), &mut Ahead::off(), cancel).await
+    measure_next(engine, with, (cell, None), &mut Ahead::off(), cancel).await
 }
 
-/// How many next processes' containers are created at once, side by side, when none is left
-/// (the Engine creates four together in about the time of two one after the other).
-pub const AHEAD: usize = 4;
-
-/// Containers created ahead for the next processes, in their order, not started: see
-/// [`measure_next`].
+/// A container created ahead for the next process, not started: see [`measure_next`].
 pub struct Ahead<E: Containers> {
     /// Whether containers are created ahead at all (off: each is created on the critical path).
     on: bool,
-    held: VecDeque<Created<E>>,
+    held: Option<Created<E>>,
 }
 
 impl<E: Containers> Ahead<E> {
     /// Containers created ahead when `on`.
     pub fn new(on: bool) -> Self {
-        Self {
-            on,
-            held: VecDeque::new(),
-        }
+        Self { on, held: None }
     }
 
     /// Never creates ahead.
@@ -164,36 +155,34 @@ impl<E: Containers> Ahead<E> {
         Self::new(false)
     }
 
-    /// The container created ahead for `spec`, the first one held; when that one was created for
-    /// anything else, every one held is removed.
+    /// The container created ahead for `spec`; one created for anything else is removed.
     async fn take(&mut self, spec: &ContainerSpec) -> Option<Created<E>> {
-        let first = self.held.pop_front()?;
-        if first.spec == *spec {
-            return Some(first);
+        let held = self.held.take()?;
+        if held.spec == *spec {
+            return Some(held);
         }
-        first.remove().await;
-        self.clear().await;
+        held.remove().await;
         None
     }
 
-    /// Removes every container created ahead: the next processes will not run (an interrupt, an
-    /// error, the end of the cells). A dropped `Ahead` removes them too, through their guards.
+    /// Removes the container created ahead, if any: the next process will not run (an interrupt,
+    /// an error, the end of the cells). A dropped `Ahead` removes it too, through its guard.
     pub async fn clear(&mut self) {
-        let held = std::mem::take(&mut self.held);
-        futures_util::future::join_all(held.into_iter().map(Created::remove)).await;
+        if let Some(held) = self.held.take() {
+            held.remove().await;
+        }
     }
 }
 
 /// [`measure`] of `cell` that, once its process has ended and while nothing is measured, creates
-/// (does not start) the containers of the processes of the `next` cells into `ahead` when it holds
-/// none (up to [`AHEAD`], side by side), alongside reading this one's output and removing it;
-/// `cell` uses the first container `ahead` holds when it was created from the very same spec. The
-/// Engine never works while a process runs: the creates are done between two processes, as they
-/// were, only no longer on the critical path one by one.
+/// (does not start) the container of the `next` cell's process into `ahead`, alongside reading
+/// this one's output and removing it; `cell` uses the container `ahead` holds when it was created
+/// from the very same spec. The Engine never works while a process runs: the create is done
+/// between two processes, as it was, only no longer on the critical path.
 pub async fn measure_next<E: Containers>(
     engine: &E,
     with: &Setting<'_>,
-    (cell, next): (&Cell, &[Cell]),
+    (cell, next): (&Cell, Option<&Cell>),
     ahead: &mut Ahead<E>,
     cancel: &CancellationToken,
 ) -> Result<Option<Sample>> {
@@ -229,24 +218,16 @@ pub async fn measure_next<E: Containers>(
         }
     };
     // The process has ended: nothing is measured until the next one starts.
-    let next_specs: Vec<ContainerSpec> = match ahead.on && ahead.held.is_empty() {
-        true => next
-            .iter()
-            .filter_map(|c| with.spec(c))
-            .take(AHEAD)
-            .collect(),
-        false => Vec::new(),
+    let next_spec = next.filter(|_| ahead.on).and_then(|c| with.spec(c));
+    let create_next = async {
+        match &next_spec {
+            Some(spec) => engine.create_container(spec).await.ok(),
+            None => None,
+        }
     };
-    let create_next = join_all(next_specs.iter().map(|spec| engine.create_container(spec)));
     let (outcome, created) = tokio::join!(engine.finish(container, outcome), create_next);
-    let (created, failed): (Vec<_>, Vec<_>) = created.into_iter().partition(Result::is_ok);
-    ahead
-        .held
-        .extend(created.into_iter().filter_map(Result::ok));
-    if !failed.is_empty() {
-        // Tried again one by one, on the critical path, where a create's error stops the run.
-        ahead.clear().await;
-    }
+    // A create that failed ahead is tried again, on the critical path, where its error stops the run.
+    ahead.held = created;
     let outcome = outcome?;
     let mut s = with.blank(cell, started_at);
     s.image_tag = process.image.tag.clone();

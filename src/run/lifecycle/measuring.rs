@@ -82,7 +82,7 @@ impl<E: Containers> Measuring<'_, E> {
     /// error or a sample that cannot be written stops the run (incomplete, resumable).
     async fn cells(&mut self, state: &mut RunState, cells: &[Cell]) -> Result<bool> {
         let study = self.study;
-        // The next processes' containers, created (not started) between two processes.
+        // The next process's container, created (not started) between two processes.
         let mut ahead = Ahead::new(self.create_ahead);
         for (i, cell) in cells.iter().enumerate() {
             let probe = &study.probes[cell.probe];
@@ -100,7 +100,7 @@ impl<E: Containers> Measuring<'_, E> {
                 state,
                 seccomp: self.seccomp.as_deref(),
             };
-            let next = (cell, &cells[i + 1..]);
+            let next = (cell, cells.get(i + 1));
             let measured =
                 process::measure_next(self.engine, &setting, next, &mut ahead, self.cancel).await;
             let sample = match measured {
