@@ -27,7 +27,7 @@ use bollard::Docker;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-pub use guard::{ContainerGuard, settle};
+pub use guard::{ContainerGuard, Created, settle};
 pub use images::ImageGuard;
 pub use isolation::{Isolation, NOBODY, TMP, TMP_OPTIONS};
 
@@ -43,6 +43,41 @@ pub trait Containers: Clone + Send + Sync + 'static {
         &self,
         spec: &ContainerSpec,
         cancel: &CancellationToken,
+    ) -> impl Future<Output = Result<ContainerOutcome>> + Send {
+        async move {
+            let created = self.create_container(spec).await?;
+            match self.start_and_wait(&created, cancel).await {
+                Ok(outcome) if !outcome.interrupted => self.finish(created, outcome).await,
+                ended => {
+                    created.remove().await;
+                    ended
+                }
+            }
+        }
+    }
+
+    /// Creates the container of `spec` and does not start it: nothing runs in it until
+    /// [`Containers::start_and_wait`]. It is removed when the [`Created`] is removed or dropped.
+    fn create_container(
+        &self,
+        spec: &ContainerSpec,
+    ) -> impl Future<Output = Result<Created<Self>>> + Send;
+
+    /// Starts a created container and waits until it ends, its timeout passes (it is killed) or
+    /// `cancel` fires (the outcome says interrupted; nothing starts when it already has). The
+    /// container stays, its output unread, for [`Containers::finish`].
+    fn start_and_wait(
+        &self,
+        created: &Created<Self>,
+        cancel: &CancellationToken,
+    ) -> impl Future<Output = Result<ContainerOutcome>> + Send;
+
+    /// Reads an ended container's output and OOM state into `outcome`, then removes the container
+    /// (on an error too).
+    fn finish(
+        &self,
+        created: Created<Self>,
+        outcome: ContainerOutcome,
     ) -> impl Future<Output = Result<ContainerOutcome>> + Send;
 
     /// IDs of containers (running or not) carrying `label=value`.
@@ -275,7 +310,8 @@ pub struct ContainerOutcome {
     pub timed_out: bool,
     /// The run was interrupted (Ctrl-C); the container was removed.
     pub interrupted: bool,
-    /// From create to removal.
+    /// The Engine's time for this container: its create, from its start to its end, reading its
+    /// output and its removal (a create done ahead counts, though it was off the critical path).
     pub elapsed: Duration,
 }
 
@@ -344,12 +380,27 @@ impl Containers for Engine {
         Engine::facts(self)
     }
 
-    fn run(
+    fn create_container(
         &self,
         spec: &ContainerSpec,
+    ) -> impl Future<Output = Result<Created<Self>>> + Send {
+        Engine::create_container(self, spec)
+    }
+
+    fn start_and_wait(
+        &self,
+        created: &Created<Self>,
         cancel: &CancellationToken,
     ) -> impl Future<Output = Result<ContainerOutcome>> + Send {
-        Engine::run(self, spec, cancel)
+        Engine::start_and_wait(self, created, cancel)
+    }
+
+    fn finish(
+        &self,
+        created: Created<Self>,
+        outcome: ContainerOutcome,
+    ) -> impl Future<Output = Result<ContainerOutcome>> + Send {
+        Engine::finish(self, created, outcome)
     }
 
     fn containers_with_label(

@@ -44,6 +44,11 @@ fn small_study_gives_valid_alternating_samples() {
     );
     assert!(run.join("env.json").is_file() && run.join("manifest.json").is_file());
     assert!(tmp.path().join("small/runs/latest").exists());
+    let run_id = run.file_name().unwrap().to_str().unwrap();
+    assert!(
+        labelled_containers(run_id).is_empty(),
+        "every container of the run is removed, each next one created ahead included"
+    );
 }
 
 #[test]

@@ -14,23 +14,19 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::{ContainerGuard, ContainerOutcome, ContainerSpec, Engine, Isolation};
+use super::{
+    ContainerGuard, ContainerOutcome, ContainerSpec, Containers, Created, Engine, Isolation,
+};
 
 impl Engine {
-    /// Runs a container to completion: start, wait (raced against the timeout and `cancel`), read its
-    /// output and OOM state, and remove it — whichever way it ended.
+    /// Runs a container to completion: create, start, wait (raced against the timeout and
+    /// `cancel`), read its output and OOM state, and remove it — whichever way it ended.
     pub async fn run(
         &self,
         spec: &ContainerSpec,
         cancel: &CancellationToken,
     ) -> Result<ContainerOutcome> {
-        let started = Instant::now();
-        let container = self.create(create_body(spec)).await?;
-        let result = self.run_created(container.id(), spec, cancel).await;
-        container.remove().await;
-        let mut outcome = result?;
-        outcome.elapsed = started.elapsed();
-        Ok(outcome)
+        Containers::run(self, spec, cancel).await
     }
 
     /// Runs a short command in a fresh container from `image` (labelled with `role`) and returns its
@@ -41,36 +37,65 @@ impl Engine {
         outcome.into_output(image, cmd)
     }
 
-    async fn run_created(
+    /// Creates the container of `spec`, not started.
+    pub async fn create_container(&self, spec: &ContainerSpec) -> Result<Created<Engine>> {
+        let began = Instant::now();
+        let guard = self.create(create_body(spec)).await?;
+        Ok(Created {
+            guard,
+            spec: spec.clone(),
+            took: began.elapsed(),
+        })
+    }
+
+    /// Starts a created container and waits for its end, raced against its timeout (then it is
+    /// killed) and `cancel`; its output is left for [`Engine::finish`].
+    pub async fn start_and_wait(
         &self,
-        id: &str,
-        spec: &ContainerSpec,
+        created: &Created<Engine>,
         cancel: &CancellationToken,
     ) -> Result<ContainerOutcome> {
+        let (id, spec) = (created.id(), &created.spec);
+        let mut outcome = ContainerOutcome::default();
+        if cancel.is_cancelled() {
+            outcome.interrupted = true;
+            return Ok(outcome);
+        }
+        let began = Instant::now();
         self.docker
             .start_container(id, None::<bollard::query_parameters::StartContainerOptions>)
             .await
             .map_err(missing_program)
             .with_context(|| format!("starting container {id}"))?;
-        let mut outcome = ContainerOutcome::default();
         tokio::select! {
             code = self.wait(id) => outcome.exit_code = Some(code?),
             () = tokio::time::sleep(spec.timeout) => {
                 outcome.timed_out = true;
                 self.kill(id).await;
             }
-            () = cancel.cancelled() => {
-                outcome.interrupted = true;
-                return Ok(outcome);
-            }
+            () = cancel.cancelled() => outcome.interrupted = true,
         }
-        let inspect = self.docker.inspect_container(id, None).await;
+        outcome.elapsed = created.took + began.elapsed();
+        Ok(outcome)
+    }
+
+    /// Reads an ended container's OOM state and output into `outcome`, then removes it.
+    pub async fn finish(
+        &self,
+        created: Created<Engine>,
+        mut outcome: ContainerOutcome,
+    ) -> Result<ContainerOutcome> {
+        let began = Instant::now();
+        let id = created.id();
+        let (inspect, logs) = tokio::join!(self.docker.inspect_container(id, None), self.logs(id));
         outcome.oom_killed = inspect
             .ok()
             .and_then(|c| c.state)
             .and_then(|s| s.oom_killed)
             .unwrap_or(false);
-        (outcome.stdout, outcome.stderr) = self.logs(id).await?;
+        created.remove().await;
+        (outcome.stdout, outcome.stderr) = logs?;
+        outcome.elapsed += began.elapsed();
         Ok(outcome)
     }
 

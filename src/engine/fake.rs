@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use tokio_util::sync::CancellationToken;
 
-use super::{ContainerGuard, ContainerOutcome, ContainerSpec, Containers, EngineFacts};
+use super::{ContainerGuard, ContainerOutcome, ContainerSpec, Containers, Created, EngineFacts};
 pub use images::Build;
 
 /// What the next container does.
@@ -48,6 +48,8 @@ struct State {
     removal_attempts: usize,
     fail_removals: bool,
     next_id: u64,
+    /// What the Engine was asked to do, in order: `create ID`, `start ID`, `end ID`, `remove ID`.
+    events: Vec<String>,
 }
 
 /// The fake Engine; clones share their script, their containers and their images.
@@ -77,6 +79,16 @@ impl FakeEngine {
     /// IDs of containers created and not removed.
     pub fn live(&self) -> Vec<String> {
         self.lock().live.keys().cloned().collect()
+    }
+
+    /// What the Engine was asked to do, in order: `create ID`, `start ID`, `end ID` (the container
+    /// ended: its start-and-wait returned), `remove ID`.
+    pub fn events(&self) -> Vec<String> {
+        self.lock().events.clone()
+    }
+
+    fn event(&self, event: String) {
+        self.lock().events.push(event);
     }
 
     /// IDs of containers removed, in order.
@@ -184,20 +196,31 @@ impl Containers for FakeEngine {
         })
     }
 
-    async fn run(
-        &self,
-        spec: &ContainerSpec,
-        cancel: &CancellationToken,
-    ) -> Result<ContainerOutcome> {
+    async fn create_container(&self, spec: &ContainerSpec) -> Result<Created<Self>> {
         let labels: Vec<(&str, &str)> = spec
             .labels
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let container = ContainerGuard::new(self.clone(), self.add_container(&labels));
+        let id = self.add_container(&labels);
+        self.event(format!("create {id}"));
+        Ok(Created {
+            guard: ContainerGuard::new(self.clone(), id),
+            spec: spec.clone(),
+            took: Duration::from_millis(1),
+        })
+    }
+
+    async fn start_and_wait(
+        &self,
+        created: &Created<Self>,
+        cancel: &CancellationToken,
+    ) -> Result<ContainerOutcome> {
+        let spec = &created.spec;
         let step = {
             let mut state = self.lock();
             state.runs.push(spec.clone());
+            state.events.push(format!("start {}", created.id()));
             state.steps.pop_front()
         };
         let result = match step {
@@ -212,9 +235,18 @@ impl Containers for FakeEngine {
                 spec.cmd
             )),
         };
-        // Like the real Engine, the container goes whichever way it ended.
-        container.remove().await;
+        self.event(format!("end {}", created.id()));
         result
+    }
+
+    async fn finish(
+        &self,
+        created: Created<Self>,
+        outcome: ContainerOutcome,
+    ) -> Result<ContainerOutcome> {
+        // The sampler's output was scripted with the outcome; removal as the real Engine does.
+        created.remove().await;
+        Ok(outcome)
     }
 
     async fn containers_with_label(&self, label: &str, value: &str) -> Result<Vec<String>> {
@@ -235,6 +267,7 @@ impl Containers for FakeEngine {
         }
         if state.live.remove(id).is_some() {
             state.removed.push(id.to_string());
+            state.events.push(format!("remove {id}"));
         }
         Ok(())
     }

@@ -56,6 +56,29 @@ impl<E: Containers> Drop for ContainerGuard<E> {
     }
 }
 
+/// A container created and not yet started, with the spec it was created from: its run begins
+/// with [`Containers::start_and_wait`]. Removed when [`Created::remove`]d or dropped, as a
+/// [`ContainerGuard`].
+pub struct Created<E: Containers> {
+    pub guard: ContainerGuard<E>,
+    /// What the container was created from.
+    pub spec: super::ContainerSpec,
+    /// How long the Engine took to create it.
+    pub took: std::time::Duration,
+}
+
+impl<E: Containers> Created<E> {
+    /// The container's ID.
+    pub fn id(&self) -> &str {
+        self.guard.id()
+    }
+
+    /// Removes the container now; a failure is reported with its ID.
+    pub async fn remove(self) {
+        self.guard.remove().await
+    }
+}
+
 async fn remove<E: Containers>(engine: &E, id: &str) {
     if let Err(e) = engine.remove_container(id).await {
         eprintln!(

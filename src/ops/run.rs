@@ -184,9 +184,10 @@ fn said(result: &RunResult) -> String {
     out.push_str(&terminal::warnings(&result.state.warnings));
     if let Some(ratio) = result.overhead() {
         out.push_str(&format!(
-            "kit overhead: {:.1} s wall for {:.1} s of probe lifetimes ({ratio:.3}×)\n",
+            "kit overhead: {:.1} s wall for {:.1} s of probe lifetimes ({ratio:.3}×), {:.0} ms per process\n",
             result.wall_ms / 1000.0,
-            result.probe_ms / 1000.0
+            result.probe_ms / 1000.0,
+            (result.wall_ms - result.probe_ms) / result.measured.max(1) as f64
         ));
     }
     out.push_str(&format!(

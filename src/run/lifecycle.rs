@@ -42,7 +42,14 @@ pub struct Run {
     shared_cpus: bool,
     /// Process times to estimate from when the study has no earlier run (its reference run's).
     earlier: Option<plan::Estimates>,
+    /// Create each next process's container between two processes, off the critical path (see
+    /// [`crate::run::process::measure_next`]); off with [`SERIAL_CONTAINERS`] set.
+    create_ahead: bool,
 }
+
+/// When this environment variable is set, each process's container is created just before it
+/// starts, as before containers were created ahead: `just bench-overhead` compares the two.
+pub const SERIAL_CONTAINERS: &str = "PARKBENCH_SERIAL_CONTAINERS";
 
 /// What one invocation of [`Run::measure`] did.
 pub struct RunResult {
@@ -83,6 +90,7 @@ impl Run {
             manifest: manifest.clone(),
             shared_cpus: false,
             earlier: None,
+            create_ahead: std::env::var_os(SERIAL_CONTAINERS).is_none(),
         })
     }
 
@@ -95,6 +103,12 @@ impl Run {
     /// sample then carries a validity warning.
     pub fn share_cpus(&mut self, shared: bool) {
         self.shared_cpus = shared;
+    }
+
+    /// Whether each next process's container is created ahead (the default) or just before it
+    /// starts.
+    pub fn create_ahead(&mut self, on: bool) {
+        self.create_ahead = on;
     }
 
     pub fn dir(&self) -> &RunDir {
@@ -165,6 +179,7 @@ impl Run {
             guests,
             dir: &self.dir,
             seccomp,
+            create_ahead: self.create_ahead,
             log: SampleLog::open(&log)?,
             estimates,
             bar: measuring::progress(round.len()),
@@ -263,3 +278,6 @@ mod loop_tests;
 
 #[cfg(test)]
 mod guest_tests;
+
+#[cfg(test)]
+mod ahead_tests;

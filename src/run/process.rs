@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{ContainerOutcome, ContainerSpec, Containers, NOBODY};
+use crate::engine::{ContainerOutcome, ContainerSpec, Containers, Created, NOBODY};
 use crate::images::{BuiltImage, Manifest};
 use crate::run::guest::{Guests, InGuest};
 use crate::run::plan::Cell;
@@ -128,10 +128,62 @@ pub struct Setting<'a> {
 /// Runs one process of `cell` where its probe runs (a fresh container, or a VM under its guest
 /// kernel); `None` when interrupted (the container is gone, no sample). An `Err` is the Engine's
 /// failure, or what the process needed was not made ready.
-pub async fn measure(
-    engine: &impl Containers,
+pub async fn measure<E: Containers>(
+    engine: &E,
     with: &Setting<'_>,
     cell: &Cell,
+    cancel: &CancellationToken,
+) -> Result<Option<Sample>> {
+    measure_next(engine, with, (cell, None), &mut Ahead::off(), cancel).await
+}
+
+/// A container created ahead for the next process, not started: see [`measure_next`].
+pub struct Ahead<E: Containers> {
+    /// Whether containers are created ahead at all (off: each is created on the critical path).
+    on: bool,
+    held: Option<Created<E>>,
+}
+
+impl<E: Containers> Ahead<E> {
+    /// Containers created ahead when `on`.
+    pub fn new(on: bool) -> Self {
+        Self { on, held: None }
+    }
+
+    /// Never creates ahead.
+    pub fn off() -> Self {
+        Self::new(false)
+    }
+
+    /// The container created ahead for `spec`; one created for anything else is removed.
+    async fn take(&mut self, spec: &ContainerSpec) -> Option<Created<E>> {
+        let held = self.held.take()?;
+        if held.spec == *spec {
+            return Some(held);
+        }
+        held.remove().await;
+        None
+    }
+
+    /// Removes the container created ahead, if any: the next process will not run (an interrupt,
+    /// an error, the end of the cells). A dropped `Ahead` removes it too, through its guard.
+    pub async fn clear(&mut self) {
+        if let Some(held) = self.held.take() {
+            held.remove().await;
+        }
+    }
+}
+
+/// [`measure`] of `cell` that, once its process has ended and while nothing is measured, creates
+/// (does not start) the container of the `next` cell's process into `ahead`, alongside reading
+/// this one's output and removing it; `cell` uses the container `ahead` holds when it was created
+/// from the very same spec. The Engine never works while a process runs: the create is done
+/// between two processes, as it was, only no longer on the critical path.
+pub async fn measure_next<E: Containers>(
+    engine: &E,
+    with: &Setting<'_>,
+    (cell, next): (&Cell, Option<&Cell>),
+    ahead: &mut Ahead<E>,
     cancel: &CancellationToken,
 ) -> Result<Option<Sample>> {
     let process = match with.process(cell)? {
@@ -153,11 +205,30 @@ pub async fn measure(
         Launch::Container(spec) => spec,
         Launch::Refused(why) => return Ok(Some(with.invalid(cell, why))),
     };
+    let container = match ahead.take(&spec).await {
+        Some(created) => created,
+        None => engine.create_container(&spec).await?,
+    };
     let started_at = now();
-    let outcome = engine.run(&spec, cancel).await?;
-    if outcome.interrupted {
-        return Ok(None);
-    }
+    let outcome = match engine.start_and_wait(&container, cancel).await {
+        Ok(outcome) if !outcome.interrupted => outcome,
+        ended => {
+            container.remove().await;
+            return ended.map(|_| None);
+        }
+    };
+    // The process has ended: nothing is measured until the next one starts.
+    let next_spec = next.filter(|_| ahead.on).and_then(|c| with.spec(c));
+    let create_next = async {
+        match &next_spec {
+            Some(spec) => engine.create_container(spec).await.ok(),
+            None => None,
+        }
+    };
+    let (outcome, created) = tokio::join!(engine.finish(container, outcome), create_next);
+    // A create that failed ahead is tried again, on the critical path, where its error stops the run.
+    ahead.held = created;
+    let outcome = outcome?;
     let mut s = with.blank(cell, started_at);
     s.image_tag = process.image.tag.clone();
     s.image_id = process.image.id.clone();
@@ -211,6 +282,24 @@ impl<'a> Setting<'a> {
             timeout: Duration::from_secs(self.study.protocol.timeout_s + 30),
             seccomp: self.seccomp,
         }))
+    }
+
+    /// The container spec of `cell`'s process, when it runs in one (not when it is not measured,
+    /// refused or its needs were not made ready: those show when it is measured).
+    fn spec(&self, cell: &Cell) -> Option<ContainerSpec> {
+        let process = self.process(cell).ok()?.ok()?;
+        let launch = match &process.probe.kernel {
+            None => Host.launch(&process),
+            Some(kernel) => InGuest {
+                guests: self.guests,
+                kernel,
+            }
+            .launch(&process),
+        };
+        match launch.ok()? {
+            Launch::Container(spec) => Some(spec),
+            Launch::Refused(_) => None,
+        }
     }
 
     /// The sample of a cell that was not measured, with why.

@@ -15,7 +15,7 @@ use crate::images::Manifest;
 use crate::images::cache::is_disk_full;
 use crate::run::guest::Guests;
 use crate::run::plan::{self, Cell};
-use crate::run::process::{self, Setting, now};
+use crate::run::process::{self, Ahead, Setting, now};
 use crate::run::run_dir::{self, RunDir, RunState, Status};
 use crate::run::warning::{self, Watch};
 use crate::study::Study;
@@ -33,6 +33,9 @@ pub(super) struct Measuring<'a, E> {
     pub dir: &'a RunDir,
     /// The JSON of the study's seccomp profile, if any.
     pub seccomp: Option<String>,
+    /// Create each next process's container while the one before is read and removed
+    /// ([`process::measure_next`]); off, each is created just before it starts.
+    pub create_ahead: bool,
     pub log: SampleLog,
     pub estimates: plan::Estimates,
     pub bar: ProgressBar,
@@ -79,6 +82,8 @@ impl<E: Containers> Measuring<'_, E> {
     /// error or a sample that cannot be written stops the run (incomplete, resumable).
     async fn cells(&mut self, state: &mut RunState, cells: &[Cell]) -> Result<bool> {
         let study = self.study;
+        // The next process's container, created (not started) between two processes.
+        let mut ahead = Ahead::new(self.create_ahead);
         for (i, cell) in cells.iter().enumerate() {
             let probe = &study.probes[cell.probe];
             self.bar.set_message(format!(
@@ -95,13 +100,22 @@ impl<E: Containers> Measuring<'_, E> {
                 state,
                 seccomp: self.seccomp.as_deref(),
             };
-            let measured = process::measure(self.engine, &setting, cell, self.cancel).await;
+            let next = (cell, cells.get(i + 1));
+            let measured =
+                process::measure_next(self.engine, &setting, next, &mut ahead, self.cancel).await;
             let sample = match measured {
                 Ok(Some(sample)) => sample,
-                Ok(None) => return Ok(false),
-                Err(e) => return Err(self.halt(state, e, cell)),
+                Ok(None) => {
+                    ahead.clear().await;
+                    return Ok(false);
+                }
+                Err(e) => {
+                    ahead.clear().await;
+                    return Err(self.halt(state, e, cell));
+                }
             };
             if let Err(e) = self.log.append(&sample) {
+                ahead.clear().await;
                 self.bar.finish_and_clear();
                 // The measurement is not lost: it goes to the terminal as the line it should have been.
                 eprintln!(
@@ -119,6 +133,7 @@ impl<E: Containers> Measuring<'_, E> {
             self.bar.inc(1);
             self.samples.push(sample);
         }
+        ahead.clear().await;
         Ok(true)
     }
 
