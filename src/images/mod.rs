@@ -16,6 +16,8 @@
 pub mod artifact;
 mod base;
 mod build;
+/// A line of build output without its terminal colour codes.
+pub use build::failure::plain_text;
 pub mod cache;
 pub mod context;
 pub mod digest;

@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::images::BuildOptions;
+
 use crate::ops::prepare::prepare;
 use crate::outputs::explain::{Sweep, Variant};
 use crate::run::guest;
@@ -81,7 +82,7 @@ pub(super) async fn build_variants(
 /// What a build error says went wrong, in one line: the first `error:` line of the build's output
 /// (cargo's, say) and the last line below it that names a failure, without terminal colours.
 fn why_build_failed(error: &str) -> String {
-    let lines: Vec<String> = error.lines().map(plain_text).collect();
+    let lines: Vec<String> = error.lines().map(crate::images::plain_text).collect();
     let first = lines
         .iter()
         .position(|l| l.starts_with("error:") && !l.starts_with("error: image "));
@@ -102,24 +103,6 @@ fn why_build_failed(error: &str) -> String {
         parts.push(short(lines.last().map_or("", String::as_str)));
     }
     parts.join(" … ")
-}
-
-/// `line` without ANSI escape sequences (`ESC [ … letter`).
-fn plain_text(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for d in chars.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
