@@ -245,11 +245,8 @@ fn reproduce_makes_a_reference_run_that_later_runs_compare_with() {
             "{}",
             describe(&out)
         );
-        assert!(
-            text(&out.stdout).contains("\narchive: "),
-            "{}",
-            describe(&out)
-        );
+        let said = format!("{}\n{}", text(&out.stdout), text(&out.stderr));
+        assert!(said.contains("\narchive: "), "{}", describe(&out));
         assert!(!dir.exists() && leftovers().is_empty(), "{:?}", leftovers());
         eprintln!(
             "the machine was not quiet in three tries: the refusal was checked, not a reference \

@@ -61,6 +61,9 @@ const NOT_QUIET: [&str; 3] = [BUSY, STEAL, PRESSURE];
 const BUSY: &str = "pinned CPUs busy before measuring";
 const STEAL: &str = "steal time ";
 const PRESSURE: &str = "memory pressure: ";
+/// Memory pressure (PSI some avg10, percent) from which a machine is not quiet enough for a
+/// reference run; below it the warning is still recorded.
+const QUIET_PRESSURE_LIMIT: f64 = 1.0;
 
 impl Warning {
     fn new(touches: Touches, what: String) -> Warning {
@@ -71,6 +74,15 @@ impl Warning {
     /// processes on the pinned CPUs, steal time, or memory pressure (not a setting such as swap,
     /// hugepages or the governor).
     pub fn says_not_quiet(&self) -> bool {
+        if let Some(rest) = self.what.strip_prefix(PRESSURE) {
+            // A stall too small to move a figure (a probe's own page faults cause some) leaves the
+            // machine quiet; an unreadable share counts as not quiet.
+            let share = rest
+                .strip_prefix("some task stalled on memory ")
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|n| n.parse::<f64>().ok());
+            return share.is_none_or(|p| p >= QUIET_PRESSURE_LIMIT);
+        }
         NOT_QUIET.iter().any(|p| self.what.starts_with(p))
     }
 }

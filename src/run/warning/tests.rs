@@ -175,7 +175,7 @@ fn only_busy_cpus_steal_and_memory_pressure_say_the_machine_was_not_quiet() {
         }),
         thp: Some("always".into()),
         governors: vec![(0, "powersave".into())],
-        memory_pressure: Some(0.37),
+        memory_pressure: Some(1.37),
         busy: vec![(1, 0.42)],
     };
     let not_quiet: Vec<bool> = from_readings(&noisy)
@@ -195,4 +195,20 @@ fn only_busy_cpus_steal_and_memory_pressure_say_the_machine_was_not_quiet() {
     )
     .unwrap();
     assert!(old.says_not_quiet());
+}
+
+#[test]
+fn a_memory_stall_below_one_percent_is_recorded_but_leaves_the_machine_quiet() {
+    let light = Readings {
+        memory_pressure: Some(0.02),
+        ..Readings::default()
+    };
+    let warnings = from_readings(&light);
+    assert_eq!(warnings.len(), 1, "the stall is still recorded");
+    assert!(!warnings[0].says_not_quiet(), "{}", warnings[0].what);
+    let heavy = Readings {
+        memory_pressure: Some(1.0),
+        ..Readings::default()
+    };
+    assert!(from_readings(&heavy)[0].says_not_quiet());
 }
