@@ -187,7 +187,7 @@ impl Fixture {
 /// The quarantine namespace of `archive`'s images.
 fn quarantine(archive: &Path) -> String {
     let sha = parkbench::images::digest::file(archive).unwrap();
-    format!("parkbench-rerun/{}/", &sha[..12])
+    format!("{}-rerun/{}/", parkbench::images::namespace(), &sha[..12])
 }
 
 /// A layer holding the foreign program as the probe and the sampler, and `more`.
@@ -271,9 +271,10 @@ fn a_stranger_s_archive_is_refused_or_contained() {
     seccomp_allowing_everything_is_refused_unless_accepted(&fx);
 
     let after = docker.tags();
+    let rerun_prefix = format!("{}-rerun/", parkbench::images::namespace());
     let new: Vec<&String> = after
         .difference(&before)
-        .filter(|t| t.starts_with("parkbench-rerun/") || t.starts_with("debian:"))
+        .filter(|t| t.starts_with(&rerun_prefix) || t.starts_with("debian:"))
         .collect();
     assert!(new.is_empty(), "left behind: {new:?}");
     assert_eq!(
