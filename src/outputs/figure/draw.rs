@@ -70,6 +70,23 @@ pub struct Canvas {
 
 impl Canvas {
     /// Horizontal text with its baseline at `y`; recorded as a label.
+    /// One grey line of small text per entry of `lines`, each `step` below the one before, the
+    /// first `step` below `y`; returns the last line's baseline.
+    pub fn grey_lines(
+        &mut self,
+        x: f64,
+        mut y: f64,
+        size: f64,
+        step: f64,
+        lines: &[String],
+    ) -> f64 {
+        for line in lines {
+            y += step;
+            self.text(x, y, size, Anchor::Start, "fill=\"#444444\"", line);
+        }
+        y
+    }
+
     pub fn text(&mut self, x: f64, y: f64, size: f64, anchor: Anchor, style: &str, s: &str) {
         let w = text_width(s, size);
         let left = match anchor {
@@ -230,6 +247,17 @@ pub struct Scale {
     pub log: bool,
 }
 
+/// The smallest positive value (infinite when there is none) and the largest (at least 0).
+pub fn span(values: &[f64]) -> (f64, f64) {
+    let max = values.iter().copied().fold(0.0, f64::max);
+    let min = values
+        .iter()
+        .copied()
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    (min, max)
+}
+
 impl Scale {
     /// A linear axis from zero past `max` (base units).
     pub fn linear(max: f64, unit: &str, per_unit: f64) -> Self {
@@ -266,12 +294,7 @@ impl Scale {
 
     /// Linear from zero, unless the values span more than 20× (then logarithmic).
     pub fn fitting(values: &[f64], unit: &str, per_unit: f64) -> Self {
-        let max = values.iter().copied().fold(0.0, f64::max);
-        let min = values
-            .iter()
-            .copied()
-            .filter(|v| *v > 0.0)
-            .fold(f64::INFINITY, f64::min);
+        let (min, max) = span(values);
         if min.is_finite() && max / min > 20.0 {
             Scale::log(min, max, unit, per_unit)
         } else {

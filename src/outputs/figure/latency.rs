@@ -3,7 +3,7 @@
 //! to right on one logarithmic axis, and a diamond at each published percentile, named in the right
 //! column.
 
-use super::draw::{Scale, color, unit_of};
+use super::draw::{Scale, color, span, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
 use super::timed::label;
 use super::{Design, Figure, Input, published};
@@ -63,12 +63,7 @@ pub fn figure(input: &Input) -> Option<Figure> {
             .iter()
             .flat_map(|c| published_of(c).into_iter().flat_map(|p| p.0)),
     );
-    let max = values.iter().copied().fold(0.0, f64::max);
-    let min = values
-        .iter()
-        .copied()
-        .filter(|v| *v > 0.0)
-        .fold(f64::INFINITY, f64::min);
+    let (min, max) = span(&values);
     let (unit, per) = unit_of("ns", max);
     let scale = Scale::log(
         if min.is_finite() { min } else { 1.0 },

@@ -39,9 +39,8 @@ pub fn figure(input: &Input) -> Option<Figure> {
     Some(draw(input, &probes))
 }
 
-/// The figure of a study without a memory probe: its title and a line saying so.
-pub fn empty(study: &Study) -> Figure {
-    let mut c = Canvas::default();
+/// The study's title over the figure.
+fn heading(c: &mut Canvas, study: &Study) {
     c.text(
         MARGIN + 4.0,
         26.0,
@@ -50,6 +49,12 @@ pub fn empty(study: &Study) -> Figure {
         "font-weight=\"bold\"",
         &study.title,
     );
+}
+
+/// The figure of a study without a memory probe: its title and a line saying so.
+pub fn empty(study: &Study) -> Figure {
+    let mut c = Canvas::default();
+    heading(&mut c, study);
     c.text(
         MARGIN + 4.0,
         48.0,
@@ -162,14 +167,7 @@ fn draw(input: &Input, probes: &[(&str, Stat)]) -> Figure {
         .max(2.0 * MARGIN + 8.0 + text_width(caption(study), 12.0))
         .max(2.0 * MARGIN + 8.0 + text_width(&study.title, 17.0));
     let mut c = Canvas::default();
-    c.text(
-        MARGIN + 4.0,
-        26.0,
-        17.0,
-        Anchor::Start,
-        "font-weight=\"bold\"",
-        &study.title,
-    );
+    heading(&mut c, study);
     c.text(MARGIN + 4.0, 48.0, 12.0, Anchor::Start, "", caption(study));
     let mut footer: Vec<String> = Vec::new();
     let mut numbered: Vec<&str> = Vec::new();

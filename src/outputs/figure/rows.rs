@@ -102,17 +102,7 @@ pub fn draw(chart: Chart) -> Figure {
         "font-weight=\"bold\"",
         &chart.title,
     );
-    for line in &chart.caption {
-        y += LINE;
-        c.text(
-            MARGIN,
-            y,
-            SIZE - 1.0,
-            Anchor::Start,
-            "fill=\"#444444\"",
-            line,
-        );
-    }
+    y = c.grey_lines(MARGIN, y, SIZE - 1.0, LINE, &chart.caption);
     y += LINE + 8.0;
     // The unit over the value axis.
     let unit = if chart.scale.unit.is_empty() {
@@ -193,18 +183,7 @@ pub fn draw(chart: Chart) -> Figure {
     }
     c.line(left, top, left, bottom, "stroke=\"#333333\"");
     c.line(left, bottom, right, bottom, "stroke=\"#333333\"");
-    let mut y = bottom + 22.0;
-    for line in &footer {
-        y += LINE;
-        c.text(
-            MARGIN,
-            y,
-            SIZE - 1.0,
-            Anchor::Start,
-            "fill=\"#444444\"",
-            line,
-        );
-    }
+    let y = c.grey_lines(MARGIN, bottom + 22.0, SIZE - 1.0, LINE, &footer);
     let height = y + MARGIN;
     let labels = c.labels.clone();
     Figure {
