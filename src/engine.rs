@@ -11,6 +11,7 @@
 //! May import: nothing of parkbench (the floor under `images` and `run`).
 
 mod containers;
+pub mod endpoint;
 #[cfg(test)]
 pub mod fake;
 mod guard;
@@ -27,6 +28,7 @@ use bollard::Docker;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+pub use endpoint::{Endpoint, TlsFiles};
 pub use guard::{ContainerGuard, Created, settle};
 pub use images::ImageGuard;
 pub use isolation::{Isolation, NOBODY, TMP, TMP_OPTIONS};
@@ -334,6 +336,52 @@ impl Engine {
         let docker = Docker::connect_with_defaults()
             .map_err(|e| unreachable(&e))?
             .with_timeout(REQUEST_TIMEOUT);
+        docker.ping().await.map_err(|e| unreachable(&e))?;
+        Ok(Self { docker })
+    }
+
+    /// Connects to the Engine at `endpoint` (called `name` in messages) and checks it answers.
+    /// `local` is [`Engine::connect`]; a TLS failure, a refused connection or a missing key file
+    /// is an error naming the host, its address and what to do.
+    pub async fn connect_to(name: &str, endpoint: &Endpoint) -> Result<Self> {
+        if *endpoint == Endpoint::Local {
+            return Self::connect().await;
+        }
+        let url = endpoint.url();
+        let unreachable = |e: &dyn std::fmt::Display| {
+            anyhow!(
+                "host `{name}` ({url}) does not answer ({e}); check that its Engine listens there \
+                 and that its TLS files are the ones it trusts, then run `parkbench doctor --hosts {name}`"
+            )
+        };
+        let timeout = REQUEST_TIMEOUT.as_secs();
+        let version = bollard::API_DEFAULT_VERSION;
+        let docker = match endpoint {
+            Endpoint::Local => unreachable!("handled above"),
+            Endpoint::Unix(path) => {
+                Docker::connect_with_unix(&path.to_string_lossy(), timeout, version)
+            }
+            Endpoint::Tcp { addr, tls: None } => {
+                Docker::connect_with_http(&format!("tcp://{addr}"), timeout, version)
+            }
+            Endpoint::Tcp {
+                addr,
+                tls: Some(tls),
+            } => {
+                tls.check()
+                    .with_context(|| format!("host `{name}` ({url})"))?;
+                Docker::connect_with_ssl(
+                    &format!("tcp://{addr}"),
+                    &tls.key,
+                    &tls.cert,
+                    &tls.ca,
+                    timeout,
+                    version,
+                )
+            }
+            Endpoint::Ssh(u) => Docker::connect_with_ssh(u, timeout, version, None),
+        }
+        .map_err(|e| unreachable(&e))?;
         docker.ping().await.map_err(|e| unreachable(&e))?;
         Ok(Self { docker })
     }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod archive;
+pub mod dockerd;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
