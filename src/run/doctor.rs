@@ -276,7 +276,11 @@ async fn reading_image(engine: &Engine) -> anyhow::Result<Option<String>> {
 pub fn render_hosts(rows: &[HostRow]) -> (String, bool) {
     let mut out = String::new();
     for row in rows {
-        out.push_str(&format!("host {} ({})\n", row.name, row.address));
+        if row.address == row.name {
+            out.push_str(&format!("host {}\n", row.name));
+        } else {
+            out.push_str(&format!("host {} ({})\n", row.name, row.address));
+        }
         out.push_str(&crate::text::columns(&host_lines(row), "  ", "  ", &[]));
     }
     let read: Vec<&Surveyed> = rows.iter().filter_map(|r| r.surveyed.as_ref()).collect();
@@ -342,6 +346,54 @@ fn host_lines(row: &HostRow) -> Vec<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_that_does_not_answer_fails_its_row_by_name_one_without_images_says_so() {
+        let facts = EngineFacts {
+            version: "29.1".into(),
+            api_version: "1.52".into(),
+            kernel: "6.1.0".into(),
+            operating_system: "Debian".into(),
+            cgroup_version: "2".into(),
+            cgroup_driver: "systemd".into(),
+            security_options: vec![],
+            storage_driver: "overlay2".into(),
+            runtimes: vec![],
+            default_runtime: "runc".into(),
+            ncpu: 8,
+            mem_total_bytes: 16 << 30,
+            root_dir: "/var/lib/docker".into(),
+        };
+        let bare = HostRow {
+            name: "a".into(),
+            address: "tcp://10.0.0.1:2376".into(),
+            facts: Some(facts),
+            surveyed: None,
+            problem: Some("not read through a container: host `a` holds no image".into()),
+            ok: true,
+        };
+        let gone = HostRow {
+            name: "b".into(),
+            address: "tcp://10.0.0.2:2376".into(),
+            facts: None,
+            surveyed: None,
+            problem: Some("host `b` (tcp://10.0.0.2:2376) does not answer (tls)".into()),
+            ok: false,
+        };
+        let (text, ok) = render_hosts(std::slice::from_ref(&bare));
+        assert!(ok, "{text}");
+        assert!(text.starts_with("host a (tcp://10.0.0.1:2376)\n"), "{text}");
+        assert!(text.contains("  logical CPUs    8\n"), "{text}");
+        assert!(text.contains("memory          16.0 GiB"), "{text}");
+        assert!(text.contains("holds no image"), "{text}");
+        let (text, ok) = render_hosts(&[bare, gone]);
+        assert!(!ok);
+        assert!(
+            text.contains("reachable  FAIL no: host `b` (tcp://10.0.0.2:2376) does not answer"),
+            "{text}"
+        );
+        assert!(!text.contains("same hardware class"), "{text}");
+    }
 
     #[test]
     fn brief_is_one_line_unless_a_check_fails() {
