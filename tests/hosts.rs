@@ -112,7 +112,9 @@ fn doctor_reads_local_and_a_tls_engine_as_one_class_and_one_machine() {
     let remote = block(&stdout, &extra.url);
     let reachable = value(&remote, "reachable");
     assert!(
-        reachable.starts_with("FAIL no") && reachable.contains(&format!("host `{}`", extra.url)),
+        reachable.starts_with("FAIL no")
+            && reachable.contains(&format!("host `{}`", extra.url))
+            && reachable.contains("Certificate"),
         "{stdout}"
     );
     assert!(value(&block(&stdout, "local"), "reachable").starts_with("yes"));
