@@ -9,6 +9,7 @@ mod common;
 
 use std::time::Instant;
 
+use bollard::query_parameters::RemoveContainerOptionsBuilder;
 use common::dockerd::ExtraEngine;
 use common::repo;
 use parkbench::engine::{Endpoint, Engine, TlsFiles, settle};
@@ -79,7 +80,7 @@ async fn shipped_images_keep_their_ids_and_a_lease_keeps_other_runs_out() {
     let cache = Cache::from_env().unwrap();
     let manifest = manifest(&local, &cache, &["go"]).await;
     let go = manifest.get("go").unwrap();
-    let (_extra, host) = start_extra(&local).await;
+    let (extra, host) = start_extra(&local).await;
 
     let placed = ship(&local, &host, &manifest, &["go"]).await;
     assert_eq!(placed.len(), 1);
@@ -125,6 +126,39 @@ async fn shipped_images_keep_their_ids_and_a_lease_keeps_other_runs_out() {
     // A lease dropped on an error path (or Ctrl-C) goes too.
     drop(lease::take(&host, "b", "run-two").await.unwrap());
     settle().await;
+    assert!(
+        host.volumes_with_label(lease::LABEL)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // A container the run did not start is a validity warning, not a refusal.
+    let docker = docker_of(&extra);
+    let sleeper = start_sleeper(&docker, &go.tag).await;
+    let warnings = lease::foreign_containers(&host, "b", "run-one").await;
+    let options = RemoveContainerOptionsBuilder::default().force(true).build();
+    docker
+        .remove_container(&sleeper, Some(options))
+        .await
+        .unwrap();
+    let warnings = warnings.unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].what.contains(&sleeper[..12]), "{warnings:?}");
+
+    // The lease of a run that died, cleared from the command line.
+    std::mem::forget(lease::take(&host, "b", "run-dead").await.unwrap());
+    let out = common::parkbench()
+        .args(["clean", "--leases", "--hosts", &extra.url])
+        .env("DOCKER_CERT_PATH", &extra.certs)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::describe(&out));
+    assert!(
+        common::text(&out.stderr).contains("run-dead"),
+        "{}",
+        common::describe(&out)
+    );
     assert!(
         host.volumes_with_label(lease::LABEL)
             .await
@@ -218,19 +252,9 @@ async fn images_built_on_the_host_match_and_a_tampered_binary_refuses_it() {
 /// tag; returns the sha256 of the new file.
 async fn tamper(extra: &ExtraEngine, tag: &str, path: &str) -> String {
     use bollard::query_parameters::{
-        CommitContainerOptionsBuilder, RemoveContainerOptionsBuilder,
-        UploadToContainerOptionsBuilder,
+        CommitContainerOptionsBuilder, UploadToContainerOptionsBuilder,
     };
-    let certs = &extra.certs;
-    let docker = bollard::Docker::connect_with_ssl(
-        &extra.url,
-        &certs.join("key.pem"),
-        &certs.join("cert.pem"),
-        &certs.join("ca.pem"),
-        120,
-        bollard::API_DEFAULT_VERSION,
-    )
-    .unwrap();
+    let docker = docker_of(extra);
     let body = bollard::models::ContainerCreateBody {
         image: Some(tag.to_string()),
         cmd: Some(vec!["/nonexistent".into()]),
@@ -310,4 +334,48 @@ async fn bench_ship() {
     println!("per GiB      {:>7.2} s", shipping / gib);
     println!("with the binaries checked on the host: {secs:.2} s");
     println!("image IDs equal: {}", if equal { "yes" } else { "no" });
+}
+
+/// A bollard client of the extra Engine, for what the kit itself never does to an Engine.
+fn docker_of(extra: &ExtraEngine) -> bollard::Docker {
+    let certs = &extra.certs;
+    bollard::Docker::connect_with_ssl(
+        &extra.url,
+        &certs.join("key.pem"),
+        &certs.join("cert.pem"),
+        &certs.join("ca.pem"),
+        120,
+        bollard::API_DEFAULT_VERSION,
+    )
+    .unwrap()
+}
+
+/// Starts a container of `image` that sleeps, not labelled by any run; returns its ID.
+async fn start_sleeper(docker: &bollard::Docker, image: &str) -> String {
+    let body = bollard::models::ContainerCreateBody {
+        image: Some(image.to_string()),
+        entrypoint: Some(vec![]),
+        cmd: Some(vec!["sleep".into(), "60".into()]),
+        host_config: Some(bollard::models::HostConfig {
+            network_mode: Some("none".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let id = docker
+        .create_container(
+            None::<bollard::query_parameters::CreateContainerOptions>,
+            body,
+        )
+        .await
+        .unwrap()
+        .id;
+    docker
+        .start_container(
+            &id,
+            None::<bollard::query_parameters::StartContainerOptions>,
+        )
+        .await
+        .unwrap();
+    id
 }

@@ -1,6 +1,8 @@
 //! `parkbench clean`: parkbench's images, its artifact cache, and runs' leases on hosts; runs are
 //! never touched.
 
+use std::path::Path;
+
 use anyhow::{Context, Result, bail};
 
 use super::Ending;
@@ -29,7 +31,8 @@ pub async fn clean(options: &Options) -> Result<Ending> {
     }
     if options.leases {
         // Every host named is checked before any lease goes.
-        let hosts = hosts(&options.hosts)?;
+        let cert_path = std::env::var_os("DOCKER_CERT_PATH").map(std::path::PathBuf::from);
+        let hosts = hosts(&options.hosts, cert_path.as_deref())?;
         for (name, endpoint) in &hosts {
             clear_leases(name, endpoint).await?;
         }
@@ -53,19 +56,18 @@ pub async fn clean(options: &Options) -> Result<Ending> {
 
 /// Each host by name and how to reach it: `local`, or a URL (a `tcp://` one with the TLS files
 /// of DOCKER_CERT_PATH, which must be set).
-fn hosts(names: &[String]) -> Result<Vec<(String, Endpoint)>> {
+fn hosts(names: &[String], cert_path: Option<&Path>) -> Result<Vec<(String, Endpoint)>> {
     if names.is_empty() {
         return Ok(vec![("local".into(), Endpoint::Local)]);
     }
-    let cert_path = std::env::var_os("DOCKER_CERT_PATH");
     names
         .iter()
         .map(|name| {
             if name == "local" {
                 return Ok((name.clone(), Endpoint::Local));
             }
-            let tls = match (&cert_path, name.starts_with("tcp://")) {
-                (Some(dir), true) => Some(TlsFiles::in_dir(dir.as_ref())),
+            let tls = match (cert_path, name.starts_with("tcp://")) {
+                (Some(dir), true) => Some(TlsFiles::in_dir(dir)),
                 (None, true) => bail!(
                     "host `{name}`: set DOCKER_CERT_PATH to the folder holding ca.pem, cert.pem \
                      and key.pem for it"
@@ -94,4 +96,28 @@ async fn clear_leases(name: &str, endpoint: &Endpoint) -> Result<()> {
         eprintln!("host `{name}`: no lease");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_are_local_by_default_and_tcp_takes_its_tls_from_docker_cert_path() {
+        let local = hosts(&[], None).unwrap();
+        assert_eq!(local, vec![("local".to_string(), Endpoint::Local)]);
+        let names = ["local".to_string(), "tcp://10.0.0.5:2376".to_string()];
+        let dir = Path::new("/certs");
+        let found = hosts(&names, Some(dir)).unwrap();
+        assert_eq!(found[0].1, Endpoint::Local);
+        let tls = Some(TlsFiles::in_dir(dir));
+        assert_eq!(found[1].1, Endpoint::from_url(&names[1], tls).unwrap());
+        let err = hosts(&names, None).unwrap_err().to_string();
+        assert!(
+            err.contains("tcp://10.0.0.5:2376") && err.contains("DOCKER_CERT_PATH"),
+            "{err}"
+        );
+        let err = hosts(&["box".to_string()], None).unwrap_err().to_string();
+        assert!(err.contains("box"), "{err}");
+    }
 }
