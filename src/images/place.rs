@@ -41,8 +41,8 @@ impl FromStr for Placement {
 pub struct Placed {
     /// The image's short name, as in the manifest.
     pub image: String,
-    /// `present` (the host had the image with the same ID: nothing sent), `shipped`, `built` or
-    /// `reused` (a build on the host found it built already).
+    /// `present` (the host had it: the same ID when shipping, the same inputs when building;
+    /// nothing sent or built), `shipped` or `built`.
     pub how: &'static str,
     /// Bytes sent to the host (a shipped image's save stream); 0 otherwise.
     pub bytes: u64,
@@ -176,7 +176,7 @@ async fn build(
             Some(t) if there.built && t.tag == there.tag => t.seconds,
             _ => 0.0,
         };
-        let how = if there.built { "built" } else { "reused" };
+        let how = if there.built { "built" } else { "present" };
         placed.push(Placed {
             image: name.clone(),
             how,

@@ -45,9 +45,12 @@ pub async fn take(engine: &Engine, host: &str, run_id: &str) -> Result<Lease> {
         run_id: run_id.to_string(),
         volume: VolumeGuard::new(engine.clone(), name),
     };
-    // Two runs that checked at the same moment both see each other now: both step back (the guard
-    // removes this one's volume), and neither runs on a host the other may use.
-    refuse_others(&engine.volumes_with_label(LABEL).await?, host, run_id)?;
+    // Two runs that checked at the same moment both see each other now: both step back, and
+    // neither runs on a host the other may use.
+    if let Err(e) = refuse_others(&engine.volumes_with_label(LABEL).await?, host, run_id) {
+        lease.release().await?;
+        return Err(e);
+    }
     Ok(lease)
 }
 
