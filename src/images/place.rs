@@ -64,7 +64,9 @@ pub struct Sources<'a> {
 
 /// Puts `images` (short names of `manifest`, the coordinator's) on `host` (called `host_name` in
 /// messages) as `how` says, then checks every binary of every one against the manifest. Refused,
-/// naming the host, the image, the path and both hashes, on any mismatch.
+/// naming the host, the image, the path and both hashes, on any mismatch. An image the manifest
+/// lists as failed or unavailable is left out (its probes are measured nowhere); one it does not
+/// know is an error.
 pub async fn place(
     coordinator: &Engine,
     host: &Engine,
@@ -74,14 +76,17 @@ pub async fn place(
     how: Placement,
     sources: &Sources<'_>,
 ) -> Result<Vec<Placed>> {
-    let wanted = images
-        .iter()
-        .map(|name| {
-            manifest.get(name).with_context(|| {
-                format!("image {name} is not in the coordinator's manifest: build it there first")
-            })
-        })
-        .collect::<Result<Vec<&BuiltImage>>>()?;
+    let mut wanted: Vec<&BuiltImage> = Vec::new();
+    for name in images {
+        match manifest.get(name) {
+            Some(image) => wanted.push(image),
+            // Not built on the coordinator either: its probes are `not measured` anywhere.
+            None if manifest.failed(name).is_some() || manifest.unavailable(name).is_some() => {}
+            None => {
+                bail!("image {name} is not in the coordinator's manifest: build it there first")
+            }
+        }
+    }
     let placed = match how {
         Placement::Ship => {
             let mut placed = Vec::new();
