@@ -231,7 +231,7 @@ fn bad_archives_are_refused_with_what_to_do() {
 
     let cut = err(&fx.write(&["go"]));
     assert!(
-        cut.contains("names the probe image(s) rust-tokio")
+        cut.contains("names the image(s) rust-tokio the run ran")
             && cut.contains("images/rust-tokio.tar"),
         "{cut}"
     );
