@@ -1,8 +1,10 @@
 //! `parkbench compare A B`: two runs of a study side by side, each recomputed from its raw files
 //! (a run folder or an archive, any mix). Per cell the headline value of both runs, B ÷ A and whether
 //! the difference exceeds the runs' own dispersion; per claim both findings; both environments; and
-//! whether the same probe binaries ran.
+//! whether the same probe binaries ran; when either run's samples come from more than one hardware
+//! class, the same per class, like with like (`classes`).
 
+mod classes;
 mod markdown;
 mod svg;
 
@@ -237,6 +239,9 @@ pub fn one_line(a: &Side, b: &Side) -> String {
         pairs.len(),
         same_binaries(a, b)
     ));
+    if let Some(p) = classes::pair(a, b) {
+        out.push_str(&classes::one_line(&p));
+    }
     out
 }
 

@@ -113,15 +113,28 @@ struct Mark<'a> {
     bytes: f64,
 }
 
-fn draw(input: &Input, probes: &[(&str, Stat)]) -> Figure {
-    let (study, summary) = (input.study, input.summary);
-    let scales: Vec<u64> = study
-        .all_scales()
-        .into_iter()
-        .filter(|&n| probes.iter().any(|(p, _)| summary.cell(p, n).is_some()))
-        .collect();
-    // Per scale, per probe: the claims with a published value of its statistic there.
-    let marks: Vec<Vec<Vec<Mark>>> = scales
+/// The panel columns of a row: the run's summary, or each hardware class's (labelled) when the
+/// samples come from more than one.
+fn columns<'a>(input: &Input<'a>) -> Vec<(Option<&'a str>, &'a Summary)> {
+    match input.classes.len() {
+        0 | 1 => vec![(None, input.summary)],
+        _ => (input.classes.iter())
+            .map(|(label, _, s)| (Some(label.as_str()), s))
+            .collect(),
+    }
+}
+
+/// The largest value plotted at `tasks` in `summary`, bytes.
+fn panel_max(probes: &[(&str, Stat)], summary: &Summary, tasks: u64) -> f64 {
+    probes
+        .iter()
+        .filter_map(|(p, _)| summary.cell(p, tasks)?.memory().map(|m| m.max))
+        .fold(0.0, f64::max)
+}
+
+/// Per scale, per probe: the claims with a published value of its statistic there.
+fn marks<'a>(study: &'a Study, probes: &[(&str, Stat)], scales: &[u64]) -> Vec<Vec<Vec<Mark<'a>>>> {
+    scales
         .iter()
         .map(|&n| {
             probes
@@ -134,73 +147,21 @@ fn draw(input: &Input, probes: &[(&str, Stat)]) -> Figure {
                 })
                 .collect()
         })
-        .collect();
-    // One unit for the whole figure: GiB only when every panel reaches 1 GiB, so that no panel
-    // reads 0.00.
-    let panel_max = |n: u64| {
-        probes
-            .iter()
-            .filter_map(|(p, _)| summary.cell(p, n)?.memory().map(|m| m.max))
-            .fold(0.0, f64::max)
-    };
-    let all_large = scales.iter().all(|&n| panel_max(n) >= GIB);
-    let (unit, per) = if all_large {
-        ("GiB", GIB)
-    } else {
-        ("MiB", MIB)
-    };
-    let n = probes.len().max(1) as f64;
-    let names = names(probes);
-    let widest = names
-        .iter()
-        .map(|(s, _)| text_width(s, NAME))
-        .fold(0.0, f64::max);
-    let slot = ((MIN_PANEL_W - PAD_L - PAD_R) / n).max(MIN_SLOT);
-    let vertical = widest > slot - 6.0;
-    let names_h = if vertical { widest + 8.0 } else { 20.0 };
-    let panel_w = PAD_L + PAD_R + slot * n;
-    let per_row = (((MAX_W - 2.0 * MARGIN) / panel_w).floor() as usize).max(1);
-    let rows = scales.len().div_ceil(per_row).max(1);
-    let panel_h = 30.0 + PLOT_H + 22.0 + names_h + 24.0;
-    let width = 2.0 * MARGIN + panel_w * per_row.min(scales.len().max(1)) as f64;
-    let width = width
-        .max(2.0 * MARGIN + 8.0 + text_width(caption(study), 12.0))
-        .max(2.0 * MARGIN + 8.0 + text_width(&study.title, 17.0));
-    let mut c = Canvas::default();
-    heading(&mut c, study);
-    c.text(MARGIN + 4.0, 48.0, 12.0, Anchor::Start, "", caption(study));
-    let mut footer: Vec<String> = Vec::new();
-    let mut numbered: Vec<&str> = Vec::new();
-    for (i, (&tasks, marks)) in scales.iter().zip(&marks).enumerate() {
-        let x0 = MARGIN + panel_w * (i % per_row) as f64;
-        let y0 = HEADER_H + panel_h * (i / per_row) as f64;
-        let p = Panel {
-            x0,
-            y0,
-            slot,
-            vertical,
-            unit,
-            per,
-            names: &names,
-        };
-        p.draw(
-            &mut c,
-            tasks,
-            probes,
-            marks,
-            summary,
-            &mut numbered,
-            &mut footer,
-            input,
-        );
+        .collect()
+}
+
+/// One unit for the whole figure: GiB only when every panel reaches 1 GiB, so that no panel reads
+/// 0.00.
+fn unit(probes: &[(&str, Stat)], summary: &Summary, scales: &[u64]) -> (&'static str, f64) {
+    match scales.iter().all(|&n| panel_max(probes, summary, n) >= GIB) {
+        true => ("GiB", GIB),
+        false => ("MiB", MIB),
     }
-    for ((short, cut), (id, _)) in names.iter().zip(probes) {
-        if *cut {
-            footer.push(format!("{short} = {id}"));
-        }
-    }
-    let mut y = HEADER_H + panel_h * rows as f64;
-    for line in &footer {
+}
+
+/// The grey lines under the panels, the first at `y`; returns the baseline after the last.
+fn lines(c: &mut Canvas, mut y: f64, footer: &[String]) -> f64 {
+    for line in footer {
         c.text(
             MARGIN + 4.0,
             y,
@@ -211,6 +172,80 @@ fn draw(input: &Input, probes: &[(&str, Stat)]) -> Figure {
         );
         y += LINE;
     }
+    y
+}
+
+fn draw(input: &Input, probes: &[(&str, Stat)]) -> Figure {
+    let (study, summary) = (input.study, input.summary);
+    let scales: Vec<u64> = study
+        .all_scales()
+        .into_iter()
+        .filter(|&n| probes.iter().any(|(p, _)| summary.cell(p, n).is_some()))
+        .collect();
+    let marks = marks(study, probes, &scales);
+    let columns = columns(input);
+    let (unit, per) = unit(probes, summary, &scales);
+    let n = probes.len().max(1) as f64;
+    let names = names(probes);
+    let widest = names
+        .iter()
+        .map(|(s, _)| text_width(s, NAME))
+        .fold(0.0, f64::max);
+    let slot = ((MIN_PANEL_W - PAD_L - PAD_R) / n).max(MIN_SLOT);
+    let vertical = widest > slot - 6.0;
+    let names_h = if vertical { widest + 8.0 } else { 20.0 };
+    let panel_w = PAD_L + PAD_R + slot * n;
+    // With classes, a row per scale and a column per class; else the scales wrap into rows.
+    let per_row = match columns.len() {
+        1 => (((MAX_W - 2.0 * MARGIN) / panel_w).floor() as usize).max(1),
+        k => k,
+    };
+    let panels = scales.len() * columns.len();
+    let rows = panels.div_ceil(per_row).max(1);
+    let panel_h = 30.0 + PLOT_H + 22.0 + names_h + 24.0;
+    let width = 2.0 * MARGIN + panel_w * per_row.min(panels.max(1)) as f64;
+    let width = width
+        .max(2.0 * MARGIN + 8.0 + text_width(caption(study), 12.0))
+        .max(2.0 * MARGIN + 8.0 + text_width(&study.title, 17.0));
+    let mut c = Canvas::default();
+    heading(&mut c, study);
+    c.text(MARGIN + 4.0, 48.0, 12.0, Anchor::Start, "", caption(study));
+    let mut footer: Vec<String> = Vec::new();
+    let mut numbered: Vec<&str> = Vec::new();
+    for (row, (&tasks, marks)) in scales.iter().zip(&marks).enumerate() {
+        // The columns of a row share one y scale, so that the classes compare.
+        let floor = match columns.len() {
+            1 => 0.0,
+            _ => (columns.iter())
+                .map(|(_, s)| panel_max(probes, s, tasks))
+                .fold(0.0, f64::max),
+        };
+        for (col, &(class, summary)) in columns.iter().enumerate() {
+            let i = row * columns.len() + col;
+            let p = Panel {
+                x0: MARGIN + panel_w * (i % per_row) as f64,
+                y0: HEADER_H + panel_h * (i / per_row) as f64,
+                slot,
+                vertical,
+                unit,
+                per,
+                names: &names,
+                class,
+                floor,
+            };
+            let at = (tasks, summary);
+            p.draw(&mut c, at, probes, marks, &mut numbered, &mut footer, input);
+        }
+    }
+    for ((short, cut), (id, _)) in names.iter().zip(probes) {
+        if *cut {
+            footer.push(format!("{short} = {id}"));
+        }
+    }
+    for (label, class, _) in input.classes.iter().filter(|_| columns.len() > 1) {
+        footer.push(format!("class {label} = {class}"));
+    }
+    let y = lines(&mut c, HEADER_H + panel_h * rows as f64, &footer);
     let labels = c.labels.clone();
     Figure {
         id: "memory".into(),
@@ -229,6 +264,10 @@ struct Panel<'a> {
     unit: &'static str,
     per: f64,
     names: &'a [(String, bool)],
+    /// The hardware class's label, when the figure has a column per class.
+    class: Option<&'a str>,
+    /// The least top of the y axis, bytes: the row's largest value when its columns share it.
+    floor: f64,
 }
 
 impl Panel<'_> {
@@ -236,10 +275,9 @@ impl Panel<'_> {
     fn draw<'c>(
         &self,
         c: &mut Canvas,
-        tasks: u64,
+        (tasks, summary): (u64, &Summary),
         probes: &[(&str, Stat)],
         marks: &[Vec<Mark<'c>>],
-        summary: &Summary,
         numbered: &mut Vec<&'c str>,
         footer: &mut Vec<String>,
         input: &Input,
@@ -251,16 +289,23 @@ impl Panel<'_> {
             .flatten()
             .filter_map(|c| c.memory().map(|m| m.max))
             .chain(marks.iter().flatten().map(|m| m.bytes))
-            .fold(0.0, f64::max);
+            .fold(self.floor, f64::max);
         let scale = Scale::linear(max, self.unit, self.per);
         let left = self.x0 + PAD_L;
         let right = left + self.slot * probes.len() as f64;
         let top = self.y0 + 30.0;
         let bottom = top + PLOT_H;
         let y = |bytes: f64| bottom - scale.at(bytes) * PLOT_H;
-        c.out
-            .push_str(&format!("<g class=\"panel\" data-tasks=\"{tasks}\">\n"));
-        let title = format!("{} tasks", scale_label(tasks));
+        let (data, title) = match self.class {
+            None => (String::new(), format!("{} tasks", scale_label(tasks))),
+            Some(l) => (
+                format!(" data-class=\"{l}\""),
+                format!("{} tasks · class {l}", scale_label(tasks)),
+            ),
+        };
+        c.out.push_str(&format!(
+            "<g class=\"panel\" data-tasks=\"{tasks}\"{data}>\n"
+        ));
         c.text(
             (left + right) / 2.0,
             self.y0 + 16.0,
