@@ -73,8 +73,19 @@ pub fn load(path: &Path) -> Result<Side> {
 
 /// A side from run files already read (an archive a rerun has checked and read); errors name `shown`.
 pub fn from_files(shown: String, files: &RunFiles) -> Result<Side> {
-    let outcome =
+    let mut outcome =
         outcome::recompute(files).with_context(|| format!("{shown}: recomputing the run"))?;
+    // A sample without a class was measured on the run's own machine, which env.json describes:
+    // so a run of one machine compares with the same class of a run of several.
+    let own = match &files.env_json {
+        Some(json) => serde_json::from_str::<crate::run::env::Environment>(json)
+            .map(|e| crate::run::hardware::class(&e.host))
+            .with_context(|| format!("{shown}: parsing env.json"))?,
+        None => "unknown hardware (no env.json)".to_string(),
+    };
+    for s in outcome.samples.iter_mut().filter(|s| s.hardware.is_none()) {
+        s.hardware = Some(own.clone());
+    }
     let manifest = files
         .manifest_json
         .as_deref()

@@ -494,3 +494,22 @@ fn runs_of_several_classes_are_compared_class_by_class() {
     assert!(!markdown(&one, &one).contains("## Per hardware class"));
     assert!(!one_line(&one, &one).contains("per class"));
 }
+
+#[test]
+fn a_run_of_one_machine_compares_with_the_same_class_of_a_run_of_several() {
+    use crate::outputs::merge::tests::run;
+    // Merged, a sample without a class takes its run's; a lone run's samples take it in compare.
+    let a = merged_side(
+        "a",
+        &[run("a1", None, None), run("a2", None, Some("CPU Y"))],
+    );
+    let lone = run("b", None, None);
+    let b = from_files("b".into(), &lone.files).unwrap();
+    let md = markdown(&a, &b);
+    assert!(
+        md.contains("### unknown hardware (no env.json) — A's class A, B's class A"),
+        "{md}"
+    );
+    assert!(md.contains("- A's class B (CPU Y)"), "{md}");
+    assert!(!md.contains("B's class B"), "{md}");
+}
