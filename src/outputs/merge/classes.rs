@@ -1,5 +1,5 @@
-//! Claims judged per hardware class, and per host when a class holds several hosts that each measured
-//! every cell of it (a run across Engines, `--across`, or reruns merged). Classes are named by a short
+//! Claims judged per hardware class, and per host when a class holds several hosts that measured the
+//! same cells (a run across Engines, `--across`, or reruns merged). Classes are named by a short
 //! label — `A`, `B`, … in order of first appearance — with a legend to the full class string; per
 //! claim one line says on how many classes (and hosts) it is reproduced and names the others with
 //! their finding: `reproduced on 2 of 3 classes: differs on class C`.
@@ -8,6 +8,7 @@
 //! [`crate::outputs::verdict::Status`]); `differs`, `inconclusive` and `not measured` do not, and the
 //! line names each with its classes.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
@@ -25,7 +26,7 @@ pub struct Judged {
     /// Each class's verdicts, in order of first appearance.
     pub classes: Vec<ClassVerdicts>,
     /// Each host's verdicts, in order of first appearance, when some class holds more than one host
-    /// and each of its hosts measured every cell of it; else empty.
+    /// and two of them measured the same cell; else empty.
     pub hosts: Vec<HostVerdicts>,
 }
 
@@ -98,33 +99,28 @@ pub fn classes(samples: &[Sample]) -> Vec<String> {
 }
 
 /// Whether the claims are judged per class and host: the samples come from more than one hardware
-/// class, or a class holds more than one host that each measured all of its cells.
+/// class, or hosts of one class measured the same cells (replicates).
 pub fn needed(samples: &[Sample]) -> bool {
     classes(samples).len() > 1 || !replicate_hosts(samples).is_empty()
 }
 
 /// The hosts to judge alone: every host (in order of first appearance) when some class holds more
-/// than one named host and each of them measured every cell of that class; else none. A run that
-/// dealt its cells over the hosts of one class (`--spread`) has no host to judge alone.
+/// than one named host and two of them measured the same cell (valid samples of it from each: the
+/// hosts are replicates, as in a run across Engines, even when one of them lost some cells); else
+/// none. A run that dealt its cells over the hosts of one class (`--spread`) measured each cell on
+/// one host, so it has no host to judge alone.
 fn replicate_hosts(samples: &[Sample]) -> Vec<String> {
-    let cells = |of: &[&Sample]| {
-        let mut c: Vec<(String, u64)> = of.iter().map(|s| (s.probe.clone(), s.tasks)).collect();
-        c.sort();
-        c.dedup();
-        c
-    };
-    let replicated = classes(samples).iter().any(|class| {
-        let mine: Vec<&Sample> = samples.iter().filter(|s| class_of(s) == *class).collect();
-        let owned: Vec<Sample> = mine.iter().map(|s| (*s).clone()).collect();
-        let hosts = distinct(&owned, host_of);
-        let all = cells(&mine);
-        hosts.len() > 1
-            && hosts.iter().all(|h| {
-                let theirs: Vec<&Sample> =
-                    mine.iter().copied().filter(|s| host_of(s) == *h).collect();
-                !h.is_empty() && cells(&theirs) == all
-            })
-    });
+    // Per cell of a class, the first host seen measuring it.
+    let mut first: BTreeMap<(String, String, u64), String> = BTreeMap::new();
+    let replicated = samples
+        .iter()
+        .filter(|s| s.valid && !host_of(s).is_empty())
+        .any(|s| {
+            let first = first
+                .entry((class_of(s), s.probe.clone(), s.tasks))
+                .or_insert_with(|| host_of(s));
+            *first != host_of(s)
+        });
     match replicated {
         true => distinct(samples, host_of),
         false => Vec::new(),

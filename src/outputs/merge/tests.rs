@@ -564,7 +564,7 @@ fn findings_other_than_reproduced_are_grouped_by_word() {
 }
 
 #[test]
-fn hosts_of_one_class_that_each_measured_every_cell_are_judged_alone() {
+fn hosts_of_one_class_that_measured_the_same_cells_are_judged_alone() {
     let merged = merge(
         &[
             altered(run("a", None, Some(X)), 1.0, Some("left")),
@@ -670,4 +670,27 @@ fn a_hostile_host_name_stays_one_line_of_text_in_a_table_cell() {
         .find(|l| l.starts_with("| Claim | <b>"))
         .expect(&md);
     assert_eq!(row.matches(" | ").count(), 2, "the pipe is escaped: {row}");
+}
+
+#[test]
+fn a_replicate_host_that_lost_cells_is_still_judged_alone() {
+    let merged = merge(
+        &[
+            altered(run("a", None, Some(X)), 1.0, Some("whole")),
+            altered(run("b", half(1), Some(X)), 1.0, Some("lost half")),
+        ],
+        "m",
+    )
+    .unwrap();
+    let study = Study::default_study().under_kernels(&[]).unwrap();
+    let j = judge(&study, &merged.samples).expect("the hosts measured the same cells");
+    assert_eq!(j.hosts.len(), 2);
+    let lost = &j.hosts[1];
+    assert!(
+        lost.verdicts
+            .iter()
+            .any(|v| v.status == verdict::Status::NotMeasured),
+        "a claim on a lost cell is not measured on it"
+    );
+    assert_eq!(j.hosts[0].verdicts, judged(&fixture::samples()));
 }
