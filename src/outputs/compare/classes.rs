@@ -101,3 +101,14 @@ pub fn one_line(p: &Paired) -> String {
     }
     out
 }
+
+/// The cells of the classes of both runs that fail `--fail-above percent` ([`super::over_threshold`]
+/// class by class), each named with its class: `go at 1000000 tasks (on CPU X · …)`.
+pub fn over_threshold(p: &Paired, percent: f64) -> Vec<String> {
+    (p.both.iter())
+        .flat_map(|(x, y)| {
+            (super::over_threshold(&x.summary, &y.summary, percent).into_iter())
+                .map(move |cell| format!("{cell} (on {})", x.class))
+        })
+        .collect()
+}

@@ -4,7 +4,7 @@
 //! whether the same probe binaries ran; when either run's samples come from more than one hardware
 //! class, the same per class, like with like (`classes`).
 
-mod classes;
+pub mod classes;
 mod markdown;
 mod svg;
 

@@ -489,6 +489,13 @@ fn runs_of_several_classes_are_compared_class_by_class() {
             && line.ends_with(", 2 in one run only (not compared)"),
         "{line}"
     );
+    let p = classes::pair(&a, &b).unwrap();
+    let over = classes::over_threshold(&p, 10.0);
+    assert!(
+        !over.is_empty() && over.iter().all(|c| c.ends_with(" (on CPU X)")),
+        "{over:?}"
+    );
+    assert!(classes::over_threshold(&p, 1000.0).is_empty());
     // Runs of one class each: no section, no words per class.
     let one = merged_side("c", &[run("c1", None, Some(x))]);
     assert!(!markdown(&one, &one).contains("## Per hardware class"));
