@@ -1,5 +1,6 @@
-//! A study on many Docker Engines: which Engines `--hosts` names (`hosts`), and what each one is
-//! (`survey`).
+//! A run across many Docker Engines (a fleet): which Engines `--hosts` names (`hosts`), what each
+//! one is (`survey`), and a run's lease on each host (`lease`).
 
 pub mod hosts;
+pub mod lease;
 pub mod survey;
