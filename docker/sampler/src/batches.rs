@@ -1,0 +1,263 @@
+//! What disturbed each batch of a timed program: the steal time of the CPUs it is pinned to
+//! (`/proc/stat`, the `steal` column of each `cpuN` line), the involuntary context switches of
+//! its threads (`nonvoluntary_ctxt_switches` of every `/proc/<pid>/task/<tid>/status`) and the
+//! time they waited, runnable, for a CPU (`run_delay`, the second field of each thread's
+//! `/proc/<pid>/task/<tid>/schedstat`, in ns), read when
+//! each stdout line arrives. A batch is one `result` line; its window runs from the reading at
+//! the line before it (or the program's start) to the reading at its own line.
+//!
+//! The sampler only measures: whether a batch is dropped is decided by the driver from these
+//! counters and the rule the study declared (`--drop-steal`, `--drop-wait`, `--drop-involuntary`), which the
+//! sampler echoes in its output so that the rule travels with the counters.
+
+use std::time::Instant;
+
+use crate::json::Value;
+use crate::process::ms;
+
+/// The counters at one moment; `None` where they could not be read.
+#[derive(Debug, Clone, Copy)]
+pub struct Reading {
+    at: Instant,
+    /// Steal of the pinned CPUs, summed, in clock ticks (`USER_HZ`).
+    steal_ticks: Option<u64>,
+    /// Involuntary switches of the program's live threads, summed.
+    involuntary: Option<u64>,
+    /// Time the program's live threads waited on a run queue, summed, ns.
+    wait_ns: Option<u64>,
+}
+
+/// One batch: its window and what disturbed it during that window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    /// The window, ms.
+    pub window_ms: f64,
+    /// Steal of the pinned CPUs during the window, summed over them, ms (a multiple of one clock
+    /// tick, usually 10 ms); `None` when `/proc/stat` could not be read.
+    pub steal_ms: Option<f64>,
+    /// Involuntary context switches of the program's threads during the window; `None` when
+    /// unreadable. A thread that exited during the window takes its switches with it.
+    pub involuntary_switches: Option<u64>,
+    /// Time the program's threads waited, runnable, for a CPU during the window, summed, ms;
+    /// `None` when unreadable (a kernel without schedstat).
+    pub runqueue_wait_ms: Option<f64>,
+}
+
+impl Batch {
+    pub fn to_json(&self) -> Value {
+        Value::Obj(vec![
+            ("window_ms".into(), Value::opt_ms(Some(self.window_ms))),
+            ("steal_ms".into(), Value::opt_ms(self.steal_ms)),
+            (
+                "involuntary_switches".into(),
+                Value::opt_u64(self.involuntary_switches),
+            ),
+            (
+                "runqueue_wait_ms".into(),
+                Value::opt_ms(self.runqueue_wait_ms),
+            ),
+        ])
+    }
+}
+
+/// Reads the counters of one program pinned to some CPUs.
+pub struct Counters {
+    pid: u32,
+    /// The CPUs whose steal counts; all of them when the program was not pinned.
+    cpus: Option<Vec<usize>>,
+    ms_per_tick: f64,
+}
+
+impl Counters {
+    pub fn new(pid: u32, cpus: Option<Vec<usize>>) -> Counters {
+        // SAFETY: sysconf takes no pointers.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        Counters {
+            pid,
+            cpus,
+            ms_per_tick: 1000.0 / if hz > 0 { hz as f64 } else { 100.0 },
+        }
+    }
+
+    pub fn read(&self) -> Reading {
+        let steal_ticks = std::fs::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|t| steal_ticks(&t, self.cpus.as_deref()));
+        let (involuntary, wait_ns) = threads(self.pid);
+        Reading {
+            at: Instant::now(),
+            steal_ticks,
+            involuntary,
+            wait_ns,
+        }
+    }
+
+    /// The batch between two readings.
+    pub fn between(&self, from: &Reading, to: &Reading) -> Batch {
+        let delta = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
+        Batch {
+            window_ms: ms(to.at.saturating_duration_since(from.at)),
+            steal_ms: delta(from.steal_ticks, to.steal_ticks).map(|t| t as f64 * self.ms_per_tick),
+            involuntary_switches: delta(from.involuntary, to.involuntary),
+            runqueue_wait_ms: delta(from.wait_ns, to.wait_ns).map(|ns| ns as f64 / 1e6),
+        }
+    }
+}
+
+/// The steal ticks of `cpus` (all CPUs when `None`) summed from the text of `/proc/stat`; `None`
+/// when a CPU's line or its steal column is missing.
+pub fn steal_ticks(stat: &str, cpus: Option<&[usize]>) -> Option<u64> {
+    let mut total = 0u64;
+    let mut found = 0usize;
+    for line in stat.lines() {
+        let mut words = line.split_whitespace();
+        let Some(cpu) = words.next().and_then(|w| w.strip_prefix("cpu")) else {
+            continue;
+        };
+        let Ok(cpu) = cpu.parse::<usize>() else {
+            continue; // the aggregate `cpu` line
+        };
+        if cpus.is_some_and(|list| !list.contains(&cpu)) {
+            continue;
+        }
+        // user nice system idle iowait irq softirq steal …
+        total += words.nth(7)?.parse::<u64>().ok()?;
+        found += 1;
+    }
+    let wanted = cpus.map_or(found.max(1), <[usize]>::len);
+    (found == wanted).then_some(total)
+}
+
+/// Involuntary switches and run-queue wait (ns) of every live thread of `pid`, summed; `None`
+/// when its tasks cannot be listed or a thread's file lacks the field.
+fn threads(pid: u32) -> (Option<u64>, Option<u64>) {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return (None, None);
+    };
+    let (mut switches, mut wait) = (Some(0u64), Some(0u64));
+    for task in tasks.flatten() {
+        // A thread that ends between the listing and the read simply counts no more.
+        if let Ok(text) = std::fs::read_to_string(task.path().join("status")) {
+            switches = switches.zip(nonvoluntary(&text)).map(|(a, b)| a + b);
+        }
+        if let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) {
+            wait = wait.zip(run_delay(&text)).map(|(a, b)| a + b);
+        }
+    }
+    (switches, wait)
+}
+
+/// `run_delay` (ns), the second field of a thread's `schedstat`.
+fn run_delay(schedstat: &str) -> Option<u64> {
+    schedstat.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `nonvoluntary_ctxt_switches` of one status file.
+fn nonvoluntary(status: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The batches of a run and the last reading, which opens the next batch's window.
+pub struct Windows {
+    counters: Counters,
+    last: Reading,
+    pub batches: Vec<Batch>,
+}
+
+impl Windows {
+    /// Starts at the program's start.
+    pub fn start(counters: Counters) -> Windows {
+        let last = counters.read();
+        Windows {
+            counters,
+            last,
+            batches: Vec::new(),
+        }
+    }
+
+    /// A stdout line arrived: it ends the window of a batch when it is a `result` line, and
+    /// opens the next window either way.
+    pub fn line(&mut self, is_result: bool) {
+        let now = self.counters.read();
+        if is_result {
+            self.batches.push(self.counters.between(&self.last, &now));
+        }
+        self.last = now;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STAT: &str = "cpu  10 0 5 100 0 0 0 7 0 0\n\
+                        cpu0 5 0 2 50 0 0 0 3 0 0\n\
+                        cpu1 5 0 3 50 0 0 0 4 0 0\n\
+                        intr 1 2 3\n";
+
+    #[test]
+    fn steal_of_the_pinned_cpus() {
+        assert_eq!(steal_ticks(STAT, Some(&[0])), Some(3));
+        assert_eq!(steal_ticks(STAT, Some(&[1])), Some(4));
+        assert_eq!(steal_ticks(STAT, Some(&[0, 1])), Some(7));
+        assert_eq!(steal_ticks(STAT, None), Some(7));
+        // A CPU without its line, or a kernel without the steal column: unknown, not zero.
+        assert_eq!(steal_ticks(STAT, Some(&[2])), None);
+        assert_eq!(steal_ticks("cpu0 1 2 3 4\n", Some(&[0])), None);
+    }
+
+    #[test]
+    fn involuntary_switches_of_a_status() {
+        let status = "Name:\tx\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
+        assert_eq!(nonvoluntary(status), Some(3));
+        assert_eq!(nonvoluntary("Name:\tx\n"), None);
+        assert_eq!(run_delay("1200 3400 5\n"), Some(3400));
+        assert_eq!(run_delay("1200\n"), None);
+        // This process's own threads can be read.
+        let (switches, wait) = threads(std::process::id());
+        assert!(switches.is_some() && wait.is_some());
+    }
+
+    #[test]
+    fn a_batch_is_the_difference_of_two_readings() {
+        let c = Counters {
+            pid: 0,
+            cpus: None,
+            ms_per_tick: 10.0,
+        };
+        let at = Instant::now();
+        let a = Reading {
+            at,
+            steal_ticks: Some(5),
+            involuntary: Some(10),
+            wait_ns: Some(1_000_000),
+        };
+        let b = Reading {
+            at: at + std::time::Duration::from_millis(20),
+            steal_ticks: Some(7),
+            involuntary: Some(8),
+            wait_ns: Some(3_500_000),
+        };
+        let batch = c.between(&a, &b);
+        assert_eq!(batch.steal_ms, Some(20.0));
+        // Fewer switches than before (a thread exited): none counted, not a negative count.
+        assert_eq!(batch.involuntary_switches, Some(0));
+        assert_eq!(batch.runqueue_wait_ms, Some(2.5));
+        assert!((batch.window_ms - 20.0).abs() < 1e-9);
+        let unknown = c.between(
+            &Reading {
+                steal_ticks: None,
+                ..a
+            },
+            &b,
+        );
+        assert_eq!(unknown.steal_ms, None);
+        assert_eq!(
+            unknown.to_json().to_json(),
+            r#"{"window_ms":20.000,"steal_ms":null,"involuntary_switches":0,"runqueue_wait_ms":2.500}"#
+        );
+    }
+}
