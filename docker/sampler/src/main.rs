@@ -89,7 +89,7 @@
 //!  "latency":[[1000,2],[2000,4]],  // [value_ns,count] by value; [] unless kind latency
 //!  "other_lines":0,            // stdout lines that were none of these (nor notes)
 //!  "batches":[{"window_ms":12.1,"steal_ms":0.000,"involuntary_switches":1,"runqueue_wait_ms":0.213}],
-//!                              // timed kind: one per result line, what disturbed it (below)
+//!                              // timed kind with a --drop-* option: per result line (below)
 //!  "batch_rule":{"steal_above":0.01,"wait_above":0.01,"involuntary_switches_above":null},
 //!                              // timed kind: the --drop-* options echoed; null otherwise
 //!  "notes":["…"],              // the program's note lines, without the word `note`
@@ -106,7 +106,8 @@
 //! `run_delay`, ns). A batch's window runs from the reading at the line before it to the reading
 //! at its own line; its counters are the differences (a counter that cannot be read is null).
 //! `--drop-steal`, `--drop-wait` and `--drop-involuntary` are the study's rule for dropping
-//! batches: the sampler only echoes them in `batch_rule`; the driver applies them.
+//! batches: the sampler only echoes them in `batch_rule`; the driver applies them. Without any
+//! of them nothing is read (`batches` is `[]`, `batch_rule` null).
 //!
 //! Sizes are KiB as the kernel reports them (its "kB"), times milliseconds.
 //! Exit status: 0 when the program exited 0 and nothing went wrong (steady: the protocol ran to

@@ -314,10 +314,13 @@ fn ending(exited: bool, status: ExitStatus, timeout_s: u64) -> Option<String> {
 
 fn run(opts: &Options, rep: &mut Report) -> Result<(), String> {
     let (mut child, started) = process::spawn(&opts.command, opts.cpus.as_deref(), Stdio::null())?;
-    if rep.kind == Kind::Timed {
+    // Only for a timed program given a rule: a reported program runs as timed too, and reading
+    // every thread of one with thousands at each line would cost it time for nothing.
+    let rule = (opts.drop_steal, opts.drop_wait, opts.drop_involuntary);
+    if rep.kind == Kind::Timed && rule != (None, None, None) {
         let cpus = opts.cpus.as_deref().and_then(|c| parse_cpu_list(c).ok());
         rep.windows = Some(Windows::start(Counters::new(child.id(), cpus)));
-        rep.rule = Some((opts.drop_steal, opts.drop_wait, opts.drop_involuntary));
+        rep.rule = Some(rule);
     }
     let mut watch = Watch {
         pid: child.id(),

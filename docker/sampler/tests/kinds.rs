@@ -346,7 +346,9 @@ fn timed_reads_what_disturbed_each_batch() {
         r.raw("batch_rule"),
         r#"{"steal_above":0.01,"wait_above":null,"involuntary_switches_above":0}"#
     );
-    // Other kinds read no batches.
-    let r = sampler(&["--kind", "peak", "--", "sh", "-c", script]);
-    assert_eq!((r.raw("batches"), r.raw("batch_rule")), ("[]", "null"));
+    // Other kinds, and a timed program without a rule (a reported one), read no batches.
+    for kind in ["peak", "timed"] {
+        let r = sampler(&["--kind", kind, "--", "sh", "-c", script]);
+        assert_eq!((r.raw("batches"), r.raw("batch_rule")), ("[]", "null"));
+    }
 }
