@@ -10,20 +10,27 @@
 //! counters and the rule the study declared (`--drop-steal`, `--drop-wait`, `--drop-involuntary`), which the
 //! sampler echoes in its output so that the rule travels with the counters.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use crate::json::Value;
 use crate::process::ms;
 
 /// The counters at one moment; `None` where they could not be read.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Reading {
     at: Instant,
     /// Steal of the pinned CPUs, summed, in clock ticks (`USER_HZ`).
     steal_ticks: Option<u64>,
-    /// Involuntary switches of the program's live threads, summed.
+    /// Per live thread of the program, by tid: its involuntary switches and the time it waited
+    /// on a run queue (ns); `None` when the threads could not be listed.
+    threads: Option<BTreeMap<u32, Thread>>,
+}
+
+/// One thread's counters; `None` where its file lacks the field.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Thread {
     involuntary: Option<u64>,
-    /// Time the program's live threads waited on a run queue, summed, ns.
     wait_ns: Option<u64>,
 }
 
@@ -36,10 +43,10 @@ pub struct Batch {
     /// tick, usually 10 ms); `None` when `/proc/stat` could not be read.
     pub steal_ms: Option<f64>,
     /// Involuntary context switches of the program's threads during the window; `None` when
-    /// unreadable. A thread that exited during the window takes its switches with it.
+    /// unreadable, or when a thread ended during the window (its switches went with it).
     pub involuntary_switches: Option<u64>,
     /// Time the program's threads waited, runnable, for a CPU during the window, summed, ms;
-    /// `None` when unreadable (a kernel without schedstat).
+    /// `None` when unreadable (a kernel without schedstat) or a thread ended during the window.
     pub runqueue_wait_ms: Option<f64>,
 }
 
@@ -83,25 +90,46 @@ impl Counters {
         let steal_ticks = std::fs::read_to_string("/proc/stat")
             .ok()
             .and_then(|t| steal_ticks(&t, self.cpus.as_deref()));
-        let (involuntary, wait_ns) = threads(self.pid);
         Reading {
             at: Instant::now(),
             steal_ticks,
-            involuntary,
-            wait_ns,
+            threads: threads(self.pid),
         }
     }
 
     /// The batch between two readings.
     pub fn between(&self, from: &Reading, to: &Reading) -> Batch {
-        let delta = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
+        let steal = from
+            .steal_ticks
+            .zip(to.steal_ticks)
+            .and_then(|(a, b)| b.checked_sub(a));
+        let (a, b) = (from.threads.as_ref(), to.threads.as_ref());
+        let threads = |f: fn(&Thread) -> Option<u64>| thread_delta(a?, b?, f);
         Batch {
             window_ms: ms(to.at.saturating_duration_since(from.at)),
-            steal_ms: delta(from.steal_ticks, to.steal_ticks).map(|t| t as f64 * self.ms_per_tick),
-            involuntary_switches: delta(from.involuntary, to.involuntary),
-            runqueue_wait_ms: delta(from.wait_ns, to.wait_ns).map(|ns| ns as f64 / 1e6),
+            steal_ms: steal.map(|t| t as f64 * self.ms_per_tick),
+            involuntary_switches: threads(|t| t.involuntary),
+            runqueue_wait_ms: threads(|t| t.wait_ns).map(|ns| ns as f64 / 1e6),
         }
     }
+}
+
+/// A counter's growth over the program's threads between two readings: a thread that started
+/// meanwhile counts whole; `None` when a thread ended meanwhile (what it counted is gone) or a
+/// counter went backwards or could not be read.
+fn thread_delta(
+    from: &BTreeMap<u32, Thread>,
+    to: &BTreeMap<u32, Thread>,
+    counter: fn(&Thread) -> Option<u64>,
+) -> Option<u64> {
+    let mut total = 0u64;
+    for (tid, before) in from {
+        total += counter(to.get(tid)?)?.checked_sub(counter(before)?)?;
+    }
+    for (_, born) in to.iter().filter(|(tid, _)| !from.contains_key(tid)) {
+        total += counter(born)?;
+    }
+    Some(total)
 }
 
 /// The steal ticks of `cpus` (all CPUs when `None`) summed from the text of `/proc/stat`; `None`
@@ -128,23 +156,27 @@ pub fn steal_ticks(stat: &str, cpus: Option<&[usize]>) -> Option<u64> {
     (found == wanted).then_some(total)
 }
 
-/// Involuntary switches and run-queue wait (ns) of every live thread of `pid`, summed; `None`
-/// when its tasks cannot be listed or a thread's file lacks the field.
-fn threads(pid: u32) -> (Option<u64>, Option<u64>) {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return (None, None);
-    };
-    let (mut switches, mut wait) = (Some(0u64), Some(0u64));
+/// Every live thread of `pid` and its counters; `None` when its tasks cannot be listed.
+fn threads(pid: u32) -> Option<BTreeMap<u32, Thread>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut out = BTreeMap::new();
     for task in tasks.flatten() {
-        // A thread that ends between the listing and the read simply counts no more.
-        if let Ok(text) = std::fs::read_to_string(task.path().join("status")) {
-            switches = switches.zip(nonvoluntary(&text)).map(|(a, b)| a + b);
-        }
-        if let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) {
-            wait = wait.zip(run_delay(&text)).map(|(a, b)| a + b);
-        }
+        let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+            continue;
+        };
+        // A thread that ends between the listing and the read is not counted: the next batch
+        // then finds it missing and says its counters are unknown.
+        let read = |file: &str| std::fs::read_to_string(task.path().join(file)).ok();
+        let Some(status) = read("status") else {
+            continue;
+        };
+        let thread = Thread {
+            involuntary: nonvoluntary(&status),
+            wait_ns: read("schedstat").as_deref().and_then(run_delay),
+        };
+        out.insert(tid, thread);
     }
-    (switches, wait)
+    Some(out)
 }
 
 /// `run_delay` (ns), the second field of a thread's `schedstat`.
@@ -217,8 +249,18 @@ mod tests {
         assert_eq!(run_delay("1200 3400 5\n"), Some(3400));
         assert_eq!(run_delay("1200\n"), None);
         // This process's own threads can be read.
-        let (switches, wait) = threads(std::process::id());
-        assert!(switches.is_some() && wait.is_some());
+        let own = threads(std::process::id()).unwrap();
+        assert!(
+            own.values()
+                .all(|t| t.involuntary.is_some() && t.wait_ns.is_some())
+        );
+    }
+
+    fn thread(involuntary: u64, wait_ns: u64) -> Thread {
+        Thread {
+            involuntary: Some(involuntary),
+            wait_ns: Some(wait_ns),
+        }
     }
 
     #[test]
@@ -232,21 +274,33 @@ mod tests {
         let a = Reading {
             at,
             steal_ticks: Some(5),
-            involuntary: Some(10),
-            wait_ns: Some(1_000_000),
+            threads: Some(BTreeMap::from([(1, thread(10, 1_000_000))])),
         };
+        // Thread 2 started during the window: all of its counts are the window's.
         let b = Reading {
             at: at + std::time::Duration::from_millis(20),
             steal_ticks: Some(7),
-            involuntary: Some(8),
-            wait_ns: Some(3_500_000),
+            threads: Some(BTreeMap::from([
+                (1, thread(12, 3_000_000)),
+                (2, thread(1, 500_000)),
+            ])),
         };
         let batch = c.between(&a, &b);
         assert_eq!(batch.steal_ms, Some(20.0));
-        // Fewer switches than before (a thread exited): none counted, not a negative count.
-        assert_eq!(batch.involuntary_switches, Some(0));
+        assert_eq!(batch.involuntary_switches, Some(3));
         assert_eq!(batch.runqueue_wait_ms, Some(2.5));
         assert!((batch.window_ms - 20.0).abs() < 1e-9);
+        // Thread 2 ended during the next window: what it counted is gone, so both are unknown,
+        // never an undercount.
+        let ended = Reading {
+            threads: Some(BTreeMap::from([(1, thread(20, 4_000_000))])),
+            ..b
+        };
+        let batch = c.between(&b, &ended);
+        assert_eq!(
+            (batch.involuntary_switches, batch.runqueue_wait_ms),
+            (None, None)
+        );
         let unknown = c.between(
             &Reading {
                 steal_ticks: None,
@@ -257,7 +311,7 @@ mod tests {
         assert_eq!(unknown.steal_ms, None);
         assert_eq!(
             unknown.to_json().to_json(),
-            r#"{"window_ms":20.000,"steal_ms":null,"involuntary_switches":0,"runqueue_wait_ms":2.500}"#
+            r#"{"window_ms":20.000,"steal_ms":null,"involuntary_switches":3,"runqueue_wait_ms":2.500}"#
         );
     }
 }

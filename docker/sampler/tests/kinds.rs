@@ -322,7 +322,9 @@ fn note_lines_of_a_timed_program_are_not_other_lines() {
 
 #[test]
 fn timed_reads_what_disturbed_each_batch() {
-    let script = "echo note calibrated; echo result ns=1; echo other; echo result ns=2";
+    // Each line is read while the shell still runs (it ends after the last sleep).
+    let script = "echo note calibrated; sleep 0.05; echo result ns=1; sleep 0.05; echo other; \
+                  sleep 0.05; echo result ns=2; sleep 0.05";
     let r = sampler(&[
         "--kind",
         "timed",

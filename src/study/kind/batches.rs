@@ -45,12 +45,7 @@ pub fn dropped(s: &Sample) -> Vec<Option<Why>> {
     let cpus = crate::study::cpuset::parse(&s.cpus_pinned)
         .map_or(1, |c| c.len())
         .max(1);
-    let quietest = s
-        .batches
-        .iter()
-        .filter_map(wait_fraction)
-        .reduce(f64::min)
-        .unwrap_or(0.0);
+    let quietest = own_wait(s, cpus);
     s.batches
         .iter()
         .map(|b| why(b, rule, cpus, quietest))
@@ -86,6 +81,18 @@ pub fn medians<'a>(
         .into_iter()
         .filter_map(|(k, v)| Some((k, crate::stats::median(&v)?)))
         .collect()
+}
+
+/// The run-queue wait that is the program's own, as a fraction of a window: none when it never had
+/// more threads than pinned CPUs (a thread then waits only for another task), else that of its
+/// quietest batch (its threads waiting for each other at every hand-off).
+fn own_wait(s: &Sample, cpus: usize) -> f64 {
+    let threads = s.peak.as_ref().and_then(|p| p.threads_max);
+    if threads.is_some_and(|t| t <= cpus as u64) {
+        return 0.0;
+    }
+    let waits = s.batches.iter().filter_map(wait_fraction);
+    waits.reduce(f64::min).unwrap_or(0.0)
 }
 
 fn wait_fraction(b: &BatchCounters) -> Option<f64> {
@@ -171,6 +178,29 @@ mod tests {
         );
         assert_eq!(medians(kept(&s))["ns"], 12.0);
         assert_eq!(medians(&s.results)["ns"], 12.0);
+    }
+
+    #[test]
+    fn a_program_with_no_more_threads_than_cpus_owns_no_wait() {
+        let mut s = sample(
+            vec![
+                batch(20.0, 0.0, 1, 1.0),
+                batch(20.0, 0.0, 1, 0.1),
+                batch(20.0, 0.0, 1, 0.1),
+            ],
+            Some(DropBatches::default()),
+        );
+        // Unknown threads: the quietest batch's 0.5 % is the program's own; 5 % is 4.5 % more.
+        assert_eq!(dropped(&s), vec![Some(Why::Wait), None, None]);
+        s.peak = Some(crate::study::sample::Peak {
+            threads_max: Some(1),
+            ..Default::default()
+        });
+        s.batches[0].runqueue_wait_ms = Some(0.15);
+        // One thread on one CPU: any wait is another task's, 0.75 % and 0.5 % both under 1 %.
+        assert_eq!(dropped(&s), vec![None, None, None]);
+        s.batches[1].runqueue_wait_ms = Some(0.3);
+        assert_eq!(dropped(&s), vec![None, Some(Why::Wait), None]);
     }
 
     #[test]
