@@ -93,8 +93,8 @@ pub struct DropBatches {
     #[serde(default = "one_percent")]
     pub steal_above: Option<f64>,
     /// Time the program's threads waited, runnable, for a CPU during the batch ÷ its window, beyond
-    /// the same fraction in the process's quietest batch, a fraction (default 0.01). The quietest
-    /// batch's wait is the program's own (its threads sharing a CPU); more is another task's.
+    /// the program's own wait, a fraction (default 0.01). Its own wait is none when it never had
+    /// more threads than pinned CPUs, else that of its quietest batch (its threads sharing a CPU).
     #[serde(default = "one_percent")]
     pub wait_above: Option<f64>,
     /// Involuntary context switches of the program's threads during the batch, a count (default
