@@ -131,10 +131,13 @@ bench-steal REPEATS="5": driver
     # Invalid samples (exit 3) are counted below; any other failure prints the end of the log.
     {{bin}} run "$tmp/study.yaml" --results "$tmp/runs" --cpus auto >"$tmp/log" 2>&1 || [ $? = 3 ] \
       || { tail -20 "$tmp/log" >&2; exit 1; }
-    python3 - "$tmp" <<'EOF'
-    import glob, json, os, sys
-    run = max(os.path.realpath(f) for f in glob.glob(f"{sys.argv[1]}/runs/steal-bench/runs/*/summary.json"))
-    summary = json.load(open(run))
+    run=$(realpath "$tmp/runs/steal-bench/runs/latest")
+    {{bin}} report "$run" --results "$tmp/runs" >"$tmp/log" 2>&1 || [ $? = 3 ] || { tail -20 "$tmp/log" >&2; exit 1; }
+    echo "report: $run/report.md says, per timed cell:"
+    grep '^- .* batches dropped' "$run/report.md" || echo "  (no timed cell read its batches)"
+    python3 - "$run/summary.json" <<'EOF'
+    import json, sys
+    summary = json.load(open(sys.argv[1]))
     print(f"{'cell':<18} {'procs':>5} {'batches':>7} {'dropped':>7}  {'why':<32} {'value':<18} {'CV all':>7} {'CV kept':>7}")
     for c in summary["cells"]:
         d = c.get("dropped_batches") or {"batches": 0, "dropped": 0, "by_reason": {}, "cv_with_dropped": {}}

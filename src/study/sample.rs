@@ -163,8 +163,16 @@ pub struct BatchCounters {
     /// could not be read.
     pub involuntary_switches: Option<u64>,
     /// Time the program's threads spent runnable but waiting for a CPU during the window, summed
-    /// (`schedstat` `run_delay`), ms; `None` when it could not be read.
+    /// (`schedstat` `run_delay`), ms; `None` when it could not be read or a thread ended during it.
     pub runqueue_wait_ms: Option<f64>,
+    /// The batches that share this window and its counters: their lines reached the sampler in one
+    /// burst (it did not run while the program wrote them), so it could not tell them apart.
+    #[serde(default = "one")]
+    pub window_batches: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 /// A process's VM (`guest` in a sample).

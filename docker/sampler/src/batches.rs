@@ -2,9 +2,12 @@
 //! (`/proc/stat`, the `steal` column of each `cpuN` line), the involuntary context switches of
 //! its threads (`nonvoluntary_ctxt_switches` of every `/proc/<pid>/task/<tid>/status`) and the
 //! time they waited, runnable, for a CPU (`run_delay`, the second field of each thread's
-//! `/proc/<pid>/task/<tid>/schedstat`, in ns), read when
-//! each stdout line arrives. A batch is one `result` line; its window runs from the reading at
-//! the line before it (or the program's start) to the reading at its own line.
+//! `/proc/<pid>/task/<tid>/schedstat`, in ns), read by the reader thread each time it has passed
+//! on a burst of stdout lines (every line it found waiting at once). A batch is one `result`
+//! line; its window runs from the reading after the burst before it (or the program's start) to
+//! the reading after its own burst. Batches whose lines came in one burst (the sampler did not
+//! run while the program wrote them) share that burst's window and counters, and say how many
+//! shared it.
 //!
 //! The sampler only measures: whether a batch is dropped is decided by the driver from these
 //! counters and the rule the study declared (`--drop-steal`, `--drop-wait`, `--drop-involuntary`), which the
@@ -48,6 +51,9 @@ pub struct Batch {
     /// Time the program's threads waited, runnable, for a CPU during the window, summed, ms;
     /// `None` when unreadable (a kernel without schedstat) or a thread ended during the window.
     pub runqueue_wait_ms: Option<f64>,
+    /// The batches whose lines arrived in the same burst and so share this window and its
+    /// counters (1 when the sampler read each line as it came).
+    pub window_batches: u64,
 }
 
 impl Batch {
@@ -63,11 +69,13 @@ impl Batch {
                 "runqueue_wait_ms".into(),
                 Value::opt_ms(self.runqueue_wait_ms),
             ),
+            ("window_batches".into(), Value::UInt(self.window_batches)),
         ])
     }
 }
 
 /// Reads the counters of one program pinned to some CPUs.
+#[derive(Debug, Clone)]
 pub struct Counters {
     pid: u32,
     /// The CPUs whose steal counts; all of them when the program was not pinned.
@@ -110,6 +118,7 @@ impl Counters {
             steal_ms: steal.map(|t| t as f64 * self.ms_per_tick),
             involuntary_switches: threads(|t| t.involuntary),
             runqueue_wait_ms: threads(|t| t.wait_ns).map(|ns| ns as f64 / 1e6),
+            window_batches: 1,
         }
     }
 }
@@ -192,31 +201,45 @@ fn nonvoluntary(status: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// The batches of a run and the last reading, which opens the next batch's window.
+/// The batches of a run, the last reading, which opens the next window, and the `result` lines
+/// of the burst that the next reading closes.
 pub struct Windows {
     counters: Counters,
     last: Reading,
+    pending: u64,
     pub batches: Vec<Batch>,
 }
 
 impl Windows {
-    /// Starts at the program's start.
-    pub fn start(counters: Counters) -> Windows {
+    /// Starts at the program's start; returns the counters for the reader thread too.
+    pub fn start(counters: Counters) -> (Windows, Counters) {
         let last = counters.read();
-        Windows {
+        let reader = counters.clone();
+        let windows = Windows {
             counters,
             last,
+            pending: 0,
             batches: Vec::new(),
-        }
+        };
+        (windows, reader)
     }
 
-    /// A stdout line arrived: it ends the window of a batch when it is a `result` line, and
-    /// opens the next window either way.
-    pub fn line(&mut self, is_result: bool) {
-        let now = self.counters.read();
-        if is_result {
-            self.batches.push(self.counters.between(&self.last, &now));
+    /// A `result` line arrived: its batch ends with the burst it came in.
+    pub fn result_line(&mut self) {
+        self.pending += 1;
+    }
+
+    /// The reading after a burst of lines: it closes the window of the burst's batches (each of
+    /// them gets the whole window, and how many shared it) and opens the next.
+    pub fn stamp(&mut self, now: Reading) {
+        let batch = Batch {
+            window_batches: self.pending,
+            ..self.counters.between(&self.last, &now)
+        };
+        for _ in 0..self.pending {
+            self.batches.push(batch.clone());
         }
+        self.pending = 0;
         self.last = now;
     }
 }
@@ -311,7 +334,7 @@ mod tests {
         assert_eq!(unknown.steal_ms, None);
         assert_eq!(
             unknown.to_json().to_json(),
-            r#"{"window_ms":20.000,"steal_ms":null,"involuntary_switches":3,"runqueue_wait_ms":2.500}"#
+            r#"{"window_ms":20.000,"steal_ms":null,"involuntary_switches":3,"runqueue_wait_ms":2.500,"window_batches":1}"#
         );
     }
 }

@@ -88,7 +88,7 @@
 //!  "results":[{"ns_per_op":12.5,"batch":1}],   // the result lines' metrics, in order
 //!  "latency":[[1000,2],[2000,4]],  // [value_ns,count] by value; [] unless kind latency
 //!  "other_lines":0,            // stdout lines that were none of these (nor notes)
-//!  "batches":[{"window_ms":12.1,"steal_ms":0.000,"involuntary_switches":1,"runqueue_wait_ms":0.213}],
+//!  "batches":[{"window_ms":12.1,"steal_ms":0.000,"involuntary_switches":1,"runqueue_wait_ms":0.213,"window_batches":1}],
 //!                              // timed kind with a --drop-* option: per result line (below)
 //!  "batch_rule":{"steal_above":0.01,"wait_above":0.01,"involuntary_switches_above":null},
 //!                              // timed kind: the --drop-* options echoed; null otherwise
@@ -98,13 +98,16 @@
 //!
 //! ## timed: what disturbed each batch
 //!
-//! A batch is one `result` line. At the start and at every stdout line the sampler reads the
+//! A batch is one `result` line. At the start, and each time its reader thread has passed on a
+//! burst of stdout lines (every line it found waiting in the pipe at once), the sampler reads the
 //! steal of the pinned CPUs (`/proc/stat`, the `steal` column of their `cpuN` lines, in clock
 //! ticks, usually 10 ms each), and, summed over the program's live threads
 //! (`/proc/<pid>/task/*/`), the involuntary context switches (`status`,
 //! `nonvoluntary_ctxt_switches`) and the time spent runnable but waiting for a CPU (`schedstat`,
-//! `run_delay`, ns). A batch's window runs from the reading at the line before it to the reading
-//! at its own line; its counters are the differences (a counter that cannot be read is null).
+//! `run_delay`, ns). A batch's window runs from the reading before its burst to the reading after
+//! it; its counters are the differences (a counter that cannot be read, or that a thread ending
+//! during the window took with it, is null). Batches of one burst share its window and counters
+//! (`window_batches` says how many).
 //! `--drop-steal`, `--drop-wait` and `--drop-involuntary` are the study's rule for dropping
 //! batches: the sampler only echoes them in `batch_rule`; the driver applies them. Without any
 //! of them nothing is read (`batches` is `[]`, `batch_rule` null).

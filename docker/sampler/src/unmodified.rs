@@ -177,10 +177,17 @@ impl Report {
     /// Takes one event of the program's stdout into account; returns a protocol error.
     fn take(&mut self, ev: Event) -> Option<String> {
         let with_latency = self.kind == Kind::Latency;
-        if let (Some(w), Event::Line(line)) = (&mut self.windows, &ev) {
-            w.line(results::counted_word(line, false) == Some("result"));
+        if let (Some(w), Event::Line(line)) = (&mut self.windows, &ev)
+            && results::counted_word(line, false) == Some("result")
+        {
+            w.result_line();
         }
         match ev {
+            Event::Stamp(reading) => {
+                if let Some(w) = &mut self.windows {
+                    w.stamp(reading);
+                }
+            }
             Event::Line(line) if self.notes.take(&line) => {}
             Event::LineTooLong(start) if self.notes.take(&start) => {}
             Event::Line(line) => match results::classify(&line, with_latency) {
@@ -317,14 +324,17 @@ fn run(opts: &Options, rep: &mut Report) -> Result<(), String> {
     // Only for a timed program given a rule: a reported program runs as timed too, and reading
     // every thread of one with thousands at each line would cost it time for nothing.
     let rule = (opts.drop_steal, opts.drop_wait, opts.drop_involuntary);
+    let mut stamps = None;
     if rep.kind == Kind::Timed && rule != (None, None, None) {
         let cpus = opts.cpus.as_deref().and_then(|c| parse_cpu_list(c).ok());
-        rep.windows = Some(Windows::start(Counters::new(child.id(), cpus)));
+        let (windows, reader) = Windows::start(Counters::new(child.id(), cpus));
+        rep.windows = Some(windows);
         rep.rule = Some(rule);
+        stamps = Some(reader);
     }
     let mut watch = Watch {
         pid: child.id(),
-        events: process::watch(&mut child),
+        events: process::watch_stamped(&mut child, stamps),
         eof: false,
         error: None,
     };

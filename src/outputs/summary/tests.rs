@@ -250,6 +250,7 @@ fn with_counters(mut s: Sample, waits: &[f64]) -> Sample {
             steal_ms: Some(0.0),
             involuntary_switches: Some(1),
             runqueue_wait_ms: Some(w),
+            window_batches: 1,
         })
         .collect();
     s.drop_batches = Some(crate::study::protocol::DropBatches::default());

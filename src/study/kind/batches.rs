@@ -126,6 +126,7 @@ mod tests {
             steal_ms: Some(steal),
             involuntary_switches: Some(switches),
             runqueue_wait_ms: Some(wait),
+            window_batches: 1,
         }
     }
 
