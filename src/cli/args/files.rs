@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::ops::clean;
+
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// The run directory (`results/<study>/runs/<run-id>`).
@@ -14,7 +16,8 @@ pub struct ReportArgs {
 pub struct ArchiveArgs {
     /// The run directory.
     pub run_dir: PathBuf,
-    /// Also add the probe images, exported through the Engine, for bit-exact reruns elsewhere.
+    /// Also add the probe images (and, for a run under a guest kernel, its VM and kernel images),
+    /// exported through the Engine, for bit-exact reruns elsewhere that compile nothing.
     #[arg(long)]
     pub with_images: bool,
     /// Leave out the self-contained driver (`<run-id>/parkbench`) the archive otherwise carries.
@@ -66,4 +69,27 @@ pub struct CleanArgs {
     /// Remove the artifact cache (pinned artifacts, vendored crates).
     #[arg(long)]
     pub cache: bool,
+    /// Remove every run's lease on the hosts (a stale one left by a run that died).
+    #[arg(long)]
+    pub leases: bool,
+    /// The hosts whose leases to remove (`local`, or an Engine URL; TLS files from
+    /// DOCKER_CERT_PATH); default: this machine's Engine.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "HOST,…",
+        requires = "leases"
+    )]
+    pub hosts: Vec<String>,
+}
+
+impl From<CleanArgs> for clean::Options {
+    fn from(a: CleanArgs) -> Self {
+        clean::Options {
+            images: a.images,
+            cache: a.cache,
+            leases: a.leases,
+            hosts: a.hosts,
+        }
+    }
 }

@@ -1,0 +1,3 @@
+//! A run across many Docker Engines (a fleet): a run's lease on each host (`lease`).
+
+pub mod lease;
