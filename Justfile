@@ -242,3 +242,41 @@ bench-loadgen OLD="faf5744" ROUNDS="2" SECS="5": driver
 # Benchmark: peak memory (ru_maxrss) of article 001's single-binary probes, in containers and natively.
 bench-fidelity-peak *ARGS: driver
     {{bin}} bench fidelity --study results/sleep-peak-2024/study.yaml --probes rust-tokio-join,rust-async-std,go-sleep {{ARGS}}
+
+# `new` is the driver profile as it is, `old` the one it replaced (size-optimised, fat link-time optimisation,
+# one codegen unit). Crates are fetched first: a fresh machine downloads them once, the network's time.
+# Benchmark: first run from a clean clone (empty build folder, namespace, cache) to verdicts, per driver VARIANT.
+bench-fresh *VARIANTS="old new":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    git clone --quiet --no-hardlinks . "$tmp/repo"
+    (cd "$tmp/repo" && cargo fetch --locked --quiet)
+    printf '%-6s %9s %9s %9s %10s %9s\n' driver build_s images_s run_s archive_s total_s
+    for v in {{VARIANTS}}; do
+        case "$v" in
+            new) profile=() ;;
+            old) profile=(CARGO_PROFILE_DRIVER_OPT_LEVEL=s CARGO_PROFILE_DRIVER_LTO=fat CARGO_PROFILE_DRIVER_CODEGEN_UNITS=1) ;;
+            *) echo "bench-fresh: unknown variant $v (old or new)" >&2; exit 2 ;;
+        esac
+        export PARKBENCH_NAMESPACE="parkbench-fresh-$v" PARKBENCH_CACHE="$tmp/cache-$v"
+        target="$tmp/target-$v"; bin="$target/x86_64-unknown-linux-gnu/driver/parkbench"
+        cleanup() { [ -x "$bin" ] && "$bin" clean --images --cache >/dev/null 2>&1 || true; }
+        t0=$(date +%s.%N)
+        (cd "$tmp/repo" && env "${profile[@]}" RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR="$target" \
+            cargo build --locked --quiet --profile driver --target x86_64-unknown-linux-gnu)
+        t1=$(date +%s.%N)
+        # Every line of reproduce, stamped with the seconds since it started.
+        (cd "$tmp/repo" && "$bin" reproduce --cpus auto 2>&1) \
+            | while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done >"$tmp/$v.log" \
+            || { cleanup; tail -20 "$tmp/$v.log" >&2; exit 1; }
+        t2=$(date +%s.%N)
+        cleanup
+        grep -E "built in|rootfs ready|imported" "$tmp/$v.log" | cut -d' ' -f2- | sed "s/^/  $v: /" >&2 || true
+        # Images end at the last build line; the run at the kit overhead line; the rest is report and archive.
+        images=$(awk '/ (built in|imported) / { t = $1 } END { print t + 0 }' "$tmp/$v.log")
+        run=$(awk '/ kit overhead: / { t = $1 } END { print t + 0 }' "$tmp/$v.log")
+        awk -v v="$v" -v a="$t0" -v b="$t1" -v c="$t2" -v i="$images" -v r="$run" 'BEGIN {
+            if (i == 0) i = b; if (r == 0) r = i
+            printf "%-6s %9.1f %9.1f %9.1f %10.1f %9.1f  (target 240 s)\n", v, b - a, i - b, r - i, c - r, c - a }'
+    done

@@ -29,7 +29,8 @@ pub struct DriverRecord {
     pub linking: String,
     /// The compiler (`rustc -V`).
     pub rustc: String,
-    /// The optimisation level of the build (`s` for `just driver`'s `driver` profile).
+    /// The optimisation level of the build (`0` for `just driver`'s `driver` profile, whose hashing and
+    /// compression crates are built at `3`).
     pub opt_level: String,
     /// The flags given to the compiler for the build (`RUSTFLAGS`).
     pub rustflags: String,
