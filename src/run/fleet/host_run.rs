@@ -1,0 +1,198 @@
+//! One host's part of a fleet run: a normal run folder (`hosts/<name>/`), started or resumed on
+//! that host's Engine and measured like any run. When the host stops answering, the process it was
+//! running is recorded as an invalid sample with the reason and its remaining cells are `lost`;
+//! every sample the host measured is marked with its name.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tokio_util::sync::CancellationToken;
+
+use super::record::{self, HostStatus};
+use crate::engine::{Containers, Engine};
+use crate::images::Manifest;
+use crate::images::cache::Cache;
+use crate::run::guest::Guests;
+use crate::run::lifecycle::{CpuChoice, Fresh, Run, RunResult};
+use crate::run::process::Setting;
+use crate::run::run_dir::{self, RunDir};
+use crate::run::seccomp::Profile;
+use crate::run::shard::Shard;
+use crate::study::sample::{self, SampleLog};
+use crate::study::{Repeats, Study};
+
+/// What one host's sub-run starts from.
+pub struct HostPlan {
+    /// The host's name, written into each sample it measures.
+    pub name: String,
+    pub engine: Engine,
+    /// The sub-run's folder (`<run>/hosts/<name>/`); resumed when it holds a run.
+    pub folder: PathBuf,
+    /// The slice of the matrix it measures (`--spread`).
+    pub shard: Option<Shard>,
+    /// Whether this machine's CPU locks describe its CPUs (it is this machine).
+    pub lock_here: bool,
+}
+
+/// What the study brings to every host's sub-run.
+pub struct Common {
+    pub study: Study,
+    pub text: String,
+    pub manifest: Manifest,
+    pub cpus: CpuChoice,
+    pub seccomp: Option<Profile>,
+    pub repo: PathBuf,
+    pub repeats: Option<Repeats>,
+}
+
+/// How a host's part ended.
+pub struct HostEnd {
+    pub status: HostStatus,
+    /// The Engine's error, when the host was lost.
+    pub reason: Option<String>,
+    /// Its cells left unmeasured (`probe@tasks#repeat`).
+    pub lost: Vec<String>,
+    /// The measuring loop's result, when it ended without an error.
+    pub result: Option<RunResult>,
+}
+
+/// Starts or resumes the host's sub-run and measures it.
+pub async fn measure(plan: &HostPlan, common: &Common, cancel: &CancellationToken) -> HostEnd {
+    let measured = async {
+        let mut run = open(plan, common).await?;
+        run.lock_cpus_here(plan.lock_here);
+        let guests: Guests = run
+            .guests(&plan.engine, &Cache::from_env()?, cancel)
+            .await?;
+        run.measure(&plan.engine, &guests, cancel).await
+    }
+    .await;
+    let end = match measured {
+        Ok(result) => HostEnd {
+            status: HostStatus::Ok,
+            reason: None,
+            lost: Vec::new(),
+            result: Some(result),
+        },
+        Err(e) => lost(plan, common, e).await,
+    };
+    if let Err(e) = mark_host(&plan.folder, &plan.name) {
+        eprintln!("warning: host `{}`: {e:#}", plan.name);
+    }
+    end
+}
+
+async fn open(plan: &HostPlan, common: &Common) -> Result<Run> {
+    if plan.folder.join(run_dir::STATE).exists() {
+        let dir = RunDir::open(&plan.folder)?;
+        return Run::resume(
+            &plan.engine,
+            dir,
+            &common.study,
+            &common.manifest,
+            &common.repo,
+        )
+        .await;
+    }
+    let fresh = Fresh {
+        text: &common.text,
+        cpus: Some(&common.cpus),
+        seccomp: common.seccomp.clone(),
+        repo: &common.repo,
+        rerun_of: None,
+        repeats: common.repeats,
+        shard: plan.shard,
+    };
+    let folder = || {
+        std::fs::create_dir_all(&plan.folder)
+            .with_context(|| format!("creating {}", plan.folder.display()))?;
+        Ok(RunDir::at(&plan.folder))
+    };
+    let (s, m) = (&common.study, &common.manifest);
+    Run::start_with(&plan.engine, folder, s, m, fresh).await
+}
+
+/// The host stopped (its Engine's error `e`): the process it was running becomes an invalid sample
+/// with the reason, the cells after it are lost.
+async fn lost(plan: &HostPlan, common: &Common, e: anyhow::Error) -> HostEnd {
+    let answers = tokio::time::timeout(Duration::from_secs(10), Containers::facts(&plan.engine))
+        .await
+        .is_ok_and(|r| r.is_ok());
+    let reason = record::lost_reason(&plan.name, answers, &e);
+    eprintln!("{reason}");
+    let lost = match record_lost(&plan.folder, plan.shard, common, &reason) {
+        Ok(lost) => lost,
+        Err(e) => {
+            eprintln!("warning: host `{}`: {e:#}", plan.name);
+            Vec::new()
+        }
+    };
+    HostEnd {
+        status: HostStatus::Lost,
+        reason: Some(reason),
+        lost,
+        result: None,
+    }
+}
+
+/// Appends the invalid sample of the process in flight to the sub-run and returns its cells left.
+fn record_lost(
+    folder: &Path,
+    shard: Option<Shard>,
+    common: &Common,
+    reason: &str,
+) -> Result<Vec<String>> {
+    let dir = RunDir::at(folder);
+    let Ok(state) = dir.load_state() else {
+        // Lost before its run folder was made: every cell of its part is left.
+        let study = match shard {
+            Some(s) => crate::run::shard::restrict(common.study.clone(), s),
+            None => common.study.clone(),
+        };
+        return Ok(record::unmeasured(&study, &[])
+            .iter()
+            .map(|c| record::cell_name(&study, c))
+            .collect());
+    };
+    let study = state.in_force(common.study.clone())?;
+    let log = dir.file(run_dir::SAMPLES);
+    let samples = match log.exists() {
+        true => sample::read_all(&log)?.0,
+        false => Vec::new(),
+    };
+    let left = record::unmeasured(&study, &samples);
+    let Some((running, rest)) = left.split_first() else {
+        return Ok(Vec::new());
+    };
+    let guests = Guests::default();
+    let setting = Setting {
+        study: &study,
+        manifest: &common.manifest,
+        guests: &guests,
+        state: &state,
+        seccomp: None,
+    };
+    SampleLog::open(&log)?.append(&setting.invalid(running, reason.to_string()))?;
+    Ok(rest.iter().map(|c| record::cell_name(&study, c)).collect())
+}
+
+/// Writes the host's name into every sample of its sub-run that has none (those it measured in
+/// this invocation).
+fn mark_host(folder: &Path, name: &str) -> Result<()> {
+    let path = folder.join(run_dir::SAMPLES);
+    if !path.exists() {
+        return Ok(());
+    }
+    let (mut samples, bad) = sample::read_all(&path)?;
+    if !bad.is_empty() || samples.iter().all(|s| s.host.is_some()) {
+        return Ok(());
+    }
+    let mut text = String::new();
+    for s in &mut samples {
+        s.host.get_or_insert_with(|| name.to_string());
+        text.push_str(&serde_json::to_string(s)?);
+        text.push('\n');
+    }
+    RunDir::at(folder).write(run_dir::SAMPLES, text.as_bytes())
+}
