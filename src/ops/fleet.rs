@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::{Interrupt, Paths, Prepared, prepare};
+use crate::engine::Engine;
 use crate::images::{BuildOptions, Manifest};
 use crate::run::fleet::assign::{self, Mode};
 use crate::run::fleet::host_run::Common;
@@ -86,42 +87,17 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     }
     let (study, file) = super::run::load(paths, options, None)?;
     needs::check_probe_images(&paths.repo, &study, file.as_deref())?;
-    let study_dir = file.as_deref().and_then(Path::parent);
     let f = &options.fleet;
-    let entries = standin::resolve(&f.names, study_dir, f.allow_plain_tcp)?;
+    let entries = standin::resolve(
+        &f.names,
+        file.as_deref().and_then(Path::parent),
+        f.allow_plain_tcp,
+    )?;
+    let reached = hosts::connect(&entries).await?;
     let Prepared {
         engine, manifest, ..
     } = prepare(&paths.repo, &for_study(&study, options)).await?;
     needs::check_runnable(&study, &manifest)?;
-    let surveyed = standin::survey(&entries, probe_tag(&study, &manifest)?).await?;
-    let cpus = options.cpus.clone().unwrap_or(CpuChoice::Auto);
-    hosts::fit(&study, &cpus, &surveyed).await?;
-    if mode == Mode::Spread {
-        let classes: Vec<_> = (surveyed.iter())
-            .map(|s| (s.entry.name.clone(), s.class.clone()))
-            .collect();
-        assign::one_class(&classes)?;
-    }
-    let shards = assign::assign(surveyed.len(), mode);
-    let top = RunDir::create(&paths.results, &study.id)?;
-    let text = super::run::study_text(options)?;
-    let fleet = FleetRecord {
-        mode,
-        images: placement_name(placement(options)).to_string(),
-        coordinator: hosts::coordinator(),
-        hosts: (surveyed.iter().zip(&shards))
-            .map(|(s, shard)| new_host(s, *shard))
-            .collect(),
-    };
-    let started = (|| {
-        top.write(run_dir::STUDY, text.as_bytes())?;
-        top.write_json(run_dir::MANIFEST, &manifest)?;
-        top.write_json(run_dir::FLEET, &fleet)
-    })();
-    if let Err(e) = started {
-        let _ = std::fs::remove_dir_all(top.path());
-        return Err(e.context("starting the run: nothing was measured"));
-    }
     let seccomp = match &study.protocol.seccomp {
         Some(file) => Some(Profile::load(&paths.repo, file)?),
         None => None,
@@ -129,27 +105,99 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     let p = &study.protocol;
     let repeats = options.repeats.map(|c| c.apply(p.repeats, p.target_cv));
     let common = Common {
+        text: super::run::study_text(options)?,
         study,
-        text,
         manifest,
-        cpus,
+        cpus: options.cpus.clone().unwrap_or(CpuChoice::Auto),
         seccomp,
         repo: paths.repo.clone(),
         repeats,
     };
-    let lay = hosts::Lay {
-        coordinator: &engine,
-        how: placement(options),
-        surveyed: surveyed.into_iter().map(Some).collect(),
+    let top = RunDir::create(&paths.results, &common.study.id)?;
+    let written = (|| {
+        top.write(run_dir::STUDY, common.text.as_bytes())?;
+        top.write_json(run_dir::MANIFEST, &common.manifest)
+    })();
+    let started = match written {
+        Ok(()) => hosts::take(&reached, &top.id()).await,
+        Err(e) => Err(e),
     };
-    let result = finish::measure_and_merge(&top, fleet, lay, common, interrupt).await?;
+    let leases = started.map_err(|e| abandon(&top, e))?;
+    let lay = Lay {
+        coordinator: &engine,
+        reached,
+        how: placement(options),
+    };
+    let result = start(&top, lay, mode, common, interrupt).await;
+    hosts::release(leases).await;
+    let result = result.map_err(|e| abandon(&top, e))?;
     eprint!("{}", super::run::said(&result));
     Ok(result)
 }
 
+/// The hosts of this invocation, reached and leased, and how images reach them.
+struct Lay<'a> {
+    coordinator: &'a Engine,
+    reached: Vec<hosts::Reached>,
+    how: Placement,
+}
+
+/// A new fleet run, its hosts leased: images placed, hosts surveyed and fitted, cells assigned,
+/// then measured and merged.
+async fn start(
+    top: &RunDir,
+    lay: Lay<'_>,
+    mode: Mode,
+    common: Common,
+    interrupt: &Interrupt,
+) -> Result<RunResult> {
+    let placed = hosts::place(lay.coordinator, &lay.reached, &common, lay.how).await?;
+    let entries: Vec<_> = lay.reached.iter().map(|r| r.entry.clone()).collect();
+    let surveyed = standin::survey(&entries, probe_tag(&common.study, &common.manifest)?).await?;
+    hosts::fit(&common.study, &common.cpus, &surveyed).await?;
+    if mode == Mode::Spread {
+        let classes: Vec<_> = (surveyed.iter())
+            .map(|s| (s.entry.name.clone(), s.class.clone()))
+            .collect();
+        assign::one_class(&classes)?;
+    }
+    let shards = assign::assign(surveyed.len(), mode);
+    let fleet = FleetRecord {
+        mode,
+        images: placement_name(lay.how).to_string(),
+        coordinator: hosts::coordinator(),
+        hosts: (surveyed.iter().zip(shards).zip(placed))
+            .map(|((s, shard), placed)| HostRecord {
+                placement: placed,
+                engines: vec![s.entry.name.clone()],
+                ..new_host(s, shard)
+            })
+            .collect(),
+    };
+    top.write_json(run_dir::FLEET, &fleet)?;
+    let surveyed = surveyed.into_iter().map(Some).collect();
+    finish::measure_and_merge(top, fleet, surveyed, common, interrupt).await
+}
+
+/// A run that measured nothing leaves no folder; one that did is kept, to resume.
+fn abandon(top: &RunDir, e: anyhow::Error) -> anyhow::Error {
+    if hosts_dir(top).exists() {
+        return e.context(format!(
+            "run {} stopped; resume it with `parkbench run --resume {}`",
+            top.id(),
+            top.path().display()
+        ));
+    }
+    let _ = std::fs::remove_dir_all(top.path());
+    e.context(format!(
+        "run {} did not start; its folder is removed",
+        top.id()
+    ))
+}
+
 /// `run --resume RUN` of a fleet run: every host whose part is unfinished — lost, or stopped by
-/// an interrupt — is reconnected (or replaced by a host of its class from `--hosts`), its images
-/// re-checked, its sub-run resumed; then the sub-runs are merged again.
+/// an interrupt — is measured on the host of its name or another of its class (`--hosts`), its
+/// images re-checked, its sub-run resumed; then the sub-runs are merged again.
 async fn resume(
     paths: &Paths,
     options: &Options,
@@ -157,44 +205,72 @@ async fn resume(
     interrupt: &Interrupt,
 ) -> Result<RunResult> {
     let top = RunDir::open(dir)?;
-    let fleet: FleetRecord = serde_json::from_str(&top.read(run_dir::FLEET)?)
+    let mut fleet: FleetRecord = serde_json::from_str(&top.read(run_dir::FLEET)?)
         .with_context(|| format!("parsing {}", top.file(run_dir::FLEET).display()))?;
     let file = top.file(run_dir::STUDY);
     let study = Study::load(&file)?;
     needs::check_probe_images(&paths.repo, &study, Some(&file))?;
+    let todo: Vec<usize> = (0..fleet.hosts.len())
+        .filter(|&i| unfinished(&top, &fleet.hosts[i]))
+        .collect();
+    let f = &options.fleet;
+    let names: Vec<String> = match f.names.is_empty() {
+        true => todo.iter().map(|&i| fleet.hosts[i].name.clone()).collect(),
+        false => f.names.clone(),
+    };
+    let entries = match todo.is_empty() {
+        true => Vec::new(),
+        false => standin::resolve(&names, None, f.allow_plain_tcp)?,
+    };
+    let reached = hosts::connect(&entries).await?;
     let Prepared {
         engine, manifest, ..
     } = prepare(&paths.repo, &for_study(&study, options)).await?;
     same_images(&top, &study, &manifest)?;
-    let todo: Vec<usize> = (0..fleet.hosts.len())
-        .filter(|&i| unfinished(&top, &fleet.hosts[i]))
-        .collect();
-    if todo.is_empty() {
-        eprintln!(
-            "every host's part of {} is measured: merging again",
-            top.id()
-        );
-    }
-    let f = &options.fleet;
-    let given = standin::resolve(&f.names, None, f.allow_plain_tcp)?;
-    let probe = probe_tag(&study, &manifest)?;
-    let surveyed = hosts::reconnect(&fleet, &todo, &given, f.allow_plain_tcp, probe).await?;
-    let text = top.read(run_dir::STUDY)?;
+    let seccomp = match &study.protocol.seccomp {
+        Some(file) => Some(Profile::load(&paths.repo, file)?),
+        None => None,
+    };
     let common = Common {
+        text: top.read(run_dir::STUDY)?,
         study,
-        text,
         manifest,
         cpus: options.cpus.clone().unwrap_or(CpuChoice::Auto),
-        seccomp: None,
+        seccomp,
         repo: paths.repo.clone(),
         repeats: None,
     };
-    let lay = hosts::Lay {
-        coordinator: &engine,
-        how: Placement::Ship,
-        surveyed,
+    let leases = hosts::take(&reached, &top.id()).await?;
+    let how = match fleet.images.as_str() {
+        "build" => Placement::Build,
+        _ => Placement::Ship,
     };
-    let result = finish::measure_and_merge(&top, fleet, lay, common, interrupt).await?;
+    let lay = Lay {
+        coordinator: &engine,
+        reached,
+        how,
+    };
+    let result = async {
+        let placed = hosts::place(lay.coordinator, &lay.reached, &common, lay.how).await?;
+        let surveyed = match entries.is_empty() {
+            true => Vec::new(),
+            false => standin::survey(&entries, probe_tag(&common.study, &common.manifest)?).await?,
+        };
+        hosts::fit(&common.study, &common.cpus, &surveyed).await?;
+        let picked = hosts::pick(&fleet, &todo, &surveyed)?;
+        for (host, s) in fleet.hosts.iter_mut().zip(&picked) {
+            let Some(s) = s else { continue };
+            let j = (surveyed.iter()).position(|o| o.entry.name == s.entry.name);
+            host.placement
+                .extend(j.map(|j| placed[j].clone()).unwrap_or_default());
+            host.engines.push(s.entry.name.clone());
+        }
+        top.write_json(run_dir::FLEET, &fleet)?;
+        finish::measure_and_merge(&top, fleet, picked, common, interrupt).await
+    }
+    .await;
+    hosts::release(leases).await;
+    let result = result?;
     eprint!("{}", super::run::said(&result));
     Ok(result)
 }

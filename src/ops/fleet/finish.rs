@@ -8,41 +8,31 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
-use super::hosts::{self, Lay};
+use super::hosts;
 use crate::ops::Interrupt;
 use crate::outputs::merge::{self, Input, Merged};
 use crate::run::env::Environment;
 use crate::run::fleet::host_run::Common;
 use crate::run::fleet::record::{FleetEnvironment, FleetRecord, HostStatus};
+use crate::run::fleet::standin::Surveyed;
 use crate::run::lifecycle::RunResult;
 use crate::run::run_dir::{self, RunDir, Status};
 use crate::study::sample::Sample;
 
-/// Measures every host of `lay`, records how each ended, merges the sub-runs; the merged run's
-/// result (interrupted when Ctrl-C stopped it or a host was lost: resumable).
+/// Measures every host given (`surveyed`, a slot per host of `fleet`), records how each ended,
+/// merges the sub-runs; the merged run's result (interrupted when Ctrl-C stopped it or a host was
+/// lost: resumable).
 pub async fn measure_and_merge(
     top: &RunDir,
     mut fleet: FleetRecord,
-    lay: Lay<'_>,
+    surveyed: Vec<Option<Surveyed>>,
     common: Common,
     interrupt: &Interrupt,
 ) -> Result<RunResult> {
     let common = Arc::new(common);
     let cancel = interrupt.claim();
-    let ended = hosts::measure(top, &mut fleet, lay, common.clone(), &cancel).await;
+    let ended = hosts::run_all(top, &fleet, surveyed, common.clone(), &cancel).await;
     interrupt.release();
-    let ended = match ended {
-        Ok(e) => e,
-        Err(e) if !super::hosts_dir(top).exists() => {
-            // Nothing was measured: a run that never started leaves no folder.
-            let _ = std::fs::remove_dir_all(top.path());
-            return Err(e.context(format!(
-                "run {} did not start; its folder is removed",
-                top.id()
-            )));
-        }
-        Err(e) => return Err(e),
-    };
     let (mut measured, mut wall_ms, mut probe_ms, mut interrupted) = (0, 0.0, 0.0, false);
     for (host, end) in fleet.hosts.iter_mut().zip(&ended) {
         let Some(end) = end else { continue };

@@ -14,16 +14,8 @@ use crate::run::fleet::host_run::{self, Common, HostEnd, HostPlan};
 use crate::run::fleet::record::{FleetRecord, PlacedImage};
 use crate::run::fleet::standin::{self, HostEntry, Lease, Placement, Surveyed};
 use crate::run::lifecycle::{CpuChoice, choose_cpus};
-use crate::run::run_dir::{self, RunDir};
+use crate::run::run_dir::RunDir;
 use crate::study::Study;
-
-/// The hosts to measure on in this invocation, one slot per host of fleet.json (`None`: nothing
-/// left to measure there), and how images reach them.
-pub struct Lay<'a> {
-    pub coordinator: &'a Engine,
-    pub how: Placement,
-    pub surveyed: Vec<Option<Surveyed>>,
-}
 
 /// Every host can pin the study's CPUs (`--cpus`, else `auto`: its own first ones) and has the
 /// CPUs and memory it needs; refused naming the host and the reason.
@@ -58,114 +50,68 @@ fn boot_id() -> String {
         .unwrap_or_default()
 }
 
-/// The Engine for each unfinished host (`todo`) of a resumed run: a host of `given` of that name,
-/// else one of `given` of its class not yet taken, else the host itself reconnected. Every one must
-/// answer and be of the lost host's class.
-pub async fn reconnect(
-    fleet: &FleetRecord,
-    todo: &[usize],
-    given: &[HostEntry],
-    allow_plain_tcp: bool,
-    probe_tag: &str,
-) -> Result<Vec<Option<Surveyed>>> {
-    let offered = standin::survey(given, probe_tag).await?;
-    let mut taken = vec![false; offered.len()];
-    let mut out: Vec<Option<Surveyed>> = vec![None; fleet.hosts.len()];
-    for &i in todo {
-        let host = &fleet.hosts[i];
-        let same = |s: &Surveyed| s.entry.name == host.name;
-        let pick = (offered.iter().position(same))
-            .or_else(|| (0..offered.len()).find(|&j| !taken[j] && offered[j].class == host.class));
-        let s = match pick {
-            Some(j) => {
-                taken[j] = true;
-                offered[j].clone()
-            }
-            None => {
-                let entry =
-                    standin::resolve(std::slice::from_ref(&host.name), None, allow_plain_tcp)?;
-                let mut again = standin::survey(&entry, probe_tag).await.with_context(|| {
-                    format!(
-                        "host `{}` has cells left to measure and does not answer: give another host \
-                         of its class ({}) with --resume … --hosts NAME",
-                        host.name, host.class
-                    )
-                })?;
-                again.remove(0)
-            }
-        };
-        if s.class != host.class {
-            bail!(
-                "host `{}` is of class {}, and host `{}`, whose cells it would finish, of class {}: \
-                 give a host of that class",
-                s.entry.name,
-                s.class,
-                host.name,
-                host.class
-            );
-        }
-        out[i] = Some(s);
+/// A host whose Engine answered.
+pub struct Reached {
+    pub entry: HostEntry,
+    pub engine: Engine,
+}
+
+/// Connects to every host; the first that does not answer stops everything, named.
+pub async fn connect(entries: &[HostEntry]) -> Result<Vec<Reached>> {
+    let mut out = Vec::new();
+    for entry in entries {
+        out.push(Reached {
+            engine: Engine::connect_to(&entry.name, &entry.endpoint).await?,
+            entry: entry.clone(),
+        });
     }
     Ok(out)
 }
 
-/// Leases every host, places the images, measures each host's sub-run, and releases the leases
-/// however that ends; the end of each host's part, by slot.
-pub async fn measure(
-    top: &RunDir,
-    fleet: &mut FleetRecord,
-    lay: Lay<'_>,
-    common: Arc<Common>,
-    cancel: &CancellationToken,
-) -> Result<Vec<Option<HostEnd>>> {
-    let mut leases: Vec<Lease> = Vec::new();
-    let taken = async {
-        for s in lay.surveyed.iter().flatten() {
-            leases.push(standin::take(&s.engine, &s.entry.name, &top.id()).await?);
+/// The run's lease on every host; a host leased by another run is refused (its lease named), and
+/// the leases taken before it are released.
+pub async fn take(hosts: &[Reached], run_id: &str) -> Result<Vec<Lease>> {
+    let mut leases = Vec::new();
+    for h in hosts {
+        match standin::take(&h.engine, &h.entry.name, run_id).await {
+            Ok(lease) => leases.push(lease),
+            Err(e) => {
+                release(leases).await;
+                return Err(e);
+            }
         }
-        place(top, fleet, &lay, &common).await
     }
-    .await;
-    let ended = match taken {
-        Ok(()) => Ok(run_all(top, fleet, lay.surveyed, common, cancel).await),
-        Err(e) => Err(e),
-    };
+    Ok(leases)
+}
+
+/// Releases every lease, saying which could not be.
+pub async fn release(leases: Vec<Lease>) {
     for lease in leases {
         if let Err(e) = lease.release().await {
             eprintln!("warning: {e:#}");
         }
     }
-    ended
 }
 
-/// The study's probe images on every host, each placement recorded in fleet.json.
-async fn place(
-    top: &RunDir,
-    fleet: &mut FleetRecord,
-    lay: &Lay<'_>,
+/// The study's probe images on every host, each checked against the coordinator's manifest; how
+/// each got there, per host.
+pub async fn place(
+    coordinator: &Engine,
+    hosts: &[Reached],
     common: &Common,
-) -> Result<()> {
-    let mut images: Vec<String> = common
-        .study
-        .probes
-        .iter()
+    how: Placement,
+) -> Result<Vec<Vec<PlacedImage>>> {
+    let mut images: Vec<String> = (common.study.probes.iter())
         .map(|p| p.image.clone())
         .collect();
     images.sort();
     images.dedup();
-    for (i, s) in lay.surveyed.iter().enumerate() {
-        let Some(s) = s else { continue };
-        let name = &s.entry.name;
-        let placed = standin::place(
-            lay.coordinator,
-            &s.engine,
-            name,
-            &common.manifest,
-            &images,
-            lay.how,
-        )
-        .await
-        .with_context(|| format!("placing the images on host `{name}`"))?;
+    let mut out = Vec::new();
+    for h in hosts {
+        let name = &h.entry.name;
+        let placed = standin::place(coordinator, &h.engine, name, &common.manifest, &images, how)
+            .await
+            .with_context(|| format!("placing the images on host `{name}`"))?;
         for p in &placed {
             eprintln!(
                 "host `{name}`: image {} {} ({:.1} MiB, {:.1} s)",
@@ -175,22 +121,64 @@ async fn place(
                 p.secs
             );
         }
-        let host = &mut fleet.hosts[i];
-        host.placement
-            .extend(placed.into_iter().map(|p| PlacedImage {
-                image: p.image,
-                how: p.how.to_string(),
-                bytes: p.bytes,
-                secs: p.secs,
-            }));
-        host.engines.push(name.clone());
+        out.push(
+            (placed.into_iter())
+                .map(|p| PlacedImage {
+                    image: p.image,
+                    how: p.how.to_string(),
+                    bytes: p.bytes,
+                    secs: p.secs,
+                })
+                .collect(),
+        );
     }
-    top.write_json(run_dir::FLEET, fleet)
+    Ok(out)
+}
+
+/// The host that measures each unfinished host's part (`todo`) on a resume, from `offered` (the
+/// hosts of `--resume … --hosts`, else the unfinished hosts themselves): the one of its name,
+/// else one of its class not yet taken. A host left without one is refused, naming its class.
+pub fn pick(
+    fleet: &FleetRecord,
+    todo: &[usize],
+    offered: &[Surveyed],
+) -> Result<Vec<Option<Surveyed>>> {
+    let mut taken = vec![false; offered.len()];
+    let mut out: Vec<Option<Surveyed>> = vec![None; fleet.hosts.len()];
+    for &i in todo {
+        let host = &fleet.hosts[i];
+        let pick = (offered.iter().position(|s| s.entry.name == host.name))
+            .or_else(|| (0..offered.len()).find(|&j| !taken[j] && offered[j].class == host.class));
+        let Some(j) = pick else {
+            let offered: Vec<String> = (offered.iter())
+                .map(|s| format!("{} ({})", s.entry.name, s.class))
+                .collect();
+            bail!(
+                "host `{}` has cells left to measure and no host given is of its class ({}): \
+                 offered {}; give one with `--resume … --hosts NAME`",
+                host.name,
+                host.class,
+                offered.join(", ")
+            );
+        };
+        if offered[j].class != host.class {
+            bail!(
+                "host `{}` is of class {} now, and its part was measured on class {}: give a host \
+                 of that class",
+                host.name,
+                offered[j].class,
+                host.class
+            );
+        }
+        taken[j] = true;
+        out[i] = Some(offered[j].clone());
+    }
+    Ok(out)
 }
 
 /// Every host's sub-run: the hosts of one machine (one boot id) one after another, machines at
 /// once.
-async fn run_all(
+pub async fn run_all(
     top: &RunDir,
     fleet: &FleetRecord,
     surveyed: Vec<Option<Surveyed>>,
