@@ -110,7 +110,7 @@ fn across_then_spread_over_an_extra_engine_and_this_one() {
     // One class here (the same machine twice): the claims judged per host too.
     let per_host = std::fs::read_to_string(run.join("hosts.md")).unwrap();
     assert!(
-        per_host.contains("`ratio`: reproduced on 2 of 2 hosts"),
+        per_host.contains("`ratio`: reproduced on 2 of 2"),
         "{per_host}"
     );
     assert!(
@@ -239,4 +239,85 @@ fn a_host_killed_mid_run_loses_its_cells_and_resume_finishes_them_elsewhere() {
         "{all:?}"
     );
     drop(doomed);
+}
+
+/// Containers on the Engine at `url` (`None`: this machine's) labelled as a process of run `run_id`.
+fn containers_of(url: Option<(&str, &Path)>, run_id: &str) -> Vec<String> {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let engine = match url {
+            None => Engine::connect().await.unwrap(),
+            Some((url, certs)) => {
+                let tls = parkbench::engine::TlsFiles::in_dir(certs);
+                let endpoint = parkbench::engine::Endpoint::from_url(url, Some(tls)).unwrap();
+                Engine::connect_to("extra", &endpoint).await.unwrap()
+            }
+        };
+        engine
+            .containers_with_label("parkbench.run", run_id)
+            .await
+            .unwrap()
+    })
+}
+
+#[test]
+fn ctrl_c_stops_every_host_and_the_same_hosts_finish_on_resume() {
+    ensure_built();
+    let extra = ExtraEngine::start(&storage_driver());
+    let tmp = tempfile::tempdir().unwrap();
+    let file = study(tmp.path(), "1000, 10000");
+    let results = tmp.path().join("results");
+    let mut child = fleet_run(&extra, &results)
+        .args(["--hosts", &format!("{},local", extra.url)])
+        .arg(&file)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        if line.contains(" repeat=1 ") {
+            // SAFETY: kill(2) on the child's own pid; no memory is shared.
+            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+            break;
+        }
+    }
+    for line in lines {
+        said.push_str(&line.unwrap());
+        said.push('\n');
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{said}");
+    let run = only_run(&results, "tiny");
+    assert!(
+        said.contains(&format!("parkbench run --resume {}", run.display())),
+        "{said}"
+    );
+    let sub = |h: &str| {
+        let dir = run.join("hosts").join(h.replace([':', '/'], "_"));
+        dir.file_name().unwrap().to_string_lossy().into_owned()
+    };
+    let on_extra = containers_of(Some((&extra.url, &extra.certs)), &sub(&extra.url));
+    assert!(
+        on_extra.is_empty(),
+        "left on the extra Engine: {on_extra:?}"
+    );
+    assert!(containers_of(None, "local").is_empty(), "left on this one");
+    let before = samples(&run).len();
+    assert!((1..8).contains(&before), "{before}: {said}");
+
+    // Nothing lost: the same hosts go on.
+    let out = fleet_run(&extra, &results)
+        .arg("--resume")
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let all = samples(&run);
+    assert_eq!(all.len(), 8, "{all:?}");
+    assert!(all.iter().all(|s| s["valid"] == true), "{all:?}");
+    assert_eq!(json(&run.join("run.json"))["status"], "complete");
 }

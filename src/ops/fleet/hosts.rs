@@ -200,14 +200,16 @@ pub async fn run_all(
     let mut plans: Vec<Option<HostPlan>> = (surveyed.into_iter().enumerate())
         .map(|(i, s)| {
             let s = s?;
+            // An unknown boot id may be this machine: its CPUs are locked here too.
             let this_machine =
                 s.entry.endpoint == Endpoint::Local || s.boot_id.is_empty() || s.boot_id == here;
             Some(HostPlan {
                 name: s.entry.name.clone(),
-                engine: s.engine,
                 folder: super::hosts_dir(top).join(&fleet.hosts[i].folder),
                 shard: fleet.hosts[i].shard,
                 lock_here: this_machine,
+                machine: (!this_machine).then(|| s.host.clone()),
+                engine: s.engine,
             })
         })
         .collect();

@@ -13,6 +13,7 @@ use super::record::{self, HostStatus};
 use crate::engine::{Containers, Engine};
 use crate::images::Manifest;
 use crate::images::cache::Cache;
+use crate::run::env::{self, Environment};
 use crate::run::guest::Guests;
 use crate::run::lifecycle::{CpuChoice, Fresh, Run, RunResult};
 use crate::run::process::Setting;
@@ -33,6 +34,9 @@ pub struct HostPlan {
     pub shard: Option<Shard>,
     /// Whether this machine's CPU locks describe its CPUs (it is this machine).
     pub lock_here: bool,
+    /// The host's machine as read through its Engine, for its env.json when it is another machine
+    /// than this one (whose facts the environment record reads from here).
+    pub machine: Option<env::Host>,
 }
 
 /// What the study brings to every host's sub-run.
@@ -62,6 +66,9 @@ pub async fn measure(plan: &HostPlan, common: &Common, cancel: &CancellationToke
     let measured = async {
         let mut run = open(plan, common).await?;
         run.lock_cpus_here(plan.lock_here);
+        if let Some(machine) = &plan.machine {
+            own_machine(run.dir(), machine)?;
+        }
         let guests: Guests = run
             .guests(&plan.engine, &Cache::from_env()?, cancel)
             .await?;
@@ -195,4 +202,18 @@ fn mark_host(folder: &Path, name: &str) -> Result<()> {
         text.push('\n');
     }
     RunDir::at(folder).write(run_dir::SAMPLES, text.as_bytes())
+}
+
+/// The sub-run's env.json describes the host's own machine, not the coordinator's.
+fn own_machine(dir: &RunDir, machine: &env::Host) -> Result<()> {
+    let Ok(text) = dir.read(run_dir::ENV) else {
+        return Ok(());
+    };
+    let mut environment: Environment = serde_json::from_str(&text)
+        .with_context(|| format!("parsing {}", dir.file(run_dir::ENV).display()))?;
+    if environment.host != *machine {
+        environment.host = machine.clone();
+        dir.write_json(run_dir::ENV, &environment)?;
+    }
+    Ok(())
 }
