@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
 use super::record::{self, HostStatus};
-use crate::engine::{Containers, Engine};
+use crate::engine::{Containers, Engine, Images};
 use crate::images::Manifest;
 use crate::images::cache::Cache;
 use crate::run::env::{self, Environment};
@@ -24,10 +24,10 @@ use crate::study::sample::{self, SampleLog};
 use crate::study::{Repeats, Study};
 
 /// What one host's sub-run starts from.
-pub struct HostPlan {
+pub struct HostPlan<E = Engine> {
     /// The host's name, written into each sample it measures.
     pub name: String,
-    pub engine: Engine,
+    pub engine: E,
     /// The sub-run's folder (`<run>/hosts/<name>/`); resumed when it holds a run.
     pub folder: PathBuf,
     /// The slice of the matrix it measures (`--spread`).
@@ -62,7 +62,13 @@ pub struct HostEnd {
 }
 
 /// Starts or resumes the host's sub-run and measures it.
-pub async fn measure(plan: &HostPlan, common: &Common, cancel: &CancellationToken) -> HostEnd {
+pub async fn measure<E: Containers + Images>(
+    plan: &HostPlan<E>,
+    common: &Common,
+    cancel: &CancellationToken,
+) -> HostEnd {
+    // Whether a process may have been running when an error came: only then is one in flight.
+    let mut measuring = false;
     let measured = async {
         let mut run = open(plan, common).await?;
         run.lock_cpus_here(plan.lock_here);
@@ -72,6 +78,7 @@ pub async fn measure(plan: &HostPlan, common: &Common, cancel: &CancellationToke
         let guests: Guests = run
             .guests(&plan.engine, &Cache::from_env()?, cancel)
             .await?;
+        measuring = true;
         run.measure(&plan.engine, &guests, cancel).await
     }
     .await;
@@ -82,7 +89,7 @@ pub async fn measure(plan: &HostPlan, common: &Common, cancel: &CancellationToke
             lost: Vec::new(),
             result: Some(result),
         },
-        Err(e) => lost(plan, common, e).await,
+        Err(e) => lost(plan, common, e, measuring).await,
     };
     if let Err(e) = mark_host(&plan.folder, &plan.name) {
         eprintln!("warning: host `{}`: {e:#}", plan.name);
@@ -90,7 +97,7 @@ pub async fn measure(plan: &HostPlan, common: &Common, cancel: &CancellationToke
     end
 }
 
-async fn open(plan: &HostPlan, common: &Common) -> Result<Run> {
+async fn open<E: Containers>(plan: &HostPlan<E>, common: &Common) -> Result<Run> {
     if plan.folder.join(run_dir::STATE).exists() {
         let dir = RunDir::open(&plan.folder)?;
         return Run::resume(
@@ -122,13 +129,23 @@ async fn open(plan: &HostPlan, common: &Common) -> Result<Run> {
 
 /// The host stopped (its Engine's error `e`): the process it was running becomes an invalid sample
 /// with the reason, the cells after it are lost.
-async fn lost(plan: &HostPlan, common: &Common, e: anyhow::Error) -> HostEnd {
+async fn lost<E: Containers>(
+    plan: &HostPlan<E>,
+    common: &Common,
+    e: anyhow::Error,
+    measuring: bool,
+) -> HostEnd {
     let answers = tokio::time::timeout(Duration::from_secs(10), Containers::facts(&plan.engine))
         .await
         .is_ok_and(|r| r.is_ok());
     let reason = record::lost_reason(&plan.name, answers, &e);
     eprintln!("{reason}");
-    let lost = match record_lost(&plan.folder, plan.shard, common, &reason) {
+    let lost = match record_lost(
+        &plan.folder,
+        plan.shard,
+        common,
+        measuring.then_some(reason.as_str()),
+    ) {
         Ok(lost) => lost,
         Err(e) => {
             eprintln!("warning: host `{}`: {e:#}", plan.name);
@@ -143,45 +160,48 @@ async fn lost(plan: &HostPlan, common: &Common, e: anyhow::Error) -> HostEnd {
     }
 }
 
-/// Appends the invalid sample of the process in flight to the sub-run and returns its cells left.
+/// The cells of the sub-run left unmeasured; when a process was in flight (`in_flight`: the
+/// reason), the first of them is that process, appended as an invalid sample, and the rest are
+/// returned.
 fn record_lost(
     folder: &Path,
     shard: Option<Shard>,
     common: &Common,
-    reason: &str,
+    in_flight: Option<&str>,
 ) -> Result<Vec<String>> {
     let dir = RunDir::at(folder);
-    let Ok(state) = dir.load_state() else {
-        // Lost before its run folder was made: every cell of its part is left.
-        let study = match shard {
-            Some(s) => crate::run::shard::restrict(common.study.clone(), s),
-            None => common.study.clone(),
-        };
-        return Ok(record::unmeasured(&study, &[])
-            .iter()
-            .map(|c| record::cell_name(&study, c))
-            .collect());
+    let state = dir.load_state().ok();
+    let study = match (&state, shard) {
+        (Some(state), _) => state.in_force(common.study.clone())?,
+        (None, Some(s)) => crate::run::shard::restrict(common.study.clone(), s),
+        (None, None) => common.study.clone(),
     };
-    let study = state.in_force(common.study.clone())?;
     let log = dir.file(run_dir::SAMPLES);
     let samples = match log.exists() {
         true => sample::read_all(&log)?.0,
         false => Vec::new(),
     };
     let left = record::unmeasured(&study, &samples);
-    let Some((running, rest)) = left.split_first() else {
-        return Ok(Vec::new());
+    let names = |cells: &[crate::run::plan::Cell]| {
+        (cells.iter())
+            .map(|c| record::cell_name(&study, c))
+            .collect::<Vec<_>>()
+    };
+    let (Some(state), Some(reason), Some((running, rest))) =
+        (&state, in_flight, left.split_first())
+    else {
+        return Ok(names(&left));
     };
     let guests = Guests::default();
     let setting = Setting {
         study: &study,
         manifest: &common.manifest,
         guests: &guests,
-        state: &state,
+        state,
         seccomp: None,
     };
     SampleLog::open(&log)?.append(&setting.invalid(running, reason.to_string()))?;
-    Ok(rest.iter().map(|c| record::cell_name(&study, c)).collect())
+    Ok(names(rest))
 }
 
 /// Writes the host's name into every sample of its sub-run that has none (those it measured in
@@ -217,3 +237,6 @@ fn own_machine(dir: &RunDir, machine: &env::Host) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
