@@ -52,6 +52,10 @@ bench-build: driver
     t0=$(date +%s.%N); {{bin}} build >/dev/null; t1=$(date +%s.%N); {{bin}} build >/dev/null; t2=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "cold build  %7.1f s\nwarm no-op  %7.1f s\n", b - a, c - b }'
 
+# Benchmark: article 000's images shipped to a fresh Engine over loopback mutual TLS: bytes, seconds, per GiB, IDs equal.
+bench-ship:
+    cargo test --test placing bench_ship -- --ignored --nocapture --test-threads 1
+
 # Benchmark: the WSL-like kernel's cold compile, then again without cache; same sha256 or not.
 bench-kernels: driver
     #!/usr/bin/env bash

@@ -1,7 +1,8 @@
 //! The one module that talks to the Docker Engine (through bollard). Images are imported, built and
-//! inspected here (`images`); containers are created, run, read and removed here (`containers`) — on
-//! every path, Ctrl-C and dropped futures included (`guard`) — and every one is confined the same way
-//! (`isolation`: no capabilities, no network, a read-only root, a cap on its tasks).
+//! inspected here (`images`), and sent from one Engine to another (`ship`); containers are created,
+//! run, read and removed here (`containers`) — on every path, Ctrl-C and dropped futures included
+//! (`guard`) — and every one is confined the same way (`isolation`: no capabilities, no network, a
+//! read-only root, a cap on its tasks); volumes mark a run's lease on a host (`volumes`).
 //!
 //! What a run needs from the Engine is the [`Containers`] trait (and [`Images`] to make a guest
 //! kernel's root), so that the run loop is unit-tested on a fake (`fake`, in tests) that scripts
@@ -17,6 +18,8 @@ pub mod fake;
 mod guard;
 mod images;
 mod isolation;
+mod ship;
+mod volumes;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -32,6 +35,7 @@ pub use endpoint::{Endpoint, TlsFiles};
 pub use guard::{ContainerGuard, Created, settle};
 pub use images::ImageGuard;
 pub use isolation::{Isolation, NOBODY, TMP, TMP_OPTIONS};
+pub use volumes::{RunningContainer, VolumeFacts, VolumeGuard};
 
 /// What runs need from the Engine. Futures are `Send` so that a guard can remove a container from a
 /// spawned task.

@@ -74,7 +74,7 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
         Command::Merge(a) => ops::merge::command(paths, &a.into()).await,
         Command::Export(ExportCommand::Kubernetes(a)) => ops::export::kubernetes(paths, &a.into()),
         Command::Explain(a) => ops::explain::command(paths, &a.into(), interrupt).await,
-        Command::Clean(a) => ops::clean::clean(a.images, a.cache).await,
+        Command::Clean(a) => ops::clean::clean(&a.into()).await,
         Command::Bench(BenchCommand::Fidelity(a)) => ops::bench::fidelity(repo, &a.into()).await,
     }
 }

@@ -26,6 +26,7 @@ pub mod lint;
 mod manifest;
 pub mod patch;
 pub mod pin;
+pub mod place;
 pub mod plan;
 pub mod recipe;
 pub mod saved;

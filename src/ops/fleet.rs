@@ -15,11 +15,13 @@ use anyhow::{Context, Result, bail};
 
 use super::{Interrupt, Paths, Prepared, prepare};
 use crate::engine::Engine;
+use crate::images::pin;
+use crate::images::place::{Placement, Sources};
 use crate::images::{BuildOptions, Manifest};
 use crate::run::fleet::assign::{self, Mode};
 use crate::run::fleet::host_run::Common;
 use crate::run::fleet::record::{self, FleetRecord, HostRecord, HostStatus};
-use crate::run::fleet::standin::{self, Placement, Surveyed};
+use crate::run::fleet::standin::{self, Surveyed};
 use crate::run::lifecycle::{CpuChoice, RunResult};
 use crate::run::needs;
 use crate::run::run_dir::{self, RunDir};
@@ -95,9 +97,12 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     )?;
     let reached = hosts::connect(&entries).await?;
     let Prepared {
-        engine, manifest, ..
+        engine,
+        manifest,
+        cache,
     } = prepare(&paths.repo, &for_study(&study, options)).await?;
     needs::check_runnable(&study, &manifest)?;
+    let pins = pin::load_all(&paths.repo.join("toolchains"))?;
     let seccomp = match &study.protocol.seccomp {
         Some(file) => Some(Profile::load(&paths.repo, file)?),
         None => None,
@@ -127,6 +132,11 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         coordinator: &engine,
         reached,
         how: placement(options),
+        sources: Sources {
+            cache: &cache,
+            pins: &pins,
+            repo: &paths.repo,
+        },
     };
     let result = start(&top, lay, mode, common, interrupt).await;
     hosts::release(leases).await;
@@ -140,6 +150,8 @@ struct Lay<'a> {
     coordinator: &'a Engine,
     reached: Vec<hosts::Reached>,
     how: Placement,
+    /// What a build on a host is made from (`--images build`).
+    sources: Sources<'a>,
 }
 
 /// A new fleet run, its hosts leased: images placed, hosts surveyed and fitted, cells assigned,
@@ -151,7 +163,15 @@ async fn start(
     common: Common,
     interrupt: &Interrupt,
 ) -> Result<RunResult> {
-    let placed = hosts::place(lay.coordinator, &lay.reached, &common, lay.how).await?;
+    let busy = hosts::busy(&lay.reached, &top.id()).await?;
+    let placed = hosts::place(
+        lay.coordinator,
+        &lay.reached,
+        &common,
+        lay.how,
+        &lay.sources,
+    )
+    .await?;
     let entries: Vec<_> = lay.reached.iter().map(|r| r.entry.clone()).collect();
     let surveyed = standin::survey(&entries, probe_tag(&common.study, &common.manifest)?).await?;
     hosts::fit(&common.study, &common.cpus, &surveyed).await?;
@@ -166,9 +186,10 @@ async fn start(
         mode,
         images: placement_name(lay.how).to_string(),
         coordinator: hosts::coordinator(),
-        hosts: (surveyed.iter().zip(shards).zip(placed))
-            .map(|((s, shard), placed)| HostRecord {
+        hosts: (surveyed.iter().zip(shards).zip(placed).zip(busy))
+            .map(|(((s, shard), placed), busy)| HostRecord {
                 placement: placed,
+                warnings: busy,
                 engines: vec![s.entry.name.clone()],
                 ..new_host(s, shard)
             })
@@ -224,9 +245,12 @@ async fn resume(
     };
     let reached = hosts::connect(&entries).await?;
     let Prepared {
-        engine, manifest, ..
+        engine,
+        manifest,
+        cache,
     } = prepare(&paths.repo, &for_study(&study, options)).await?;
     same_images(&top, &study, &manifest)?;
+    let pins = pin::load_all(&paths.repo.join("toolchains"))?;
     let seccomp = match &study.protocol.seccomp {
         Some(file) => Some(Profile::load(&paths.repo, file)?),
         None => None,
@@ -249,9 +273,22 @@ async fn resume(
         coordinator: &engine,
         reached,
         how,
+        sources: Sources {
+            cache: &cache,
+            pins: &pins,
+            repo: &paths.repo,
+        },
     };
     let result = async {
-        let placed = hosts::place(lay.coordinator, &lay.reached, &common, lay.how).await?;
+        let busy = hosts::busy(&lay.reached, &top.id()).await?;
+        let placed = hosts::place(
+            lay.coordinator,
+            &lay.reached,
+            &common,
+            lay.how,
+            &lay.sources,
+        )
+        .await?;
         let surveyed = match entries.is_empty() {
             true => Vec::new(),
             false => standin::survey(&entries, probe_tag(&common.study, &common.manifest)?).await?,
@@ -263,6 +300,11 @@ async fn resume(
             let j = (surveyed.iter()).position(|o| o.entry.name == s.entry.name);
             host.placement
                 .extend(j.map(|j| placed[j].clone()).unwrap_or_default());
+            for w in j.map(|j| busy[j].clone()).unwrap_or_default() {
+                if !host.warnings.contains(&w) {
+                    host.warnings.push(w);
+                }
+            }
             host.engines.push(s.entry.name.clone());
         }
         top.write_json(run_dir::FLEET, &fleet)?;
@@ -319,6 +361,7 @@ fn new_host(s: &Surveyed, shard: Option<crate::run::shard::Shard>) -> HostRecord
         reason: None,
         lost: Vec::new(),
         engines: Vec::new(),
+        warnings: Vec::new(),
         placement: Vec::new(),
     }
 }

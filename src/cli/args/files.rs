@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::ops::clean;
+
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// The run directory (`results/<study>/runs/<run-id>`).
@@ -66,4 +68,27 @@ pub struct CleanArgs {
     /// Remove the artifact cache (pinned artifacts, vendored crates).
     #[arg(long)]
     pub cache: bool,
+    /// Remove every run's lease on the hosts (a stale one left by a run that died).
+    #[arg(long)]
+    pub leases: bool,
+    /// The hosts whose leases to remove (`local`, or an Engine URL; TLS files from
+    /// DOCKER_CERT_PATH); default: this machine's Engine.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "HOST,…",
+        requires = "leases"
+    )]
+    pub hosts: Vec<String>,
+}
+
+impl From<CleanArgs> for clean::Options {
+    fn from(a: CleanArgs) -> Self {
+        clean::Options {
+            images: a.images,
+            cache: a.cache,
+            leases: a.leases,
+            hosts: a.hosts,
+        }
+    }
 }

@@ -145,6 +145,11 @@ fn merge_hosts(top: &RunDir, fleet: &FleetRecord) -> Result<Option<run_dir::RunS
     }
     merged.record.classes = merge::classes(&merged.samples);
     merged.state.deviations.extend(fleet_deviations(fleet));
+    for w in fleet.hosts.iter().flat_map(|h| &h.warnings) {
+        if !merged.state.warnings.contains(w) {
+            merged.state.warnings.push(w.clone());
+        }
+    }
     if fleet.hosts.iter().any(|h| h.status == HostStatus::Lost) {
         merged.state.status = Status::Incomplete;
     }

@@ -9,12 +9,15 @@ use anyhow::{Context, Result, bail};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{Endpoint, Engine};
+use crate::images::place::{self, Placement, Sources};
 use crate::run::fleet::assign;
 use crate::run::fleet::host_run::{self, Common, HostEnd, HostPlan};
+use crate::run::fleet::lease::{self, Lease};
 use crate::run::fleet::record::{FleetRecord, PlacedImage};
-use crate::run::fleet::standin::{self, HostEntry, Lease, Placement, Surveyed};
+use crate::run::fleet::standin::{self, HostEntry, Surveyed};
 use crate::run::lifecycle::{CpuChoice, choose_cpus};
 use crate::run::run_dir::RunDir;
+use crate::run::warning::Warning;
 use crate::study::Study;
 
 /// Every host can pin the study's CPUs (`--cpus`, else `auto`: its own first ones) and has the
@@ -73,7 +76,7 @@ pub async fn connect(entries: &[HostEntry]) -> Result<Vec<Reached>> {
 pub async fn take(hosts: &[Reached], run_id: &str) -> Result<Vec<Lease>> {
     let mut leases = Vec::new();
     for h in hosts {
-        match standin::take(&h.engine, &h.entry.name, run_id).await {
+        match lease::take(&h.engine, &h.entry.name, run_id).await {
             Ok(lease) => leases.push(lease),
             Err(e) => {
                 release(leases).await;
@@ -82,6 +85,19 @@ pub async fn take(hosts: &[Reached], run_id: &str) -> Result<Vec<Lease>> {
         }
     }
     Ok(leases)
+}
+
+/// Containers running on each host that this run did not start: validity warnings, per host.
+pub async fn busy(hosts: &[Reached], run_id: &str) -> Result<Vec<Vec<Warning>>> {
+    let mut out = Vec::new();
+    for h in hosts {
+        let seen = lease::foreign_containers(&h.engine, &h.entry.name, run_id).await?;
+        for w in &seen {
+            eprintln!("warning: {}", w.what);
+        }
+        out.push(seen);
+    }
+    Ok(out)
 }
 
 /// Releases every lease, saying which could not be.
@@ -100,6 +116,7 @@ pub async fn place(
     hosts: &[Reached],
     common: &Common,
     how: Placement,
+    sources: &Sources<'_>,
 ) -> Result<Vec<Vec<PlacedImage>>> {
     let mut images: Vec<String> = (common.study.probes.iter())
         .map(|p| p.image.clone())
@@ -109,7 +126,8 @@ pub async fn place(
     let mut out = Vec::new();
     for h in hosts {
         let name = &h.entry.name;
-        let placed = standin::place(coordinator, &h.engine, name, &common.manifest, &images, how)
+        let m = &common.manifest;
+        let placed = place::place(coordinator, &h.engine, name, m, &images, how, sources)
             .await
             .with_context(|| format!("placing the images on host `{name}`"))?;
         for p in &placed {

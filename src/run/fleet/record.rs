@@ -58,6 +58,10 @@ pub struct HostRecord {
     /// The Engines that measured its sub-run, in order: its own, then any of its class that
     /// `run --resume --hosts` gave in its place.
     pub engines: Vec<String>,
+    /// Containers running on it that the run did not start, seen before it measured: validity
+    /// warnings (they share its CPUs and memory).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<crate::run::warning::Warning>,
     /// How each image reached it, per invocation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placement: Vec<PlacedImage>,
@@ -212,6 +216,7 @@ mod tests {
                 reason: Some("host `b` stopped answering: gone".into()),
                 lost: vec!["go@10#1".into()],
                 engines: vec!["b".into()],
+                warnings: vec![],
                 placement: vec![],
             }],
         };

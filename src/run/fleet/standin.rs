@@ -1,15 +1,12 @@
 //! Minimal stand-ins for the parts of a fleet run built beside this one, with the signatures they
-//! will have: naming hosts ([`resolve`]: URLs and `local` only), surveying them ([`survey`]: the
-//! Engine's own facts), placing images on them ([`place`]: shipped through the Engine's save and
-//! load when a tag is missing) and leasing them ([`take`]: nothing). Each goes when its real
-//! counterpart arrives.
+//! will have: naming hosts ([`resolve`]: URLs and `local` only) and surveying them ([`survey`]:
+//! the Engine's own facts). Each goes when its real counterpart arrives.
 
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
 use crate::engine::{Endpoint, Engine, EngineFacts, TlsFiles};
-use crate::images::Manifest;
 use crate::run::env;
 use crate::run::hardware;
 
@@ -103,85 +100,5 @@ pub fn fits(
         false => Err(format!(
             "it has {have} logical CPUs and the study pins {cpus_needed}"
         )),
-    }
-}
-
-/// How images reach a host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placement {
-    Ship,
-    Build,
-}
-
-/// One image on one host, and how it got there.
-#[derive(Debug, Clone)]
-pub struct Placed {
-    pub image: String,
-    /// `present` or `shipped`.
-    pub how: &'static str,
-    pub bytes: u64,
-    pub secs: f64,
-}
-
-/// Every image of `images` on `host` under its manifest tag and ID: one missing is shipped from
-/// the coordinator (save → load); one present under another ID is refused.
-pub async fn place(
-    coordinator: &Engine,
-    host: &Engine,
-    host_name: &str,
-    manifest: &Manifest,
-    images: &[String],
-    _how: Placement,
-) -> Result<Vec<Placed>> {
-    let mut out = Vec::new();
-    for name in images {
-        let Some(built) = manifest.get(name) else {
-            continue;
-        };
-        let started = std::time::Instant::now();
-        if let Some(there) = host.image(&built.tag).await? {
-            if there.id != built.id {
-                bail!(
-                    "host `{host_name}` holds image {} as {}, the coordinator's is {}: remove it \
-                     there, or use another host",
-                    built.tag,
-                    there.id,
-                    built.id
-                );
-            }
-            out.push(Placed {
-                image: name.clone(),
-                how: "present",
-                bytes: 0,
-                secs: 0.0,
-            });
-            continue;
-        }
-        let tmp = tempfile::NamedTempFile::new().context("a temporary file for an image")?;
-        coordinator.export_image(&built.tag, tmp.path()).await?;
-        let bytes = std::fs::metadata(tmp.path()).map(|m| m.len()).unwrap_or(0);
-        host.load_image(tmp.path())
-            .await
-            .with_context(|| format!("shipping image {} to host `{host_name}`", built.tag))?;
-        out.push(Placed {
-            image: name.clone(),
-            how: "shipped",
-            bytes,
-            secs: started.elapsed().as_secs_f64(),
-        });
-    }
-    Ok(out)
-}
-
-/// A run's mark on a host (nothing yet).
-pub struct Lease;
-
-pub async fn take(_engine: &Engine, _host: &str, _run_id: &str) -> Result<Lease> {
-    Ok(Lease)
-}
-
-impl Lease {
-    pub async fn release(self) -> Result<()> {
-        Ok(())
     }
 }
