@@ -241,8 +241,9 @@ fn a_host_killed_mid_run_loses_its_cells_and_resume_finishes_them_elsewhere() {
     drop(doomed);
 }
 
-/// Containers on the Engine at `url` (`None`: this machine's) labelled as a process of run `run_id`.
-fn containers_of(url: Option<(&str, &Path)>, run_id: &str) -> Vec<String> {
+/// Containers on the Engine at `url` (`None`: this machine's) labelled as a process of run
+/// `run_id`, and the leases there of the fleet run `top`.
+fn left_behind(url: Option<(&str, &Path)>, run_id: &str, top: &str) -> (Vec<String>, Vec<String>) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let engine = match url {
@@ -253,15 +254,21 @@ fn containers_of(url: Option<(&str, &Path)>, run_id: &str) -> Vec<String> {
                 Engine::connect_to("extra", &endpoint).await.unwrap()
             }
         };
-        engine
+        let containers = engine
             .containers_with_label("parkbench.run", run_id)
             .await
-            .unwrap()
+            .unwrap();
+        let leases = (engine.volumes_with_label("parkbench.lease").await.unwrap())
+            .into_iter()
+            .filter(|v| v.labels.get("parkbench.lease").map(String::as_str) == Some(top))
+            .map(|v| v.name)
+            .collect();
+        (containers, leases)
     })
 }
 
 #[test]
-fn ctrl_c_stops_every_host_and_the_same_hosts_finish_on_resume() {
+fn ctrl_c_stops_every_host_releases_its_leases_and_the_same_hosts_finish_on_resume() {
     ensure_built();
     let extra = ExtraEngine::start(&storage_driver());
     let tmp = tempfile::tempdir().unwrap();
@@ -300,12 +307,14 @@ fn ctrl_c_stops_every_host_and_the_same_hosts_finish_on_resume() {
         let dir = run.join("hosts").join(h.replace([':', '/'], "_"));
         dir.file_name().unwrap().to_string_lossy().into_owned()
     };
-    let on_extra = containers_of(Some((&extra.url, &extra.certs)), &sub(&extra.url));
-    assert!(
-        on_extra.is_empty(),
-        "left on the extra Engine: {on_extra:?}"
+    let top = run.file_name().unwrap().to_string_lossy().into_owned();
+    let on_extra = left_behind(Some((&extra.url, &extra.certs)), &sub(&extra.url), &top);
+    assert_eq!(on_extra, (vec![], vec![]), "left on the extra Engine");
+    assert_eq!(
+        left_behind(None, "local", &top),
+        (vec![], vec![]),
+        "left on this one"
     );
-    assert!(containers_of(None, "local").is_empty(), "left on this one");
     let before = samples(&run).len();
     assert!((1..8).contains(&before), "{before}: {said}");
 
