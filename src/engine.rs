@@ -352,7 +352,8 @@ impl Engine {
             return Self::connect().await;
         }
         let url = endpoint.url();
-        let unreachable = |e: &dyn std::fmt::Display| {
+        let unreachable = |e: &bollard::errors::Error| {
+            let e = endpoint::causes(e);
             anyhow!(
                 "host `{name}` ({url}) does not answer ({e}); check that its Engine listens there \
                  and that its TLS files are the ones it trusts, then run `parkbench doctor --hosts {name}`"

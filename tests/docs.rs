@@ -126,6 +126,15 @@ fn every_field_of_a_study_file_has_its_row() {
 }
 
 #[test]
+fn every_field_of_a_hosts_file_has_its_row() {
+    use parkbench::run::fleet::hosts::{HostSpec, HostsFile, TlsPaths};
+    let doc = "docs/fleet.md";
+    table_matches::<HostsFile>(doc, "(`HostsFile`)");
+    table_matches::<HostSpec>(doc, "(`HostSpec`)");
+    table_matches::<TlsPaths>(doc, "(`TlsPaths`)");
+}
+
+#[test]
 fn every_field_of_a_recipe_and_a_pin_has_its_row() {
     let doc = "docs/images.md";
     table_matches::<Recipe>(doc, "(`Recipe`)");

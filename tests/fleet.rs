@@ -108,11 +108,8 @@ fn across_then_spread_over_an_extra_engine_and_this_one() {
     );
     assert_eq!(json(&run.join("run.json"))["status"], "complete");
     // One class here (the same machine twice): the claims judged per host too.
-    let per_host = std::fs::read_to_string(run.join("hosts.md")).unwrap();
-    assert!(
-        per_host.contains("`ratio`: reproduced on 2 of 2"),
-        "{per_host}"
-    );
+    let per_host = std::fs::read_to_string(run.join("classes.md")).unwrap();
+    assert!(per_host.contains("on 2 of 2 hosts"), "{per_host}");
     assert!(
         run.join("hosts")
             .join("local")

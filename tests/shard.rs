@@ -148,9 +148,13 @@ fn two_shards_merged_judge_as_their_samples_together() {
         2
     );
     let per = json(&two.join("classes.json"));
-    assert_eq!(per.as_array().unwrap().len(), 2);
+    assert_eq!(per["classes"].as_array().unwrap().len(), 2);
+    assert_eq!(per["classes"][1]["label"], "B", "{per}");
     assert!(
-        per[1]["class"].as_str().unwrap().starts_with("Other CPU"),
+        per["classes"][1]["class"]
+            .as_str()
+            .unwrap()
+            .starts_with("Other CPU"),
         "{per}"
     );
     let md = std::fs::read_to_string(two.join("classes.md")).unwrap();

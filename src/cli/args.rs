@@ -5,6 +5,7 @@
 
 mod author;
 mod bench;
+mod doctor;
 mod files;
 mod fleet;
 mod rerun;
@@ -16,6 +17,7 @@ use clap::{Parser, Subcommand};
 
 pub use author::{NewCommand, NewProbeArgs, NewStudyArgs, PlanArgs};
 pub use bench::{BenchCommand, FidelityArgs};
+pub use doctor::DoctorArgs;
 pub use files::{ArchiveArgs, CheckArgs, CleanArgs, CompareArgs, ReportArgs, VerifyArgs};
 pub use fleet::{ExportCommand, KubernetesArgs, MergeArgs};
 pub use rerun::{ExplainArgs, RerunArgs};
@@ -37,8 +39,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Check that this machine can build and run: Engine, cgroups, CPUs, disk, tools.
-    Doctor,
+    /// Check that this machine can build and run: Engine, cgroups, CPUs, disk, tools; with
+    /// `--hosts`, that other Docker Engines can run: each one's machine and hardware class.
+    Doctor(DoctorArgs),
     /// Scaffolds for an author: a commented study file, or a probe image that runs as it is.
     #[command(subcommand)]
     New(NewCommand),

@@ -56,7 +56,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
 async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Result<Ending> {
     let repo = &paths.repo;
     match command {
-        Command::Doctor => ops::doctor::doctor().await,
+        Command::Doctor(a) => ops::doctor::command(&a.into()).await,
         Command::New(NewCommand::Study(a)) => ops::new::study(paths, &a.id, &a.probes),
         Command::New(NewCommand::Probe(a)) => ops::new::probe(paths, &a.name, a.lang, a.kind),
         Command::Plan(a) => ops::plan::plan(paths, &a.into()).await,

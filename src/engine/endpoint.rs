@@ -109,9 +109,50 @@ impl Endpoint {
     }
 }
 
+/// An error and each of its causes, joined by `: ` (a TLS refusal lies a few causes down a
+/// connection error), a cause that repeats the one before it left out.
+pub fn causes(e: &dyn std::error::Error) -> String {
+    let mut parts: Vec<String> = vec![e.to_string()];
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !parts.last().is_some_and(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        next = cause.source();
+    }
+    parts.join(": ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_errors_causes_are_named_once_each() {
+        #[derive(Debug)]
+        struct E(&'static str, Option<Box<E>>);
+        impl std::fmt::Display for E {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl std::error::Error for E {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                self.1.as_deref().map(|e| e as _)
+            }
+        }
+        let alert = E("received fatal alert: BadCertificate", None);
+        let io = E(
+            "io: received fatal alert: BadCertificate",
+            Some(Box::new(alert)),
+        );
+        let top = E("client error (Connect)", Some(Box::new(io)));
+        assert_eq!(
+            causes(&top),
+            "client error (Connect): io: received fatal alert: BadCertificate"
+        );
+    }
 
     #[test]
     fn urls_parse_and_bad_ones_say_what_to_write() {

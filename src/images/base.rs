@@ -25,6 +25,10 @@ pub async fn import<E: Images>(
     let existing = engine.image(&tag).await?;
     let built = !matches!(&existing, Some(img) if img.layers == [diff_id.clone()]);
     if built {
+        let expected = super::timing::expected(cache, name, None);
+        if let Some(line) = super::timing::announcement(name, expected) {
+            eprintln!("{line}");
+        }
         let started = std::time::Instant::now();
         let rootfs = match tokio::task::block_in_place(|| artifact::ensure(cache, pin)) {
             Ok(rootfs) => rootfs,

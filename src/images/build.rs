@@ -70,6 +70,10 @@ pub async fn build<E: Images>(
     let existing = kit.engine.image(&tag).await?;
     let built = !reusable(existing.as_ref(), &inputs, &recipe.name, &tag)? || kit.options.no_cache;
     if built {
+        let expected = super::timing::expected(kit.cache, &recipe.name, recipe.build_estimate);
+        if let Some(line) = super::timing::announcement(&recipe.name, expected) {
+            eprintln!("{line}");
+        }
         let started = std::time::Instant::now();
         let scratch = kit.cache.scratch()?;
         // Blocking work (hashing, tar writing, vendoring) must not stall the images built beside this one.

@@ -101,6 +101,21 @@ pub struct Recipe {
     /// alternatives a study's `factors:` sweeps (e.g. `rust-tokio.nightly`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant_of: Option<String>,
+    /// How long a cold build of this image took where it was declared, said before its build on a
+    /// machine that has no build of it recorded yet (a kernel compile; see [`BuildEstimate`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_estimate: Option<BuildEstimate>,
+}
+
+/// A declared build time: `{minutes: 47, cpus: 2}`, a cold build measured on a machine with that
+/// many CPUs. Only said and compared with thresholds, never used as a measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildEstimate {
+    /// Minutes the cold build took.
+    pub minutes: u32,
+    /// The CPUs of the machine it took them on.
+    pub cpus: u32,
 }
 
 /// Where a kernel image holds its kernel.
@@ -268,6 +283,16 @@ impl Recipe {
                     "kernel: true: list {file} in binaries, so the manifest records its sha256"
                 );
             }
+        }
+        if let Some(e) = &self.build_estimate {
+            ensure_at!(
+                e.minutes > 0 && e.cpus > 0,
+                "build_estimate",
+                "build_estimate: {{minutes: {}, cpus: {}}}: both must be at least 1 (a cold build's \
+                 minutes, on a machine with that many CPUs)",
+                e.minutes,
+                e.cpus
+            );
         }
         patch::validate(&self.patches)?;
         match (&self.pip_python, self.vendor.has(Tool::Pip)) {

@@ -9,7 +9,8 @@ use crate::outputs::compare;
 
 /// Prints the comparison of `a` (the reference) and `b`; with `out`, also writes compare.md,
 /// compare.svg and compare.html there. Both runs are read before anything is written. With `fail_above` (percent),
-/// a cell whose B ÷ A moved further, or was lost in B, ends it as [`Ending::RunsDiffer`].
+/// a cell whose B ÷ A moved further, or was lost in B — pooled, and in each hardware class of both
+/// runs — ends it as [`Ending::RunsDiffer`].
 pub fn compare(a: &Path, b: &Path, out: Option<&Path>, fail_above: Option<f64>) -> Result<Ending> {
     let a = compare::load(a)?;
     let b = compare::load(b)?;
@@ -26,7 +27,11 @@ pub fn compare(a: &Path, b: &Path, out: Option<&Path>, fail_above: Option<f64>) 
     let Some(percent) = fail_above else {
         return Ok(Ending::Ok);
     };
-    let over = compare::over_threshold(&a.outcome.summary, &b.outcome.summary, percent);
+    let mut over = compare::over_threshold(&a.outcome.summary, &b.outcome.summary, percent);
+    // Runs of several classes: each class against itself too, like with like.
+    if let Some(p) = compare::classes::pair(&a, &b) {
+        over.extend(compare::classes::over_threshold(&p, percent));
+    }
     if over.is_empty() {
         return Ok(Ending::Ok);
     }

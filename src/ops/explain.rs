@@ -5,6 +5,7 @@
 //! the explanation written into every sweep's folder, archived, and linked from the run.
 
 mod files;
+mod slow;
 mod variants;
 
 use std::path::{Path, PathBuf};
@@ -34,7 +35,8 @@ pub struct Options {
     pub run_dir: PathBuf,
     /// The claim's id.
     pub claim: String,
-    /// Only these factors (all that bear on the claim's probes when empty).
+    /// Only these factors; when empty, all that bear on the claim's probes but those whose images
+    /// would take longer than a few minutes to build here; `all` for every one that bears on them.
     pub factors: Vec<String>,
     /// Sweep even when the claim reproduced in the run.
     pub force: bool,
@@ -64,8 +66,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         );
         return Ok(Ending::Ok);
     }
-    let factors = explain::factors_for(&study, claim, &args.factors)?;
-    check_levels(&paths.repo, &factors)?;
+    let (factors, skipped) = factors(paths, &study, claim, &args.factors).await?;
     let sweeps = Sweeps {
         paths,
         args,
@@ -78,6 +79,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
     let Some((mut e, dir)) = sweeps.measure(sweep).await? else {
         return Ok(Ending::Interrupted);
     };
+    e.skipped = skipped;
     let mut dirs = vec![dir];
     let mut ending = Ending::Ok;
     if !args.no_pairs
@@ -87,6 +89,48 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
     }
     publish(&paths.repo, (&run, &explained), &e, &dirs).await?;
     Ok(ending)
+}
+
+/// The factors to sweep, checked before anything is built or run: those `named`, or (none named)
+/// every factor that bears on `claim` but those whose images would take long to build here, each
+/// said up front with the flag that includes it (`all`: every one). Returns the skipped lines too.
+async fn factors<'a>(
+    paths: &Paths,
+    study: &'a Study,
+    claim: &Claim,
+    named: &[String],
+) -> Result<(Vec<&'a Factor>, Vec<String>)> {
+    let every = named.iter().any(|n| n == slow::ALL);
+    ensure!(
+        !every || named.len() == 1,
+        "--factors {}: `{}` already names every factor; give it alone, or name factors without it",
+        named.join(","),
+        slow::ALL
+    );
+    let factors = explain::factors_for(study, claim, if every { &[] } else { named })?;
+    check_levels(&paths.repo, &factors)?;
+    if !named.is_empty() {
+        return Ok((factors, Vec::new()));
+    }
+    let (kept, skipped) = slow::default_set(&paths.repo, study, factors).await?;
+    let lines: Vec<String> = skipped.iter().map(slow::Skipped::line).collect();
+    for line in &lines {
+        eprintln!("{line}");
+    }
+    if kept.is_empty() {
+        bail!(
+            "every factor of claim {:?} needs images that take long to build here (above); name the              ones to sweep with --factors, or pass --factors {} for every one",
+            claim.id,
+            slow::ALL
+        );
+    }
+    if !lines.is_empty() {
+        eprintln!(
+            "(--factors {} sweeps every factor, whatever its images take to build)",
+            slow::ALL
+        );
+    }
+    Ok((kept, lines))
 }
 
 /// A sweep explains a finished run's measured value: an incomplete run (interrupted, failed, still

@@ -20,8 +20,9 @@ use crate::images::place::{Placement, Sources};
 use crate::images::{BuildOptions, Manifest};
 use crate::run::fleet::assign::{self, Mode};
 use crate::run::fleet::host_run::Common;
+use crate::run::fleet::hosts as names;
 use crate::run::fleet::record::{self, FleetRecord, HostRecord, HostStatus};
-use crate::run::fleet::standin::{self, Surveyed};
+use crate::run::fleet::survey::{self, Surveyed};
 use crate::run::lifecycle::{CpuChoice, RunResult};
 use crate::run::needs;
 use crate::run::run_dir::{self, RunDir};
@@ -90,7 +91,7 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     let (study, file) = super::run::load(paths, options, None)?;
     needs::check_probe_images(&paths.repo, &study, file.as_deref())?;
     let f = &options.fleet;
-    let entries = standin::resolve(
+    let entries = names::resolve(
         &f.names,
         file.as_deref().and_then(Path::parent),
         f.allow_plain_tcp,
@@ -173,7 +174,7 @@ async fn start(
     )
     .await?;
     let entries: Vec<_> = lay.reached.iter().map(|r| r.entry.clone()).collect();
-    let surveyed = standin::survey(&entries, probe_tag(&common.study, &common.manifest)?).await?;
+    let surveyed = survey::survey(&entries, probe_tag(&common.study, &common.manifest)?).await?;
     hosts::fit(&common.study, &common.cpus, &surveyed).await?;
     if mode == Mode::Spread {
         let classes: Vec<_> = (surveyed.iter())
@@ -241,7 +242,7 @@ async fn resume(
     };
     let entries = match todo.is_empty() {
         true => Vec::new(),
-        false => standin::resolve(&names, None, f.allow_plain_tcp)?,
+        false => names::resolve(&names, None, f.allow_plain_tcp)?,
     };
     let reached = hosts::connect(&entries).await?;
     let Prepared {
@@ -291,7 +292,7 @@ async fn resume(
         .await?;
         let surveyed = match entries.is_empty() {
             true => Vec::new(),
-            false => standin::survey(&entries, probe_tag(&common.study, &common.manifest)?).await?,
+            false => survey::survey(&entries, probe_tag(&common.study, &common.manifest)?).await?,
         };
         hosts::fit(&common.study, &common.cpus, &surveyed).await?;
         let picked = hosts::pick(&fleet, &todo, &surveyed)?;

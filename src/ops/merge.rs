@@ -74,7 +74,8 @@ fn read(path: &Path) -> Result<Input> {
     Ok(Input { name, files })
 }
 
-/// The merged run's files, its report, and its claims per class when there is more than one.
+/// The merged run's files, its report, and its claims per class (classes.json, classes.md) when
+/// its samples come from more than one class or from hosts judged alone.
 pub(crate) fn write(dir: &RunDir, merged: &Merged) -> Result<()> {
     dir.write(run_dir::STUDY, merged.study_yaml.as_bytes())?;
     dir.write(run_dir::MANIFEST, merged.manifest_json.as_bytes())?;
@@ -90,12 +91,9 @@ pub(crate) fn write(dir: &RunDir, merged: &Merged) -> Result<()> {
     let outcome = outcome::recompute(&dir.read_files()?)?;
     outcome.write_report(dir.path())?;
     print!("{}", outcome.terminal());
-    if merged.record.classes.len() > 1 {
-        let per = merge::by_class(&outcome.study, &outcome.samples);
-        dir.write_json(run_dir::CLASSES_JSON, &per)?;
-        let md = merge::classes_markdown(&per);
-        dir.write(run_dir::CLASSES_MD, md.as_bytes())?;
-        print!("\n{md}");
+    // The claims per class (and host), which the report wrote beside it: shown after the table.
+    if let Some(j) = &outcome.judged {
+        print!("\n{}", merge::classes::markdown(j));
     }
     Ok(())
 }

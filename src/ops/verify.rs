@@ -1,6 +1,6 @@
 //! `parkbench check` and `parkbench verify`, offline: an archive's SHA256SUMS lines and structure;
-//! statistics and verdicts recomputed from an archive or a run folder, and a merged run's claims
-//! per hardware class.
+//! statistics and verdicts recomputed from an archive or a run folder, and the claims per hardware
+//! class and host.
 
 use std::path::Path;
 
@@ -22,8 +22,8 @@ pub fn check(path: &Path) -> Result<Ending> {
 }
 
 /// `verify`: recomputes from raw samples; a stored verdicts.json that disagrees is an error, and
-/// so is a missing one unless the study makes no claim. A merged run's classes.json and classes.md
-/// are recomputed too.
+/// so is a missing one unless the study makes no claim. The claims per hardware class and host
+/// (classes.json, classes.md and report.md's section of them) are recomputed too.
 pub fn verify(path: &Path) -> Result<Ending> {
     integrity(path)?;
     let files = if path.is_dir() {
@@ -90,41 +90,34 @@ fn refuse_malformed(files: &RunFiles) -> Result<()> {
     Ok(())
 }
 
-/// A merged run's claims per hardware class, recomputed from its samples and compared with its
-/// classes.json and classes.md (present exactly when the samples come from more than one class).
+/// The claims per hardware class (and host), recomputed from the samples and compared with
+/// classes.json, classes.md and the report's section of them: present exactly when the samples come
+/// from more than one class or from hosts judged alone. A merged run's merge.json must name the
+/// samples' classes.
 fn verify_classes(files: &RunFiles, outcome: &Outcome) -> Result<()> {
-    let Some(record) = &files.merge_json else {
+    if let Some(record) = &files.merge_json {
+        let record: MergeRecord = serde_json::from_str(record)
+            .with_context(|| format!("parsing the stored {}", run_dir::MERGE_JSON))?;
+        let classes = merge::classes(&outcome.samples);
         ensure!(
-            files.classes_json.is_none() && files.classes_md.is_none(),
-            "{} or {} without {}: claims per hardware class belong to a merged run; the run was \
-             altered",
-            run_dir::CLASSES_JSON,
-            run_dir::CLASSES_MD,
-            run_dir::MERGE_JSON
+            record.classes == classes,
+            "{} names the hardware classes {:?} but the samples are of {:?}: the run was altered",
+            run_dir::MERGE_JSON,
+            record.classes,
+            classes
         );
-        return Ok(());
-    };
-    let record: MergeRecord = serde_json::from_str(record)
-        .with_context(|| format!("parsing the stored {}", run_dir::MERGE_JSON))?;
-    let classes = merge::classes(&outcome.samples);
-    ensure!(
-        record.classes == classes,
-        "{} names the hardware classes {:?} but the samples are of {:?}: the run was altered",
-        run_dir::MERGE_JSON,
-        record.classes,
-        classes
-    );
-    if classes.len() < 2 {
+    }
+    let Some(judged) = &outcome.judged else {
         ensure!(
             files.classes_json.is_none() && files.classes_md.is_none(),
-            "{} or {} in a merged run of one hardware class: the run was altered",
+            "{} or {} in a run whose samples are of one hardware class and no host judged alone: \
+             the run was altered",
             run_dir::CLASSES_JSON,
             run_dir::CLASSES_MD
         );
         return Ok(());
-    }
-    let per = merge::by_class(&outcome.study, &outcome.samples);
-    let stored: Vec<merge::ClassVerdicts> = serde_json::from_str(
+    };
+    let stored: merge::Judged = serde_json::from_str(
         files
             .classes_json
             .as_deref()
@@ -132,21 +125,31 @@ fn verify_classes(files: &RunFiles, outcome: &Outcome) -> Result<()> {
     )
     .with_context(|| format!("parsing the stored {}", run_dir::CLASSES_JSON))?;
     ensure!(
-        stored == per,
+        stored == *judged,
         "the verdicts per hardware class recomputed from samples.jsonl differ from the stored {}: \
          the run was altered or the statistics changed",
         run_dir::CLASSES_JSON
     );
     ensure!(
-        files.classes_md.as_deref() == Some(merge::classes_markdown(&per).as_str()),
+        files.classes_md.as_deref() == Some(merge::classes::markdown(judged).as_str()),
         "the stored {} differs from the claims per hardware class recomputed from samples.jsonl: \
          the run was altered",
         run_dir::CLASSES_MD
     );
+    if let Some(md) = &files.report_md {
+        ensure!(
+            md.contains(&merge::classes::section(judged)),
+            "the stored {}'s verdicts per hardware class differ from those recomputed from \
+             samples.jsonl: the run was altered; write the report again with `parkbench report`",
+            run_dir::REPORT
+        );
+    }
     eprintln!(
-        "verdicts per hardware class recomputed from the raw samples match the stored {} and {}",
+        "verdicts per hardware class recomputed from the raw samples match the stored {}, {} and \
+         {}",
         run_dir::CLASSES_JSON,
-        run_dir::CLASSES_MD
+        run_dir::CLASSES_MD,
+        run_dir::REPORT
     );
     Ok(())
 }

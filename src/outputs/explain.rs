@@ -81,6 +81,10 @@ pub struct Explanation {
     pub rows: Vec<Row>,
     /// The finding, in words.
     pub finding: String,
+    /// The factors left out of the default set because their images would take long to build
+    /// here, one line each (what each needs and the flag that includes it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
 }
 
 /// The value a verdict's measurement stands for: a single value, or a range's middle.
@@ -189,6 +193,7 @@ pub fn explain(
         baseline_spread: spread(&outcome.summary, base),
         rows,
         finding: String::new(),
+        skipped: Vec::new(),
     };
     e.finding = finding(&e);
     Ok(e)

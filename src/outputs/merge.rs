@@ -3,7 +3,7 @@
 //! (id or text), when the matrices differ (processes per cell, kernels), when a binary's sha256
 //! differs between any two runs' manifests, when a run holds a sample that is not of its study or
 //! its shard or of an image its manifest lacks, when a run is named twice or measured nothing. Every sample keeps its run id and carries the hardware class of the machine that measured
-//! it; when the samples come from more than one class, each claim is judged per class ([`by_class`]).
+//! it; when the samples come from more than one class, each claim is judged per class, and per host when a class holds several ([`judge`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,8 +12,6 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::images::Manifest;
-use crate::outputs::summary;
-use crate::outputs::verdict::{self, Verdict};
 use crate::run::env::Environment;
 use crate::run::hardware;
 use crate::run::run_dir::{RunFiles, RunState, Status};
@@ -291,18 +289,6 @@ fn merged_run(p: &Parsed) -> MergedRun {
     }
 }
 
-/// The samples' hardware classes, in order of first appearance.
-pub fn classes(samples: &[Sample]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for s in samples {
-        let c = s.hardware.clone().unwrap_or_default();
-        if !out.contains(&c) {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Shards no run measured, when no run measured the whole matrix: for each shard count given.
 fn missing_shards(parsed: &[Parsed]) -> Vec<String> {
     if parsed.iter().any(|p| p.state.shard.is_none()) {
@@ -439,51 +425,6 @@ pub fn merge_deviations(record: &MergeRecord) -> Vec<String> {
     out
 }
 
-/// The claims judged on the samples of each hardware class alone, in the order of `classes`.
-pub fn by_class(study: &Study, samples: &[Sample]) -> Vec<ClassVerdicts> {
-    classes(samples)
-        .into_iter()
-        .map(|class| {
-            let mine: Vec<Sample> = samples
-                .iter()
-                .filter(|s| s.hardware.clone().unwrap_or_default() == class)
-                .cloned()
-                .collect();
-            let summary = summary::summarize(study, &mine);
-            ClassVerdicts {
-                samples: mine.len(),
-                verdicts: verdict::judge(study, &summary),
-                class,
-            }
-        })
-        .collect()
-}
-
-/// `classes.json`: one hardware class's verdicts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClassVerdicts {
-    /// The hardware class.
-    pub class: String,
-    /// Its samples.
-    pub samples: usize,
-    /// The claims judged on its samples alone.
-    pub verdicts: Vec<Verdict>,
-}
-
-/// The report's section of the claims per class (shown before its pooled verdicts): `classes.md`
-/// one heading level down.
-pub fn classes_section(per: &[ClassVerdicts]) -> String {
-    let md = classes_markdown(per);
-    let body = md.split_once('\n').map_or("", |(_, rest)| rest);
-    format!(
-        "## Verdicts per hardware class\n\nThe samples come from {} hardware classes; each claim is \
-         judged on each class's samples alone (as in classes.md), then on all of them pooled \
-         (the verdicts below).\n{}",
-        per.len(),
-        body.replace("\n## ", "\n### ")
-    )
-}
-
 /// A merged run as the report's environment names it, with its machine's hardware class.
 pub fn run_label(r: &MergedRun) -> (String, String) {
     let shard = r.shard.map(|s| format!(", shard {s}")).unwrap_or_default();
@@ -493,56 +434,11 @@ pub fn run_label(r: &MergedRun) -> (String, String) {
     )
 }
 
-/// `classes.md`: a line per claim saying on how many classes it holds, then each class's verdicts.
-pub fn classes_markdown(per: &[ClassVerdicts]) -> String {
-    let mut out = String::from("# Claims per hardware class\n\n");
-    let claims: Vec<&Verdict> = per
-        .first()
-        .map(|c| c.verdicts.iter().collect())
-        .unwrap_or_default();
-    for (i, v) in claims.iter().enumerate() {
-        let held: Vec<&str> = per
-            .iter()
-            .filter(|c| {
-                c.verdicts
-                    .get(i)
-                    .is_some_and(|w| w.status == verdict::Status::Reproduced)
-            })
-            .map(|c| c.class.as_str())
-            .collect();
-        let differ: Vec<String> = per
-            .iter()
-            .filter(|c| {
-                c.verdicts
-                    .get(i)
-                    .is_some_and(|w| w.status != verdict::Status::Reproduced)
-            })
-            .map(|c| format!("{} on {}", c.verdicts[i].status.label(), c.class))
-            .collect();
-        out.push_str(&format!(
-            "- `{}`: reproduced on {} of {} classes{}\n",
-            v.claim,
-            held.len(),
-            per.len(),
-            match differ.is_empty() {
-                true => String::new(),
-                false => format!(" ({})", differ.join("; ")),
-            }
-        ));
-    }
-    for c in per {
-        out.push_str(&format!(
-            "\n## {} ({} samples)\n\n```\n",
-            c.class, c.samples
-        ));
-        out.push_str(&crate::outputs::report::terminal::verdict_table(
-            &c.verdicts,
-        ));
-        out.push_str("```\n");
-    }
-    out
-}
-
 mod checks;
+pub mod classes;
+pub use classes::{
+    ClassRun, ClassVerdicts, HostVerdicts, Judged, classes, judge, label, lines, needed, split,
+    summaries,
+};
 #[cfg(test)]
 pub(crate) mod tests;

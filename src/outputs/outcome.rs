@@ -29,8 +29,11 @@ pub struct Outcome {
     pub warnings: Vec<Warning>,
     /// Why the data is partial (malformed sample lines, an incomplete run); `None` when complete.
     pub partial: Option<String>,
-    /// A merged run of more than one hardware class: its claims judged per class (Markdown).
-    pub per_class: Option<String>,
+    /// Samples of more than one hardware class, or of hosts judged alone: the claims judged per
+    /// class and host (`classes.json`).
+    pub judged: Option<merge::Judged>,
+    /// The same as the report shows it.
+    pub per_class: Option<report::PerClass>,
     /// The slice of the matrix the run measured (`run --shard`), from run.json; `None` for the
     /// whole matrix.
     pub shard: Option<crate::run::shard::Shard>,
@@ -81,25 +84,13 @@ pub fn recompute(text: &RunFiles) -> Result<Outcome> {
     if let Some(s) = &state {
         environment.extend(s.guests.iter().map(guest_label));
     }
-    // A merged run of several hardware classes: each run's class instead of one machine, and
-    // the claims judged per class before the pooled verdicts.
-    let record: Option<merge::MergeRecord> = match &text.merge_json {
-        Some(json) => Some(serde_json::from_str(json).context("parsing merge.json")?),
-        None => None,
-    };
-    let per_class = match record.filter(|r| r.classes.len() > 1) {
-        Some(r) => {
-            environment = r.runs.iter().map(merge::run_label).collect();
-            let per = merge::by_class(&study, &samples);
-            Some(merge::classes_section(&per))
-        }
-        None => None,
-    };
+    let (judged, per_class) = per_class(text, &study, &samples, &mut environment)?;
     let shard = match state.as_ref().and_then(|s| s.shard.as_ref()) {
         Some(s) => Some(s.shard()?),
         None => None,
     };
     Ok(Outcome {
+        judged,
         per_class,
         shard,
         run_id: text.run_id.clone(),
@@ -112,6 +103,35 @@ pub fn recompute(text: &RunFiles) -> Result<Outcome> {
         warnings: state.map(|s| s.warnings).unwrap_or_default(),
         partial: (!partial.is_empty()).then(|| partial.join("; ")),
     })
+}
+
+/// The claims judged per class (and host) when the samples call for it, and as the report shows
+/// them. A merged run of several hardware classes lists each run's class instead of one machine in
+/// `environment`.
+fn per_class(
+    text: &RunFiles,
+    study: &Study,
+    samples: &[Sample],
+    environment: &mut Vec<(String, String)>,
+) -> Result<(Option<merge::Judged>, Option<report::PerClass>)> {
+    let record: Option<merge::MergeRecord> = match &text.merge_json {
+        Some(json) => Some(serde_json::from_str(json).context("parsing merge.json")?),
+        None => None,
+    };
+    let runs_listed = match record.filter(|r| r.classes.len() > 1) {
+        Some(r) => {
+            *environment = r.runs.iter().map(merge::run_label).collect();
+            true
+        }
+        None => false,
+    };
+    let judged = merge::judge(study, samples);
+    let per_class = judged.as_ref().map(|j| report::PerClass {
+        section: merge::classes::section(j),
+        summaries: merge::summaries(study, samples),
+        runs_listed,
+    });
+    Ok((judged, per_class))
 }
 
 impl Outcome {
@@ -127,13 +147,20 @@ impl Outcome {
             deviations: self.deviations.clone(),
             warnings: self.warnings.clone(),
             partial: self.partial.clone(),
-            per_class: self.per_class.as_deref(),
+            per_class: self.per_class.as_ref(),
         }
     }
 
-    /// Writes report.md, figure.svg, samples.csv, summary.json and verdicts.json into `dir`.
+    /// Writes report.md, figure.svg, samples.csv, summary.json and verdicts.json into `dir`, and
+    /// classes.json and classes.md when the claims are judged per class.
     pub fn write_report(&self, dir: &Path) -> Result<()> {
         report::write_all(dir, &self.report_input())?;
+        if let Some(j) = &self.judged {
+            let json = serde_json::to_string_pretty(j)? + "\n";
+            crate::images::cache::write_atomic(&dir.join(run_dir::CLASSES_JSON), json.as_bytes())?;
+            let md = merge::classes::markdown(j);
+            crate::images::cache::write_atomic(&dir.join(run_dir::CLASSES_MD), md.as_bytes())?;
+        }
         link_explanations(dir)
     }
 

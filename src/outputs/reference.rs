@@ -229,6 +229,7 @@ mod tests {
             deviations: vec![],
             warnings: vec![],
             partial: None,
+            judged: None,
             per_class: None,
             shard: None,
         }

@@ -3,7 +3,10 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::engine::Engine;
+use crate::engine::{Engine, EngineFacts};
+use crate::images::namespace;
+use crate::run::fleet::hosts::HostEntry;
+use crate::run::fleet::survey::{self, Surveyed};
 
 /// One check's outcome.
 #[derive(Debug, Clone, PartialEq)]
@@ -182,9 +185,215 @@ pub fn brief(checks: &[Check]) -> (String, bool) {
     (line, ok)
 }
 
+/// One host of `doctor --hosts`: as far as it was read.
+pub struct HostRow {
+    /// The name given in `--hosts`.
+    pub name: String,
+    /// Its address (no key material).
+    pub address: String,
+    /// What its Engine says of itself; `None`: it did not answer.
+    pub facts: Option<EngineFacts>,
+    /// The machine read through a container; `None` when it was not.
+    pub surveyed: Option<Surveyed>,
+    /// Why something was not read: the Engine did not answer, or a container failed, or the host
+    /// holds no image to read through.
+    pub problem: Option<String>,
+    /// False when the host cannot be used: unreachable, a TLS failure, a container that failed.
+    pub ok: bool,
+}
+
+/// Reads every host (side by side): its Engine, then its machine through a container from one of
+/// its own parkbench images (a base image first); never fails itself.
+pub async fn hosts(entries: &[HostEntry]) -> Vec<HostRow> {
+    futures_util::future::join_all(entries.iter().map(host_row)).await
+}
+
+async fn host_row(entry: &HostEntry) -> HostRow {
+    let mut row = HostRow {
+        name: entry.name.clone(),
+        address: entry.endpoint.url(),
+        facts: None,
+        surveyed: None,
+        problem: None,
+        ok: false,
+    };
+    let engine = match Engine::connect_to(&entry.name, &entry.endpoint).await {
+        Ok(e) => e,
+        Err(e) => return row.failed(e),
+    };
+    let facts = match engine.facts().await {
+        Ok(f) => f,
+        Err(e) => return row.failed(e.context(format!("host `{}`", entry.name))),
+    };
+    row.facts = Some(facts.clone());
+    let image = match reading_image(&engine).await {
+        Ok(Some(image)) => image,
+        Ok(None) => {
+            row.ok = true;
+            row.problem = Some(format!(
+                "not read through a container: host `{}` holds no {}/ image yet (a run with                  --hosts ships its images there; then run doctor again)",
+                entry.name,
+                namespace()
+            ));
+            return row;
+        }
+        Err(e) => return row.failed(e.context(format!("host `{}`", entry.name))),
+    };
+    match survey::read(entry, engine, facts, &image).await {
+        Ok(s) => {
+            row.surveyed = Some(s);
+            row.ok = true;
+            row
+        }
+        Err(e) => row.failed(e),
+    }
+}
+
+impl HostRow {
+    fn failed(mut self, e: anyhow::Error) -> HostRow {
+        self.problem = Some(format!("{e:#}"));
+        self.ok = false;
+        self
+    }
+}
+
+/// The image a host's machine is read through: its own base image, or else any of its parkbench
+/// images (each holds a shell, `cat` and `df`); `None` when it holds none.
+async fn reading_image(engine: &Engine) -> anyhow::Result<Option<String>> {
+    let ns = namespace();
+    let mut tags = engine.image_tags(&ns).await?;
+    tags.sort();
+    let base = format!("{ns}/base:");
+    Ok(tags
+        .iter()
+        .find(|t| t.starts_with(&base))
+        .or_else(|| tags.first())
+        .cloned())
+}
+
+/// The hosts as one table each, then which share a hardware class and which are one machine; the
+/// bool is true when every host answered and was read.
+pub fn render_hosts(rows: &[HostRow]) -> (String, bool) {
+    let mut out = String::new();
+    for row in rows {
+        if row.address == row.name {
+            out.push_str(&format!("host {}\n", row.name));
+        } else {
+            out.push_str(&format!("host {} ({})\n", row.name, row.address));
+        }
+        out.push_str(&crate::text::columns(&host_lines(row), "  ", "  ", &[]));
+    }
+    let read: Vec<&Surveyed> = rows.iter().filter_map(|r| r.surveyed.as_ref()).collect();
+    let classes: Vec<(&str, &str)> = read
+        .iter()
+        .map(|s| (s.entry.name.as_str(), s.class.as_str()))
+        .collect();
+    for names in survey::groups_of(&classes) {
+        out.push_str(&format!(
+            "same hardware class: {} (interchangeable for a study)\n",
+            names.join(", ")
+        ));
+    }
+    for names in survey::same_machines(&read) {
+        out.push_str(&format!(
+            "one machine: {} (the same kernel boot ID; a run measures them one after another, \
+             never at once)\n",
+            names.join(", ")
+        ));
+    }
+    (out, rows.iter().all(|r| r.ok))
+}
+
+fn host_lines(row: &HostRow) -> Vec<Vec<String>> {
+    let line = |k: &str, v: String| vec![k.to_string(), v];
+    let Some(f) = &row.facts else {
+        let why = row.problem.clone().unwrap_or_default();
+        return vec![line("reachable", format!("FAIL no: {why}"))];
+    };
+    let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
+    let mut lines = vec![
+        line("reachable", format!("yes, Engine {}", f.version)),
+        line("API version", f.api_version.clone()),
+        line(
+            "cgroup version",
+            format!("{} ({})", f.cgroup_version, f.cgroup_driver),
+        ),
+        line("logical CPUs", f.ncpu.to_string()),
+        line("memory", gib(f.mem_total_bytes.max(0) as u64)),
+        line("kernel", f.kernel.clone()),
+    ];
+    match &row.surveyed {
+        Some(s) => {
+            lines.push(line("CPU model", s.host.cpu_model.clone()));
+            lines.push(line(
+                "free disk",
+                match (s.free_disk_bytes, &s.free_disk_note) {
+                    (Some(b), _) => format!("{} at {}", gib(b), f.root_dir),
+                    (None, note) => format!("not read: {}", note.as_deref().unwrap_or("")),
+                },
+            ));
+            lines.push(line("hardware class", s.class.clone()));
+        }
+        None => {
+            let why = row.problem.clone().unwrap_or_default();
+            let mark = if row.ok { "" } else { "FAIL " };
+            lines.push(line("machine", format!("{mark}{why}")));
+        }
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_that_does_not_answer_fails_its_row_by_name_one_without_images_says_so() {
+        let facts = EngineFacts {
+            version: "29.1".into(),
+            api_version: "1.52".into(),
+            kernel: "6.1.0".into(),
+            operating_system: "Debian".into(),
+            cgroup_version: "2".into(),
+            cgroup_driver: "systemd".into(),
+            security_options: vec![],
+            storage_driver: "overlay2".into(),
+            runtimes: vec![],
+            default_runtime: "runc".into(),
+            ncpu: 8,
+            mem_total_bytes: 16 << 30,
+            root_dir: "/var/lib/docker".into(),
+        };
+        let bare = HostRow {
+            name: "a".into(),
+            address: "tcp://10.0.0.1:2376".into(),
+            facts: Some(facts),
+            surveyed: None,
+            problem: Some("not read through a container: host `a` holds no image".into()),
+            ok: true,
+        };
+        let gone = HostRow {
+            name: "b".into(),
+            address: "tcp://10.0.0.2:2376".into(),
+            facts: None,
+            surveyed: None,
+            problem: Some("host `b` (tcp://10.0.0.2:2376) does not answer (tls)".into()),
+            ok: false,
+        };
+        let (text, ok) = render_hosts(std::slice::from_ref(&bare));
+        assert!(ok, "{text}");
+        assert!(text.starts_with("host a (tcp://10.0.0.1:2376)\n"), "{text}");
+        assert!(text.contains("  logical CPUs    8\n"), "{text}");
+        assert!(text.contains("memory          16.0 GiB"), "{text}");
+        assert!(text.contains("holds no image"), "{text}");
+        let (text, ok) = render_hosts(&[bare, gone]);
+        assert!(!ok);
+        assert!(
+            text.contains("reachable  FAIL no: host `b` (tcp://10.0.0.2:2376) does not answer"),
+            "{text}"
+        );
+        assert!(!text.contains("same hardware class"), "{text}");
+    }
 
     #[test]
     fn brief_is_one_line_unless_a_check_fails() {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use tokio_util::sync::CancellationToken;
@@ -52,7 +52,8 @@ pub struct Host {
     pub kernel_release: String,
     /// `uname -v`.
     pub kernel_version: String,
-    /// /etc/os-release, key → value.
+    /// /etc/os-release, key → value; of a host surveyed through its Engine (`--hosts`), only
+    /// `PRETTY_NAME`, as its Engine reports its operating system.
     pub os_release: BTreeMap<String, String>,
     /// CPU model name (/proc/cpuinfo).
     pub cpu_model: String,
@@ -243,13 +244,37 @@ impl Locked {
     }
 }
 
-/// Host facts; anything unreadable is left empty rather than failing the run.
+/// Host facts of this machine, read from its own /proc, /sys and /etc; anything unreadable is left
+/// empty rather than failing the run.
 pub fn host() -> Host {
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .ok()
-            .map(|s| s.trim().to_string())
-    };
+    host_from(|p| std::fs::read_to_string(p).ok())
+}
+
+/// The files [`host_from`] reads, in the order it reads them.
+pub const HOST_FILES: [&str; 12] = [
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/sys/kernel/osrelease",
+    "/proc/sys/kernel/version",
+    "/proc/sys/vm/overcommit_memory",
+    "/sys/devices/system/cpu/online",
+    "/sys/devices/system/cpu/smt/active",
+    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+    "/sys/kernel/mm/transparent_hugepage/enabled",
+    "/sys/kernel/mm/transparent_hugepage/defrag",
+    "/etc/os-release",
+    BOOT_ID,
+];
+
+/// The kernel's random ID of the current boot: two Engines that read the same one run on one
+/// machine (and share its CPUs).
+pub const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+
+/// Host facts from whatever reads a file of the host by its path (`None`: unreadable): this
+/// machine's own files ([`host`]), or a host's read through a container on its Engine
+/// ([`host_through`]). The same parser serves both, so that two hosts' records compare.
+pub fn host_from(read: impl Fn(&str) -> Option<String>) -> Host {
+    let read = |p: &str| read(p).map(|s| s.trim().to_string());
     let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
     let field = |name: &str| {
         cpuinfo
@@ -282,6 +307,50 @@ pub fn host() -> Host {
         kernel_release,
         kernel_version,
     }
+}
+
+/// Host facts of the machine an Engine runs on, and its boot ID ([`BOOT_ID`]), read through one
+/// short container from `image` (confined as every container is, as nobody): /proc and /sys are
+/// the host kernel's in a container. Its /etc/os-release is the image's, not the host's, so
+/// `os_release` is left empty for the caller to fill from the Engine's own report.
+pub async fn host_through(engine: &impl Containers, image: &str) -> Result<(Host, String)> {
+    // Each readable file after a line naming it; an unreadable one is left out.
+    let script = "for f in \"$@\"; do if [ -r \"$f\" ]; then printf '%s %s\\n' \"$MARK\" \"$f\"; \
+                  cat \"$f\"; printf '\\n'; fi; done";
+    let mut cmd = vec!["/bin/sh", "-c", script, "sh"];
+    cmd.extend(HOST_FILES.iter().filter(|f| **f != "/etc/os-release"));
+    let mut spec = ContainerSpec::command(image, &cmd, "survey");
+    spec.user = Some(crate::engine::NOBODY.into());
+    spec.env.insert("MARK".into(), FILE_MARK.into());
+    let outcome = engine.run(&spec, &CancellationToken::new()).await?;
+    let files = split_files(&outcome.into_output(image, &cmd)?);
+    let host = host_from(|p| files.get(p).cloned());
+    let boot_id = files
+        .get(BOOT_ID)
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .with_context(|| format!("{BOOT_ID} is not readable in a container from {image}"))?;
+    Ok((host, boot_id))
+}
+
+/// The line before each file in [`host_through`]'s output.
+const FILE_MARK: &str = "==> parkbench file:";
+
+/// Path → content of the files in [`host_through`]'s output.
+fn split_files(out: &str) -> BTreeMap<String, String> {
+    let mut files: BTreeMap<String, String> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in out.lines() {
+        if let Some(path) = line.strip_prefix(FILE_MARK) {
+            current = Some(path.trim().to_string());
+            files.entry(path.trim().to_string()).or_default();
+        } else if let Some(path) = &current {
+            let text = files.entry(path.clone()).or_default();
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    files
 }
 
 fn os_release(text: &str) -> BTreeMap<String, String> {
@@ -363,6 +432,48 @@ mod tests {
         )
         .await;
         assert!(format!("{:#}", err.unwrap_err()).contains("no shell"));
+    }
+
+    #[tokio::test]
+    async fn a_hosts_machine_is_read_through_one_confined_container_by_the_same_parser() {
+        use crate::engine::fake::{FakeEngine, Step};
+        let stdout = format!(
+            "{FILE_MARK} /proc/cpuinfo\nprocessor\t: 0\nmodel name\t: Test CPU @ 3GHz\n\
+             flags\t\t: fpu sse\n\n{FILE_MARK} /proc/meminfo\nMemTotal:  8000000 kB\n\n\
+             {FILE_MARK} /proc/sys/kernel/osrelease\n6.1.0-test\n\n\
+             {FILE_MARK} /sys/devices/system/cpu/online\n0-3\n\n\
+             {FILE_MARK} /sys/kernel/mm/transparent_hugepage/enabled\nalways [madvise] never\n\n\
+             {FILE_MARK} {BOOT_ID}\n0b1c-boot\n\n"
+        );
+        let engine = FakeEngine::new([Step::Exit {
+            code: 0,
+            stdout,
+            stderr: String::new(),
+        }]);
+        let (host, boot_id) = host_through(&engine, "parkbench/base:x").await.unwrap();
+        assert_eq!(boot_id, "0b1c-boot");
+        assert_eq!(host.cpu_model, "Test CPU @ 3GHz");
+        assert_eq!(host.cpu_flags, "fpu sse");
+        assert_eq!(host.logical_cpus, 4);
+        assert_eq!(host.mem_total_bytes, 8_000_000 * 1024);
+        assert_eq!(host.kernel_release, "6.1.0-test");
+        assert_eq!(host.thp_enabled.as_deref(), Some("madvise"));
+        assert_eq!(host.smt_active, None, "not printed: not readable");
+        assert!(host.os_release.is_empty(), "the image's, not the host's");
+        let runs = engine.runs();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].user.as_deref(), Some(crate::engine::NOBODY));
+        assert!(!runs[0].cmd.iter().any(|a| a == "/etc/os-release"));
+        assert!(engine.live().is_empty());
+
+        // No boot ID readable: an error naming the file, not a host that matches any other.
+        let blind = FakeEngine::new([Step::Exit {
+            code: 0,
+            stdout: format!("{FILE_MARK} /proc/cpuinfo\nmodel name: X\n"),
+            stderr: String::new(),
+        }]);
+        let err = host_through(&blind, "img").await.unwrap_err();
+        assert!(format!("{err:#}").contains(BOOT_ID), "{err:#}");
     }
 
     #[test]

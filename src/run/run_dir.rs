@@ -45,8 +45,6 @@ pub const CLASSES_JSON: &str = "classes.json";
 /// A run across several hosts (`run --hosts`): its hosts, what each measured and what was lost
 /// ([`crate::run::fleet::record::FleetRecord`]).
 pub const FLEET: &str = "fleet.json";
-/// The claims judged per host, when a hardware class of a fleet run has several hosts.
-pub const HOSTS_MD: &str = "hosts.md";
 /// A fleet run's folder of sub-runs, one per host (`hosts/<name>/`, each a run folder); kept out of
 /// its archive, whose merged samples carry everything.
 pub const HOSTS: &str = "hosts";
@@ -57,7 +55,7 @@ pub const LATEST: &str = "latest";
 pub const REQUIRED: [&str; 2] = [STUDY, SAMPLES];
 /// Files a run may hold besides those (an archive lacking one is listed by `check`, except the
 /// files of a merged run, [`MERGED`]).
-pub const OPTIONAL: [&str; 14] = [
+pub const OPTIONAL: [&str; 13] = [
     ENV,
     STATE,
     MANIFEST,
@@ -71,11 +69,10 @@ pub const OPTIONAL: [&str; 14] = [
     CLASSES_MD,
     CLASSES_JSON,
     FLEET,
-    HOSTS_MD,
 ];
 /// The files only a merged run holds (classes only when its samples come from more than one class;
-/// fleet.json and hosts.md only in a run across hosts).
-pub const MERGED: [&str; 5] = [MERGE_JSON, CLASSES_MD, CLASSES_JSON, FLEET, HOSTS_MD];
+/// fleet.json only in a run across hosts).
+pub const MERGED: [&str; 4] = [MERGE_JSON, CLASSES_MD, CLASSES_JSON, FLEET];
 
 /// Largest run file read into memory (by `report`, `verify` and from archives), bytes.
 pub const LOAD_LIMIT: u64 = 64 << 20;

@@ -16,7 +16,8 @@ pub struct ReportArgs {
 pub struct ArchiveArgs {
     /// The run directory.
     pub run_dir: PathBuf,
-    /// Also add the probe images, exported through the Engine, for bit-exact reruns elsewhere.
+    /// Also add the probe images (and, for a run under a guest kernel, its VM and kernel images),
+    /// exported through the Engine, for bit-exact reruns elsewhere that compile nothing.
     #[arg(long)]
     pub with_images: bool,
     /// Leave out the self-contained driver (`<run-id>/parkbench`) the archive otherwise carries.

@@ -50,8 +50,9 @@ pub struct ExplainArgs {
     /// The claim to explain (an id of the run's study).
     #[arg(long)]
     pub claim: String,
-    /// Only these factors (comma-separated ids of the study's `factors:`); all that bear on the
-    /// claim's probes when omitted.
+    /// Only these factors (comma-separated ids of the study's `factors:`); when omitted, all that
+    /// bear on the claim's probes but those whose images would take minutes to build here (each
+    /// named); `all` for every one.
     #[arg(long, value_delimiter = ',', value_name = "FACTOR,…")]
     pub factors: Vec<String>,
     /// Sweep even when the claim reproduced in the run.

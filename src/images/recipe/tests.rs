@@ -103,6 +103,14 @@ fn bad_values_are_named_with_their_line_and_column() {
         ),
         ("vendor: yes please", "1:9: vendor: unknown tool"),
         (
+            "build_estimate: {minutes: 0, cpus: 2}",
+            "1:17: build_estimate: {minutes: 0, cpus: 2}: both must be at least 1",
+        ),
+        (
+            "build_estimate: {minutes: 47}",
+            "1:17: build_estimate: missing field `cpus`",
+        ),
+        (
             "shared: {../lib.rs: lib/lib.rs}",
             "1:21: shared: \"../lib.rs\" must be a relative path in the build context",
         ),

@@ -1,7 +1,7 @@
 //! The end of a fleet run: each host's part recorded in fleet.json (lost cells and why), the
 //! sub-runs merged into the run folder with the existing merge — every sample with its host and
 //! hardware class — then env.json with every host's record, the report, and the claims per class
-//! (classes.md, when there are several) and per host (hosts.md, when a class has several hosts).
+//! and per host (classes.md, as for any merged run).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,14 +10,13 @@ use anyhow::{Context, Result};
 
 use super::hosts;
 use crate::ops::Interrupt;
-use crate::outputs::merge::{self, Input, Merged};
+use crate::outputs::merge::{self, Input};
 use crate::run::env::Environment;
 use crate::run::fleet::host_run::Common;
 use crate::run::fleet::record::{FleetEnvironment, FleetRecord, HostStatus};
-use crate::run::fleet::standin::Surveyed;
+use crate::run::fleet::survey::Surveyed;
 use crate::run::lifecycle::RunResult;
 use crate::run::run_dir::{self, RunDir, Status};
-use crate::study::sample::Sample;
 
 /// Measures every host given (`surveyed`, a slot per host of `fleet`), records how each ended,
 /// merges the sub-runs; the merged run's result (interrupted when Ctrl-C stopped it or a host was
@@ -153,12 +152,7 @@ fn merge_hosts(top: &RunDir, fleet: &FleetRecord) -> Result<Option<run_dir::RunS
     if fleet.hosts.iter().any(|h| h.status == HostStatus::Lost) {
         merged.state.status = Status::Incomplete;
     }
-    for name in [
-        run_dir::SAMPLES,
-        run_dir::CLASSES_JSON,
-        run_dir::CLASSES_MD,
-        run_dir::HOSTS_MD,
-    ] {
+    for name in [run_dir::SAMPLES, run_dir::CLASSES_JSON, run_dir::CLASSES_MD] {
         let _ = std::fs::remove_file(top.file(name));
     }
     crate::ops::merge::write(top, &merged)?;
@@ -167,7 +161,6 @@ fn merge_hosts(top: &RunDir, fleet: &FleetRecord) -> Result<Option<run_dir::RunS
         fleet,
         &owners.iter().map(|h| h.folder.clone()).collect::<Vec<_>>(),
     )?;
-    per_host(top, &merged)?;
     Ok(Some(merged.state))
 }
 
@@ -218,36 +211,4 @@ fn write_env(top: &RunDir, fleet: &FleetRecord, folders: &[String]) -> Result<()
         return Ok(());
     };
     top.write_json(run_dir::ENV, &FleetEnvironment { first, hosts })
-}
-
-/// hosts.md: the claims judged on each host's samples alone, when a class has several hosts.
-fn per_host(top: &RunDir, merged: &Merged) -> Result<()> {
-    let mut by_class: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for s in &merged.samples {
-        let (class, host) = (
-            s.hardware.as_deref().unwrap_or(""),
-            s.host.as_deref().unwrap_or(""),
-        );
-        let hosts = by_class.entry(class).or_default();
-        if !hosts.contains(&host) {
-            hosts.push(host);
-        }
-    }
-    if by_class.values().all(|h| h.len() < 2) {
-        return Ok(());
-    }
-    let outcome = crate::outputs::outcome::recompute(&top.read_files()?)?;
-    let relabelled: Vec<Sample> = (outcome.samples.iter())
-        .map(|s| Sample {
-            hardware: Some(format!("host {}", s.host.as_deref().unwrap_or("?"))),
-            ..s.clone()
-        })
-        .collect();
-    let per = merge::by_class(&outcome.study, &relabelled);
-    let md = merge::classes_markdown(&per)
-        .replacen("Claims per hardware class", "Claims per host", 1)
-        .replace(" classes", " hosts");
-    top.write(run_dir::HOSTS_MD, md.as_bytes())?;
-    print!("\n{md}");
-    Ok(())
 }

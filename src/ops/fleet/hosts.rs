@@ -12,9 +12,10 @@ use crate::engine::{Endpoint, Engine};
 use crate::images::place::{self, Placement, Sources};
 use crate::run::fleet::assign;
 use crate::run::fleet::host_run::{self, Common, HostEnd, HostPlan};
+use crate::run::fleet::hosts::HostEntry;
 use crate::run::fleet::lease::{self, Lease};
 use crate::run::fleet::record::{FleetRecord, PlacedImage};
-use crate::run::fleet::standin::{self, HostEntry, Surveyed};
+use crate::run::fleet::survey::{self, Surveyed};
 use crate::run::lifecycle::{CpuChoice, choose_cpus};
 use crate::run::run_dir::RunDir;
 use crate::run::warning::Warning;
@@ -32,8 +33,9 @@ pub async fn fit(study: &Study, cpus: &CpuChoice, hosts: &[Surveyed]) -> Result<
             .with_context(|| format!("host `{name}`"))?;
         let (chosen, _) = choose_cpus(&study.protocol.cpus, &available, cpus)
             .with_context(|| format!("host `{name}` cannot run study {}", study.id))?;
-        if let Err(why) = standin::fits(s, chosen.len(), None) {
-            bail!("host `{name}` cannot run study {}: {why}", study.id);
+        let needed = chosen.iter().max().map_or(0, |c| c + 1);
+        if let Err(why) = survey::fits(s, needed, None) {
+            bail!("{why}");
         }
     }
     Ok(())

@@ -109,7 +109,16 @@ fn a_report_of_several_classes_puts_the_claims_per_class_first_and_names_each_ru
         "{md}"
     );
     assert!(
-        md.contains("### class A") && md.contains("### class B"),
+        md.contains("- **A**: class A (12 samples)")
+            && md.contains("- **B**: class B (12 samples)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("### Verdicts per class\n\n| Claim | A | B |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("`go-rss-1m`: reproduced on 1 of 2 classes: not measured on class B"),
         "{md}"
     );
     let env = &md[at("## Environment")..];

@@ -127,7 +127,8 @@ impl Source {
         path.is_file().then_some(path)
     }
 
-    /// True when the archive carries its images (then it carries every one the study runs).
+    /// True when the archive carries its images (then it carries every one the study runs, its
+    /// guest kernels' too).
     pub fn carries_images(&self) -> bool {
         self.unpacked.path().join("images").is_dir()
     }
@@ -164,7 +165,8 @@ impl Source {
         }
     }
 
-    /// An archive with an `images/` folder must carry every probe image its manifest built.
+    /// An archive with an `images/` folder must carry every image the run ran that its manifest
+    /// built: the probe images, and the VM and kernel images under guest kernels.
     fn check_images(&self) -> Result<()> {
         if !self.carries_images() {
             return Ok(());
@@ -177,7 +179,7 @@ impl Source {
             .collect();
         if !missing.is_empty() {
             bail!(
-                "{}: its manifest names the probe image(s) {} but the archive carries no {}; \
+                "{}: its manifest names the image(s) {} the run ran but the archive carries no {}; \
                  it was cut down after it was written: use the complete archive, or one written \
                  without --with-images (its images are then rebuilt from its sources)",
                 self.path.display(),

@@ -231,7 +231,7 @@ fn bad_archives_are_refused_with_what_to_do() {
 
     let cut = err(&fx.write(&["go"]));
     assert!(
-        cut.contains("names the probe image(s) rust-tokio")
+        cut.contains("names the image(s) rust-tokio the run ran")
             && cut.contains("images/rust-tokio.tar"),
         "{cut}"
     );
@@ -362,4 +362,111 @@ fn an_archive_s_seccomp_profile_beyond_the_default_is_refused_unless_accepted() 
 
     let none = open(&Archived::new(DEFAULT_STUDY, true).write(&[])).unwrap();
     assert!(judge(&none, false).unwrap().profile.is_none());
+}
+
+/// A run under a guest kernel: the archive's manifest names the VM and kernel images beside the
+/// probe images (and the rootfs the VM is built from, which does not travel).
+fn under_a_guest_kernel() -> Archived {
+    let study = DEFAULT_STUDY.replacen("protocol:\n", "protocol:\n  kernels: [debian-6.1]\n", 1);
+    assert!(study.contains("kernels: [debian-6.1]"));
+    let fx = Archived::new(&study, true);
+    let path = fx.tmp.path().join("runs/run-1").join(run_dir::MANIFEST);
+    let mut m: Manifest = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    m.images.extend([
+        image("debian-vm", &[]),
+        image("vm", &[("/usr/local/lib/parkbench/guest-init", "ee")]),
+        image(
+            "kernel-debian-6.1",
+            &[("/boot/vmlinuz", "cc"), ("/boot/config", "dd")],
+        ),
+    ]);
+    fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
+    for name in ["vm", "kernel-debian-6.1"] {
+        fs::write(fx.tmp.path().join(format!("{name}.tar")), name).unwrap();
+    }
+    fx
+}
+
+#[test]
+fn a_run_under_a_guest_kernel_travels_with_its_kernel_and_vm_images() {
+    let fx = under_a_guest_kernel();
+    let plain = open(&fx.write(&[])).unwrap();
+    assert_eq!(
+        plain.images,
+        ["go", "kernel-debian-6.1", "rust-tokio", "vm"]
+    );
+
+    // Cut down after it was written: refused before anything is loaded, naming the kernel.
+    let e = format!(
+        "{:#}",
+        open(&fx.write(&["go", "rust-tokio", "vm"]))
+            .err()
+            .expect("refused")
+    );
+    assert!(
+        e.contains("kernel-debian-6.1") && e.contains("images/kernel-debian-6.1.tar"),
+        "{e}"
+    );
+
+    let full = open(&fx.write(&["go", "kernel-debian-6.1", "rust-tokio", "vm"])).unwrap();
+    assert!(full.carries_images());
+    assert_eq!(
+        fs::read_to_string(full.image_file("kernel-debian-6.1").unwrap()).unwrap(),
+        "kernel-debian-6.1"
+    );
+    // Loaded, not rebuilt: the kernel and the VM are marked loaded here; the rootfs the VM was
+    // built from stays listed for its record only.
+    let loaded = full.loaded_manifest();
+    let built: Vec<&str> = (loaded.images.iter())
+        .filter(|i| i.built)
+        .map(|i| i.name.as_str())
+        .collect();
+    assert_eq!(built, ["go", "rust-tokio", "vm", "kernel-debian-6.1"]);
+}
+
+#[tokio::test]
+async fn a_kernel_that_is_not_the_archive_s_is_refused_after_loading() {
+    let engine = FakeEngine::new([]);
+    let tmp = tempfile::tempdir().unwrap();
+    let rootfs = tmp.path().join("rootfs.tar");
+    fs::write(&rootfs, b"layer").unwrap();
+    let tag = "parkbench/kernel-debian-6.1:0123";
+    engine
+        .import(&rootfs, "parkbench/kernel-debian-6.1", "0123")
+        .await
+        .unwrap();
+    let facts = engine.image(tag).await.unwrap().unwrap();
+    let sha = |path: &str| {
+        let engine = &engine;
+        let path = path.to_string();
+        async move { crate::images::digest::bytes(&engine.read_file(tag, &path).await.unwrap()) }
+    };
+    let (vmlinuz, config) = (sha("/boot/vmlinuz").await, sha("/boot/config").await);
+    let mut kernel = image(
+        "kernel-debian-6.1",
+        &[("/boot/vmlinuz", &vmlinuz), ("/boot/config", &config)],
+    );
+    kernel.built = true;
+    kernel.layers = facts.layers.clone();
+    verify_loaded(&engine, &manifest(vec![kernel.clone()]))
+        .await
+        .unwrap();
+
+    // The archive's manifest names another kernel than the one its image holds.
+    let mut other = kernel.clone();
+    other
+        .binaries
+        .insert("/boot/vmlinuz".into(), "ab".repeat(32));
+    let err = format!(
+        "{:#}",
+        verify_loaded(&engine, &manifest(vec![other]))
+            .await
+            .unwrap_err()
+    );
+    assert!(
+        err.contains("image kernel-debian-6.1 /boot/vmlinuz")
+            && err.contains(&format!("sha256 {vmlinuz} after loading"))
+            && err.contains("does not belong to this run"),
+        "{err}"
+    );
 }

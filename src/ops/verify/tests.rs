@@ -22,8 +22,8 @@ fn a_merged_runs_claims_per_class_are_recomputed() {
 
     // One class's verdict edited: caught.
     let json = dir.read(run_dir::CLASSES_JSON).unwrap();
-    let mut per: Vec<merge::ClassVerdicts> = serde_json::from_str(&json).unwrap();
-    per[0].samples += 1;
+    let mut per: merge::Judged = serde_json::from_str(&json).unwrap();
+    per.classes[0].samples += 1;
     dir.write_json(run_dir::CLASSES_JSON, &per).unwrap();
     let err = format!("{:#}", verify(dir.path()).unwrap_err());
     assert!(
@@ -55,4 +55,73 @@ fn a_missing_verdicts_json_is_nothing_to_verify() {
         err.contains("nothing to verify: verdicts.json missing"),
         "{err}"
     );
+}
+
+/// A run folder of one study on three Engines of one machine (every sample naming its host and
+/// class, no merge.json), its report written as a run writes it.
+fn hosts_folder(tmp: &Path) -> RunDir {
+    use crate::outputs::merge::tests::altered;
+    let dir = RunDir::create_in(tmp).unwrap();
+    let class = Some("CPU X · 2 logical CPUs · ≈8 GiB · Linux 6.1");
+    let inputs = [
+        altered(run("a", None, class), 1.0, Some("e1")),
+        altered(run("b", None, class), 1.0, Some("e2")),
+        altered(run("c", None, class), 2.0, Some("e3")),
+    ];
+    let mut merged = merge::merge(&inputs, &dir.id()).unwrap();
+    merged.record.runs.clear();
+    crate::ops::merge::write(&dir, &merged).unwrap();
+    std::fs::remove_file(dir.file(run_dir::MERGE_JSON)).unwrap();
+    dir
+}
+
+#[test]
+fn a_run_of_several_hosts_is_judged_per_host_and_verify_recomputes_it_all() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = hosts_folder(tmp.path());
+    let md = dir.read(run_dir::REPORT).unwrap();
+    assert!(
+        md.contains("### Verdicts per host\n\n| Claim | e1 (A) | e2 (A) | e3 (A) |"),
+        "{md}"
+    );
+    assert!(md.contains(" of 1 class; on "), "{md}");
+    let html = dir.read(run_dir::REPORT_HTML).unwrap();
+    assert!(
+        html.contains("Verdicts per host"),
+        "the page shows the hosts too"
+    );
+    verify(dir.path()).unwrap();
+
+    // The report's section edited: caught.
+    dir.write(
+        run_dir::REPORT,
+        md.replacen("| e3 (A) |", "| e4 (A) |", 1).as_bytes(),
+    )
+    .unwrap();
+    let err = format!("{:#}", verify(dir.path()).unwrap_err());
+    assert!(
+        err.contains("report.md") && err.contains("per hardware class"),
+        "{err}"
+    );
+    dir.write(run_dir::REPORT, md.as_bytes()).unwrap();
+
+    // classes.json removed: nothing to verify the hosts against.
+    std::fs::remove_file(dir.file(run_dir::CLASSES_JSON)).unwrap();
+    let err = format!("{:#}", verify(dir.path()).unwrap_err());
+    assert!(err.contains("classes.json missing"), "{err}");
+}
+
+#[test]
+fn classes_files_in_a_run_of_one_class_and_host_are_an_alteration() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = merged_folder(tmp.path());
+    let json = dir.read(run_dir::CLASSES_JSON).unwrap();
+    let plain = RunDir::create_in(&tmp.path().join("plain")).unwrap();
+    let one = merge::merge(&[run("a", None, None)], &plain.id()).unwrap();
+    crate::ops::merge::write(&plain, &one).unwrap();
+    assert!(!plain.file(run_dir::CLASSES_JSON).exists());
+    verify(plain.path()).unwrap();
+    plain.write(run_dir::CLASSES_JSON, json.as_bytes()).unwrap();
+    let err = format!("{:#}", verify(plain.path()).unwrap_err());
+    assert!(err.contains("one hardware class"), "{err}");
 }

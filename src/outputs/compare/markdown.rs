@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use super::{CellRow, Headline, LoneCell, RULE, Side, cells, claims, lone_cells, same_binaries};
 use crate::outputs::outcome::Outcome;
 use crate::outputs::report::number::{grouped, measured, mib, ratio, scale_label};
+use crate::outputs::verdict::Verdict;
 
 /// The whole comparison of `a` (the reference) and `b`.
 pub fn markdown(a: &Side, b: &Side) -> String {
@@ -33,6 +34,9 @@ pub fn markdown(a: &Side, b: &Side) -> String {
     );
     out.push_str(&cell_table(&rows, &lone));
     out.push_str(&claim_table(a, b));
+    if let Some(p) = super::classes::pair(a, b) {
+        out.push_str(&super::classes::markdown(&p));
+    }
     out.push_str(&environment_table(&with_warnings(oa), &with_warnings(ob)));
     out
 }
@@ -52,7 +56,7 @@ fn with_warnings(o: &Outcome) -> Vec<(String, String)> {
     rows
 }
 
-fn cell_table(rows: &[CellRow], lone: &[LoneCell]) -> String {
+pub(super) fn cell_table(rows: &[CellRow], lone: &[LoneCell]) -> String {
     let mut out = String::from("## Cells\n\n");
     let _ = writeln!(out, "Rule: {RULE}.\n");
     if rows.is_empty() && lone.is_empty() {
@@ -125,7 +129,16 @@ pub(super) fn shown(h: &Headline) -> String {
 
 fn claim_table(a: &Side, b: &Side) -> String {
     let mut out = String::from("## Claims\n\n");
-    let pairs = claims(&a.outcome.verdicts, &b.outcome.verdicts);
+    out.push_str(&claim_rows(&claims(
+        &a.outcome.verdicts,
+        &b.outcome.verdicts,
+    )));
+    out
+}
+
+/// The claims judged in both, a row each: both findings and measured values.
+pub(super) fn claim_rows(pairs: &[(&Verdict, &Verdict)]) -> String {
+    let mut out = String::new();
     if pairs.is_empty() {
         out.push_str("No claim was judged in both runs.\n\n");
         return out;

@@ -1,8 +1,10 @@
 //! `parkbench compare A B`: two runs of a study side by side, each recomputed from its raw files
 //! (a run folder or an archive, any mix). Per cell the headline value of both runs, B ÷ A and whether
 //! the difference exceeds the runs' own dispersion; per claim both findings; both environments; and
-//! whether the same probe binaries ran.
+//! whether the same probe binaries ran; when either run's samples come from more than one hardware
+//! class, the same per class, like with like (`classes`).
 
+pub mod classes;
 mod markdown;
 mod svg;
 
@@ -71,8 +73,19 @@ pub fn load(path: &Path) -> Result<Side> {
 
 /// A side from run files already read (an archive a rerun has checked and read); errors name `shown`.
 pub fn from_files(shown: String, files: &RunFiles) -> Result<Side> {
-    let outcome =
+    let mut outcome =
         outcome::recompute(files).with_context(|| format!("{shown}: recomputing the run"))?;
+    // A sample without a class was measured on the run's own machine, which env.json describes:
+    // so a run of one machine compares with the same class of a run of several.
+    let own = match &files.env_json {
+        Some(json) => serde_json::from_str::<crate::run::env::Environment>(json)
+            .map(|e| crate::run::hardware::class(&e.host))
+            .with_context(|| format!("{shown}: parsing env.json"))?,
+        None => "unknown hardware (no env.json)".to_string(),
+    };
+    for s in outcome.samples.iter_mut().filter(|s| s.hardware.is_none()) {
+        s.hardware = Some(own.clone());
+    }
     let manifest = files
         .manifest_json
         .as_deref()
@@ -237,6 +250,9 @@ pub fn one_line(a: &Side, b: &Side) -> String {
         pairs.len(),
         same_binaries(a, b)
     ));
+    if let Some(p) = classes::pair(a, b) {
+        out.push_str(&classes::one_line(&p));
+    }
     out
 }
 

@@ -21,6 +21,7 @@ fn side(path: &str, summary: Summary, manifest: Option<Manifest>) -> Side {
             deviations: vec![],
             warnings: vec![],
             partial: None,
+            judged: None,
             per_class: None,
             shard: None,
         },
@@ -425,4 +426,97 @@ fn write_all_writes_the_markdown_the_figure_and_the_page() {
         .collect();
     names.sort();
     assert_eq!(names, ["compare.html", "compare.md", "compare.svg"]);
+}
+
+/// A side made of the runs `inputs` merged, as `merge` writes them.
+fn merged_side(path: &str, inputs: &[crate::outputs::merge::Input]) -> Side {
+    let m = crate::outputs::merge::merge(inputs, path).unwrap();
+    let samples: String = (m.samples.iter())
+        .map(|s| serde_json::to_string(s).unwrap() + "\n")
+        .collect();
+    let files = crate::run::run_dir::RunFiles {
+        run_id: path.into(),
+        study_yaml: m.study_yaml.clone(),
+        samples_jsonl: samples,
+        env_json: None,
+        manifest_json: Some(m.manifest_json.clone()),
+        summary_json: None,
+        verdicts_json: None,
+        report_md: None,
+        run_json: Some(serde_json::to_string(&m.state).unwrap()),
+        merge_json: Some(serde_json::to_string(&m.record).unwrap()),
+        classes_json: None,
+        classes_md: None,
+    };
+    from_files(path.into(), &files).unwrap()
+}
+
+#[test]
+fn runs_of_several_classes_are_compared_class_by_class() {
+    use crate::outputs::merge::tests::{altered, run};
+    let (x, y, z) = ("CPU X", "CPU Y", "CPU Z");
+    let a = merged_side("a", &[run("a1", None, Some(x)), run("a2", None, Some(y))]);
+    let b = merged_side(
+        "b",
+        &[
+            altered(run("b1", None, Some(x)), 3.0, None),
+            run("b2", None, Some(z)),
+        ],
+    );
+    let md = markdown(&a, &b);
+    let at = md
+        .find("## Per hardware class")
+        .expect("a section per class");
+    let section = &md[at..md.find("## Environment").unwrap()];
+    assert!(
+        section.contains("### CPU X — A's class A, B's class A"),
+        "{section}"
+    );
+    assert!(
+        section.contains("beyond dispersion"),
+        "memory tripled in B's class A: {section}"
+    );
+    assert!(
+        !section.contains("### CPU Y") && !section.contains("### CPU Z"),
+        "{section}"
+    );
+    for not in ["- A's class B (CPU Y)", "- B's class B (CPU Z)"] {
+        assert!(section.contains(not), "{not}: {section}");
+    }
+    let line = one_line(&a, &b);
+    assert!(
+        line.contains("; per class: 1 compared (A ")
+            && line.ends_with(", 2 in one run only (not compared)"),
+        "{line}"
+    );
+    let p = classes::pair(&a, &b).unwrap();
+    let over = classes::over_threshold(&p, 10.0);
+    assert!(
+        !over.is_empty() && over.iter().all(|c| c.ends_with(" (on CPU X)")),
+        "{over:?}"
+    );
+    assert!(classes::over_threshold(&p, 1000.0).is_empty());
+    // Runs of one class each: no section, no words per class.
+    let one = merged_side("c", &[run("c1", None, Some(x))]);
+    assert!(!markdown(&one, &one).contains("## Per hardware class"));
+    assert!(!one_line(&one, &one).contains("per class"));
+}
+
+#[test]
+fn a_run_of_one_machine_compares_with_the_same_class_of_a_run_of_several() {
+    use crate::outputs::merge::tests::run;
+    // Merged, a sample without a class takes its run's; a lone run's samples take it in compare.
+    let a = merged_side(
+        "a",
+        &[run("a1", None, None), run("a2", None, Some("CPU Y"))],
+    );
+    let lone = run("b", None, None);
+    let b = from_files("b".into(), &lone.files).unwrap();
+    let md = markdown(&a, &b);
+    assert!(
+        md.contains("### unknown hardware (no env.json) — A's class A, B's class A"),
+        "{md}"
+    );
+    assert!(md.contains("- A's class B (CPU Y)"), "{md}");
+    assert!(!md.contains("B's class B"), "{md}");
 }

@@ -24,6 +24,13 @@ pub fn markdown(e: &Explanation) -> String {
         e.explained_run, e.sweep_run
     );
     let _ = writeln!(out, "**{}**\n", e.finding);
+    if !e.skipped.is_empty() {
+        out.push_str("Not swept, their images would take long to build here:\n\n");
+        for line in &e.skipped {
+            let _ = writeln!(out, "- {line}");
+        }
+        out.push('\n');
+    }
     out.push_str("| Factor | Level | Measured | Spread | Change | Gap closed | Verdict |\n|---|---|---|---|---|---|---|\n");
     let _ = writeln!(
         out,

@@ -96,6 +96,7 @@ fn explanation(rows: Vec<Row>) -> Explanation {
         baseline_spread: Some(0.001),
         rows,
         finding: String::new(),
+        skipped: Vec::new(),
     };
     e.finding = finding(&e);
     e
@@ -149,6 +150,18 @@ fn the_finding_names_the_factor_that_closes_the_gap_or_none() {
     assert!(page.contains(&svg(&some)), "the figure inline");
     assert!(page.contains("<td>workers</td>"), "the table as HTML");
     assert_eq!(page.matches("<script").count(), 1);
+    assert!(!md.contains("Not swept"), "{md}");
+    let mut skipped = some.clone();
+    skipped.skipped =
+        vec!["skipped: kernel (needs kernel-wsl-like; --factors kernel includes it)".into()];
+    let md = markdown(&skipped);
+    assert!(
+        md.contains("Not swept, their images would take long to build here:\n\n- skipped: kernel (needs kernel-wsl-like; --factors kernel includes it)\n"),
+        "{md}"
+    );
+    let json = serde_json::to_string(&skipped).unwrap();
+    assert!(json.contains("\"skipped\":[\"skipped: kernel"), "{json}");
+    assert!(!serde_json::to_string(&some).unwrap().contains("skipped"));
 }
 
 #[test]

@@ -113,15 +113,39 @@ struct Mark<'a> {
     bytes: f64,
 }
 
-fn draw(input: &Input, probes: &[(&str, Stat)]) -> Figure {
-    let (study, summary) = (input.study, input.summary);
-    let scales: Vec<u64> = study
-        .all_scales()
-        .into_iter()
-        .filter(|&n| probes.iter().any(|(p, _)| summary.cell(p, n).is_some()))
-        .collect();
-    // Per scale, per probe: the claims with a published value of its statistic there.
-    let marks: Vec<Vec<Vec<Mark>>> = scales
+/// The panel columns of a row: the run's summary, or each hardware class's (labelled) when the
+/// samples come from more than one.
+fn columns<'a>(input: &Input<'a>) -> Vec<(Option<&'a str>, &'a Summary)> {
+    match input.classes.len() {
+        0 | 1 => vec![(None, input.summary)],
+        _ => (input.classes.iter())
+            .map(|(label, _, s)| (Some(label.as_str()), s))
+            .collect(),
+    }
+}
+
+/// The largest value plotted at `tasks` in `summary`, bytes.
+fn panel_max(probes: &[(&str, Stat)], summary: &Summary, tasks: u64) -> f64 {
+    probes
+        .iter()
+        .filter_map(|(p, _)| summary.cell(p, tasks)?.memory().map(|m| m.max))
+        .fold(0.0, f64::max)
+}
+
+/// The least top of the y axis of a row's panels: with a column per class, the row's largest
+/// value, so that its columns share one y scale and the classes compare; else none.
+fn floor(columns: &[(Option<&str>, &Summary)], probes: &[(&str, Stat)], tasks: u64) -> f64 {
+    match columns.len() {
+        1 => 0.0,
+        _ => (columns.iter())
+            .map(|(_, s)| panel_max(probes, s, tasks))
+            .fold(0.0, f64::max),
+    }
+}
+
+/// Per scale, per probe: the claims with a published value of its statistic there.
+fn marks<'a>(study: &'a Study, probes: &[(&str, Stat)], scales: &[u64]) -> Vec<Vec<Vec<Mark<'a>>>> {
+    scales
         .iter()
         .map(|&n| {
             probes
@@ -134,73 +158,21 @@ fn draw(input: &Input, probes: &[(&str, Stat)]) -> Figure {
                 })
                 .collect()
         })
-        .collect();
-    // One unit for the whole figure: GiB only when every panel reaches 1 GiB, so that no panel
-    // reads 0.00.
-    let panel_max = |n: u64| {
-        probes
-            .iter()
-            .filter_map(|(p, _)| summary.cell(p, n)?.memory().map(|m| m.max))
-            .fold(0.0, f64::max)
-    };
-    let all_large = scales.iter().all(|&n| panel_max(n) >= GIB);
-    let (unit, per) = if all_large {
-        ("GiB", GIB)
-    } else {
-        ("MiB", MIB)
-    };
-    let n = probes.len().max(1) as f64;
-    let names = names(probes);
-    let widest = names
-        .iter()
-        .map(|(s, _)| text_width(s, NAME))
-        .fold(0.0, f64::max);
-    let slot = ((MIN_PANEL_W - PAD_L - PAD_R) / n).max(MIN_SLOT);
-    let vertical = widest > slot - 6.0;
-    let names_h = if vertical { widest + 8.0 } else { 20.0 };
-    let panel_w = PAD_L + PAD_R + slot * n;
-    let per_row = (((MAX_W - 2.0 * MARGIN) / panel_w).floor() as usize).max(1);
-    let rows = scales.len().div_ceil(per_row).max(1);
-    let panel_h = 30.0 + PLOT_H + 22.0 + names_h + 24.0;
-    let width = 2.0 * MARGIN + panel_w * per_row.min(scales.len().max(1)) as f64;
-    let width = width
-        .max(2.0 * MARGIN + 8.0 + text_width(caption(study), 12.0))
-        .max(2.0 * MARGIN + 8.0 + text_width(&study.title, 17.0));
-    let mut c = Canvas::default();
-    heading(&mut c, study);
-    c.text(MARGIN + 4.0, 48.0, 12.0, Anchor::Start, "", caption(study));
-    let mut footer: Vec<String> = Vec::new();
-    let mut numbered: Vec<&str> = Vec::new();
-    for (i, (&tasks, marks)) in scales.iter().zip(&marks).enumerate() {
-        let x0 = MARGIN + panel_w * (i % per_row) as f64;
-        let y0 = HEADER_H + panel_h * (i / per_row) as f64;
-        let p = Panel {
-            x0,
-            y0,
-            slot,
-            vertical,
-            unit,
-            per,
-            names: &names,
-        };
-        p.draw(
-            &mut c,
-            tasks,
-            probes,
-            marks,
-            summary,
-            &mut numbered,
-            &mut footer,
-            input,
-        );
+        .collect()
+}
+
+/// One unit for the whole figure: GiB only when every panel reaches 1 GiB, so that no panel reads
+/// 0.00.
+fn unit(probes: &[(&str, Stat)], summary: &Summary, scales: &[u64]) -> (&'static str, f64) {
+    match scales.iter().all(|&n| panel_max(probes, summary, n) >= GIB) {
+        true => ("GiB", GIB),
+        false => ("MiB", MIB),
     }
-    for ((short, cut), (id, _)) in names.iter().zip(probes) {
-        if *cut {
-            footer.push(format!("{short} = {id}"));
-        }
-    }
-    let mut y = HEADER_H + panel_h * rows as f64;
-    for line in &footer {
+}
+
+/// The grey lines under the panels, the first at `y`; returns the baseline after the last.
+fn lines(c: &mut Canvas, mut y: f64, footer: &[String]) -> f64 {
+    for line in footer {
         c.text(
             MARGIN + 4.0,
             y,
@@ -211,6 +183,78 @@ fn draw(input: &Input, probes: &[(&str, Stat)]) -> Figure {
         );
         y += LINE;
     }
+    y
+}
+
+fn draw(input: &Input, probes: &[(&str, Stat)]) -> Figure {
+    let (study, summary) = (input.study, input.summary);
+    let scales: Vec<u64> = study
+        .all_scales()
+        .into_iter()
+        .filter(|&n| probes.iter().any(|(p, _)| summary.cell(p, n).is_some()))
+        .collect();
+    let marks = marks(study, probes, &scales);
+    let columns = columns(input);
+    let (unit, per) = unit(probes, summary, &scales);
+    let n = probes.len().max(1) as f64;
+    let names = names(probes);
+    let widest = names
+        .iter()
+        .map(|(s, _)| text_width(s, NAME))
+        .fold(0.0, f64::max);
+    let slot = ((MIN_PANEL_W - PAD_L - PAD_R) / n).max(MIN_SLOT);
+    let vertical = widest > slot - 6.0;
+    let names_h = if vertical { widest + 8.0 } else { 20.0 };
+    let panel_w = PAD_L + PAD_R + slot * n;
+    // With classes, a row per scale and a column per class; else the scales wrap into rows.
+    let per_row = match columns.len() {
+        1 => (((MAX_W - 2.0 * MARGIN) / panel_w).floor() as usize).max(1),
+        k => k,
+    };
+    let panels = scales.len() * columns.len();
+    let rows = panels.div_ceil(per_row).max(1);
+    let panel_h = 30.0 + PLOT_H + 22.0 + names_h + 24.0;
+    let width = 2.0 * MARGIN + panel_w * per_row.min(panels.max(1)) as f64;
+    let width = width
+        .max(2.0 * MARGIN + 8.0 + text_width(caption(study), 12.0))
+        .max(2.0 * MARGIN + 8.0 + text_width(&study.title, 17.0));
+    let mut c = Canvas::default();
+    heading(&mut c, study);
+    c.text(MARGIN + 4.0, 48.0, 12.0, Anchor::Start, "", caption(study));
+    let mut footer: Vec<String> = Vec::new();
+    let mut numbered: Vec<&str> = Vec::new();
+    for (row, (&tasks, marks)) in scales.iter().zip(&marks).enumerate() {
+        let floor = floor(&columns, probes, tasks);
+        for (col, &(class, summary)) in columns.iter().enumerate() {
+            let i = row * columns.len() + col;
+            let p = Panel {
+                x0: MARGIN + panel_w * (i % per_row) as f64,
+                y0: HEADER_H + panel_h * (i / per_row) as f64,
+                slot,
+                vertical,
+                unit,
+                per,
+                names: &names,
+                class,
+                floor,
+            };
+            let mut numbering = Numbering {
+                numbered: &mut numbered,
+                footer: &mut footer,
+            };
+            let at = (tasks, summary);
+            p.draw(&mut c, at, probes, marks, &mut numbering, input);
+        }
+    }
+    for ((short, cut), (id, _)) in names.iter().zip(probes) {
+        if *cut {
+            footer.push(format!("{short} = {id}"));
+        }
+    }
+    for (label, class, _) in input.classes.iter().filter(|_| columns.len() > 1) {
+        footer.push(format!("class {label} = {class}"));
+    }
+    let y = lines(&mut c, HEADER_H + panel_h * rows as f64, &footer);
     let labels = c.labels.clone();
     Figure {
         id: "memory".into(),
@@ -229,19 +273,42 @@ struct Panel<'a> {
     unit: &'static str,
     per: f64,
     names: &'a [(String, bool)],
+    /// The hardware class's label, when the figure has a column per class.
+    class: Option<&'a str>,
+    /// The least top of the y axis, bytes: the row's largest value when its columns share it.
+    floor: f64,
+}
+
+/// A panel's plot area, px, and its y scale.
+struct Plot {
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+    scale: Scale,
+}
+
+impl Plot {
+    /// The y of `bytes`, px.
+    fn y(&self, bytes: f64) -> f64 {
+        self.bottom - self.scale.at(bytes) * PLOT_H
+    }
+}
+
+/// The footer's numbering of published values, shared by every panel of the figure.
+struct Numbering<'c, 'f> {
+    numbered: &'f mut Vec<&'c str>,
+    footer: &'f mut Vec<String>,
 }
 
 impl Panel<'_> {
-    #[allow(clippy::too_many_arguments)]
     fn draw<'c>(
         &self,
         c: &mut Canvas,
-        tasks: u64,
+        (tasks, summary): (u64, &Summary),
         probes: &[(&str, Stat)],
         marks: &[Vec<Mark<'c>>],
-        summary: &Summary,
-        numbered: &mut Vec<&'c str>,
-        footer: &mut Vec<String>,
+        numbering: &mut Numbering<'c, '_>,
         input: &Input,
     ) {
         let cells: Vec<Option<&Cell>> =
@@ -251,16 +318,54 @@ impl Panel<'_> {
             .flatten()
             .filter_map(|c| c.memory().map(|m| m.max))
             .chain(marks.iter().flatten().map(|m| m.bytes))
-            .fold(0.0, f64::max);
-        let scale = Scale::linear(max, self.unit, self.per);
+            .fold(self.floor, f64::max);
         let left = self.x0 + PAD_L;
-        let right = left + self.slot * probes.len() as f64;
         let top = self.y0 + 30.0;
-        let bottom = top + PLOT_H;
-        let y = |bytes: f64| bottom - scale.at(bytes) * PLOT_H;
-        c.out
-            .push_str(&format!("<g class=\"panel\" data-tasks=\"{tasks}\">\n"));
-        let title = format!("{} tasks", scale_label(tasks));
+        let plot = Plot {
+            left,
+            right: left + self.slot * probes.len() as f64,
+            top,
+            bottom: top + PLOT_H,
+            scale: Scale::linear(max, self.unit, self.per),
+        };
+        self.frame(c, tasks, &plot);
+        for (k, cell) in cells.iter().enumerate() {
+            let cx = left + self.slot * (k as f64 + 0.5);
+            let bar_w = (self.slot * 0.55).min(48.0);
+            if let Some(m) = cell.and_then(|c| c.memory()) {
+                let repeats = cell.map_or(1, |c| summary.processes_of(c));
+                column(c, &|b| plot.y(b), cx, bar_w, color(k), &m, repeats);
+                self.value(c, cx, plot.y(m.max).min(plot.y(m.median)) - 8.0, m.median);
+            }
+            let at = (cx, bar_w, tasks, probes[k].0);
+            self.published(c, &plot, at, &marks[k], numbering, input);
+            let valid = cell.map_or(0, |c| c.valid);
+            let planned = cell.map_or(summary.repeats as usize, |c| summary.processes_of(c));
+            self.name(c, cx, plot.bottom, k, (valid, planned));
+        }
+        c.line(
+            left,
+            plot.bottom,
+            plot.right,
+            plot.bottom,
+            "stroke=\"#333333\"",
+        );
+        c.out.push_str("</g>\n");
+    }
+
+    /// The panel's group, title, ticks and y axis.
+    fn frame(&self, c: &mut Canvas, tasks: u64, plot: &Plot) {
+        let (left, right) = (plot.left, plot.right);
+        let (data, title) = match self.class {
+            None => (String::new(), format!("{} tasks", scale_label(tasks))),
+            Some(l) => (
+                format!(" data-class=\"{l}\""),
+                format!("{} tasks · class {l}", scale_label(tasks)),
+            ),
+        };
+        c.out.push_str(&format!(
+            "<g class=\"panel\" data-tasks=\"{tasks}\"{data}>\n"
+        ));
         c.text(
             (left + right) / 2.0,
             self.y0 + 16.0,
@@ -269,112 +374,117 @@ impl Panel<'_> {
             "font-weight=\"bold\"",
             &title,
         );
-        for (pos, label) in scale.ticks() {
-            let ty = bottom - pos * PLOT_H;
+        for (pos, label) in plot.scale.ticks() {
+            let ty = plot.bottom - pos * PLOT_H;
             c.line(left, ty, right, ty, "stroke=\"#e3e3e3\"");
             c.text(left - 6.0, ty + 4.0, 11.0, Anchor::End, "", &label);
         }
-        c.line(left, top, left, bottom, "stroke=\"#333333\"");
+        c.line(left, plot.top, left, plot.bottom, "stroke=\"#333333\"");
         c.text(
             left - 6.0,
-            top - 10.0,
+            plot.top - 10.0,
             11.0,
             Anchor::End,
             "font-weight=\"bold\"",
             self.unit,
         );
-        for (k, cell) in cells.iter().enumerate() {
-            let cx = left + self.slot * (k as f64 + 0.5);
-            let colour = color(k);
-            let bar_w = (self.slot * 0.55).min(48.0);
-            if let Some(m) = cell.and_then(|c| c.memory()) {
-                column(
-                    c,
-                    &y,
-                    cx,
-                    bar_w,
-                    colour,
-                    &m,
-                    cell.map_or(1, |c| summary.processes_of(c)),
-                );
-                let value = show(m.median / self.per);
-                let vy = y(m.max).min(y(m.median)) - 8.0;
-                if text_width(&value, 11.0) > self.slot - 4.0 {
-                    let w = text_width(&value, 11.0);
-                    c.vertical(cx + 4.0, vy - w, 11.0, "font-weight=\"bold\"", &value);
-                } else {
-                    c.text(cx, vy, 11.0, Anchor::Middle, "font-weight=\"bold\"", &value);
-                }
-            }
-            // The published values: a dashed tick across the bar and a diamond right of it.
-            let mut refs = Vec::new();
-            for mark in &marks[k] {
-                let (py, mx) = (y(mark.bytes), cx + bar_w / 2.0 + DIAMOND + 1.0);
-                c.line(
-                    cx - bar_w / 2.0,
-                    py,
-                    mx - DIAMOND,
-                    py,
-                    "stroke=\"#222222\" stroke-dasharray=\"3 2\"",
-                );
-                c.diamond(mx, py);
-                let number = match numbered.iter().position(|id| *id == mark.claim.id) {
-                    Some(i) => i + 1,
-                    None => {
-                        numbered.push(&mark.claim.id);
-                        let status = input
-                            .verdicts
-                            .iter()
-                            .find(|v| v.claim == mark.claim.id)
-                            .map(|v| format!(" · {}", v.status_label()))
-                            .unwrap_or_default();
-                        footer.push(format!(
-                            "◇{} {} at {}: published {} · {}{status}",
-                            numbered.len(),
-                            probes[k].0,
-                            scale_label(tasks),
-                            crate::outputs::report::number::expected(
-                                &mark.claim.expected,
-                                mark.claim.unit
-                            ),
-                            mark.claim.id
-                        ));
-                        numbered.len()
-                    }
-                };
-                refs.push(format!("◇{number}"));
-            }
-            if !refs.is_empty() {
-                let (s, _) = abbreviate(&refs.join(" "), (self.slot / 7.0) as usize);
-                c.text(cx, bottom + 15.0, 10.0, Anchor::Middle, "", &s);
-            }
-            let (name, _) = &self.names[k];
-            let valid = cell.map_or(0, |c| c.valid);
-            let planned = cell.map_or(summary.repeats as usize, |c| summary.processes_of(c));
-            let ny = bottom + 30.0;
-            if self.vertical {
-                c.vertical(cx + 4.0, ny - 10.0, NAME, "", name);
-            } else {
-                c.text(cx, ny, NAME, Anchor::Middle, "", name);
-            }
-            if valid < planned {
-                let note = if valid == 0 {
-                    "none valid".to_string()
-                } else {
-                    format!("{valid}/{planned} ok")
-                };
-                let ly = bottom
-                    + 22.0
-                    + if self.vertical {
-                        text_width(name, NAME) + 22.0
-                    } else {
-                        24.0
-                    };
-                c.text(cx, ly, 10.0, Anchor::Middle, "fill=\"#aa3333\"", &note);
-            }
+    }
+
+    /// The median's value above its bar, turned vertical when it does not fit across.
+    fn value(&self, c: &mut Canvas, cx: f64, vy: f64, median: f64) {
+        let value = show(median / self.per);
+        if text_width(&value, 11.0) > self.slot - 4.0 {
+            let w = text_width(&value, 11.0);
+            c.vertical(cx + 4.0, vy - w, 11.0, "font-weight=\"bold\"", &value);
+        } else {
+            c.text(cx, vy, 11.0, Anchor::Middle, "font-weight=\"bold\"", &value);
         }
-        c.line(left, bottom, right, bottom, "stroke=\"#333333\"");
-        c.out.push_str("</g>\n");
+    }
+
+    /// The published values: a dashed tick across the bar and a diamond right of it, numbered under
+    /// the axis and named in the footer the first time.
+    fn published<'c>(
+        &self,
+        c: &mut Canvas,
+        plot: &Plot,
+        (cx, bar_w, tasks, probe): (f64, f64, u64, &str),
+        marks: &[Mark<'c>],
+        n: &mut Numbering<'c, '_>,
+        input: &Input,
+    ) {
+        let mut refs = Vec::new();
+        for mark in marks {
+            let (py, mx) = (plot.y(mark.bytes), cx + bar_w / 2.0 + DIAMOND + 1.0);
+            c.line(
+                cx - bar_w / 2.0,
+                py,
+                mx - DIAMOND,
+                py,
+                "stroke=\"#222222\" stroke-dasharray=\"3 2\"",
+            );
+            c.diamond(mx, py);
+            let number = match n.numbered.iter().position(|id| *id == mark.claim.id) {
+                Some(i) => i + 1,
+                None => {
+                    n.numbered.push(&mark.claim.id);
+                    let status = input
+                        .verdicts
+                        .iter()
+                        .find(|v| v.claim == mark.claim.id)
+                        .map(|v| format!(" · {}", v.status_label()))
+                        .unwrap_or_default();
+                    n.footer.push(format!(
+                        "◇{} {probe} at {}: published {} · {}{status}",
+                        n.numbered.len(),
+                        scale_label(tasks),
+                        crate::outputs::report::number::expected(
+                            &mark.claim.expected,
+                            mark.claim.unit
+                        ),
+                        mark.claim.id
+                    ));
+                    n.numbered.len()
+                }
+            };
+            refs.push(format!("◇{number}"));
+        }
+        if !refs.is_empty() {
+            let (s, _) = abbreviate(&refs.join(" "), (self.slot / 7.0) as usize);
+            c.text(cx, plot.bottom + 15.0, 10.0, Anchor::Middle, "", &s);
+        }
+    }
+
+    /// The probe's name under its column, and how many of its processes were valid when not all.
+    fn name(
+        &self,
+        c: &mut Canvas,
+        cx: f64,
+        bottom: f64,
+        k: usize,
+        (valid, planned): (usize, usize),
+    ) {
+        let (name, _) = &self.names[k];
+        let ny = bottom + 30.0;
+        if self.vertical {
+            c.vertical(cx + 4.0, ny - 10.0, NAME, "", name);
+        } else {
+            c.text(cx, ny, NAME, Anchor::Middle, "", name);
+        }
+        if valid < planned {
+            let note = if valid == 0 {
+                "none valid".to_string()
+            } else {
+                format!("{valid}/{planned} ok")
+            };
+            let ly = bottom
+                + 22.0
+                + if self.vertical {
+                    text_width(name, NAME) + 22.0
+                } else {
+                    24.0
+                };
+            c.text(cx, ly, 10.0, Anchor::Middle, "fill=\"#aa3333\"", &note);
+        }
     }
 }
 

@@ -76,6 +76,9 @@ pub struct Input<'a> {
     pub study: &'a Study,
     pub summary: &'a Summary,
     pub verdicts: &'a [Verdict],
+    /// Samples of more than one hardware class: each class's label (`A`, `B`, …), class and
+    /// summary, for one panel column per class in the memory figure; empty for one class.
+    pub classes: &'a [(String, String, Summary)],
 }
 
 /// Every figure of a run, in design order: memory, timed, latency, reported, then the claims'.

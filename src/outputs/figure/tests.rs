@@ -149,6 +149,7 @@ fn figures(study: &Study, samples: &[Sample]) -> Vec<Figure> {
         study,
         summary: &summary,
         verdicts: &verdicts,
+        classes: &[],
     })
 }
 
@@ -408,4 +409,84 @@ fn memory_claims_far_apart_in_scale_get_a_figure_each() {
     assert!(values[0].title.ends_with("in KiB"), "{}", values[0].title);
     assert!(values[1].title.ends_with("in GiB"), "{}", values[1].title);
     insta::assert_snapshot!("figure_values_split_bytes", bytes);
+}
+
+/// The memory figure of the default study's fixture measured on two hardware classes, the second's
+/// memory three times the first's.
+fn two_classes() -> Figure {
+    let study = Study::default_study();
+    let mut samples = fixture::samples();
+    for s in &mut samples {
+        s.hardware = Some("CPU X · 2 logical CPUs".into());
+    }
+    let tripled = fixture::samples().into_iter().map(|mut s| {
+        s.hardware = Some("CPU Y · 4 logical CPUs".into());
+        s.rss_bytes = s.rss_bytes.iter().map(|v| v * 3).collect();
+        s.rss_median_bytes = s.rss_median_bytes.map(|v| v * 3);
+        s
+    });
+    samples.extend(tripled);
+    let summary = summarize(&study, &samples);
+    let verdicts = judge(&study, &summary);
+    let classes = crate::outputs::merge::summaries(&study, &samples);
+    super::memory(&Input {
+        study: &study,
+        summary: &summary,
+        verdicts: &verdicts,
+        classes: &classes,
+    })
+}
+
+/// Each panel of an SVG: its opening tag and its text, in order.
+fn panels(svg: &str) -> Vec<(&str, &str)> {
+    svg.split("<g class=\"panel\"")
+        .skip(1)
+        .map(|p| {
+            let (tag, rest) = p.split_once('>').unwrap();
+            (tag, &rest[..rest.find("</g>").unwrap()])
+        })
+        .collect()
+}
+
+#[test]
+fn several_classes_get_a_column_each_on_one_y_scale_per_row() {
+    let f = two_classes();
+    assert_readable(&f);
+    let single = figures(&Study::default_study(), &fixture::samples());
+    let scales = panels(&single[0].svg).len();
+    let panels = panels(&f.svg);
+    assert_eq!(
+        panels.len(),
+        2 * scales,
+        "a column per class, a row per scale"
+    );
+    // The y axis: every end-anchored text (ticks and unit) the same in both columns of a row.
+    let ticks = |body: &str| -> Vec<String> {
+        body.split("<text")
+            .filter(|t| t.contains("text-anchor=\"end\"") && !t.contains("rotate("))
+            .map(|t| t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()].to_string())
+            .collect()
+    };
+    for row in panels.chunks(2) {
+        let [(a, ta), (b, tb)] = row else { panic!() };
+        assert!(
+            a.contains("data-class=\"A\"") && b.contains("data-class=\"B\""),
+            "{a} {b}"
+        );
+        assert_eq!(
+            a.split("data-class").next(),
+            b.split("data-class").next(),
+            "one scale"
+        );
+        assert!(ticks(ta).len() > 2, "ticks: {ta}");
+        assert_eq!(ticks(ta), ticks(tb), "one y scale per row");
+        assert!(ta.contains("· class A") && tb.contains("· class B"));
+    }
+    for legend in [
+        "class A = CPU X · 2 logical CPUs",
+        "class B = CPU Y · 4 logical CPUs",
+    ] {
+        assert!(f.svg.contains(legend), "{legend}");
+    }
+    insta::assert_snapshot!("figure_memory_two_classes", f.svg);
 }

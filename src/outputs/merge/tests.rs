@@ -2,6 +2,8 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::images::BuiltImage;
+use crate::outputs::summary;
+use crate::outputs::verdict::{self, Verdict};
 use crate::run::lifecycle::new_state;
 use crate::run::shard::ShardRecord;
 use crate::study::DEFAULT_STUDY;
@@ -277,10 +279,13 @@ fn claims_are_judged_per_hardware_class() {
     let merged = merge(&[run("a", None, Some(x)), run("b", None, Some(y))], "m").unwrap();
     assert_eq!(merged.record.classes, [x, y]);
     let study = Study::default_study().under_kernels(&[]).unwrap();
-    let per = by_class(&study, &merged.samples);
+    let j = judge(&study, &merged.samples).expect("two classes are judged apart");
+    let per = &j.classes;
     assert_eq!(per.len(), 2);
-    for c in &per {
+    assert!(j.hosts.is_empty(), "no sample names a host");
+    for (c, label) in per.iter().zip(["A", "B"]) {
         assert_eq!(c.samples, 24);
+        assert_eq!(c.label, label);
         assert_eq!(
             c.verdicts,
             judged(&fixture::samples()),
@@ -288,11 +293,13 @@ fn claims_are_judged_per_hardware_class() {
             c.class
         );
     }
-    let md = classes_markdown(&per);
+    let md = classes::markdown(&j);
     assert!(
-        md.contains("reproduced on") && md.contains(&format!("## {x} (24 samples)")),
+        md.contains("reproduced on 2 of 2 classes")
+            && md.contains(&format!("## A: {x} (24 samples)")),
         "{md}"
     );
+    assert!(md.contains(&format!("- **B**: {y} (24 samples)")), "{md}");
     assert!(
         merged
             .state
@@ -441,4 +448,249 @@ fn nothing_writes_a_samples_host_and_a_run_without_run_json_is_named() {
     ] {
         assert!(err.contains(said), "{said}: {err}");
     }
+}
+
+/// `input` with every memory figure of its samples times `factor`, and each sample's host `host`.
+pub(crate) fn altered(mut input: Input, factor: f64, host: Option<&str>) -> Input {
+    let (samples, _) = sample::parse_lines(input.files.samples_jsonl.as_bytes()).unwrap();
+    let scale = |v: u64| (v as f64 * factor) as u64;
+    input.files.samples_jsonl = samples
+        .into_iter()
+        .map(|mut s| {
+            s.baseline_rss_bytes = s.baseline_rss_bytes.map(scale);
+            s.rss_bytes = s.rss_bytes.iter().copied().map(scale).collect();
+            s.rss_median_bytes = s.rss_median_bytes.map(scale);
+            s.per_task_bytes = s.per_task_bytes.map(|v| v * factor);
+            s.vm_hwm_bytes = s.vm_hwm_bytes.map(scale);
+            s.host = host.map(String::from);
+            serde_json::to_string(&s).unwrap() + "\n"
+        })
+        .collect();
+    input
+}
+
+const X: &str = "CPU X · 2 logical CPUs · ≈8 GiB · Linux 6.1";
+const Y: &str = "CPU Y · 4 logical CPUs · ≈16 GiB · Linux 6.12";
+const Z: &str = "CPU Z · 8 logical CPUs · ≈32 GiB · Linux 6.12";
+
+#[test]
+fn one_line_per_claim_says_on_how_many_classes_it_holds_and_names_the_others() {
+    let merged = merge(
+        &[
+            run("a", None, Some(X)),
+            run("b", None, Some(Y)),
+            altered(run("c", None, Some(Z)), 3.0, None),
+        ],
+        "m",
+    )
+    .unwrap();
+    let study = Study::default_study().under_kernels(&[]).unwrap();
+    let j = judge(&study, &merged.samples).unwrap();
+    let labels: Vec<&str> = j.classes.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(labels, ["A", "B", "C"]);
+    let own = judged(&fixture::samples());
+    let lines = lines(&j);
+    assert_eq!(lines.len(), own.len());
+    let mut said = 0;
+    for ((claim, line), v) in lines.iter().zip(&own) {
+        assert_eq!(*claim, v.claim);
+        let c = &j.classes[2]
+            .verdicts
+            .iter()
+            .find(|w| w.claim == v.claim)
+            .unwrap();
+        let held_ab = (v.status == verdict::Status::Reproduced) as usize * 2;
+        let held = held_ab + (c.status == verdict::Status::Reproduced) as usize;
+        assert!(
+            line.starts_with(&format!("reproduced on {held} of 3 classes")),
+            "{line}"
+        );
+        if v.status == verdict::Status::Reproduced && c.status == verdict::Status::Differs {
+            assert_eq!(line, "reproduced on 2 of 3 classes: differs on class C");
+            said += 1;
+        }
+        if held == 3 {
+            assert_eq!(line, "reproduced on 3 of 3 classes");
+        }
+    }
+    assert!(
+        said > 0,
+        "memory three times over differs somewhere: {lines:?}"
+    );
+    let md = classes::markdown(&j);
+    for want in [
+        "| Claim | A | B | C |",
+        &format!("- **C**: {Z} (24 samples)"),
+    ] {
+        assert!(md.contains(want), "{want}: {md}");
+    }
+    insta::assert_snapshot!("classes_md_three_classes", md);
+}
+
+#[test]
+fn findings_other_than_reproduced_are_grouped_by_word() {
+    let own = judged(&fixture::samples());
+    let mut differs = own[0].clone();
+    differs.status = verdict::Status::Differs;
+    let mut none = own[0].clone();
+    none.status = verdict::Status::NotMeasured;
+    let class = |label: &str, v: &Verdict| ClassVerdicts {
+        label: label.into(),
+        class: format!("class {label}"),
+        samples: 1,
+        hosts: vec![],
+        verdicts: vec![v.clone()],
+    };
+    let j = Judged {
+        classes: vec![
+            class("A", &differs),
+            class("B", &none),
+            class("C", &differs),
+            class("D", &own[0]),
+        ],
+        hosts: vec![],
+    };
+    let want = match own[0].status {
+        verdict::Status::Reproduced => "reproduced on 1 of 4 classes",
+        _ => "reproduced on 0 of 4 classes",
+    };
+    let line = &lines(&j)[0].1;
+    assert!(
+        line.starts_with(&format!(
+            "{want}: differs on classes A, C; not measured on class B"
+        )),
+        "{line}"
+    );
+}
+
+#[test]
+fn hosts_of_one_class_that_measured_the_same_cells_are_judged_alone() {
+    let merged = merge(
+        &[
+            altered(run("a", None, Some(X)), 1.0, Some("left")),
+            altered(run("b", None, Some(X)), 3.0, Some("right")),
+            altered(run("c", None, Some(Y)), 1.0, Some("other")),
+        ],
+        "m",
+    )
+    .unwrap();
+    let study = Study::default_study().under_kernels(&[]).unwrap();
+    let j = judge(&study, &merged.samples).unwrap();
+    assert_eq!(j.classes[0].hosts, ["left", "right"]);
+    let hosts: Vec<(&str, &str)> = j
+        .hosts
+        .iter()
+        .map(|h| (h.host.as_str(), h.class.as_str()))
+        .collect();
+    assert_eq!(hosts, [("left", "A"), ("right", "A"), ("other", "B")]);
+    assert_eq!(
+        j.hosts[0].verdicts,
+        judged(&fixture::samples()),
+        "its samples alone"
+    );
+    let lines = lines(&j);
+    assert!(
+        lines
+            .iter()
+            .any(|(_, l)| l.ends_with("; on 2 of 3 hosts: differs on host `right`")),
+        "{lines:?}"
+    );
+    let md = classes::markdown(&j);
+    assert!(
+        md.contains("| Claim | left (A) | right (A) | other (B) |"),
+        "{md}"
+    );
+    assert!(md.contains("## host right (class A, 24 samples)"), "{md}");
+
+    // One class on three Engines of one machine: judged per host.
+    let one = merge(
+        &[
+            altered(run("a", None, Some(X)), 1.0, Some("e1")),
+            altered(run("b", None, Some(X)), 1.0, Some("e2")),
+            altered(run("c", None, Some(X)), 1.0, Some("e3")),
+        ],
+        "m",
+    )
+    .unwrap();
+    let j = judge(&study, &one.samples).expect("hosts of one class are judged alone");
+    assert_eq!((j.classes.len(), j.hosts.len()), (1, 3));
+    let first = &super::lines(&j)[0].1;
+    assert!(
+        first.starts_with("reproduced on ") && first.contains(" of 1 class"),
+        "{first}"
+    );
+    assert!(first.contains(" of 3 hosts"), "{first}");
+}
+
+#[test]
+fn hosts_that_shared_out_the_cells_of_a_class_are_not_judged_alone() {
+    let merged = merge(
+        &[
+            altered(run("a", half(1), Some(X)), 1.0, Some("left")),
+            altered(run("b", half(2), Some(X)), 1.0, Some("right")),
+        ],
+        "m",
+    )
+    .unwrap();
+    assert!(
+        !needed(&merged.samples),
+        "one class, its cells dealt over two hosts"
+    );
+    let study = Study::default_study().under_kernels(&[]).unwrap();
+    assert!(judge(&study, &merged.samples).is_none());
+}
+
+#[test]
+fn classes_are_labelled_in_order_with_letters() {
+    let got: Vec<String> = [0, 1, 25, 26, 27, 51, 52, 701, 702].map(label).to_vec();
+    assert_eq!(got, ["A", "B", "Z", "AA", "AB", "AZ", "BA", "ZZ", "AAA"]);
+}
+
+#[test]
+fn a_hostile_host_name_stays_one_line_of_text_in_a_table_cell() {
+    let evil = "<b>x</b>|\n# y";
+    let merged = merge(
+        &[
+            altered(run("a", None, Some(X)), 1.0, Some(evil)),
+            altered(run("b", None, Some(X)), 1.0, Some("fine")),
+        ],
+        "m",
+    )
+    .unwrap();
+    let study = Study::default_study().under_kernels(&[]).unwrap();
+    let j = judge(&study, &merged.samples).unwrap();
+    assert!(
+        !j.hosts[0].host.contains('\n'),
+        "one line: {:?}",
+        j.hosts[0].host
+    );
+    let md = classes::section(&j);
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| Claim | <b>"))
+        .expect(&md);
+    assert_eq!(row.matches(" | ").count(), 2, "the pipe is escaped: {row}");
+}
+
+#[test]
+fn a_replicate_host_that_lost_cells_is_still_judged_alone() {
+    let merged = merge(
+        &[
+            altered(run("a", None, Some(X)), 1.0, Some("whole")),
+            altered(run("b", half(1), Some(X)), 1.0, Some("lost half")),
+        ],
+        "m",
+    )
+    .unwrap();
+    let study = Study::default_study().under_kernels(&[]).unwrap();
+    let j = judge(&study, &merged.samples).expect("the hosts measured the same cells");
+    assert_eq!(j.hosts.len(), 2);
+    let lost = &j.hosts[1];
+    assert!(
+        lost.verdicts
+            .iter()
+            .any(|v| v.status == verdict::Status::NotMeasured),
+        "a claim on a lost cell is not measured on it"
+    );
+    assert_eq!(j.hosts[0].verdicts, judged(&fixture::samples()));
 }

@@ -30,6 +30,7 @@ impl Format for Html {
             study: input.study,
             summary: input.summary,
             verdicts: input.verdicts,
+            classes: input.per_class.map_or(&[], |p| &p.summaries[..]),
         });
         let md = String::from_utf8(Markdown.render(input)?)?;
         // report.md's verdict section is replaced by the sortable table, which holds the same.

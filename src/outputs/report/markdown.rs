@@ -27,7 +27,10 @@ impl Format for Markdown {
         let sections = [
             header(input),
             warnings(&input.warnings),
-            input.per_class.unwrap_or_default().to_string(),
+            input
+                .per_class
+                .map(|p| p.section.clone())
+                .unwrap_or_default(),
             verdicts(input.verdicts),
             environment(input),
             deviations(&input.deviations),
@@ -123,7 +126,7 @@ fn environment(input: &ReportInput) -> String {
     if input.environment.is_empty() {
         out.push_str("Not recorded.\n");
     } else {
-        out.push_str(match input.per_class {
+        out.push_str(match input.per_class.filter(|p| p.runs_listed) {
             Some(_) => "| Run | Hardware class |\n|---|---|\n",
             None => "| | This run |\n|---|---|\n",
         });

@@ -46,9 +46,21 @@ pub struct ReportInput<'a> {
     pub warnings: Vec<Warning>,
     /// Why the data is partial (e.g. `samples.jsonl line 7 malformed`); `None` when complete.
     pub partial: Option<String>,
-    /// A merged run of more than one hardware class: its claims judged per class, as a Markdown
-    /// section shown before the pooled verdicts; `environment` then lists each run's class.
-    pub per_class: Option<&'a str>,
+    /// A run whose samples come from more than one hardware class, or from hosts judged alone: its
+    /// claims judged per class (and host), shown before the pooled verdicts.
+    pub per_class: Option<&'a PerClass>,
+}
+
+/// The claims of a run judged per hardware class (and host), as the report shows them.
+pub struct PerClass {
+    /// The section shown before the pooled verdicts (Markdown).
+    pub section: String,
+    /// Each class's label, class and summary, for one panel column per class in the figure; empty
+    /// when the samples are of one class.
+    pub summaries: Vec<(String, String, Summary)>,
+    /// Whether `environment` lists each merged run with its hardware class (`Run | Hardware class`)
+    /// instead of one machine.
+    pub runs_listed: bool,
 }
 
 /// One report file format.

@@ -19,6 +19,7 @@ impl Format for Figure {
             study: input.study,
             summary: input.summary,
             verdicts: input.verdicts,
+            classes: input.per_class.map_or(&[], |p| &p.summaries[..]),
         };
         Ok(figure::memory(&input).svg.into_bytes())
     }
