@@ -116,6 +116,46 @@ bench-overhead PAIRS="3" *STUDIES="results/tasks-vs-threads/study.yaml": driver
         rm -f "$log.all"
     done
 
+# Benchmark: steal-aware timing. Runs async-costs' timed probes (REPEATS processes each) under the default
+# `protocol.drop_batches` and prints per timed cell its batches, how many were dropped and why, and each value's
+# CV across processes with the dropped batches and without them (target: ≤ 2 % where they explain the spread).
+bench-steal REPEATS="5": driver
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    python3 - "$tmp/study.yaml" {{REPEATS}} <<'EOF'
+    import sys, yaml
+    study = yaml.safe_load(open("results/async-costs/study.yaml"))
+    timed = [p for p in study["probes"] if p.get("kind") == "timed"]
+    protocol = dict(study["protocol"], scales=[1], repeats=int(sys.argv[2]))
+    out = {"id": "steal-bench", "title": "the timed cells of async-costs", "source": study["source"],
+           "protocol": protocol, "probes": timed}
+    yaml.safe_dump(out, open(sys.argv[1], "w"), sort_keys=False)
+    EOF
+    # Invalid samples (exit 3) are counted below; any other failure prints the end of the log.
+    {{bin}} run "$tmp/study.yaml" --results "$tmp/runs" --cpus auto >"$tmp/log" 2>&1 || [ $? = 3 ] \
+      || { tail -20 "$tmp/log" >&2; exit 1; }
+    run=$(realpath "$tmp/runs/steal-bench/runs/latest")
+    {{bin}} report "$run" --results "$tmp/runs" >"$tmp/log" 2>&1 || [ $? = 3 ] || { tail -20 "$tmp/log" >&2; exit 1; }
+    echo "report: $run/report.md says, per timed cell:"
+    grep '^- .* batches dropped' "$run/report.md" || echo "  (no timed cell read its batches)"
+    python3 - "$run/summary.json" <<'EOF'
+    import json, sys
+    summary = json.load(open(sys.argv[1]))
+    print(f"{'cell':<18} {'procs':>5} {'batches':>7} {'dropped':>7}  {'why':<32} {'value':<18} {'CV all':>7} {'CV kept':>7}")
+    for c in summary["cells"]:
+        d = c.get("dropped_batches") or {"batches": 0, "dropped": 0, "by_reason": {}, "cv_with_dropped": {}}
+        why = ", ".join(f"{k} {n}" for k, n in d["by_reason"].items()) or "-"
+        for key, s in c["stats"].items():
+            kept = s.get("cv")
+            alls = d["cv_with_dropped"].get(key)
+            pct = lambda v: "-" if v is None else f"{v * 100:.2f}%"
+            print(f"{c['probe']:<18} {c['valid']:>5} {d['batches']:>7} {d['dropped']:>7}  {why:<32} {key:<18} {pct(alls):>7} {pct(kept):>7}")
+    print(f"invalid processes: {summary['invalid']}")
+    for i in summary["invalid_samples"]:
+        print(f"  {i['probe']} r{i['repeat']}: {i['error']}")
+    EOF
+
 # Benchmark: the same probe binaries measured in containers and natively, side by side, at 1M tasks.
 bench-fidelity *ARGS: driver
     {{bin}} bench fidelity {{ARGS}}

@@ -14,9 +14,11 @@ use crate::study::kind::{self, Fields, Kind};
 use crate::study::sample::Sample;
 
 mod cell;
+mod dropped;
 mod headline;
 mod precision;
 
+pub use dropped::DroppedBatches;
 pub use headline::Headline;
 pub use precision::Precision;
 
@@ -98,6 +100,10 @@ pub struct Cell {
     /// once, in order of first appearance, with how many processes printed it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probe_notes: Vec<NoteCount>,
+    /// Timed kind: the batches dropped by `protocol.drop_batches` and the CV had they been kept;
+    /// absent when no process of the cell recorded what disturbed its batches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_batches: Option<DroppedBatches>,
 }
 
 /// One distinct `note` text of a cell.
@@ -153,8 +159,11 @@ pub struct Process {
     /// Timed, latency and reported kinds: the `result` lines (batches) the process printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batches: Option<usize>,
+    /// Timed kind: of `batches`, those dropped by `protocol.drop_batches` (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<usize>,
     /// Timed kind, per result key: the bootstrap 95 % interval [low, high] of the median of the
-    /// process's batches (see `bootstrap`: 2000 resamples, seeded from the sample, so the same
+    /// process's kept batches (see `bootstrap`: 2000 resamples, seeded from the sample, so the same
     /// samples.jsonl gives the same intervals).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub intervals: BTreeMap<String, [f64; 2]>,

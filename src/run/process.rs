@@ -364,6 +364,8 @@ impl<'a> Setting<'a> {
             peak: None,
             results: Vec::new(),
             latency_ns: Vec::new(),
+            batches: Vec::new(),
+            drop_batches: None,
             notes: Vec::new(),
             guest: None,
             host: None,

@@ -24,6 +24,7 @@ use crate::study::protocol::Protocol;
 use crate::study::sample::{Sample, SamplerOutput};
 use crate::study::stat::Stat;
 
+pub mod batches;
 mod peak;
 mod results;
 mod steady;

@@ -75,6 +75,70 @@ pub struct Protocol {
     /// 32,768 on many machines); article 002's thread-limit probe creates up to 24,000 threads.
     #[serde(default = "default_pids_limit")]
     pub pids_limit: u64,
+    /// Timed kind: when a batch (one `result` line) is dropped from its process's value — steal on
+    /// the pinned CPUs, run-queue wait or involuntary switches above a threshold; see
+    /// [`DropBatches`]. Default: steal above 1 % or wait above 1 % (beyond the quietest batch).
+    #[serde(default, skip_serializing_if = "DropBatches::is_default")]
+    pub drop_batches: DropBatches,
+}
+
+/// When a batch of a timed program is dropped (`protocol.drop_batches`): any threshold passed drops
+/// it; a threshold set to `null` is not applied. Declared before the run, recorded with each sample.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DropBatches {
+    /// Steal time of the pinned CPUs during the batch ÷ (the batch's window × pinned CPUs), a
+    /// fraction (default 0.01). `/proc/stat` counts steal in clock ticks (10 ms), so under a second
+    /// of window any tick of steal passes it.
+    #[serde(default = "one_percent")]
+    pub steal_above: Option<f64>,
+    /// Time the program's threads waited, runnable, for a CPU during the batch ÷ its window, beyond
+    /// the program's own wait, a fraction (default 0.01). Its own wait is none when it never had
+    /// more threads than pinned CPUs, else that of its quietest batch (its threads sharing a CPU).
+    #[serde(default = "one_percent")]
+    pub wait_above: Option<f64>,
+    /// Involuntary context switches of the program's threads during the batch, a count (default
+    /// `null`: not applied, since threads sharing a CPU switch involuntarily at every hand-off).
+    #[serde(default)]
+    pub involuntary_switches_above: Option<u64>,
+}
+
+fn one_percent() -> Option<f64> {
+    Some(0.01)
+}
+
+impl Default for DropBatches {
+    fn default() -> Self {
+        DropBatches {
+            steal_above: one_percent(),
+            wait_above: one_percent(),
+            involuntary_switches_above: None,
+        }
+    }
+}
+
+impl DropBatches {
+    /// For `skip_serializing_if`: the default rule is not written.
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The first threshold that is not a fraction from 0 to 1, named.
+    pub fn invalid(&self) -> Option<String> {
+        [
+            ("steal_above", self.steal_above),
+            ("wait_above", self.wait_above),
+        ]
+        .into_iter()
+        .find(|(_, v)| v.is_some_and(|f| !(0.0..=1.0).contains(&f)))
+        .map(|(name, v)| {
+            format!(
+                "protocol.drop_batches.{name} must be a fraction from 0 to 1 (0.01 = 1 %), \
+                     got {}",
+                v.unwrap_or_default()
+            )
+        })
+    }
 }
 
 fn default_settle_ms() -> u64 {

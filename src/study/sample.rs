@@ -121,6 +121,14 @@ pub struct Sample {
     /// Latency kind: the program's histogram as [value in ns, count] pairs, by value.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub latency_ns: Vec<[u64; 2]>,
+    /// Timed kind: what disturbed each batch (each `result` line, in the same order), as the sampler
+    /// read it; absent in samples written before it was read, whose batches all count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batches: Vec<BatchCounters>,
+    /// Timed kind: the study's rule for dropping batches (`protocol.drop_batches`) in force when the
+    /// process ran; absent in samples written before it existed: no batch is dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_batches: Option<crate::study::protocol::DropBatches>,
     /// Every kind: the text of the program's `note <text>` lines, verbatim and in order, as the
     /// sampler kept them (at most 32, each cut at 300 bytes): why something happened, in the
     /// program's words (e.g. which limit stopped thread creation).
@@ -139,6 +147,32 @@ pub struct Sample {
     /// `parkbench merge` from each merged run's env.json.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware: Option<String>,
+}
+
+/// What disturbed one batch of a timed program (`batches` in a sample): read by the sampler at the
+/// stdout line before the batch (or the program's start) and at its `result` line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchCounters {
+    /// The batch's window: from the reading before it to the reading at its `result` line, ms.
+    pub window_ms: f64,
+    /// Steal of the pinned CPUs during the window, summed over them (`/proc/stat`, whole clock
+    /// ticks), ms; `None` when it could not be read.
+    pub steal_ms: Option<f64>,
+    /// Involuntary context switches of the program's threads during the window; `None` when they
+    /// could not be read.
+    pub involuntary_switches: Option<u64>,
+    /// Time the program's threads spent runnable but waiting for a CPU during the window, summed
+    /// (`schedstat` `run_delay`), ms; `None` when it could not be read or a thread ended during it.
+    pub runqueue_wait_ms: Option<f64>,
+    /// The batches that share this window and its counters: their lines reached the sampler in one
+    /// burst (it did not run while the program wrote them), so it could not tell them apart.
+    #[serde(default = "one")]
+    pub window_batches: u64,
+}
+
+fn one() -> u64 {
+    1
 }
 
 /// A process's VM (`guest` in a sample).
@@ -357,6 +391,12 @@ pub struct SamplerOutput {
     /// Every kind: the program's `note` lines, without the word `note`.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Timed kind: what disturbed each batch.
+    #[serde(default)]
+    pub batches: Vec<BatchCounters>,
+    /// Timed kind: the rule for dropping batches the sampler was given, echoed.
+    #[serde(default)]
+    pub batch_rule: Option<crate::study::protocol::DropBatches>,
 }
 
 /// The sampler's `peak` object, KiB and ms.

@@ -94,6 +94,9 @@ impl Study {
              sampler's included (leave it out for {})",
             crate::study::protocol::DEFAULT_PIDS_LIMIT
         );
+        if let Some(why) = p.drop_batches.invalid() {
+            bail_at!("protocol.drop_batches", "{why}");
+        }
         cpuset::parse(&p.cpus)
             .context("protocol.cpus")
             .at("protocol.cpus")?;

@@ -1,7 +1,8 @@
 //! The sampler's command line.
 
 pub const USAGE: &str = "usage: sampler [--kind steady|peak|timed|latency] [--cpus LIST] [--settle-ms 500] \
-                         [--samples 5] [--interval-ms 50] [--timeout-s 300] -- <probe> <args…>";
+                         [--samples 5] [--interval-ms 50] [--timeout-s 300] [--drop-steal FRACTION] \
+                         [--drop-wait FRACTION] [--drop-involuntary N] -- <probe> <args…>";
 
 /// What the sampler measures, and how it talks to the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +51,13 @@ pub struct Options {
     pub samples: u32,
     pub interval_ms: u64,
     pub timeout_s: u64,
+    /// Timed kind: the study's rule for dropping a batch, echoed in the output (the driver
+    /// applies it): steal above this fraction of the batch's window on the pinned CPUs…
+    pub drop_steal: Option<f64>,
+    /// …or run-queue wait above this fraction of its window, beyond the quietest batch's…
+    pub drop_wait: Option<f64>,
+    /// …or more involuntary switches than this during the batch.
+    pub drop_involuntary: Option<u64>,
     pub command: Vec<String>,
 }
 
@@ -61,6 +69,9 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         samples: 5,
         interval_ms: 50,
         timeout_s: 300,
+        drop_steal: None,
+        drop_wait: None,
+        drop_involuntary: None,
         command: Vec::new(),
     };
     let mut i = 0;
@@ -76,7 +87,15 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         };
         if !matches!(
             name,
-            "--kind" | "--cpus" | "--settle-ms" | "--samples" | "--interval-ms" | "--timeout-s"
+            "--kind"
+                | "--cpus"
+                | "--settle-ms"
+                | "--samples"
+                | "--interval-ms"
+                | "--timeout-s"
+                | "--drop-steal"
+                | "--drop-wait"
+                | "--drop-involuntary"
         ) {
             return Err(format!(
                 "unknown argument {arg:?} (the probe's command goes after `--`)"
@@ -131,9 +150,19 @@ fn set(opts: &mut Options, name: &str, value: &str) -> Result<(), String> {
                 return Err("--timeout-s must be at least 1".into());
             }
         }
+        "--drop-involuntary" => opts.drop_involuntary = Some(number()?),
+        "--drop-steal" => opts.drop_steal = Some(fraction(name, value)?),
+        "--drop-wait" => opts.drop_wait = Some(fraction(name, value)?),
         _ => unreachable!("{name} is checked by parse_args"),
     }
     Ok(())
+}
+
+fn fraction(name: &str, value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => Err(format!("{name}: {value:?} is not a fraction from 0 to 1")),
+    }
 }
 
 /// The `--cpus` value of a command line that did not parse, for the report.
@@ -206,6 +235,10 @@ mod tests {
             "--bogus 1 -- p",
             "--kind -- p",
             "--kind peak --interval-ms 0 -- p",
+            "--drop-steal 2 -- p",
+            "--drop-steal x -- p",
+            "--drop-wait -0.5 -- p",
+            "--drop-involuntary -1 -- p",
         ] {
             assert!(parse_args(&args(bad)).is_err(), "{bad:?}");
         }
@@ -225,6 +258,14 @@ mod tests {
         // Options of the steady kind are accepted (and ignored) by the others.
         let o = parse_args(&args("--kind timed --settle-ms 9 --samples 2 -- p")).unwrap();
         assert_eq!((o.kind, o.settle_ms, o.samples), (Kind::Timed, 9, 2));
+        let o = parse_args(&args(
+            "--kind timed --drop-steal 0.01 --drop-wait 0.02 --drop-involuntary=3 -- p",
+        ))
+        .unwrap();
+        assert_eq!(
+            (o.drop_steal, o.drop_wait, o.drop_involuntary),
+            (Some(0.01), Some(0.02), Some(3))
+        );
         assert_eq!(
             parse_args(&args("--kind Peak -- p")).unwrap_err(),
             "--kind: unknown kind \"Peak\" (accepted: steady, peak, timed, latency)"

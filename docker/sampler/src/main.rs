@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! sampler [--kind steady|peak|timed|latency] [--cpus LIST] [--settle-ms 500] [--samples 5]
-//!         [--interval-ms 50] [--timeout-s 300] -- <program> <args…>
+//!         [--interval-ms 50] [--timeout-s 300] [--drop-steal F] [--drop-wait F]
+//!         [--drop-involuntary N] -- <program> <args…>
 //! ```
 //!
 //! Every kind starts the program with stdout piped (stderr is inherited), pinned with
@@ -87,15 +88,36 @@
 //!  "results":[{"ns_per_op":12.5,"batch":1}],   // the result lines' metrics, in order
 //!  "latency":[[1000,2],[2000,4]],  // [value_ns,count] by value; [] unless kind latency
 //!  "other_lines":0,            // stdout lines that were none of these (nor notes)
+//!  "batches":[{"window_ms":12.1,"steal_ms":0.000,"involuntary_switches":1,"runqueue_wait_ms":0.213,"window_batches":1}],
+//!                              // timed kind with a --drop-* option: per result line (below)
+//!  "batch_rule":{"steal_above":0.01,"wait_above":0.01,"involuntary_switches_above":null},
+//!                              // timed kind: the --drop-* options echoed; null otherwise
 //!  "notes":["…"],              // the program's note lines, without the word `note`
 //!  "exit_code":0,"signal":null,"error":null}
 //! ```
+//!
+//! ## timed: what disturbed each batch
+//!
+//! A batch is one `result` line. At the start, and each time its reader thread has passed on a
+//! burst of stdout lines (every line it found waiting in the pipe at once), the sampler reads the
+//! steal of the pinned CPUs (`/proc/stat`, the `steal` column of their `cpuN` lines, in clock
+//! ticks, usually 10 ms each), and, summed over the program's live threads
+//! (`/proc/<pid>/task/*/`), the involuntary context switches (`status`,
+//! `nonvoluntary_ctxt_switches`) and the time spent runnable but waiting for a CPU (`schedstat`,
+//! `run_delay`, ns). A batch's window runs from the reading before its burst to the reading after
+//! it; its counters are the differences (a counter that cannot be read, or that a thread ending
+//! during the window took with it, is null). Batches of one burst share its window and counters
+//! (`window_batches` says how many).
+//! `--drop-steal`, `--drop-wait` and `--drop-involuntary` are the study's rule for dropping
+//! batches: the sampler only echoes them in `batch_rule`; the driver applies them. Without any
+//! of them nothing is read (`batches` is `[]`, `batch_rule` null).
 //!
 //! Sizes are KiB as the kernel reports them (its "kB"), times milliseconds.
 //! Exit status: 0 when the program exited 0 and nothing went wrong (steady: the protocol ran to
 //! the end, whatever `completed` says: judging it is the driver's job), 1 otherwise.
 
 mod args;
+mod batches;
 mod json;
 mod notes;
 mod parse;

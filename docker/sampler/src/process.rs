@@ -7,6 +7,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::batches::{Counters, Reading};
 use crate::parse::{self, format_cpu_list, parse_cpu_list};
 
 /// Longest probe line accepted, bytes.
@@ -21,6 +22,9 @@ pub enum Event {
     ReadError(String),
     /// The probe has exited (not yet reaped).
     Exited(Instant),
+    /// What could have disturbed the program, read right after the last line of a burst (the
+    /// lines the reader found waiting at once); only from [`watch_stamped`].
+    Stamp(Reading),
 }
 
 pub fn ms(d: Duration) -> f64 {
@@ -87,16 +91,27 @@ pub fn spawn(
 
 /// Starts the threads that report the child's stdout lines and its exit.
 pub fn watch(child: &mut Child) -> Receiver<Event> {
+    watch_stamped(child, None)
+}
+
+/// As [`watch`], and with `counters` the reader thread reads them after the last line of each
+/// burst of lines it finds waiting in the pipe at once, as close to the lines' writing as the
+/// reader gets, and sends them as [`Event::Stamp`] after those lines.
+pub fn watch_stamped(child: &mut Child, counters: Option<Counters>) -> Receiver<Event> {
     let stdout = child.stdout.take().expect("stdout is piped");
     let (tx, events) = mpsc::channel();
-    spawn_reader(stdout, tx.clone());
+    spawn_reader(stdout, tx.clone(), counters);
     spawn_waiter(child.id(), tx);
     events
 }
 
-fn spawn_reader(stdout: ChildStdout, tx: Sender<Event>) {
+fn spawn_reader(stdout: ChildStdout, tx: Sender<Event>, counters: Option<Counters>) {
     thread::spawn(move || {
         let mut reader = BufReader::new(stdout);
+        let stamp = |reader: &BufReader<ChildStdout>, tx: &Sender<Event>| match &counters {
+            Some(c) if reader.buffer().is_empty() => tx.send(Event::Stamp(c.read())).is_ok(),
+            _ => true,
+        };
         let mut buf = Vec::new();
         loop {
             buf.clear();
@@ -129,7 +144,7 @@ fn spawn_reader(stdout: ChildStdout, tx: Sender<Event>) {
                         }
                     }
                     let line = String::from_utf8_lossy(&buf).into_owned();
-                    if tx.send(Event::Line(line)).is_err() {
+                    if tx.send(Event::Line(line)).is_err() || !stamp(&reader, &tx) {
                         return;
                     }
                 }

@@ -198,6 +198,7 @@ impl Probe {
                     ));
                 }
                 Event::ReadError(e) => return Err(format!("reading the probe's stdout: {e}")),
+                Event::Stamp(_) => {}
                 Event::Eof | Event::Exited(_) => {
                     if self.eof_at.is_some() && self.exited_at.is_some() {
                         return Err(self.ended(&when));
@@ -234,7 +235,7 @@ impl Probe {
                 return Err(self.timeout(phase));
             }
             match self.events.recv_timeout(t.min(self.deadline) - now) {
-                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Timeout) | Ok(Event::Stamp(_)) => {}
                 Ok(Event::Line(line)) if self.notes.take(&line) => {}
                 Ok(Event::LineTooLong(start)) if self.notes.take(&start) => {}
                 Ok(Event::Line(line)) => {
@@ -311,6 +312,7 @@ impl Probe {
                 Ok(Event::ReadError(e)) => return Err(format!("reading the probe's stdout: {e}")),
                 Ok(Event::Eof) => self.eof_at = Some(Instant::now()),
                 Ok(Event::Exited(at)) => self.on_exit(at),
+                Ok(Event::Stamp(_)) => {}
                 Err(RecvTimeoutError::Timeout) => return Err(self.timeout(phase)),
                 Err(RecvTimeoutError::Disconnected) => break,
             }

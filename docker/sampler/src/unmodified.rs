@@ -9,9 +9,10 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use crate::args::{Kind, Options};
+use crate::batches::{Counters, Windows};
 use crate::json::Value;
 use crate::notes::Notes;
-use crate::parse::{ProbeLine, ProcStatus, parse_status};
+use crate::parse::{ProbeLine, ProcStatus, parse_cpu_list, parse_status};
 use crate::process::{self, Event, MAX_LINE, Reaped, describe, excerpt, ms};
 use crate::results::{self, Histogram, Output};
 
@@ -86,6 +87,10 @@ pub struct Report {
     notes: Notes,
     status: Option<ExitStatus>,
     error: Option<String>,
+    /// Timed kind: each batch's window and what disturbed it (`batches.rs`).
+    windows: Option<Windows>,
+    /// Timed kind: the study's rule for dropping batches, echoed.
+    rule: Option<(Option<f64>, Option<f64>, Option<u64>)>,
 }
 
 impl Report {
@@ -101,7 +106,37 @@ impl Report {
             notes: Notes::default(),
             status: None,
             error: None,
+            windows: None,
+            rule: None,
         }
+    }
+
+    /// `batches`: one object per `result` line of a timed program; `[]` for the other kinds.
+    fn batches_json(&self) -> Value {
+        let batches = self.windows.as_ref().map(|w| w.batches.as_slice());
+        Value::Arr(
+            batches
+                .unwrap_or_default()
+                .iter()
+                .map(|b| b.to_json())
+                .collect(),
+        )
+    }
+
+    /// `batch_rule`: the rule the study declared for dropping batches, or `null`.
+    fn rule_json(&self) -> Value {
+        let Some((steal, wait, involuntary)) = self.rule else {
+            return Value::Null;
+        };
+        let fraction = |f: Option<f64>| f.map_or(Value::Null, |f| Value::Float(f, None));
+        Value::Obj(vec![
+            ("steal_above".into(), fraction(steal)),
+            ("wait_above".into(), fraction(wait)),
+            (
+                "involuntary_switches_above".into(),
+                Value::opt_u64(involuntary),
+            ),
+        ])
     }
 
     fn to_json(&self) -> Value {
@@ -130,6 +165,8 @@ impl Report {
             ),
             field("latency", self.latency.to_json()),
             field("other_lines", Value::UInt(self.other_lines)),
+            field("batches", self.batches_json()),
+            field("batch_rule", self.rule_json()),
             field("notes", self.notes.to_json()),
             field("exit_code", status(ExitStatus::code)),
             field("signal", status(ExitStatus::signal)),
@@ -140,7 +177,17 @@ impl Report {
     /// Takes one event of the program's stdout into account; returns a protocol error.
     fn take(&mut self, ev: Event) -> Option<String> {
         let with_latency = self.kind == Kind::Latency;
+        if let (Some(w), Event::Line(line)) = (&mut self.windows, &ev)
+            && results::counted_word(line, false) == Some("result")
+        {
+            w.result_line();
+        }
         match ev {
+            Event::Stamp(reading) => {
+                if let Some(w) = &mut self.windows {
+                    w.stamp(reading);
+                }
+            }
             Event::Line(line) if self.notes.take(&line) => {}
             Event::LineTooLong(start) if self.notes.take(&start) => {}
             Event::Line(line) => match results::classify(&line, with_latency) {
@@ -274,9 +321,20 @@ fn ending(exited: bool, status: ExitStatus, timeout_s: u64) -> Option<String> {
 
 fn run(opts: &Options, rep: &mut Report) -> Result<(), String> {
     let (mut child, started) = process::spawn(&opts.command, opts.cpus.as_deref(), Stdio::null())?;
+    // Only for a timed program given a rule: a reported program runs as timed too, and reading
+    // every thread of one with thousands at each line would cost it time for nothing.
+    let rule = (opts.drop_steal, opts.drop_wait, opts.drop_involuntary);
+    let mut stamps = None;
+    if rep.kind == Kind::Timed && rule != (None, None, None) {
+        let cpus = opts.cpus.as_deref().and_then(|c| parse_cpu_list(c).ok());
+        let (windows, reader) = Windows::start(Counters::new(child.id(), cpus));
+        rep.windows = Some(windows);
+        rep.rule = Some(rule);
+        stamps = Some(reader);
+    }
     let mut watch = Watch {
         pid: child.id(),
-        events: process::watch(&mut child),
+        events: process::watch_stamped(&mut child, stamps),
         eof: false,
         error: None,
     };
@@ -367,7 +425,7 @@ mod tests {
         rep.status = Some(ExitStatus::from_raw(0));
         assert_eq!(
             rep.to_json().to_json(),
-            r#"{"schema":1,"kind":"latency","cpus_requested":"0-1","cpus_in_force":"0-1","peak":{"polls":12,"vm_hwm_kib":2048,"vm_rss_max_kib":2000,"threads_max":3,"ru_maxrss_kib":2100,"wall_ms":612.250,"user_ms":400.000,"sys_ms":20.500},"results":[{"ns_per_op":12.5,"batch":1},{"ns_per_op":13,"batch":2}],"latency":[[1000,2],[2000,4]],"other_lines":4,"notes":[],"exit_code":0,"signal":null,"error":null}"#
+            r#"{"schema":1,"kind":"latency","cpus_requested":"0-1","cpus_in_force":"0-1","peak":{"polls":12,"vm_hwm_kib":2048,"vm_rss_max_kib":2000,"threads_max":3,"ru_maxrss_kib":2100,"wall_ms":612.250,"user_ms":400.000,"sys_ms":20.500},"results":[{"ns_per_op":12.5,"batch":1},{"ns_per_op":13,"batch":2}],"latency":[[1000,2],[2000,4]],"other_lines":4,"batches":[],"batch_rule":null,"notes":[],"exit_code":0,"signal":null,"error":null}"#
         );
     }
 
@@ -377,7 +435,7 @@ mod tests {
         rep.error = Some("usage: x".into());
         assert_eq!(
             rep.to_json().to_json(),
-            r#"{"schema":1,"kind":"peak","cpus_requested":null,"cpus_in_force":null,"peak":{"polls":0,"vm_hwm_kib":null,"vm_rss_max_kib":null,"threads_max":null,"ru_maxrss_kib":null,"wall_ms":null,"user_ms":null,"sys_ms":null},"results":[],"latency":[],"other_lines":0,"notes":[],"exit_code":null,"signal":null,"error":"usage: x"}"#
+            r#"{"schema":1,"kind":"peak","cpus_requested":null,"cpus_in_force":null,"peak":{"polls":0,"vm_hwm_kib":null,"vm_rss_max_kib":null,"threads_max":null,"ru_maxrss_kib":null,"wall_ms":null,"user_ms":null,"sys_ms":null},"results":[],"latency":[],"other_lines":0,"batches":[],"batch_rule":null,"notes":[],"exit_code":null,"signal":null,"error":"usage: x"}"#
         );
         rep.status = Some(ExitStatus::from_raw(9));
         assert!(

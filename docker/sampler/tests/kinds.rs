@@ -319,3 +319,38 @@ fn note_lines_of_a_timed_program_are_not_other_lines() {
     assert_eq!(r.num("other_lines"), 1.0);
     assert_eq!(r.raw("results"), r#"[{"syscalls_per_switch":0}]"#);
 }
+
+#[test]
+fn timed_reads_what_disturbed_each_batch() {
+    // Each line is read while the shell still runs (it ends after the last sleep).
+    let script = "echo note calibrated; sleep 0.05; echo result ns=1; sleep 0.05; echo other; \
+                  sleep 0.05; echo result ns=2; sleep 0.05";
+    let r = sampler(&[
+        "--kind",
+        "timed",
+        "--cpus",
+        "0",
+        "--drop-steal",
+        "0.01",
+        "--drop-involuntary",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert!(r.success, "{}", r.json);
+    let batches = r.raw("batches");
+    // One object per result line, each with its window and counters (known on Linux).
+    assert_eq!(batches.matches("\"window_ms\":").count(), 2, "{batches}");
+    assert!(!batches.contains("null"), "{batches}");
+    assert_eq!(
+        r.raw("batch_rule"),
+        r#"{"steal_above":0.01,"wait_above":null,"involuntary_switches_above":0}"#
+    );
+    // Other kinds, and a timed program without a rule (a reported one), read no batches.
+    for kind in ["peak", "timed"] {
+        let r = sampler(&["--kind", kind, "--", "sh", "-c", script]);
+        assert_eq!((r.raw("batches"), r.raw("batch_rule")), ("[]", "null"));
+    }
+}

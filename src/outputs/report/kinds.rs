@@ -60,6 +60,7 @@ fn stats_section(kind: Kind, study: &Study, summary: &Summary) -> String {
         if measure.bootstrap_intervals() {
             out.push_str(&precision(&cells));
         }
+        out.push_str(&dropped_lines(&cells, target));
         out.push_str(&probe_notes(&cells));
     }
     out
@@ -122,8 +123,11 @@ fn precision(cells: &[&Cell]) -> String {
                     .iter()
                     .map(|(k, [lo, hi])| format!("{k} {}–{}", number(*lo), number(*hi)))
                     .collect();
+                let dropped = p
+                    .dropped
+                    .map_or(String::new(), |d| format!(" ({d} dropped)"));
                 format!(
-                    "r{} {} batches{}",
+                    "r{} {} batches{dropped}{}",
                     p.repeat,
                     p.batches.unwrap_or(0),
                     if intervals.is_empty() {
@@ -143,6 +147,23 @@ fn precision(cells: &[&Cell]) -> String {
         );
     }
     out
+}
+
+/// Per cell whose sampler read what disturbed its batches, its dropped batches and CV with and
+/// without them ([`super::dropped::line`]).
+fn dropped_lines(cells: &[&Cell], target: Option<f64>) -> String {
+    let lines: Vec<String> = cells
+        .iter()
+        .filter_map(|c| super::dropped::line(c, target))
+        .map(|l| format!("- {l}\n"))
+        .collect();
+    match lines.is_empty() {
+        true => String::new(),
+        false => format!(
+            "\nDropped batches (`protocol.drop_batches`):\n\n{}",
+            lines.concat()
+        ),
+    }
 }
 
 /// A result value as written: up to 3 decimals, without trailing zeros.

@@ -4,7 +4,10 @@
 //! all into a run directory, each through a temporary file and a rename.
 
 mod csv;
+mod dropped;
 mod html;
+
+pub use dropped::line as dropped_line;
 mod json;
 mod kinds;
 pub(crate) mod markdown;

@@ -67,6 +67,13 @@ pub fn timed_precision(study: &Study, summary: &Summary) -> String {
             );
         }
     }
+    for line in summary
+        .cells
+        .iter()
+        .filter_map(|c| super::dropped::line(c, target))
+    {
+        let _ = writeln!(out, "  {line}");
+    }
     if out.is_empty() {
         return out;
     }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Cell, Metric, NoteCount, ProbeSummary, Process, Spread};
 use crate::stats::{cv, median};
-use crate::study::kind::Kind;
+use crate::study::kind::{Kind, batches};
 use crate::study::sample::Sample;
 use crate::study::{Probe, Study};
 
@@ -50,6 +50,7 @@ pub(super) fn cell(probe: &Probe, tasks: u64, valid: &[&Sample], invalid: usize)
         stats: kind_stats(probe.kind, &valid),
         processes,
         probe_notes: Vec::new(),
+        dropped_batches: super::dropped::of(&valid),
     }
 }
 
@@ -66,6 +67,7 @@ fn process(s: &Sample) -> Process {
         baseline_rss_bytes: s.baseline_rss_bytes,
         per_task_bytes: per_task,
         batches: kind.prints_results().then_some(s.results.len()),
+        dropped: Some(batches::dropped(s).iter().flatten().count()).filter(|&n| n > 0),
         intervals: if kind.bootstrap_intervals() {
             intervals(s)
         } else {
@@ -74,10 +76,10 @@ fn process(s: &Sample) -> Process {
     }
 }
 
-/// Per result key, the bootstrap 95 % interval of the median of the process's batches.
+/// Per result key, the bootstrap 95 % interval of the median of the process's kept batches.
 fn intervals(s: &Sample) -> BTreeMap<String, [f64; 2]> {
     let mut by_key: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for (k, &v) in s.results.iter().flatten() {
+    for (k, &v) in batches::kept(s).into_iter().flatten() {
         by_key.entry(k).or_default().push(v);
     }
     by_key

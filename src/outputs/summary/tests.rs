@@ -240,3 +240,113 @@ fn ratios_for_every_ordered_pair() {
         12
     );
 }
+
+/// `timed` with counters: batches whose run-queue wait is `wait` ms of a 10 ms window.
+fn with_counters(mut s: Sample, waits: &[f64]) -> Sample {
+    s.batches = waits
+        .iter()
+        .map(|&w| crate::study::sample::BatchCounters {
+            window_ms: 10.0,
+            steal_ms: Some(0.0),
+            involuntary_switches: Some(1),
+            runqueue_wait_ms: Some(w),
+            window_batches: 1,
+        })
+        .collect();
+    s.drop_batches = Some(crate::study::protocol::DropBatches::default());
+    s
+}
+
+#[test]
+fn dropped_batches_leave_the_values_and_are_counted_with_the_cv_had_they_been_kept() {
+    let study = Study::parse(TIMED).unwrap();
+    // Repeat 1's slow batch (30) waited 5 ms of 10 on the run queue: dropped.
+    let old = vec![
+        timed("sw", 1, 1, &[10.0, 30.0, 30.0, 10.0, 10.0], &[]),
+        timed("sw", 1, 2, &[10.0, 10.0, 10.0], &[]),
+    ];
+    let new = vec![
+        with_counters(old[0].clone(), &[0.0, 5.0, 5.0, 0.0, 0.0]),
+        with_counters(old[1].clone(), &[0.0, 0.0, 0.0]),
+    ];
+    let before = summarize(&study, &old);
+    let c = before.cell("sw", 1).unwrap();
+    assert_eq!(c.dropped_batches, None, "no counters: nothing dropped");
+    assert_eq!(c.processes[0].dropped, None);
+    let after = summarize(&study, &new);
+    let d = after.cell("sw", 1).unwrap();
+    let dropped = d.dropped_batches.as_ref().unwrap();
+    assert_eq!((dropped.batches, dropped.dropped), (8, 2));
+    assert_eq!(dropped.by_reason["run-queue wait"], 2);
+    assert_eq!(d.processes[0].dropped, Some(2));
+    // Kept: medians 10 and 10; all: 10 and 10 as well, so the CV is the same here.
+    assert_eq!(d.stats["ns"].values, [10.0, 10.0]);
+    assert_eq!(dropped.cv_with_dropped["ns"], c.stats["ns"].cv.unwrap());
+    let i = d.processes[0].intervals["ns"];
+    assert_eq!(i, [10.0, 10.0], "the interval is of the kept batches");
+}
+
+#[test]
+fn the_dropped_batches_change_the_value_and_the_report_says_whether_they_explain_the_spread() {
+    let study = Study::parse(TIMED).unwrap();
+    let samples = vec![
+        with_counters(
+            timed("sw", 1, 1, &[30.0, 30.0, 10.0], &[]),
+            &[5.0, 5.0, 0.0],
+        ),
+        with_counters(timed("sw", 1, 2, &[10.0, 10.0, 10.0], &[]), &[0.0; 3]),
+    ];
+    let s = summarize(&study, &samples);
+    let c = s.cell("sw", 1).unwrap();
+    assert_eq!(c.stats["ns"].values, [10.0, 10.0]);
+    assert!(c.dropped_batches.as_ref().unwrap().cv_with_dropped["ns"] > 0.4);
+    let line = crate::outputs::report::dropped_line(c, study.protocol.target_cv).unwrap();
+    assert!(
+        line.starts_with("sw × 1 tasks: 2 of 6 batches dropped (run-queue wait 2)"),
+        "{line}"
+    );
+    assert!(
+        line.contains("CV 50.00 % with them, 0.00 % without"),
+        "{line}"
+    );
+    assert!(!line.contains("do not explain"), "{line}");
+
+    let samples = vec![
+        with_counters(
+            timed("sw", 1, 1, &[30.0, 30.0, 10.0], &[]),
+            &[5.0, 5.0, 0.0],
+        ),
+        with_counters(timed("sw", 1, 2, &[20.0, 20.0, 20.0], &[]), &[0.0; 3]),
+    ];
+    let s = summarize(&study, &samples);
+    let line = crate::outputs::report::dropped_line(s.cell("sw", 1).unwrap(), None).unwrap();
+    assert!(
+        line.ends_with(
+            "the dropped batches do not explain the spread (CV without them still above 2.00 %)"
+        ),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_process_whose_batches_were_all_dropped_is_invalid_and_says_why() {
+    let study = Study::parse(TIMED).unwrap();
+    let samples = vec![with_counters(
+        timed("sw", 1, 1, &[30.0, 10.0], &[]),
+        &[5.0, 0.0],
+    )];
+    // The quietest batch waited 0 %: only the first is dropped.
+    assert_eq!(summarize(&study, &samples).valid, 1);
+    let mut s = samples[0].clone();
+    s.drop_batches.as_mut().unwrap().steal_above = Some(0.0);
+    s.batches.iter_mut().for_each(|b| b.steal_ms = Some(10.0));
+    let summary = summarize(&study, &[s]);
+    assert_eq!(summary.valid, 0);
+    assert!(
+        summary.invalid_samples[0]
+            .error
+            .contains("all 2 batches were dropped"),
+        "{:?}",
+        summary.invalid_samples
+    );
+}

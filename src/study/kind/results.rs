@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::Measure;
+use super::batches;
 use super::peak::{fill_peak, peak_ok, unmodified_args};
 use crate::stats::percentile;
 use crate::study::protocol::Protocol;
@@ -20,14 +21,43 @@ impl Measure for Timed {
         "timed"
     }
     fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
-        unmodified_args("timed", p, cpus)
+        let mut args = unmodified_args("timed", p, cpus);
+        let rule = &p.drop_batches;
+        let fraction = |f: Option<f64>| f.map(|f| f.to_string());
+        for (flag, value) in [
+            ("--drop-steal", fraction(rule.steal_above)),
+            ("--drop-wait", fraction(rule.wait_above)),
+            (
+                "--drop-involuntary",
+                rule.involuntary_switches_above.map(|n| n.to_string()),
+            ),
+        ] {
+            if let Some(v) = value {
+                args.extend([flag.to_string(), v]);
+            }
+        }
+        args
     }
     fn fill(&self, s: &mut Sample, out: &SamplerOutput) -> Option<String> {
         fill_peak(s, out);
+        s.batches = out.batches.clone();
+        s.drop_batches = out.batch_rule;
         fill_results(s, out)
     }
     fn invalid(&self, s: &Sample, keys: &[String]) -> Option<String> {
-        peak_ok(s).or_else(|| results_invalid(s, keys, false))
+        peak_ok(s)
+            .or_else(|| results_invalid(s, keys, false))
+            .or_else(|| batches::mismatch(s))
+            .or_else(|| {
+                let dropped = batches::dropped(s);
+                (dropped.iter().all(Option::is_some)).then(|| {
+                    format!(
+                        "all {} batches were dropped (what disturbed them passed \
+                         protocol.drop_batches)",
+                        dropped.len()
+                    )
+                })
+            })
     }
     fn values(&self, s: &Sample) -> BTreeMap<String, f64> {
         result_medians(s)
@@ -49,14 +79,28 @@ impl Measure for Timed {
     }
     fn legend(&self) -> &'static str {
         "Each value is the median over processes of each process's own value (range, CV); times \
-         in the unit their name says. Batches: `result` lines per process. A process's interval \
-         is the bootstrap 95 % interval of the median of its batches (2000 resamples, seeded \
-         from the sample). ⚠ marks a CV above `protocol.target_cv`.\n"
+         in the unit their name says. Batches: `result` lines per process; a batch that steal or \
+         another task's run-queue wait disturbed beyond `protocol.drop_batches` is dropped, \
+         counted, and left out of its process's value. A process's interval is the bootstrap \
+         95 % interval of the median of its kept batches (2000 resamples, seeded from the \
+         sample). ⚠ marks a CV above `protocol.target_cv`.\n"
     }
-    fn describe(&self, _p: &Protocol) -> String {
-        "timed: the program times its own loop and prints `result key=value` lines; a process's \
-         value is the median of its lines, a cell's the median of its processes."
-            .into()
+    fn describe(&self, p: &Protocol) -> String {
+        let r = &p.drop_batches;
+        let pct = |f: Option<f64>| f.map_or("not applied".into(), |f| format!("{} %", f * 100.0));
+        let switches = r
+            .involuntary_switches_above
+            .map_or("not applied".into(), |n| n.to_string());
+        format!(
+            "timed: the program times its own loop and prints `result key=value` lines; a \
+             process's value is the median of its lines, a cell's the median of its processes. A \
+             line (batch) is dropped, and counted, when during it the steal of the pinned CPUs \
+             was above {} of its window, its threads' run-queue wait above {} of it beyond the \
+             process's quietest batch, or its involuntary switches above {switches} \
+             (`protocol.drop_batches`).",
+            pct(r.steal_above),
+            pct(r.wait_above)
+        )
     }
     fn progress(&self, s: &Sample) -> String {
         let parts: Vec<String> = result_medians(s)
@@ -223,14 +267,8 @@ fn results_invalid(s: &Sample, keys: &[String], zero_ok: bool) -> Option<String>
     None
 }
 
-/// Per key, the median of the process's `result` values.
+/// Per key, the median of the process's `result` values, its dropped batches left out
+/// ([`batches::dropped`]; only a timed sample with counters and a rule drops any).
 fn result_medians(s: &Sample) -> BTreeMap<String, f64> {
-    let mut by_key: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for (k, &v) in s.results.iter().flatten() {
-        by_key.entry(k.clone()).or_default().push(v);
-    }
-    by_key
-        .into_iter()
-        .filter_map(|(k, v)| Some((k, crate::stats::median(&v)?)))
-        .collect()
+    batches::medians(batches::kept(s))
 }
