@@ -218,6 +218,7 @@ impl Sweeps<'_> {
             shared_cpus: false,
             strict_build: false,
             shard: None,
+            fleet: Default::default(),
         };
         let sweep_paths = Paths {
             repo: self.paths.repo.clone(),

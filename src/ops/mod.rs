@@ -11,6 +11,7 @@ pub mod compare;
 pub mod doctor;
 pub mod explain;
 pub mod export;
+pub mod fleet;
 pub mod interrupt;
 pub mod merge;
 pub mod new;

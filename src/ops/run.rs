@@ -44,6 +44,8 @@ pub struct Options {
     pub strict_build: bool,
     /// Measure only this slice of the matrix (`--shard i/N`); a resumed run keeps its own.
     pub shard: Option<Shard>,
+    /// The Docker Engines to run on (`--hosts`), and how; none: this machine's Engine alone.
+    pub fleet: super::fleet::Hosts,
 }
 
 pub async fn command(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<Ending> {
@@ -56,6 +58,9 @@ pub async fn command(paths: &Paths, options: &Options, interrupt: &Interrupt) ->
 
 /// Builds (a no-op when unchanged) and runs; returns where the samples are.
 pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<RunResult> {
+    if super::fleet::is_fleet(options) {
+        return super::fleet::run(paths, options, interrupt).await;
+    }
     let resume = options.resume.as_deref().map(RunDir::open).transpose()?;
     let (study, file) = load(paths, options, resume.as_ref())?;
     needs::check_probe_images(&paths.repo, &study, file.as_deref())?;
@@ -122,7 +127,7 @@ pub(super) fn reference_estimates(results: &std::path::Path, study: &str) -> Opt
 
 /// The study to run, under its kernels (a resumed run's own, else `--kernel`, else the study's),
 /// and its file (`None`: the default study).
-fn load(
+pub(super) fn load(
     paths: &Paths,
     options: &Options,
     resume: Option<&RunDir>,
@@ -146,7 +151,7 @@ fn load(
 }
 
 /// The text of the study file (the embedded default study when none is named).
-fn study_text(options: &Options) -> Result<String> {
+pub(super) fn study_text(options: &Options) -> Result<String> {
     match &options.study {
         Some(path) => {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
@@ -173,7 +178,7 @@ pub async fn measure(engine: &Engine, mut run: Run, interrupt: &Interrupt) -> Re
 
 /// How precise the run's cells are, what may have touched the numbers, the kit's overhead, and
 /// where the samples are.
-fn said(result: &RunResult) -> String {
+pub(super) fn said(result: &RunResult) -> String {
     let (dir, study) = (&result.dir, &result.study);
     let mut out = String::new();
     if let Ok((samples, _)) = study::sample::read_all(&dir.file(run_dir::SAMPLES)) {

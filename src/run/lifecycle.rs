@@ -45,6 +45,9 @@ pub struct Run {
     /// Create each next process's container between two processes, off the critical path (see
     /// [`crate::run::process::measure_next`]); off with [`SERIAL_CONTAINERS`] set.
     create_ahead: bool,
+    /// Take this machine's CPU locks ([`cpu_lock`]); off for an Engine on another machine, which
+    /// a fleet run's lease guards instead.
+    lock_here: bool,
 }
 
 /// When this environment variable is set, each process's container is created just before it
@@ -91,6 +94,7 @@ impl Run {
             shared_cpus: false,
             earlier: None,
             create_ahead: std::env::var_os(SERIAL_CONTAINERS).is_none(),
+            lock_here: true,
         })
     }
 
@@ -109,6 +113,12 @@ impl Run {
     /// starts.
     pub fn create_ahead(&mut self, on: bool) {
         self.create_ahead = on;
+    }
+
+    /// Whether the run takes this machine's CPU locks (the default): off for an Engine on another
+    /// machine, whose CPUs these locks do not describe.
+    pub fn lock_cpus_here(&mut self, on: bool) {
+        self.lock_here = on;
     }
 
     pub fn dir(&self) -> &RunDir {
@@ -217,6 +227,9 @@ impl Run {
     /// Takes the run's CPUs for itself ([`cpu_lock`]); with `--allow-shared-cpus`, records that it
     /// may share them instead. A refused run that has measured nothing leaves no folder behind.
     fn lock_cpus(&mut self) -> Result<Option<CpuLock>> {
+        if !self.lock_here {
+            return Ok(None);
+        }
         if self.shared_cpus {
             let w = cpu_lock::shared_warning(&self.state.cpus_pinned);
             if !self.state.warnings.contains(&w) {

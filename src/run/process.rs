@@ -303,7 +303,7 @@ impl<'a> Setting<'a> {
     }
 
     /// The sample of a cell that was not measured, with why.
-    fn invalid(&self, cell: &Cell, why: String) -> Sample {
+    pub fn invalid(&self, cell: &Cell, why: String) -> Sample {
         let mut s = self.blank(cell, now());
         s.error = Some(why);
         s

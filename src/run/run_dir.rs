@@ -42,6 +42,12 @@ pub const MERGE_JSON: &str = "merge.json";
 /// one), in Markdown and as data.
 pub const CLASSES_MD: &str = "classes.md";
 pub const CLASSES_JSON: &str = "classes.json";
+/// A run across several hosts (`run --hosts`): its hosts, what each measured and what was lost
+/// ([`crate::run::fleet::record::FleetRecord`]).
+pub const FLEET: &str = "fleet.json";
+/// A fleet run's folder of sub-runs, one per host (`hosts/<name>/`, each a run folder); kept out of
+/// its archive, whose merged samples carry everything.
+pub const HOSTS: &str = "hosts";
 /// The link in `runs/` to the newest run.
 pub const LATEST: &str = "latest";
 
@@ -49,7 +55,7 @@ pub const LATEST: &str = "latest";
 pub const REQUIRED: [&str; 2] = [STUDY, SAMPLES];
 /// Files a run may hold besides those (an archive lacking one is listed by `check`, except the
 /// files of a merged run, [`MERGED`]).
-pub const OPTIONAL: [&str; 12] = [
+pub const OPTIONAL: [&str; 13] = [
     ENV,
     STATE,
     MANIFEST,
@@ -62,9 +68,11 @@ pub const OPTIONAL: [&str; 12] = [
     MERGE_JSON,
     CLASSES_MD,
     CLASSES_JSON,
+    FLEET,
 ];
-/// The files only a merged run holds (classes only when its samples come from more than one class).
-pub const MERGED: [&str; 3] = [MERGE_JSON, CLASSES_MD, CLASSES_JSON];
+/// The files only a merged run holds (classes only when its samples come from more than one class;
+/// fleet.json only in a run across hosts).
+pub const MERGED: [&str; 4] = [MERGE_JSON, CLASSES_MD, CLASSES_JSON, FLEET];
 
 /// Largest run file read into memory (by `report`, `verify` and from archives), bytes.
 pub const LOAD_LIMIT: u64 = 64 << 20;

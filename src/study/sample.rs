@@ -137,9 +137,9 @@ pub struct Sample {
     /// The VM the process ran in, under a guest kernel; absent on the host's kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest: Option<GuestSample>,
-    /// The Docker Engine that ran the process, by name. Reserved for runs across several Engines,
-    /// which parkbench does not make yet: nothing writes it today (not `run`, not `merge`), so it
-    /// is always absent and the run's own Engine, which env.json describes, ran the process.
+    /// The Docker Engine that ran the process, by the name given in `run --hosts` (`local`, a URL,
+    /// a context or hosts-file name); set in every sample of a run across hosts (its env.json holds
+    /// each host's record under `hosts`). Absent: the run's own Engine, which env.json describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     /// The hardware class of the machine that ran the process (CPU model, logical CPUs, memory band,

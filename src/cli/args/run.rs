@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::images::BuildOptions;
-use crate::ops::{reproduce, run};
+use crate::ops::{fleet, reproduce, run};
 use crate::run::lifecycle::CpuChoice;
 use crate::run::shard::Shard;
 use crate::study::repeats::RepeatsChoice;
@@ -68,6 +68,34 @@ pub struct RunArgs {
     /// shards' archives with `parkbench merge`.
     #[arg(long, value_name = "i/N", conflicts_with = "resume")]
     pub shard: Option<Shard>,
+    /// Run on these Docker Engines (comma-separated): `local`, a URL (`unix:///…`, `tcp://h:p`
+    /// with the TLS files of DOCKER_CERT_PATH, `ssh://user@host`); one run folder, a sub-run per
+    /// host in `hosts/<name>/`. With `--resume`: hosts of a lost host's class to finish its cells.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,…")]
+    pub hosts: Vec<String>,
+    /// With `--hosts` (the default): every cell on every host, the claims judged per hardware
+    /// class (and per host when a class has several).
+    #[arg(long)]
+    pub across: bool,
+    /// With `--hosts`: the matrix dealt over hosts of one hardware class, host j measuring shard
+    /// j/n, to finish sooner.
+    #[arg(long)]
+    pub spread: bool,
+    /// How the probe images reach the hosts: `ship` (from this machine through the Engine API,
+    /// image IDs kept) or `build` (built on each host from the same pins).
+    #[arg(long, value_name = "ship|build", default_value = "ship")]
+    pub images: ImagesChoice,
+    /// Accept a `tcp://` host without TLS (neither authenticated nor encrypted); the report warns.
+    #[arg(long)]
+    pub allow_plain_tcp: bool,
+}
+
+/// `--images`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ImagesChoice {
+    #[default]
+    Ship,
+    Build,
 }
 
 #[derive(Debug, Args)]
@@ -115,6 +143,13 @@ impl From<RunArgs> for run::Options {
             shared_cpus: a.allow_shared_cpus,
             strict_build: a.strict_build,
             shard: a.shard,
+            fleet: fleet::Hosts {
+                names: a.hosts,
+                across: a.across,
+                spread: a.spread,
+                build: a.images == ImagesChoice::Build,
+                allow_plain_tcp: a.allow_plain_tcp,
+            },
         }
     }
 }

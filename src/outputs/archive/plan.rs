@@ -8,6 +8,7 @@ use anyhow::{Context, Result, ensure};
 
 use super::sums;
 use crate::images::tarball::{self, Entry, Layout, Tree};
+use crate::run::run_dir::{FLEET, HOSTS};
 
 /// Folders never taken from a source tree: build output, vendored crates, Git metadata.
 const SKIPPED_SOURCE_DIRS: [&str; 3] = ["target", "vendor", ".git"];
@@ -19,8 +20,12 @@ pub(super) fn collect(
     extras: &[(String, PathBuf)],
 ) -> Result<Tree> {
     let mut plan = Tree::new(Layout::Archive);
-    // Run folders leave out files being written (`*.tmp`).
-    plan.add(run_dir, &[], &|name, _| name.ends_with(".tmp"))?;
+    // Run folders leave out files being written (`*.tmp`), and a fleet run its hosts' sub-runs
+    // (its merged samples carry everything they measured).
+    let fleet = run_dir.join(FLEET).is_file();
+    plan.add(run_dir, &[], &|name, dir| {
+        name.ends_with(".tmp") || (fleet && dir && name == HOSTS)
+    })?;
     for (name, disk) in sources {
         let prefix = member_name(&format!("source/{name}"))
             .with_context(|| format!("source {name:?} ({})", disk.display()))?;

@@ -47,6 +47,25 @@ impl Run {
         manifest: &Manifest,
         fresh: Fresh<'_>,
     ) -> Result<Run> {
+        Run::start_with(
+            engine,
+            || RunDir::create(results, &study.id),
+            study,
+            manifest,
+            fresh,
+        )
+        .await
+    }
+
+    /// [`Run::start`] in the folder `folder` makes (a fleet run's sub-run, `hosts/<name>/`), made
+    /// once the CPUs are chosen.
+    pub async fn start_with(
+        engine: &impl Containers,
+        folder: impl FnOnce() -> Result<RunDir>,
+        study: &Study,
+        manifest: &Manifest,
+        fresh: Fresh<'_>,
+    ) -> Result<Run> {
         let available = engine.cpus().await?;
         let choice = fresh.cpus.cloned().unwrap_or(CpuChoice::Study);
         let (cpus, mut deviations) = choose_cpus(&study.protocol.cpus, &available, &choice)?;
@@ -65,7 +84,7 @@ impl Run {
             }
         }
         let study = &study;
-        let dir = RunDir::create(results, &study.id)?;
+        let dir = folder()?;
         let mut state = new_state(&dir.id(), study, &cpus, deviations);
         state.status = Status::Incomplete;
         state.rerun_of = rerun_of;
