@@ -62,50 +62,138 @@ impl TlsFiles {
 
 impl Endpoint {
     /// A URL: `unix:///…`, `tcp://host:port` (with `tls`, or plain when `tls` is `None`) or
-    /// `ssh://user@host`. Anything else is refused, naming the URL.
+    /// `ssh://user@host[:port]`. Anything else is refused, naming the URL; so is an authority, user
+    /// or host that is empty, starts with `-` or holds whitespace or a control character (the ssh
+    /// program would take it for an option), and a password in the URL.
     pub fn from_url(url: &str, tls: Option<TlsFiles>) -> Result<Self> {
+        // Messages name the URL without its password, if it has one.
+        let shown = redacted(url);
         if let Some(path) = url.strip_prefix("unix://") {
             if !path.starts_with('/') {
                 bail!(
-                    "`{url}`: a unix:// URL needs an absolute socket path (unix:///var/run/docker.sock)"
+                    "`{shown}`: a unix:// URL needs an absolute socket path \
+                     (unix:///var/run/docker.sock)"
                 );
             }
             return Ok(Endpoint::Unix(PathBuf::from(path)));
         }
         if let Some(addr) = url.strip_prefix("tcp://") {
             let addr = addr.trim_end_matches('/');
-            if addr.is_empty() || !addr.contains(':') {
-                bail!("`{url}`: a tcp:// URL needs a host and a port (tcp://10.0.0.5:2376)");
+            let authority = Authority::parse(&shown, addr)?;
+            if authority.user.is_some() || authority.port.is_none() {
+                bail!(
+                    "`{shown}`: a tcp:// URL is a host and a port, no user (tcp://10.0.0.5:2376); \
+                     TLS files authenticate the client"
+                );
             }
             return Ok(Endpoint::Tcp {
                 addr: addr.to_string(),
                 tls,
             });
         }
-        if url.starts_with("ssh://") {
-            if url.len() == "ssh://".len() {
-                bail!("`{url}`: an ssh:// URL needs a host (ssh://user@host)");
-            }
-            return Ok(Endpoint::Ssh(url.to_string()));
+        if let Some(rest) = url.strip_prefix("ssh://") {
+            Authority::parse(&shown, rest.trim_end_matches('/'))?;
+            return Ok(Endpoint::Ssh(url.trim_end_matches('/').to_string()));
         }
         bail!(
-            "`{url}` is not an Engine address: use unix:///path, tcp://host:port or ssh://user@host"
+            "`{shown}` is not an Engine address: use unix:///path, tcp://host:port or \
+             ssh://user@host"
         )
     }
 
-    /// The address as a user would write it (no key material).
+    /// The address as a user would write it (no key material, no password: `ssh://user:pw@h`
+    /// is `ssh://user@h`).
     pub fn url(&self) -> String {
         match self {
             Endpoint::Local => "local".into(),
             Endpoint::Unix(p) => format!("unix://{}", p.display()),
-            Endpoint::Tcp { addr, .. } => format!("tcp://{addr}"),
-            Endpoint::Ssh(u) => u.clone(),
+            Endpoint::Tcp { addr, .. } => format!("tcp://{}", without_password(addr)),
+            Endpoint::Ssh(u) => redacted(u),
         }
     }
 
     /// Plain TCP: nothing authenticates the Engine or encrypts the traffic.
     pub fn is_plain_tcp(&self) -> bool {
         matches!(self, Endpoint::Tcp { tls: None, .. })
+    }
+}
+
+/// The authority of a `tcp://` or `ssh://` URL (`[user[:password]@]host[:port]`), checked.
+struct Authority<'a> {
+    user: Option<&'a str>,
+    port: Option<&'a str>,
+}
+
+impl<'a> Authority<'a> {
+    /// `text` (the URL `url` without its scheme) as an authority; refused, naming `url`, when it
+    /// is empty, holds a path, whitespace or a control character, or when its user or host is
+    /// empty or starts with `-`.
+    fn parse(url: &str, text: &'a str) -> Result<Self> {
+        let form = "write ssh://user@host or tcp://host:port";
+        if text.is_empty() {
+            bail!("`{url}` names no host: {form}");
+        }
+        if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            bail!("`{url}` holds whitespace or a control character: {form}");
+        }
+        if text.contains(['/', '?', '#']) {
+            bail!("`{url}` has more than a host: {form}, nothing after it");
+        }
+        let (user, hostport) = match text.rsplit_once('@') {
+            Some((userinfo, _)) if userinfo.contains(':') => bail!(
+                "`{url}` holds a password: a password in a URL is not supported (it would be \
+                 shown and stored wherever the URL is); let ssh authenticate with a key or its \
+                 agent, and {form}"
+            ),
+            Some((user, hostport)) => (Some(user), hostport),
+            None => (None, text),
+        };
+        let (host, port) = split_port(hostport);
+        for (what, part) in [("user", user), ("host", Some(host))] {
+            let Some(part) = part else { continue };
+            if part.is_empty() || part.starts_with('-') {
+                bail!("`{url}`: its {what} `{part}` is empty or starts with `-`: {form}");
+            }
+        }
+        if let Some(port) = port
+            && (port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()))
+        {
+            bail!("`{url}`: its port `{port}` is not a number: {form}");
+        }
+        Ok(Authority { user, port })
+    }
+}
+
+/// `host[:port]` split at the port's colon (`[::1]:22` keeps its brackets).
+fn split_port(hostport: &str) -> (&str, Option<&str>) {
+    if hostport.starts_with('[')
+        && let Some(end) = hostport.find(']')
+    {
+        let (host, rest) = hostport.split_at(end + 1);
+        return (host, rest.strip_prefix(':'));
+    }
+    match hostport.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (hostport, None),
+    }
+}
+
+/// `url` without the password of its authority, if it has one.
+fn redacted(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => format!("{scheme}://{}", without_password(rest)),
+        None => url.to_string(),
+    }
+}
+
+/// `user:password@rest` as `user@rest`; anything else as it is.
+fn without_password(authority: &str) -> String {
+    match authority.rsplit_once('@') {
+        Some((userinfo, rest)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+            format!("{user}@{rest}")
+        }
+        None => authority.to_string(),
     }
 }
 
@@ -188,6 +276,57 @@ mod tests {
         ] {
             let e = Endpoint::from_url(bad, None).unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
+        }
+    }
+
+    #[test]
+    fn an_authority_the_ssh_program_would_take_for_an_option_is_refused() {
+        for good in [
+            "ssh://me@box",
+            "ssh://box",
+            "ssh://me@box:2222",
+            "ssh://me@[::1]:22",
+        ] {
+            assert!(Endpoint::from_url(good, None).is_ok(), "{good}");
+        }
+        for bad in [
+            "ssh://-oProxyCommand=touch@box",
+            "ssh://me@-oProxyCommand=x",
+            "ssh://-box",
+            "ssh://@box",
+            "ssh://me@",
+            "ssh://me@box:",
+            "ssh://me@box:x",
+            "ssh://me @box",
+            "ssh://me@bo\tx",
+            "ssh://me@box\n-oX",
+            "ssh://me@box/path",
+            "tcp://-h:2376",
+            "tcp://:2376",
+            "tcp://h :2376",
+            "tcp://me@h:2376",
+            "tcp://h:",
+        ] {
+            let e = Endpoint::from_url(bad, None).unwrap_err().to_string();
+            assert!(e.contains(&format!("`{bad}`")), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn an_address_never_shows_a_password() {
+        let ssh = Endpoint::Ssh("ssh://me:secret@box:22".into());
+        assert_eq!(ssh.url(), "ssh://me@box:22");
+        let plain = Endpoint::Ssh("ssh://box".into());
+        assert_eq!(plain.url(), "ssh://box");
+        let tcp = Endpoint::Tcp {
+            addr: "me:secret@h:2376".into(),
+            tls: None,
+        };
+        assert_eq!(tcp.url(), "tcp://me@h:2376");
+        // One given is refused, and the error does not show it either.
+        for url in ["ssh://me:secret@box", "tcp://me:secret@h:2376"] {
+            let e = Endpoint::from_url(url, None).unwrap_err().to_string();
+            assert!(e.contains("password") && !e.contains("secret"), "{e}");
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Which Docker Engines `--hosts NAME,…` names, each resolved to an [`Endpoint`] before anything
 //! connects: `local` (this machine's Engine), a URL (`unix:///…`, `tcp://host:port`, `ssh://…`),
-//! a name in a hosts file (`hosts.yaml` in the study's folder, then the user's), or a Docker CLI
-//! context (`$DOCKER_CONFIG`, or `~/.docker`). Plain TCP (nothing authenticates the Engine or
+//! a name in a hosts file (`hosts.yaml` in the study's folder, or the user's: a name both define,
+//! or a file and a Docker context, as different Engines is refused), or a Docker CLI context
+//! (`$DOCKER_CONFIG`, or `~/.docker`). Plain TCP (nothing authenticates the Engine or
 //! encrypts its traffic) is refused unless the user allows it.
 
 mod context;
@@ -32,7 +33,8 @@ pub struct HostEntry {
 pub struct Sources {
     /// The Docker CLI's configuration folder (`$DOCKER_CONFIG`, or `~/.docker`).
     pub docker_config: Option<PathBuf>,
-    /// The hosts files, first found first: the study folder's, then the user's.
+    /// The hosts files: the study folder's, then the user's. A name two of them define as
+    /// different Engines is refused.
     pub hosts_files: Vec<PathBuf>,
     /// `$DOCKER_CERT_PATH`: TLS files for a `tcp://` URL given without any.
     pub cert_path: Option<PathBuf>,
@@ -126,21 +128,59 @@ fn endpoint_of(
         let tls = if url.starts_with("tcp://") {
             match &sources.cert_path {
                 Some(dir) => Some(TlsFiles::in_dir(dir)),
-                None => file::tls_for_url(files, url),
+                None => file::tls_for_url(files, url)?,
             }
         } else {
             None
         };
         return Endpoint::from_url(url, tls);
     }
-    if let Some(found) = file::lookup(files, name) {
-        return found.endpoint(name, sources, allow_plain_tcp);
-    }
     let contexts = context::Contexts::new(sources.docker_config.as_deref());
+    if let Some(endpoint) = from_files(name, sources, files, &contexts, allow_plain_tcp)? {
+        return Ok(endpoint);
+    }
     if let Some(endpoint) = contexts.endpoint(name, allow_plain_tcp)? {
         return Ok(endpoint);
     }
     bail!("{}", unknown(name, &contexts, files))
+}
+
+/// The endpoint the hosts files give `name`, if any. A name that two files, or a file and a
+/// Docker context, define as different Engines is refused, naming both: a study's checked-out
+/// `hosts.yaml` must never repoint a name of the user's at another Engine (and its own CA).
+fn from_files(
+    name: &str,
+    sources: &Sources,
+    files: &[file::Loaded],
+    contexts: &context::Contexts,
+    allow_plain_tcp: bool,
+) -> Result<Option<Endpoint>> {
+    let found = file::lookup(files, name);
+    let Some(first) = found.first() else {
+        return Ok(None);
+    };
+    let endpoint = first.endpoint(name, sources, allow_plain_tcp)?;
+    let differs = |other: &Endpoint, where_: String| -> Result<()> {
+        if *other != endpoint {
+            bail!(
+                "host `{name}` is defined twice, as different Engines: in {} ({}) and in {where_} \
+                 ({}); a hosts file cannot redefine a name, so that a study's hosts.yaml never \
+                 points yours at another Engine. Rename one of them (docs/fleet.md, Hosts)",
+                first.path().display(),
+                endpoint.url(),
+                other.url()
+            );
+        }
+        Ok(())
+    };
+    for other in &found[1..] {
+        let there = other.endpoint(name, sources, allow_plain_tcp)?;
+        differs(&there, other.path().display().to_string())?;
+    }
+    if let Ok(Some(context)) = contexts.endpoint(name, allow_plain_tcp) {
+        differs(&context, format!("Docker context `{name}`"))?;
+    }
+    Ok(Some(endpoint))
 }
 
 /// The error for a name that is nothing known: what is known, and what to do.

@@ -152,21 +152,46 @@ fn check(file: &mut HostsFile) -> std::result::Result<(), Invalid> {
     Ok(())
 }
 
-/// The first file's entry called `name`.
-pub(super) fn lookup<'a>(files: &'a [Loaded], name: &str) -> Option<Found<'a>> {
+/// Every file's entry called `name`, in the files' order.
+pub(super) fn lookup<'a>(files: &'a [Loaded], name: &str) -> Vec<Found<'a>> {
     files
         .iter()
-        .find_map(|f| f.file.hosts.get(name).map(|spec| Found { file: f, spec }))
+        .filter_map(|f| f.file.hosts.get(name).map(|spec| Found { file: f, spec }))
+        .collect()
 }
 
-/// The TLS files the first entry with this `tcp://` URL gives, if any.
-pub(super) fn tls_for_url(files: &[Loaded], url: &str) -> Option<TlsFiles> {
-    files.iter().find_map(|f| {
-        f.file.hosts.values().find_map(|spec| {
+/// The TLS files the entries with this `tcp://` URL give, if any, with the file giving them:
+/// several files giving other files for one URL are refused, naming them.
+pub(super) fn tls_for_url(files: &[Loaded], url: &str) -> Result<Option<TlsFiles>> {
+    let mut given: Vec<(&Path, TlsFiles)> = Vec::new();
+    for f in files {
+        for spec in f.file.hosts.values() {
             let same = spec.url.as_deref().map(|u| u.trim_end_matches('/')) == Some(url);
-            same.then(|| spec.tls.as_ref().map(|t| f.tls_files(t)))?
-        })
-    })
+            if let (true, Some(tls)) = (same, &spec.tls) {
+                given.push((&f.path, f.tls_files(tls)));
+            }
+        }
+    }
+    if let Some((path, tls)) = given.iter().find(|(_, t)| *t != given[0].1) {
+        anyhow::bail!(
+            "`{url}` is given other TLS files in {} ({}) than in {} ({}): a hosts file cannot \
+             change the CA or keys another one gives an Engine; keep one of the entries",
+            given[0].0.display(),
+            shown(&given[0].1),
+            path.display(),
+            shown(tls)
+        );
+    }
+    Ok(given.into_iter().next().map(|(_, tls)| tls))
+}
+
+fn shown(tls: &TlsFiles) -> String {
+    format!(
+        "{}, {}, {}",
+        tls.ca.display(),
+        tls.cert.display(),
+        tls.key.display()
+    )
 }
 
 /// One entry found in one file.
@@ -176,6 +201,11 @@ pub(super) struct Found<'a> {
 }
 
 impl Found<'_> {
+    /// The hosts file the entry is in.
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+
     /// The entry's endpoint; a context it names that does not exist is an error at its line.
     pub fn endpoint(
         &self,

@@ -177,7 +177,7 @@ fn a_name_given_twice_or_two_names_of_one_engine_are_refused() {
 }
 
 #[test]
-fn hosts_files_name_urls_with_tls_and_contexts_the_study_folder_first() {
+fn hosts_files_name_urls_with_tls_and_contexts() {
     let s = setup();
     add_context(s.config(), "lab", "unix:///run/lab.sock", false, false);
     let study = s.write(
@@ -186,7 +186,6 @@ fn hosts_files_name_urls_with_tls_and_contexts_the_study_folder_first() {
          b:\n    url: tcp://10.0.0.2:2376\n    tls: {ca: /p/ca.pem, cert: c.pem, key: k.pem}\n  \
          c:\n    context: lab\n",
     );
-    s.write("user", "hosts:\n  a:\n    url: ssh://me@elsewhere\n");
     let got = s.resolve(&["a", "b", "c"], false).unwrap();
     let base = study.parent().unwrap();
     assert_eq!(
@@ -283,4 +282,57 @@ fn hosts_file_entries_are_checked_at_their_line() {
         e.contains(":3:14:") && e.contains("`labb`") && e.contains("lab"),
         "{e}"
     );
+}
+
+#[test]
+fn a_name_two_files_or_a_file_and_a_context_define_differently_is_refused_naming_both() {
+    let s = setup();
+    let study = s.write(
+        "study",
+        "hosts:\n  lab:\n    url: tcp://10.9.9.9:2376\n    tls: their-ca\n  \
+         same:\n    url: ssh://me@box\n",
+    );
+    let user = s.write(
+        "user",
+        "hosts:\n  lab:\n    url: tcp://10.0.0.1:2376\n    tls: /mine\n  \
+         same:\n    url: ssh://me@box\n",
+    );
+    let e = s.error(&["lab"], false);
+    for part in [
+        "host `lab`",
+        &study.display().to_string(),
+        &user.display().to_string(),
+        "tcp://10.9.9.9:2376",
+        "tcp://10.0.0.1:2376",
+    ] {
+        assert!(e.contains(part), "{part} missing: {e}");
+    }
+    // The same Engine in both is no conflict.
+    let got = s.resolve(&["same"], false).unwrap();
+    assert_eq!(got[0].endpoint, Endpoint::Ssh("ssh://me@box".into()));
+
+    // A URL given directly whose TLS files two files disagree on.
+    s.write(
+        "study",
+        "hosts:\n  x:\n    url: tcp://10.0.0.1:2376\n    tls: their-ca\n",
+    );
+    let e = s.error(&["tcp://10.0.0.1:2376"], false);
+    assert!(
+        e.contains("other TLS files") && e.contains("their-ca") && e.contains("/mine"),
+        "{e}"
+    );
+
+    // A file's name that is the user's Docker context at another Engine.
+    add_context(s.config(), "box", "unix:///run/mine.sock", false, false);
+    s.write(
+        "study",
+        "hosts:\n  box:\n    url: unix:///run/theirs.sock\n",
+    );
+    let e = s.error(&["box"], false);
+    assert!(
+        e.contains("Docker context `box`") && e.contains("unix:///run/mine.sock"),
+        "{e}"
+    );
+    s.write("study", "hosts:\n  box:\n    context: box\n");
+    assert!(s.resolve(&["box"], false).is_ok());
 }
