@@ -2,7 +2,8 @@
 //! coordinator, left as found) and extra ones started for the test. Shipped images keep their IDs
 //! and a second placement sends nothing; images built there from the same pins have the same
 //! binaries; a binary replaced under the same tag refuses the host, naming image, path and both
-//! hashes; a host leased by one run is refused to another, and a lease leaves nothing behind.
+//! hashes; a host leased by one run is refused to another, a lease leaves nothing behind, and a
+//! dead run's lease is cleared by `clean --leases --run` while another run's is kept.
 //! `bench_ship` (ignored; `just bench-ship`) times shipping article 000's images to a fresh Engine.
 
 mod common;
@@ -51,7 +52,15 @@ async fn state(engine: &Engine) -> (Vec<String>, Vec<String>, Vec<String>) {
     )
 }
 
-async fn ship(local: &Engine, host: &Engine, manifest: &Manifest, names: &[&str]) -> Vec<Placed> {
+/// Places `names` of `manifest` on `host` (called `b`) as `how` says, from this repository's
+/// pins and the artifact cache.
+async fn put(
+    local: &Engine,
+    host: &Engine,
+    manifest: &Manifest,
+    names: &[&str],
+    how: Placement,
+) -> anyhow::Result<Vec<Placed>> {
     let cache = Cache::from_env().unwrap();
     let pins = pin::load_all(&repo().join("toolchains")).unwrap();
     let sources = Sources {
@@ -60,27 +69,23 @@ async fn ship(local: &Engine, host: &Engine, manifest: &Manifest, names: &[&str]
         repo: &repo(),
     };
     let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    place(
-        local,
-        host,
-        "b",
-        manifest,
-        &names,
-        Placement::Ship,
-        &sources,
-    )
-    .await
-    .unwrap()
+    place(local, host, "b", manifest, &names, how, &sources).await
+}
+
+async fn ship(local: &Engine, host: &Engine, manifest: &Manifest, names: &[&str]) -> Vec<Placed> {
+    put(local, host, manifest, names, Placement::Ship)
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn shipped_images_keep_their_ids_and_a_lease_keeps_other_runs_out() {
+async fn shipped_images_keep_their_ids_and_a_second_placement_sends_nothing() {
     let local = Engine::connect().await.unwrap();
     let before = state(&local).await;
     let cache = Cache::from_env().unwrap();
     let manifest = manifest(&local, &cache, &["go"]).await;
     let go = manifest.get("go").unwrap();
-    let (extra, host) = start_extra(&local).await;
+    let (_extra, host) = start_extra(&local).await;
 
     let placed = ship(&local, &host, &manifest, &["go"]).await;
     assert_eq!(placed.len(), 1);
@@ -95,81 +100,127 @@ async fn shipped_images_keep_their_ids_and_a_lease_keeps_other_runs_out() {
 
     let again = ship(&local, &host, &manifest, &["go"]).await;
     assert_eq!((again[0].how, again[0].bytes), ("present", 0), "{again:?}");
+    assert_eq!(
+        state(&local).await,
+        before,
+        "the coordinator's Engine as found"
+    );
+}
+
+/// The lease volumes on `host`, by name.
+async fn leases(host: &Engine) -> Vec<String> {
+    let volumes = host.volumes_with_label(lease::LABEL).await.unwrap();
+    volumes.into_iter().map(|v| v.name).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lease_keeps_other_runs_out_and_leaves_nothing_behind() {
+    let local = Engine::connect().await.unwrap();
+    let before = state(&local).await;
+    let (_extra, host) = start_extra(&local).await;
 
     let first = lease::take(&host, "b", "run-one").await.unwrap();
     assert_eq!(first.volume(), "parkbench-lease-run-one");
     let err = lease::take(&host, "b", "run-two").await.err().unwrap();
     let err = format!("{err:#}");
-    for part in ["host `b`", "run-one", "parkbench clean --leases --hosts b"] {
+    for part in [
+        "host `b`",
+        "run-one",
+        "parkbench clean --leases --hosts b --run run-one",
+    ] {
         assert!(err.contains(part), "{part} missing: {err}");
     }
-    let volumes = host.volumes_with_label(lease::LABEL).await.unwrap();
     assert_eq!(
-        volumes.len(),
-        1,
-        "the refused run left no volume: {volumes:?}"
+        leases(&host).await,
+        ["parkbench-lease-run-one"],
+        "the refused run left no volume"
     );
+    first.release().await.unwrap();
+    assert!(leases(&host).await.is_empty());
+
+    // A lease dropped on an error path (or Ctrl-C) goes too.
+    drop(lease::take(&host, "b", "run-two").await.unwrap());
+    settle().await;
+    assert!(leases(&host).await.is_empty());
+    assert_eq!(
+        state(&local).await,
+        before,
+        "the coordinator's Engine as found"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_container_the_run_did_not_start_is_a_warning_not_a_refusal() {
+    let local = Engine::connect().await.unwrap();
+    let cache = Cache::from_env().unwrap();
+    let manifest = manifest(&local, &cache, &["go"]).await;
+    let go = manifest.get("go").unwrap();
+    let (extra, host) = start_extra(&local).await;
+    ship(&local, &host, &manifest, &["go"]).await;
     assert!(
         lease::foreign_containers(&host, "b", "run-one")
             .await
             .unwrap()
             .is_empty()
     );
-    first.release().await.unwrap();
-    assert!(
-        host.volumes_with_label(lease::LABEL)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-
-    // A lease dropped on an error path (or Ctrl-C) goes too.
-    drop(lease::take(&host, "b", "run-two").await.unwrap());
-    settle().await;
-    assert!(
-        host.volumes_with_label(lease::LABEL)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-
-    // A container the run did not start is a validity warning, not a refusal.
     let docker = docker_of(&extra);
     let sleeper = start_sleeper(&docker, &go.tag).await;
     let warnings = lease::foreign_containers(&host, "b", "run-one").await;
-    let options = RemoveContainerOptionsBuilder::default().force(true).build();
-    docker
-        .remove_container(&sleeper, Some(options))
-        .await
-        .unwrap();
+    remove(&docker, &sleeper).await;
     let warnings = warnings.unwrap();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].what.contains(&sleeper[..12]), "{warnings:?}");
+}
 
-    // The lease of a run that died, cleared from the command line.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dead_runs_lease_is_cleared_from_the_command_line_and_a_live_one_kept() {
+    let local = Engine::connect().await.unwrap();
+    let (extra, host) = start_extra(&local).await;
+    // Its run died without removing it.
     std::mem::forget(lease::take(&host, "b", "run-dead").await.unwrap());
-    let out = common::parkbench()
-        .args(["clean", "--leases", "--hosts", &extra.url])
-        .env("DOCKER_CERT_PATH", &extra.certs)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", common::describe(&out));
+    // Another run's, live (made by hand: `take` would refuse it beside the dead one).
+    let labels = [
+        (lease::LABEL.to_string(), "run-live".to_string()),
+        (lease::COORDINATOR.to_string(), "box-a".to_string()),
+    ];
+    let live = lease::volume_name("run-live");
+    host.create_volume(&live, &labels.into()).await.unwrap();
+    let clean = |extra_args: &[&str]| {
+        let mut args = vec!["clean", "--leases", "--hosts", &extra.url];
+        args.extend(extra_args);
+        common::parkbench()
+            .args(args)
+            .env("DOCKER_CERT_PATH", &extra.certs)
+            .output()
+            .unwrap()
+    };
+
+    // Neither --run nor --all: listed, none removed.
+    let out = clean(&[]);
+    assert!(!out.status.success(), "{}", common::describe(&out));
+    let said = common::text(&out.stderr);
     assert!(
-        common::text(&out.stderr).contains("run-dead"),
+        said.contains("run-dead") && said.contains("--run ID"),
         "{}",
         common::describe(&out)
     );
+    assert_eq!(leases(&host).await.len(), 2);
+
+    // --run: that run's lease goes, the live one is kept; each named with where it was taken.
+    let out = clean(&["--run", "run-dead"]);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    let said = common::text(&out.stderr);
     assert!(
-        host.volumes_with_label(lease::LABEL)
-            .await
-            .unwrap()
-            .is_empty()
+        said.contains("removed the lease of run run-dead (taken from ")
+            && said.contains("kept the lease of run run-live (taken from box-a)"),
+        "{}",
+        common::describe(&out)
     );
-    assert_eq!(
-        state(&local).await,
-        before,
-        "the coordinator's Engine as found"
-    );
+    assert_eq!(leases(&host).await, [live.as_str()]);
+
+    let out = clean(&["--all"]);
+    assert!(out.status.success(), "{}", common::describe(&out));
+    assert!(leases(&host).await.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -180,40 +231,19 @@ async fn images_built_on_the_host_match_and_a_tampered_binary_refuses_it() {
     let manifest = manifest(&local, &cache, &["c-costs"]).await;
     let image = manifest.get("c-costs").unwrap();
     let (extra, host) = start_extra(&local).await;
-    let pins = pin::load_all(&repo().join("toolchains")).unwrap();
-    let sources = Sources {
-        cache: &cache,
-        pins: &pins,
-        repo: &repo(),
-    };
-    let names = vec!["c-costs".to_string()];
-    let placed = place(
-        &local,
-        &host,
-        "b",
-        &manifest,
-        &names,
-        Placement::Build,
-        &sources,
-    )
-    .await
-    .unwrap();
+    let names = ["c-costs"];
+    let placed = put(&local, &host, &manifest, &names, Placement::Build)
+        .await
+        .unwrap();
     assert_eq!(placed[0].how, "built", "{placed:?}");
+    assert!(placed[0].secs > 0.0, "its own build's time: {placed:?}");
     assert!(host.image_id(&image.tag).await.unwrap().is_some());
 
     let path = "/usr/local/bin/pthreads";
     let tampered = tamper(&extra, &image.tag, path).await;
-    let err = place(
-        &local,
-        &host,
-        "b",
-        &manifest,
-        &names,
-        Placement::Build,
-        &sources,
-    )
-    .await
-    .expect_err("a tampered binary must refuse the host");
+    let err = put(&local, &host, &manifest, &names, Placement::Build)
+        .await
+        .expect_err("a tampered binary must refuse the host");
     let err = format!("{err:#}");
     for part in [
         "host `b`",
@@ -225,17 +255,7 @@ async fn images_built_on_the_host_match_and_a_tampered_binary_refuses_it() {
         assert!(err.contains(part), "{part} missing: {err}");
     }
     // Shipping puts the coordinator's image back under its tag.
-    let placed = place(
-        &local,
-        &host,
-        "b",
-        &manifest,
-        &names,
-        Placement::Ship,
-        &sources,
-    )
-    .await
-    .unwrap();
+    let placed = ship(&local, &host, &manifest, &names).await;
     assert_eq!(
         host.image_id(&image.tag).await.unwrap().as_deref(),
         Some(image.id.as_str())
@@ -260,14 +280,7 @@ async fn tamper(extra: &ExtraEngine, tag: &str, path: &str) -> String {
         cmd: Some(vec!["/nonexistent".into()]),
         ..Default::default()
     };
-    let id = docker
-        .create_container(
-            None::<bollard::query_parameters::CreateContainerOptions>,
-            body,
-        )
-        .await
-        .unwrap()
-        .id;
+    let id = create(&docker, body).await;
     let data = b"#!/bin/sh\necho not the program the manifest names\n";
     let mut tar = tar::Builder::new(Vec::new());
     let mut header = tar::Header::new_gnu();
@@ -291,8 +304,7 @@ async fn tamper(extra: &ExtraEngine, tag: &str, path: &str) -> String {
         .commit_container(options, bollard::models::ContainerConfig::default())
         .await
         .unwrap();
-    let options = RemoveContainerOptionsBuilder::default().force(true).build();
-    docker.remove_container(&id, Some(options)).await.unwrap();
+    remove(&docker, &id).await;
     parkbench::images::digest::bytes(data)
 }
 
@@ -336,6 +348,24 @@ async fn bench_ship() {
     println!("image IDs equal: {}", if equal { "yes" } else { "no" });
 }
 
+/// Creates a container from `body` on `docker`; returns its ID.
+async fn create(docker: &bollard::Docker, body: bollard::models::ContainerCreateBody) -> String {
+    docker
+        .create_container(
+            None::<bollard::query_parameters::CreateContainerOptions>,
+            body,
+        )
+        .await
+        .unwrap()
+        .id
+}
+
+/// Removes the container `id` from `docker`, running or not.
+async fn remove(docker: &bollard::Docker, id: &str) {
+    let options = RemoveContainerOptionsBuilder::default().force(true).build();
+    docker.remove_container(id, Some(options)).await.unwrap();
+}
+
 /// A bollard client of the extra Engine, for what the kit itself never does to an Engine.
 fn docker_of(extra: &ExtraEngine) -> bollard::Docker {
     let certs = &extra.certs;
@@ -362,14 +392,7 @@ async fn start_sleeper(docker: &bollard::Docker, image: &str) -> String {
         }),
         ..Default::default()
     };
-    let id = docker
-        .create_container(
-            None::<bollard::query_parameters::CreateContainerOptions>,
-            body,
-        )
-        .await
-        .unwrap()
-        .id;
+    let id = create(docker, body).await;
     docker
         .start_container(
             &id,

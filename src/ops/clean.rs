@@ -1,15 +1,15 @@
 //! `parkbench clean`: parkbench's images, its artifact cache, and runs' leases on hosts; runs are
 //! never touched.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
 use super::Ending;
-use crate::engine::{Endpoint, Engine, TlsFiles};
+use crate::engine::{Endpoint, Engine, VolumeFacts};
 use crate::images::cache::Cache;
 use crate::images::namespace;
-use crate::run::fleet::lease;
+use crate::run::fleet::{hosts, lease};
 
 /// What to remove.
 #[derive(Debug, Clone, Default)]
@@ -18,10 +18,30 @@ pub struct Options {
     pub images: bool,
     /// The artifact cache.
     pub cache: bool,
-    /// Every run's lease on `hosts`.
+    /// Runs' leases on `hosts`: the one of `run`, or every one (`all_runs`).
     pub leases: bool,
-    /// The hosts whose leases go: `local` or Engine URLs; empty: this machine's Engine.
+    /// The hosts whose leases go, as `--hosts` names them on `run` (`local`, a URL, a hosts-file
+    /// name, a Docker context); empty: this machine's Engine.
     pub hosts: Vec<String>,
+    /// The study whose folder's `hosts.yaml` names hosts.
+    pub study: Option<PathBuf>,
+    /// Accept plain `tcp://` hosts.
+    pub allow_plain_tcp: bool,
+    /// The run whose leases go (a run that is gone).
+    pub run: Option<String>,
+    /// Every run's leases, live ones included.
+    pub all_runs: bool,
+}
+
+/// Which leases go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which<'a> {
+    /// Those of one run.
+    Run(&'a str),
+    /// Every one.
+    All,
+    /// None: they are listed, and the command says how to choose.
+    Listed,
 }
 
 /// Removes what `options` names.
@@ -30,11 +50,22 @@ pub async fn clean(options: &Options) -> Result<Ending> {
         bail!("say what to remove: --images, --cache, --leases, or several");
     }
     if options.leases {
-        // Every host named is checked before any lease goes.
-        let cert_path = std::env::var_os("DOCKER_CERT_PATH").map(std::path::PathBuf::from);
-        let hosts = hosts(&options.hosts, cert_path.as_deref())?;
+        let which = match (&options.run, options.all_runs) {
+            (Some(_), true) => bail!("give --run ID or --all, not both"),
+            (Some(run), false) => Which::Run(run),
+            (None, true) => Which::All,
+            (None, false) => Which::Listed,
+        };
+        // Every host named is resolved before any lease goes.
+        let hosts = hosts_of(options)?;
         for (name, endpoint) in &hosts {
-            clear_leases(name, endpoint).await?;
+            clear_leases(name, endpoint, which).await?;
+        }
+        if which == Which::Listed {
+            bail!(
+                "no lease removed: a lease may be a live run's. Once sure its run is gone, give \
+                 --run ID (that run's leases) or --all (every run's, live ones included)"
+            );
         }
     }
     if options.images {
@@ -54,45 +85,55 @@ pub async fn clean(options: &Options) -> Result<Ending> {
     Ok(Ending::Ok)
 }
 
-/// Each host by name and how to reach it: `local`, or a URL (a `tcp://` one with the TLS files
-/// of DOCKER_CERT_PATH, which must be set).
-fn hosts(names: &[String], cert_path: Option<&Path>) -> Result<Vec<(String, Endpoint)>> {
-    if names.is_empty() {
+/// Each host by name and how to reach it, resolved as `run --hosts` resolves them (contexts,
+/// hosts files, plain TCP refused unless allowed); none: this machine's Engine.
+fn hosts_of(options: &Options) -> Result<Vec<(String, Endpoint)>> {
+    if options.hosts.is_empty() {
         return Ok(vec![("local".into(), Endpoint::Local)]);
     }
-    names
+    let study_dir = options.study.as_deref().and_then(|s| s.parent());
+    let entries = hosts::resolve(&options.hosts, study_dir, options.allow_plain_tcp)?;
+    Ok(entries.into_iter().map(|e| (e.name, e.endpoint)).collect())
+}
+
+/// The leases on one host that `which` removes (none when they are only listed).
+fn chosen<'v>(leases: &'v [VolumeFacts], which: Which) -> Vec<&'v VolumeFacts> {
+    leases
         .iter()
-        .map(|name| {
-            if name == "local" {
-                return Ok((name.clone(), Endpoint::Local));
-            }
-            let tls = match (cert_path, name.starts_with("tcp://")) {
-                (Some(dir), true) => Some(TlsFiles::in_dir(dir)),
-                (None, true) => bail!(
-                    "host `{name}`: set DOCKER_CERT_PATH to the folder holding ca.pem, cert.pem \
-                     and key.pem for it"
-                ),
-                _ => None,
-            };
-            Ok((name.clone(), Endpoint::from_url(name, tls)?))
+        .filter(|v| match which {
+            Which::All => true,
+            Which::Run(run) => v.labels.get(lease::LABEL).is_some_and(|r| r == run),
+            Which::Listed => false,
         })
         .collect()
 }
 
-/// Removes every lease volume on one host, saying which run held each.
-async fn clear_leases(name: &str, endpoint: &Endpoint) -> Result<()> {
+/// The run and the coordinator of a lease, in words.
+fn described(volume: &VolumeFacts) -> String {
+    let run = volume.labels.get(lease::LABEL).map_or("?", String::as_str);
+    let by = (volume.labels.get(lease::COORDINATOR)).map_or("?", String::as_str);
+    format!("run {run} (taken from {by})")
+}
+
+/// Removes the leases `which` names on one host, saying which run held each and where it was
+/// taken from; lists the others.
+async fn clear_leases(name: &str, endpoint: &Endpoint, which: Which<'_>) -> Result<()> {
     let engine = Engine::connect_to(name, endpoint).await?;
     let leases = engine.volumes_with_label(lease::LABEL).await?;
-    for volume in &leases {
+    let gone = chosen(&leases, which);
+    for volume in &gone {
         engine
             .remove_volume(&volume.name)
             .await
             .with_context(|| format!("host `{name}`"))?;
-        let run = volume.labels.get(lease::LABEL).map_or("?", String::as_str);
-        let by = (volume.labels.get(lease::COORDINATOR)).map_or("?", String::as_str);
-        eprintln!("host `{name}`: removed the lease of run {run} (taken from {by})");
+        eprintln!("host `{name}`: removed the lease of {}", described(volume));
     }
-    if leases.is_empty() {
+    for volume in leases.iter().filter(|v| !gone.contains(v)) {
+        eprintln!("host `{name}`: kept the lease of {}", described(volume));
+    }
+    if let (Which::Run(run), true) = (which, gone.is_empty()) {
+        eprintln!("host `{name}`: no lease of run {run}");
+    } else if leases.is_empty() {
         eprintln!("host `{name}`: no lease");
     }
     Ok(())
@@ -102,22 +143,60 @@ async fn clear_leases(name: &str, endpoint: &Endpoint) -> Result<()> {
 mod tests {
     use super::*;
 
+    fn lease_of(run: &str) -> VolumeFacts {
+        VolumeFacts {
+            name: lease::volume_name(run),
+            labels: [
+                (lease::LABEL.to_string(), run.to_string()),
+                (lease::COORDINATOR.to_string(), "box-a".to_string()),
+            ]
+            .into(),
+        }
+    }
+
     #[test]
-    fn hosts_are_local_by_default_and_tcp_takes_its_tls_from_docker_cert_path() {
-        let local = hosts(&[], None).unwrap();
+    fn only_the_named_runs_lease_goes_unless_all_are_asked_for() {
+        let leases = [lease_of("r1"), lease_of("r2")];
+        let names = |which| -> Vec<String> {
+            chosen(&leases, which)
+                .iter()
+                .map(|v| v.name.clone())
+                .collect()
+        };
+        assert_eq!(names(Which::Run("r2")), ["parkbench-lease-r2"]);
+        assert!(names(Which::Run("r3")).is_empty());
+        assert_eq!(names(Which::All).len(), 2);
+        assert!(names(Which::Listed).is_empty());
+        assert_eq!(described(&leases[0]), "run r1 (taken from box-a)");
+    }
+
+    #[test]
+    fn hosts_are_local_by_default_and_resolved_like_runs_hosts() {
+        let local = hosts_of(&Options::default()).unwrap();
         assert_eq!(local, vec![("local".to_string(), Endpoint::Local)]);
-        let names = ["local".to_string(), "tcp://10.0.0.5:2376".to_string()];
-        let dir = Path::new("/certs");
-        let found = hosts(&names, Some(dir)).unwrap();
-        assert_eq!(found[0].1, Endpoint::Local);
-        let tls = Some(TlsFiles::in_dir(dir));
-        assert_eq!(found[1].1, Endpoint::from_url(&names[1], tls).unwrap());
-        let err = hosts(&names, None).unwrap_err().to_string();
-        assert!(
-            err.contains("tcp://10.0.0.5:2376") && err.contains("DOCKER_CERT_PATH"),
-            "{err}"
-        );
-        let err = hosts(&["box".to_string()], None).unwrap_err().to_string();
-        assert!(err.contains("box"), "{err}");
+        let named = Options {
+            hosts: vec!["unix:///run/other.sock".into()],
+            ..Options::default()
+        };
+        let found = hosts_of(&named).unwrap();
+        assert_eq!(found[0].1, Endpoint::Unix("/run/other.sock".into()));
+        let unknown = Options {
+            hosts: vec!["no-such-host-anywhere".into()],
+            ..Options::default()
+        };
+        let err = format!("{:#}", hosts_of(&unknown).unwrap_err());
+        assert!(err.contains("no host `no-such-host-anywhere`"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_run_and_all_runs_together_are_refused() {
+        let both = Options {
+            leases: true,
+            run: Some("r1".into()),
+            all_runs: true,
+            ..Options::default()
+        };
+        let err = clean(&both).await.unwrap_err().to_string();
+        assert!(err.contains("--run ID or --all"), "{err}");
     }
 }

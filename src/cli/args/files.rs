@@ -69,11 +69,12 @@ pub struct CleanArgs {
     /// Remove the artifact cache (pinned artifacts, vendored crates).
     #[arg(long)]
     pub cache: bool,
-    /// Remove every run's lease on the hosts (a stale one left by a run that died).
+    /// Remove runs' leases on the hosts (a stale one left by a run that died): those of `--run`,
+    /// or every one with `--all`; with neither, they are listed and none removed.
     #[arg(long)]
     pub leases: bool,
-    /// The hosts whose leases to remove (`local`, or an Engine URL; TLS files from
-    /// DOCKER_CERT_PATH); default: this machine's Engine.
+    /// The hosts whose leases to remove, named as `run --hosts` names them (`local`, a URL, a
+    /// hosts-file name, a Docker context); default: this machine's Engine.
     #[arg(
         long,
         value_delimiter = ',',
@@ -81,6 +82,18 @@ pub struct CleanArgs {
         requires = "leases"
     )]
     pub hosts: Vec<String>,
+    /// The study whose folder's hosts.yaml names hosts (besides ~/.config/parkbench/hosts.yaml).
+    #[arg(long, value_name = "STUDY_FILE", requires = "hosts")]
+    pub study: Option<PathBuf>,
+    /// Accept `tcp://` hosts without TLS: nothing authenticates them or encrypts their traffic.
+    #[arg(long, requires = "hosts")]
+    pub allow_plain_tcp: bool,
+    /// Remove only the leases of this run (one that is gone): its run id.
+    #[arg(long, value_name = "ID", requires = "leases", conflicts_with = "all")]
+    pub run: Option<String>,
+    /// Remove every run's lease, live ones included.
+    #[arg(long, requires = "leases")]
+    pub all: bool,
 }
 
 impl From<CleanArgs> for clean::Options {
@@ -90,6 +103,10 @@ impl From<CleanArgs> for clean::Options {
             cache: a.cache,
             leases: a.leases,
             hosts: a.hosts,
+            study: a.study,
+            allow_plain_tcp: a.allow_plain_tcp,
+            run: a.run,
+            all_runs: a.all,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! naming it; containers already running there are a validity warning.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use anyhow::{Result, bail};
 
@@ -31,8 +32,33 @@ pub fn volume_name(run_id: &str) -> String {
 
 /// Takes the lease of `run_id` on `engine` (called `host` in messages). Refused when another run
 /// holds one there, naming it, its coordinator and how to clear a stale one. A lease of the same
-/// run (one resumed) is taken over.
+/// run (one resumed) is taken over. Two runs that checked at the same moment both step back; each
+/// tries once more after a short random wait, so that one of them gets the host.
 pub async fn take(engine: &Engine, host: &str, run_id: &str) -> Result<Lease> {
+    match try_take(engine, host, run_id).await? {
+        Taken::Held(lease) => Ok(lease),
+        Taken::SteppedBack(_) => {
+            tokio::time::sleep(jitter()).await;
+            match try_take(engine, host, run_id).await? {
+                Taken::Held(lease) => Ok(lease),
+                Taken::SteppedBack(refusal) => Err(refusal),
+            }
+        }
+    }
+}
+
+/// What one attempt at a lease came to.
+enum Taken {
+    /// The lease is ours.
+    Held(Lease),
+    /// Another run's lease appeared beside ours (it checked at the same moment): ours is removed,
+    /// and this is the refusal.
+    SteppedBack(anyhow::Error),
+}
+
+/// One attempt: refused at once when another run holds the host; else the lease is created and
+/// the host checked again.
+async fn try_take(engine: &Engine, host: &str, run_id: &str) -> Result<Taken> {
     refuse_others(&engine.volumes_with_label(LABEL).await?, host, run_id)?;
     let name = volume_name(run_id);
     let labels = BTreeMap::from([
@@ -47,11 +73,25 @@ pub async fn take(engine: &Engine, host: &str, run_id: &str) -> Result<Lease> {
     };
     // Two runs that checked at the same moment both see each other now: both step back, and
     // neither runs on a host the other may use.
-    if let Err(e) = refuse_others(&engine.volumes_with_label(LABEL).await?, host, run_id) {
-        lease.release().await?;
-        return Err(e);
+    let Err(refusal) = refuse_others(&engine.volumes_with_label(LABEL).await?, host, run_id) else {
+        return Ok(Taken::Held(lease));
+    };
+    match lease.release().await {
+        Ok(()) => Ok(Taken::SteppedBack(refusal)),
+        // The refusal stays the error; that our own volume is left is said under it.
+        Err(release) => Err(release
+            .context("this run's own lease volume could not be removed after stepping back")
+            .context(refusal.to_string())),
     }
-    Ok(lease)
+}
+
+/// A short random wait (20 to 400 ms), so that two runs that stepped back do not retry together.
+fn jitter() -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    Duration::from_millis(20 + random % 381)
 }
 
 impl Lease {
@@ -88,7 +128,7 @@ fn refuse_others(volumes: &[VolumeFacts], host: &str, run_id: &str) -> Result<()
         bail!(
             "host `{host}` is leased by run {other_run} (from {by}, volume {}): wait for that run \
              to end, or, if it is gone and the lease stale, clear it with `parkbench clean \
-             --leases --hosts {host}`",
+             --leases --hosts {host} --run {other_run}`",
             v.name
         );
     }
@@ -154,9 +194,21 @@ mod tests {
         let err = refuse_others(&[lease_volume("r1")], "b", "r2")
             .unwrap_err()
             .to_string();
-        for part in ["host `b`", "run r1", "box-a", "clean --leases --hosts b"] {
+        for part in [
+            "host `b`",
+            "run r1",
+            "box-a",
+            "clean --leases --hosts b --run r1",
+        ] {
             assert!(err.contains(part), "{part} missing: {err}");
         }
+    }
+
+    #[test]
+    fn the_wait_before_trying_again_is_short_and_varies() {
+        let waits: Vec<Duration> = (0..50).map(|_| jitter()).collect();
+        assert!(waits.iter().all(|w| (20..=400).contains(&w.as_millis())));
+        assert!(waits.iter().any(|w| *w != waits[0]), "{waits:?}");
     }
 
     #[test]
