@@ -12,23 +12,23 @@ use crate::images::artifact::{self, EnsureError};
 use crate::images::cache::Cache;
 use crate::images::pin::Pin;
 
-/// Imports (or reuses) the base image `name` from the root filesystem of `pin`.
+/// Imports (or reuses) the base image `name` from the root filesystem of `pin`; the import's
+/// time is recorded in `cache` when `record` (this machine's Engine).
 pub async fn import<E: Images>(
     engine: &E,
     cache: &Cache,
     name: &str,
     pin: &Pin,
+    record: bool,
 ) -> Result<Outcome> {
     let diff_id = format!("sha256:{}", pin.sha256);
     let repo = format!("{}/{name}", namespace());
     let tag = format!("{repo}:{}", &pin.sha256[..16]);
     let existing = engine.image(&tag).await?;
     let built = !matches!(&existing, Some(img) if img.layers == [diff_id.clone()]);
+    let mut took = None;
     if built {
-        let expected = super::timing::expected(cache, name, None);
-        if let Some(line) = super::timing::announcement(name, expected) {
-            eprintln!("{line}");
-        }
+        super::timing::announce(cache, name, None);
         let started = std::time::Instant::now();
         let rootfs = match tokio::task::block_in_place(|| artifact::ensure(cache, pin)) {
             Ok(rootfs) => rootfs,
@@ -49,7 +49,10 @@ pub async fn import<E: Images>(
             "{name}: imported {tag} in {:.1} s",
             started.elapsed().as_secs_f64()
         );
-        super::timing::record(cache, name, &tag, started.elapsed());
+        took = Some(started.elapsed());
+        if record {
+            super::timing::record(cache, name, &tag, started.elapsed());
+        }
     }
     let facts = engine
         .image(&tag)
@@ -61,18 +64,21 @@ pub async fn import<E: Images>(
             facts.layers
         );
     }
-    Ok(Outcome::Built(BuiltImage {
-        name: name.into(),
-        tag,
-        id: facts.id,
-        layers: facts.layers,
-        inputs: BTreeMap::from([(
-            format!("rootfs {} {}", pin.name, pin.version),
-            pin.sha256.clone(),
-        )]),
-        binaries: BTreeMap::new(),
-        versions: BTreeMap::new(),
-        notes: Vec::new(),
-        built,
-    }))
+    Ok(Outcome::Built(
+        BuiltImage {
+            name: name.into(),
+            tag,
+            id: facts.id,
+            layers: facts.layers,
+            inputs: BTreeMap::from([(
+                format!("rootfs {} {}", pin.name, pin.version),
+                pin.sha256.clone(),
+            )]),
+            binaries: BTreeMap::new(),
+            versions: BTreeMap::new(),
+            notes: Vec::new(),
+            built,
+        },
+        took,
+    ))
 }

@@ -69,41 +69,12 @@ pub async fn build<E: Images>(
     );
     let existing = kit.engine.image(&tag).await?;
     let built = !reusable(existing.as_ref(), &inputs, &recipe.name, &tag)? || kit.options.no_cache;
+    let mut took = None;
     if built {
-        let expected = super::timing::expected(kit.cache, &recipe.name, recipe.build_estimate);
-        if let Some(line) = super::timing::announcement(&recipe.name, expected) {
-            eprintln!("{line}");
+        match make(kit, recipe, (&dir, &vendored), (&tag, &inputs), done).await? {
+            Ok(elapsed) => took = Some(elapsed),
+            Err(outcome) => return Ok(outcome),
         }
-        let started = std::time::Instant::now();
-        let scratch = kit.cache.scratch()?;
-        // Blocking work (hashing, tar writing, vendoring) must not stall the images built beside this one.
-        let artifacts = match tokio::task::block_in_place(|| artifacts(kit, recipe)) {
-            Ok(artifacts) => artifacts,
-            Err(EnsureError::Unavailable { pin, reason }) => {
-                return Ok(Outcome::Unavailable { pin, reason });
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let context = match tokio::task::block_in_place(|| {
-            write_context(kit, &dir, recipe, artifacts, &vendored, scratch.path())
-        }) {
-            Ok(context) => context,
-            Err(e) => return recipes_fault(e),
-        };
-        eprintln!(
-            "{}: context ready in {:.1} s",
-            recipe.name,
-            started.elapsed().as_secs_f64()
-        );
-        if let Some(failed) = run_build(kit, recipe, &context.path, &tag, &inputs, done).await? {
-            return Ok(failed);
-        }
-        eprintln!(
-            "{}: built in {:.1} s",
-            recipe.name,
-            started.elapsed().as_secs_f64()
-        );
-        super::timing::record(kit.cache, &recipe.name, &tag, started.elapsed());
     }
     let facts = kit
         .engine
@@ -121,17 +92,63 @@ pub async fn build<E: Images>(
                 });
             }
         };
-    Ok(Outcome::Built(BuiltImage {
-        name: recipe.name.clone(),
-        tag,
-        id: facts.id,
-        layers: facts.layers,
-        inputs,
-        binaries,
-        versions,
-        notes: recipe.deviations(),
-        built,
-    }))
+    Ok(Outcome::Built(
+        BuiltImage {
+            name: recipe.name.clone(),
+            tag,
+            id: facts.id,
+            layers: facts.layers,
+            inputs,
+            binaries,
+            versions,
+            notes: recipe.deviations(),
+            built,
+        },
+        took,
+    ))
+}
+
+/// Builds the image of `recipe` from its sources in `dir` (with the trees `vendored` for it) as
+/// `tag`: how long it took, or the outcome it ended in (unavailable, failed). The time is recorded
+/// as this machine's unless the Engine is another host's.
+async fn make<E: Images>(
+    kit: &Kit<'_, E>,
+    recipe: &Recipe,
+    (dir, vendored): (&Path, &[vendor::Vendored]),
+    (tag, inputs): (&str, &BTreeMap<String, String>),
+    done: &Manifest,
+) -> Result<Result<std::time::Duration, Outcome>> {
+    super::timing::announce(kit.cache, &recipe.name, recipe.build_estimate);
+    let started = std::time::Instant::now();
+    let scratch = kit.cache.scratch()?;
+    // Blocking work (hashing, tar writing, vendoring) must not stall the images built beside this one.
+    let artifacts = match tokio::task::block_in_place(|| artifacts(kit, recipe)) {
+        Ok(artifacts) => artifacts,
+        Err(EnsureError::Unavailable { pin, reason }) => {
+            return Ok(Err(Outcome::Unavailable { pin, reason }));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let context = match tokio::task::block_in_place(|| {
+        write_context(kit, dir, recipe, artifacts, vendored, scratch.path())
+    }) {
+        Ok(context) => context,
+        Err(e) => return recipes_fault(e).map(Err),
+    };
+    eprintln!(
+        "{}: context ready in {:.1} s",
+        recipe.name,
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(failed) = run_build(kit, recipe, &context.path, tag, inputs, done).await? {
+        return Ok(Err(failed));
+    }
+    let took = started.elapsed();
+    eprintln!("{}: built in {:.1} s", recipe.name, took.as_secs_f64());
+    if !kit.options.other_host {
+        super::timing::record(kit.cache, &recipe.name, tag, took);
+    }
+    Ok(Ok(took))
 }
 
 /// `e` as the image's failed outcome when it is the recipe's fault ([`failure::RecipeFault`]: a

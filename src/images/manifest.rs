@@ -116,12 +116,15 @@ pub struct BuildOptions {
     /// Stop at the first image whose build fails (`--strict-build`). Otherwise a failed image and
     /// the images below it are recorded in the manifest as failed, and every other image is built.
     pub strict: bool,
+    /// The Engine is another machine's (a host's images built there): the builds' times say
+    /// nothing of this machine, and are not recorded as its own.
+    pub other_host: bool,
 }
 
 /// What became of one image in a build.
 pub(crate) enum Outcome {
-    /// Built, imported or reused.
-    Built(BuiltImage),
+    /// Built, imported or reused; with how long the build or import took (`None`: reused).
+    Built(BuiltImage, Option<std::time::Duration>),
     /// The artifact of pin `pin` cannot be produced here: every source failed (`reason`).
     Unavailable { pin: String, reason: String },
     /// The build failed: its own error line, the last lines it printed, and the whole error.

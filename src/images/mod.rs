@@ -35,6 +35,7 @@ pub mod tarball;
 pub mod timing;
 pub mod vendor;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -73,6 +74,21 @@ pub async fn build_all<E: Images>(
     repo: &Path,
     options: &BuildOptions,
 ) -> Result<Manifest> {
+    Ok(build_all_timed(engine, cache, pins, repo, options).await?.0)
+}
+
+/// How long each image built or imported by one [`build_all_timed`] took, by short name (a
+/// reused image is not there).
+pub type BuildTimes = BTreeMap<String, std::time::Duration>;
+
+/// [`build_all`], and how long each image it built or imported took.
+pub async fn build_all_timed<E: Images>(
+    engine: &E,
+    cache: &Cache,
+    pins: &Pins,
+    repo: &Path,
+    options: &BuildOptions,
+) -> Result<(Manifest, BuildTimes)> {
     let full = graph(repo, pins)?;
     let graph = match options.only.as_slice() {
         [] => full.only(&full.default_set())?,
@@ -86,6 +102,7 @@ pub async fn build_all<E: Images>(
         options,
     };
     let mut manifest = Manifest::default();
+    let mut times = BuildTimes::new();
     let mut schedule = Schedule::new(&graph);
     // Images whose parents are all built go together: the Engine builds them side by side (the Go
     // toolchain's many small files are I/O-bound while the Rust chain compiles). Each one runs to
@@ -103,7 +120,8 @@ pub async fn build_all<E: Images>(
         let outcomes = futures_util::future::join_all(builds).await;
         let mut stop = None;
         for (node, outcome) in ready.into_iter().zip(outcomes) {
-            if let Err(e) = settle(&mut schedule, &mut manifest, node.name(), outcome, options) {
+            let done = (&mut manifest, &mut times);
+            if let Err(e) = settle(&mut schedule, done, node.name(), outcome, options) {
                 stop.get_or_insert(e);
             }
         }
@@ -118,22 +136,23 @@ pub async fn build_all<E: Images>(
         .collect();
     manifest.failed = schedule.failed_images();
     check_probes(&graph, &manifest)?;
-    Ok(manifest)
+    Ok((manifest, times))
 }
 
 /// Records how the build of the image `name` ended; an `Err` stops the build once the images
 /// built beside it have ended: the kit failing, or a failed build under `--strict-build`.
 fn settle(
     schedule: &mut Schedule,
-    manifest: &mut Manifest,
+    (manifest, times): (&mut Manifest, &mut BuildTimes),
     name: &str,
     outcome: Result<Outcome>,
     options: &BuildOptions,
 ) -> Result<()> {
     match outcome? {
-        Outcome::Built(image) => {
+        Outcome::Built(image, took) => {
             schedule.built(name);
             manifest.images.push(image);
+            times.extend(took.map(|t| (name.to_string(), t)));
         }
         Outcome::Unavailable { pin, reason } => {
             eprintln!("{name}: unavailable, pin {pin} cannot be produced here");
@@ -169,7 +188,8 @@ async fn build_node<E: Images>(
 ) -> Result<Outcome> {
     match node {
         Node::Rootfs { name, pin } => {
-            base::import(kit.engine, kit.cache, name, kit.pins.get(pin)?).await
+            let record = !kit.options.other_host;
+            base::import(kit.engine, kit.cache, name, kit.pins.get(pin)?, record).await
         }
         Node::Recipe(recipe) => build::build(kit, recipe, done).await,
     }

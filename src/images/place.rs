@@ -153,11 +153,13 @@ async fn build(
 ) -> Result<Vec<Placed>> {
     let options = BuildOptions {
         only: wanted.iter().map(|i| i.name.clone()).collect(),
+        other_host: true,
         ..BuildOptions::default()
     };
-    let built = super::build_all(host, sources.cache, sources.pins, sources.repo, &options)
-        .await
-        .with_context(|| format!("building the images on host `{host_name}`"))?;
+    let (built, times) =
+        super::build_all_timed(host, sources.cache, sources.pins, sources.repo, &options)
+            .await
+            .with_context(|| format!("building the images on host `{host_name}`"))?;
     let mut placed = Vec::new();
     for image in wanted {
         let name = &image.name;
@@ -177,10 +179,7 @@ async fn build(
                 image.tag
             );
         }
-        let secs = match super::timing::last(sources.cache, name) {
-            Some(t) if there.built && t.tag == there.tag => t.seconds,
-            _ => 0.0,
-        };
+        let secs = times.get(name).map_or(0.0, |t| t.as_secs_f64());
         let how = if there.built { "built" } else { "present" };
         placed.push(Placed {
             image: name.clone(),

@@ -118,6 +118,21 @@ pub struct BuildEstimate {
     pub cpus: u32,
 }
 
+impl BuildEstimate {
+    /// Both numbers are at least 1.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        ensure_at!(
+            self.minutes > 0 && self.cpus > 0,
+            "build_estimate",
+            "build_estimate: {{minutes: {}, cpus: {}}}: both must be at least 1 (a cold build's \
+             minutes, on a machine with that many CPUs)",
+            self.minutes,
+            self.cpus
+        );
+        Ok(())
+    }
+}
+
 /// Where a kernel image holds its kernel.
 pub const KERNEL_FILE: &str = "/boot/vmlinuz";
 /// Where a kernel image holds the kernel's configuration (the `.config` it was built with).
@@ -270,52 +285,56 @@ impl Recipe {
                 "binaries: {path:?} must be an absolute path inside the image"
             );
         }
-        if self.kernel {
-            ensure_at!(
-                self.name.starts_with(KERNEL_PREFIX) && self.name.len() > KERNEL_PREFIX.len(),
-                "kernel",
-                "kernel: true needs a folder named {KERNEL_PREFIX}<name> (the kernel's name for --kernel)"
-            );
-            for file in [KERNEL_FILE, KERNEL_CONFIG] {
-                ensure_at!(
-                    self.binaries.iter().any(|b| b == file),
-                    "kernel",
-                    "kernel: true: list {file} in binaries, so the manifest records its sha256"
-                );
-            }
-        }
+        self.validate_kernel()?;
         if let Some(e) = &self.build_estimate {
-            ensure_at!(
-                e.minutes > 0 && e.cpus > 0,
-                "build_estimate",
-                "build_estimate: {{minutes: {}, cpus: {}}}: both must be at least 1 (a cold build's \
-                 minutes, on a machine with that many CPUs)",
-                e.minutes,
-                e.cpus
-            );
+            e.validate()?;
         }
         patch::validate(&self.patches)?;
+        self.validate_pip()?;
+        for (label, command) in &self.versions {
+            command.validate(label, &self.parents)?;
+        }
+        Ok(())
+    }
+
+    /// A kernel image is named `kernel-<name>` and lists its kernel and configuration.
+    fn validate_kernel(&self) -> Result<(), Invalid> {
+        if !self.kernel {
+            return Ok(());
+        }
+        ensure_at!(
+            self.name.starts_with(KERNEL_PREFIX) && self.name.len() > KERNEL_PREFIX.len(),
+            "kernel",
+            "kernel: true needs a folder named {KERNEL_PREFIX}<name> (the kernel's name for --kernel)"
+        );
+        for file in [KERNEL_FILE, KERNEL_CONFIG] {
+            ensure_at!(
+                self.binaries.iter().any(|b| b == file),
+                "kernel",
+                "kernel: true: list {file} in binaries, so the manifest records its sha256"
+            );
+        }
+        Ok(())
+    }
+
+    /// Vendoring with pip needs the image's Python version, and one that is a version.
+    fn validate_pip(&self) -> Result<(), Invalid> {
         match (&self.pip_python, self.vendor.has(Tool::Pip)) {
-            (None, true) => {
-                return Err(Invalid::new(
-                    "vendor",
-                    "vendor: pip needs pip_python: the image's Python version (e.g. \"3.13\"), \
-                     for which the wheels are downloaded",
-                ));
-            }
+            (None, true) => Err(Invalid::new(
+                "vendor",
+                "vendor: pip needs pip_python: the image's Python version (e.g. \"3.13\"), for \
+                 which the wheels are downloaded",
+            )),
             (Some(v), _) => {
                 ensure_at!(
                     is_python_version(v),
                     "pip_python",
                     "pip_python: {v:?} is not a Python version: write major.minor, e.g. \"3.13\""
                 );
+                Ok(())
             }
-            (None, false) => {}
+            (None, false) => Ok(()),
         }
-        for (label, command) in &self.versions {
-            command.validate(label, &self.parents)?;
-        }
-        Ok(())
     }
 }
 

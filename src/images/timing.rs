@@ -144,6 +144,13 @@ pub fn announcement(image: &str, expected: Option<Expected>) -> Option<String> {
     ))
 }
 
+/// Says [`announcement`] of `image` on stderr, when its build is expected to be slow.
+pub fn announce(cache: &Cache, image: &str, declared: Option<BuildEstimate>) {
+    if let Some(line) = announcement(image, expected(cache, image, declared)) {
+        eprintln!("{line}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

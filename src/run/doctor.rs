@@ -203,7 +203,8 @@ pub struct HostRow {
 }
 
 /// Reads every host (side by side): its Engine, then its machine through a container from one of
-/// its own parkbench images (a base image first); never fails itself.
+/// its own parkbench images (its base image first, then a few others when one cannot read it);
+/// never fails itself.
 pub async fn hosts(entries: &[HostEntry]) -> Vec<HostRow> {
     futures_util::future::join_all(entries.iter().map(host_row)).await
 }
@@ -226,27 +227,38 @@ async fn host_row(entry: &HostEntry) -> HostRow {
         Err(e) => return row.failed(e.context(format!("host `{}`", entry.name))),
     };
     row.facts = Some(facts.clone());
-    let image = match reading_image(&engine).await {
-        Ok(Some(image)) => image,
-        Ok(None) => {
+    let images = match reading_images(&engine).await {
+        Ok(images) if images.is_empty() => {
             row.ok = true;
             row.problem = Some(format!(
-                "not read through a container: host `{}` holds no {}/ image yet (a run with                  --hosts ships its images there; then run doctor again)",
+                "not read through a container: host `{}` holds no {}/ image yet (a run with \
+                 --hosts ships its images there; then run doctor again)",
                 entry.name,
                 namespace()
             ));
             return row;
         }
+        Ok(images) => images,
         Err(e) => return row.failed(e.context(format!("host `{}`", entry.name))),
     };
-    match survey::read(entry, engine, facts, &image).await {
-        Ok(s) => {
-            row.surveyed = Some(s);
-            row.ok = true;
-            row
+    // An image without a shell or `cat` (a kernel's, say) fails: the next one is tried, and
+    // each that failed is named with why.
+    let mut failures = Vec::new();
+    for image in &images {
+        match survey::read(entry, engine.clone(), facts.clone(), image).await {
+            Ok(s) => {
+                row.surveyed = Some(s);
+                row.ok = true;
+                return row;
+            }
+            Err(e) => failures.push(format!("{e:#}")),
         }
-        Err(e) => row.failed(e),
     }
+    row.failed(anyhow::anyhow!(
+        "no image of host `{}` could read its machine: {}",
+        entry.name,
+        failures.join("; ")
+    ))
 }
 
 impl HostRow {
@@ -257,18 +269,21 @@ impl HostRow {
     }
 }
 
-/// The image a host's machine is read through: its own base image, or else any of its parkbench
-/// images (each holds a shell, `cat` and `df`); `None` when it holds none.
-async fn reading_image(engine: &Engine) -> anyhow::Result<Option<String>> {
-    let ns = namespace();
-    let mut tags = engine.image_tags(&ns).await?;
+/// How many of a host's images doctor tries to read its machine through.
+const READING_TRIES: usize = 3;
+
+/// The images a host's machine may be read through, in the order to try them: its own base image
+/// first (a shell, `cat` and `df`), then its other parkbench images; at most [`READING_TRIES`].
+async fn reading_images(engine: &Engine) -> anyhow::Result<Vec<String>> {
+    Ok(reading_order(engine.image_tags(&namespace()).await?))
+}
+
+fn reading_order(mut tags: Vec<String>) -> Vec<String> {
     tags.sort();
-    let base = format!("{ns}/base:");
-    Ok(tags
-        .iter()
-        .find(|t| t.starts_with(&base))
-        .or_else(|| tags.first())
-        .cloned())
+    let base = format!("{}/base:", namespace());
+    tags.sort_by_key(|t| !t.starts_with(&base));
+    tags.truncate(READING_TRIES);
+    tags
 }
 
 /// The hosts as one table each, then which share a hardware class and which are one machine; the
@@ -345,6 +360,19 @@ fn host_lines(row: &HostRow) -> Vec<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_hosts_base_image_is_tried_first_and_a_few_others_after_it() {
+        let ns = super::namespace();
+        let tags: Vec<String> = ["kernel-wsl-like:1", "go:2", "base:3", "vm:4", "node:5"]
+            .iter()
+            .map(|t| format!("{ns}/{t}"))
+            .collect();
+        let order = super::reading_order(tags);
+        assert_eq!(order.len(), super::READING_TRIES);
+        assert_eq!(order[0], format!("{ns}/base:3"));
+        assert!(super::reading_order(Vec::new()).is_empty());
+    }
+
     use super::*;
 
     #[test]

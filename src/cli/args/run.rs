@@ -128,6 +128,7 @@ impl BuildArgs {
             only: self.only.clone(),
             verbose: self.verbose,
             strict: self.strict_build,
+            other_host: false,
         }
     }
 }

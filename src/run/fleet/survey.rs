@@ -99,21 +99,33 @@ const DATA_ROOT: &str = "/mnt/engine-data";
 /// Free bytes (available to unprivileged users) on the file system of the Engine's data root:
 /// `df` in a container with that folder bind-mounted read-only.
 async fn free_disk(engine: &Engine, root_dir: &str, image: &str) -> Result<u64> {
-    if !root_dir.starts_with('/') {
-        bail!("the Engine reports no data root");
-    }
     let cmd = ["df", "-P", "-k", DATA_ROOT];
     let mut spec = ContainerSpec::command(image, &cmd, "survey");
     spec.user = Some(NOBODY.into());
-    spec.mounts.push(Mount {
-        host: root_dir.into(),
-        container: DATA_ROOT.into(),
-    });
+    spec.mounts.push(data_root_mount(root_dir)?);
     let out = engine
         .run(&spec, &CancellationToken::new())
         .await?
         .into_output(image, &cmd)?;
     df_available(&out).with_context(|| format!("`df` printed no available space: {out:?}"))
+}
+
+/// The read-only mount of the Engine's data root at [`DATA_ROOT`]; refused when the Engine names
+/// no absolute folder, or one holding `:` or `,` (separators of the bind string it becomes).
+fn data_root_mount(root_dir: &str) -> Result<Mount> {
+    if !root_dir.starts_with('/') {
+        bail!("the Engine reports no data root");
+    }
+    if root_dir.contains([':', ',']) {
+        bail!(
+            "the Engine's data root {root_dir:?} holds `:` or `,`, which a bind mount cannot \
+             name: its free disk is not read"
+        );
+    }
+    Ok(Mount {
+        host: root_dir.into(),
+        container: DATA_ROOT.into(),
+    })
 }
 
 /// The available bytes of `df -P -k`'s one file system line (its fourth column, KiB).
@@ -190,6 +202,17 @@ pub fn groups_of(pairs: &[(&str, &str)]) -> Vec<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_data_root_that_a_bind_string_cannot_hold_is_refused() {
+        let mount = super::data_root_mount("/var/lib/docker").unwrap();
+        assert_eq!(mount.host, std::path::Path::new("/var/lib/docker"));
+        for bad in ["/x:/etc:rw", "/x,rw", "", "relative"] {
+            assert!(super::data_root_mount(bad).is_err(), "{bad}");
+        }
+        let e = super::data_root_mount("/d:/etc").unwrap_err().to_string();
+        assert!(e.contains("\"/d:/etc\"") && e.contains("`:`"), "{e}");
+    }
+
     use super::*;
 
     #[test]
