@@ -127,7 +127,20 @@ impl DropBatches {
         *self == Self::default()
     }
 
-    /// The first threshold that is not a fraction from 0 to 1, named.
+    /// The rule in one line: `steal_above: 0.05, wait_above: 0.05, involuntary_switches_above: null`.
+    pub fn describe(&self) -> String {
+        let f = |v: Option<f64>| v.map_or("null".into(), |v| v.to_string());
+        let n = self
+            .involuntary_switches_above
+            .map_or("null".into(), |v| v.to_string());
+        format!(
+            "steal_above: {}, wait_above: {}, involuntary_switches_above: {n}",
+            f(self.steal_above),
+            f(self.wait_above)
+        )
+    }
+
+    /// The first threshold that is not a fraction from 0 to 1 (nor `null`), named.
     pub fn invalid(&self) -> Option<String> {
         [
             ("steal_above", self.steal_above),

@@ -81,6 +81,29 @@ fn disturbed(s: &Sample) -> Vec<Option<Why>> {
         .collect()
 }
 
+/// The first sample whose recorded rule is not `rule` (the study's `protocol.drop_batches`) or is
+/// out of range, named with both rules: a sample from elsewhere may not bring its own rule. A
+/// sample without one (written before the rule existed) drops nothing and passes.
+pub fn foreign_rule(rule: &DropBatches, samples: &[Sample]) -> Option<String> {
+    samples.iter().find_map(|s| {
+        let own = s.drop_batches.as_ref()?;
+        let out_of_range = own.invalid();
+        (own != rule || out_of_range.is_some()).then(|| {
+            format!(
+                "the sample of {} × {} tasks, repeat {} records drop_batches {{{}}}, but the \
+                 study's protocol.drop_batches is {{{}}}{}: its batches would be dropped by a rule \
+                 of its own; the run was altered, do not use it",
+                s.probe,
+                s.tasks,
+                s.repeat,
+                own.describe(),
+                rule.describe(),
+                out_of_range.map_or(String::new(), |why| format!(" (and {why})"))
+            )
+        })
+    })
+}
+
 /// Why the sample's counters cannot be matched to its batches, if so.
 pub fn mismatch(s: &Sample) -> Option<String> {
     let (counted, lines) = (s.batches.len(), s.results.len());
@@ -329,6 +352,39 @@ mod tests {
             "two of four is not more than half"
         );
         assert_eq!(kept_disturbed(&s), None);
+    }
+
+    #[test]
+    fn a_sample_with_a_rule_of_its_own_is_refused_naming_both() {
+        let study = DropBatches::default();
+        let mut s = sample(vec![batch(10.0, 0.0, 0, 0.0); 3], Some(study));
+        let old = sample(Vec::new(), None);
+        assert_eq!(foreign_rule(&study, &[old.clone(), s.clone()]), None);
+        s.drop_batches = Some(DropBatches {
+            steal_above: Some(0.9),
+            ..study
+        });
+        let err = foreign_rule(&study, &[old, s.clone()]).unwrap();
+        assert!(
+            err.starts_with(&format!(
+                "the sample of {} × {} tasks, repeat {} records drop_batches {{steal_above: 0.9, \
+                 wait_above: 0.05, involuntary_switches_above: null}}, but the study's \
+                 protocol.drop_batches is {{steal_above: 0.05,",
+                s.probe, s.tasks, s.repeat
+            )),
+            "{err}"
+        );
+        // Out of range, even when the study's own rule says the same.
+        let odd = DropBatches {
+            wait_above: Some(2.0),
+            ..study
+        };
+        s.drop_batches = Some(odd);
+        let err = foreign_rule(&odd, &[s]).unwrap();
+        assert!(
+            err.contains("(and protocol.drop_batches.wait_above must be"),
+            "{err}"
+        );
     }
 
     #[test]
