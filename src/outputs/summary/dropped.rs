@@ -14,6 +14,7 @@ use crate::study::sample::Sample;
 /// The dropped batches of one cell (`dropped_batches` of a cell); only for a cell with at least
 /// one process whose sampler read what disturbed its batches.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DroppedBatches {
     /// Batches (`result` lines) of the cell's valid processes.
     pub batches: usize,
