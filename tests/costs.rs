@@ -51,6 +51,8 @@ fn programs_time_switches_park_threads_and_tasks_and_report_sizes() {
     let of = |probe: &str| -> &Value {
         let found: Vec<&Value> = samples.iter().filter(|s| s["probe"] == probe).collect();
         assert_eq!(found.len(), 1, "one sample of {probe}: {samples:?}");
+        // Valid however busy the machine: disturbed batches are dropped or, when most of a
+        // process's are, all kept with a warning; never a reason to be invalid.
         assert_eq!(found[0]["valid"], true, "{}", found[0]);
         found[0]
     };

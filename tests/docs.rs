@@ -118,6 +118,8 @@ fn every_field_of_a_study_file_has_its_row() {
     table_matches::<Protocol>(doc, "(`Protocol`)");
     table_matches::<Repeats>(doc, "(`Repeats`)");
     table_matches::<parkbench::study::protocol::DropBatches>(doc, "(`DropBatches`)");
+    table_matches::<parkbench::study::sample::BatchCounters>(doc, "(`BatchCounters`)");
+    table_matches::<parkbench::outputs::summary::DroppedBatches>(doc, "(`DroppedBatches`)");
     table_matches::<Probe>(doc, "(`Probe`)");
     table_matches::<Claim>(doc, "(`Claim`)");
     table_matches::<Bound>(doc, "(`Bound`)");

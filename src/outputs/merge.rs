@@ -159,6 +159,10 @@ fn parse(input: &Input) -> Result<Parsed<'_>> {
             b.error
         );
     }
+    let rule = &study.protocol.drop_batches;
+    if let Some(why) = crate::study::kind::batches::foreign_rule(rule, &samples) {
+        bail!("{name}: {why}");
+    }
     Ok(Parsed {
         input,
         study,

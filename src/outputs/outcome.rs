@@ -69,6 +69,10 @@ pub fn recompute(text: &RunFiles) -> Result<Outcome> {
         Some(s) => s.in_force(study)?,
         None => study,
     };
+    let rule = &study.protocol.drop_batches;
+    if let Some(why) = crate::study::kind::batches::foreign_rule(rule, &samples) {
+        anyhow::bail!("samples.jsonl: {why}");
+    }
     let summary = summary::summarize(&study, &samples);
     let verdicts = verdict::judge(&study, &summary);
     let mut deviations = state
@@ -394,6 +398,51 @@ mod tests {
         );
         assert_eq!(published_kernel("WSL2 Linux 6.6.87.2"), None);
         assert_eq!(published_kernel("a kernel of its own"), None);
+    }
+
+    #[test]
+    fn a_sample_bringing_its_own_drop_rule_is_refused_at_load() {
+        use crate::study::protocol::DropBatches;
+        let fixture = include_str!("../../tests/fixtures/samples.jsonl");
+        let (mut samples, _) = crate::study::sample::parse_lines(fixture.as_bytes()).unwrap();
+        let files = |samples: &[super::Sample]| crate::run::run_dir::RunFiles {
+            run_id: "r".into(),
+            study_yaml: crate::study::DEFAULT_STUDY.into(),
+            samples_jsonl: samples
+                .iter()
+                .map(|s| serde_json::to_string(s).unwrap() + "\n")
+                .collect(),
+            env_json: None,
+            manifest_json: None,
+            summary_json: None,
+            verdicts_json: None,
+            report_md: None,
+            run_json: None,
+            merge_json: None,
+            classes_json: None,
+            classes_md: None,
+        };
+        samples[1].drop_batches = Some(DropBatches::default());
+        assert!(
+            super::recompute(&files(&samples)).is_ok(),
+            "the study's rule"
+        );
+        samples[1].drop_batches = Some(DropBatches {
+            steal_above: Some(1.0),
+            wait_above: None,
+            involuntary_switches_above: None,
+        });
+        let err = format!("{:#}", super::recompute(&files(&samples)).err().unwrap());
+        let s = &samples[1];
+        assert!(
+            err.starts_with(&format!(
+                "samples.jsonl: the sample of {} × {} tasks, repeat {} records drop_batches \
+                 {{steal_above: 1, wait_above: null, involuntary_switches_above: null}}, but the \
+                 study's protocol.drop_batches is {{steal_above: 0.05, wait_above: 0.05",
+                s.probe, s.tasks, s.repeat
+            )),
+            "{err}"
+        );
     }
 
     #[test]

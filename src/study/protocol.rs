@@ -77,25 +77,29 @@ pub struct Protocol {
     pub pids_limit: u64,
     /// Timed kind: when a batch (one `result` line) is dropped from its process's value — steal on
     /// the pinned CPUs, run-queue wait or involuntary switches above a threshold; see
-    /// [`DropBatches`]. Default: steal above 1 % or wait above 1 % (beyond the quietest batch).
+    /// [`DropBatches`]. Default: steal above 5 % or wait above 5 % (beyond the median batch's).
     #[serde(default, skip_serializing_if = "DropBatches::is_default")]
     pub drop_batches: DropBatches,
 }
 
 /// When a batch of a timed program is dropped (`protocol.drop_batches`): any threshold passed drops
 /// it; a threshold set to `null` is not applied. Declared before the run, recorded with each sample.
+/// When more than half of a process's batches pass it, none is dropped: the process is judged on
+/// all of them, with a warning.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DropBatches {
-    /// Steal time of the pinned CPUs during the batch ÷ (the batch's window × pinned CPUs), a
-    /// fraction (default 0.01). `/proc/stat` counts steal in clock ticks (10 ms), so under a second
-    /// of window any tick of steal passes it.
-    #[serde(default = "one_percent")]
+    /// Steal time of the pinned CPUs during the batch, less one clock tick (10 ms) per pinned CPU
+    /// (`/proc/stat` charges steal in whole ticks, so that is its lower bound), ÷ (the batch's
+    /// window × pinned CPUs), a fraction (default 0.05).
+    #[serde(default = "five_percent")]
     pub steal_above: Option<f64>,
-    /// Time the program's threads waited, runnable, for a CPU during the batch ÷ its window, beyond
-    /// the program's own wait, a fraction (default 0.01). Its own wait is none when it never had
-    /// more threads than pinned CPUs, else that of its quietest batch (its threads sharing a CPU).
-    #[serde(default = "one_percent")]
+    /// Time the program's threads waited, runnable, for a CPU during the batch (summed over them)
+    /// ÷ (its window × the CPUs it could keep busy: the fewer of its most threads and the pinned
+    /// CPUs), beyond the program's own wait, a fraction (default 0.05). Its own wait is none when
+    /// it never had more threads than pinned CPUs, else that of its median batch (its threads
+    /// sharing a CPU).
+    #[serde(default = "five_percent")]
     pub wait_above: Option<f64>,
     /// Involuntary context switches of the program's threads during the batch, a count (default
     /// `null`: not applied, since threads sharing a CPU switch involuntarily at every hand-off).
@@ -103,15 +107,15 @@ pub struct DropBatches {
     pub involuntary_switches_above: Option<u64>,
 }
 
-fn one_percent() -> Option<f64> {
-    Some(0.01)
+fn five_percent() -> Option<f64> {
+    Some(0.05)
 }
 
 impl Default for DropBatches {
     fn default() -> Self {
         DropBatches {
-            steal_above: one_percent(),
-            wait_above: one_percent(),
+            steal_above: five_percent(),
+            wait_above: five_percent(),
             involuntary_switches_above: None,
         }
     }
@@ -123,7 +127,20 @@ impl DropBatches {
         *self == Self::default()
     }
 
-    /// The first threshold that is not a fraction from 0 to 1, named.
+    /// The rule in one line: `steal_above: 0.05, wait_above: 0.05, involuntary_switches_above: null`.
+    pub fn describe(&self) -> String {
+        let f = |v: Option<f64>| v.map_or("null".into(), |v| v.to_string());
+        let n = self
+            .involuntary_switches_above
+            .map_or("null".into(), |v| v.to_string());
+        format!(
+            "steal_above: {}, wait_above: {}, involuntary_switches_above: {n}",
+            f(self.steal_above),
+            f(self.wait_above)
+        )
+    }
+
+    /// The first threshold that is not a fraction from 0 to 1 (nor `null`), named.
     pub fn invalid(&self) -> Option<String> {
         [
             ("steal_above", self.steal_above),
@@ -133,7 +150,7 @@ impl DropBatches {
         .find(|(_, v)| v.is_some_and(|f| !(0.0..=1.0).contains(&f)))
         .map(|(name, v)| {
             format!(
-                "protocol.drop_batches.{name} must be a fraction from 0 to 1 (0.01 = 1 %), \
+                "protocol.drop_batches.{name} must be a fraction from 0 to 1 (0.05 = 5 %), \
                      got {}",
                 v.unwrap_or_default()
             )

@@ -62,10 +62,12 @@ pub fn spawn(
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     let mut pinned = String::new();
+    let mut sampler_off = None;
     if let Some(list) = cpus {
         let cpus = parse_cpu_list(list).map_err(|e| format!("--cpus: {e}"))?;
-        check_available(&cpus)?;
+        let allowed = check_available(&cpus)?;
         let set = cpu_set(&cpus);
+        sampler_off = Some(own_cpus(&cpus, &allowed));
         // SAFETY: the closure runs in the forked child before exec and only makes one
         // async-signal-safe system call on a set built beforehand.
         unsafe {
@@ -86,7 +88,40 @@ pub fn spawn(
     let child = cmd
         .spawn()
         .map_err(|e| format!("starting probe {:?}{pinned}: {e}", command[0]))?;
+    // After the start: the child was pinned before exec, whatever the sampler's own mask.
+    if let Some(own) = sampler_off {
+        keep_to(&own);
+    }
     Ok((child, started))
+}
+
+/// The CPUs the sampler keeps to, given the program's and those it may use: the others, so that
+/// its own wake-ups (reading each line, polling) do not wait on or preempt the program's CPUs and
+/// count as another task's run-queue wait; all of them when there are no others.
+pub fn own_cpus(program: &[usize], allowed: &[usize]) -> Vec<usize> {
+    let others: Vec<usize> = (allowed.iter().copied())
+        .filter(|c| !program.contains(c))
+        .collect();
+    if others.is_empty() {
+        allowed.to_vec()
+    } else {
+        others
+    }
+}
+
+/// Moves every thread of the sampler (and so those it starts later) to `cpus` ([`own_cpus`]); best
+/// effort: a thread that could not be moved stays where it was.
+fn keep_to(cpus: &[usize]) {
+    let set = cpu_set(cpus);
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return;
+    };
+    for tid in tasks.flatten().filter_map(|t| t.file_name().to_str()?.parse::<i32>().ok()) {
+        // SAFETY: sched_setaffinity only reads the set we pass.
+        unsafe {
+            libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
 }
 
 /// Starts the threads that report the child's stdout lines and its exit.
@@ -246,26 +281,32 @@ fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
     }
 }
 
-/// Fails unless every requested CPU is in the sampler's own affinity mask (the container's
-/// cpuset): the kernel would otherwise pin the probe to fewer CPUs than asked, silently.
-fn check_available(cpus: &[usize]) -> Result<(), String> {
+/// The CPUs the sampler's thread may use (its affinity mask, within the container's cpuset).
+fn sampler_cpus() -> Result<Vec<usize>, String> {
     // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes into `set`.
-    let allowed: Vec<usize> = unsafe {
+    unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
             return Err(format!("sched_getaffinity: {}", io::Error::last_os_error()));
         }
-        (0..parse::MAX_CPUS)
+        Ok((0..parse::MAX_CPUS)
             .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    };
+            .collect())
+    }
+}
+
+/// Fails unless every requested CPU is in the sampler's own affinity mask (the container's
+/// cpuset): the kernel would otherwise pin the probe to fewer CPUs than asked, silently. Returns
+/// that mask.
+fn check_available(cpus: &[usize]) -> Result<Vec<usize>, String> {
+    let allowed = sampler_cpus()?;
     let missing: Vec<usize> = cpus
         .iter()
         .copied()
         .filter(|c| !allowed.contains(c))
         .collect();
     if missing.is_empty() {
-        Ok(())
+        Ok(allowed)
     } else {
         Err(format!(
             "--cpus {}: CPU(s) {} not available (the sampler may use {})",
@@ -273,5 +314,33 @@ fn check_available(cpus: &[usize]) -> Result<(), String> {
             format_cpu_list(&missing),
             format_cpu_list(&allowed)
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sampler_keeps_off_the_programs_cpus_when_it_has_others() {
+        assert_eq!(own_cpus(&[0], &[0, 1, 2, 3]), [1, 2, 3]);
+        assert_eq!(own_cpus(&[1, 2], &[0, 1, 2, 3]), [0, 3]);
+        // Pinned to every CPU it may use: it must share them.
+        assert_eq!(own_cpus(&[0, 1], &[0, 1]), [0, 1]);
+    }
+
+    #[test]
+    fn a_pinned_programs_sampler_threads_leave_its_cpu() {
+        let allowed = sampler_cpus().unwrap();
+        let Some(&first) = allowed.first() else {
+            return;
+        };
+        let cmd = ["true".to_string()];
+        let (mut child, _) = spawn(&cmd, Some(&first.to_string()), Stdio::null()).unwrap();
+        child.wait().unwrap();
+        let now = sampler_cpus().unwrap();
+        assert_eq!(now, own_cpus(&[first], &allowed));
+        assert_eq!(now.contains(&first), allowed.len() == 1);
+        keep_to(&allowed);
     }
 }

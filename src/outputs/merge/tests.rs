@@ -170,6 +170,36 @@ fn reruns_of_the_whole_matrix_add_processes_per_cell() {
 }
 
 #[test]
+fn a_run_whose_sample_brings_its_own_drop_rule_is_refused() {
+    let mut b = run("b", half(2), None);
+    let (mut samples, _) = sample::parse_lines(b.files.samples_jsonl.as_bytes()).unwrap();
+    samples[0].drop_batches = Some(crate::study::protocol::DropBatches {
+        steal_above: None,
+        wait_above: None,
+        involuntary_switches_above: None,
+    });
+    b.files.samples_jsonl = samples
+        .iter()
+        .map(|s| serde_json::to_string(s).unwrap() + "\n")
+        .collect();
+    let err = format!(
+        "{:#}",
+        merge(&[run("a", half(1), None), b], "m").err().unwrap()
+    );
+    let s = &samples[0];
+    let sample = format!("{} × {} tasks, repeat {}", s.probe, s.tasks, s.repeat);
+    assert!(
+        err.starts_with("b.tar.gz: the sample of ") && err.contains(&sample),
+        "{err}"
+    );
+    assert!(
+        err.contains("{steal_above: null, wait_above: null, involuntary_switches_above: null}")
+            && err.contains("{steal_above: 0.05, wait_above: 0.05,"),
+        "{err}"
+    );
+}
+
+#[test]
 fn runs_of_another_study_are_refused() {
     let mut other = run("b", half(2), None);
     other.files.study_yaml = DEFAULT_STUDY.replacen("id: wait-1m", "id: other", 1);

@@ -9,7 +9,8 @@ pub const UNEXPLAINED_CV: f64 = 0.02;
 
 /// `probe × N tasks: d of n batches dropped (why…); key CV a % with them, b % without`, and, when a
 /// value's CV without them is still above `target` (or 2 %), that the dropped batches do not
-/// explain the spread. `None` for a cell without counters.
+/// explain the spread, and each process whose batches were mostly disturbed and so all kept.
+/// `None` for a cell without counters.
 pub fn line(c: &Cell, target: Option<f64>) -> Option<String> {
     let d = c.dropped_batches.as_ref()?;
     let limit = target.unwrap_or(UNEXPLAINED_CV);
@@ -45,6 +46,9 @@ pub fn line(c: &Cell, target: Option<f64>) -> Option<String> {
             " — the dropped batches do not explain the spread (CV without them still above {:.2} %)",
             limit * 100.0
         ));
+    }
+    for w in &d.not_dropped {
+        out.push_str(&format!("; ⚠ {w}"));
     }
     Some(out)
 }

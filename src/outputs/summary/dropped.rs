@@ -1,6 +1,7 @@
 //! A timed cell's dropped batches: how many of its valid processes' batches were dropped, and why
 //! ([`crate::study::kind::batches`]), and the CV across processes of each value had they been
-//! kept, beside the cell's own CV (the value without them, which the verdicts use).
+//! kept, beside the cell's own CV (the value without them, which the verdicts use). Both CVs are
+//! over the same processes: the cell's valid ones (dropping batches never makes one invalid).
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,7 @@ use crate::study::sample::Sample;
 /// The dropped batches of one cell (`dropped_batches` of a cell); only for a cell with at least
 /// one process whose sampler read what disturbed its batches.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DroppedBatches {
     /// Batches (`result` lines) of the cell's valid processes.
     pub batches: usize,
@@ -23,6 +25,11 @@ pub struct DroppedBatches {
     /// Per value, the CV across processes of each process's median over all its batches, the
     /// dropped ones included: a fraction. The cell's `stats` hold the CV without them.
     pub cv_with_dropped: BTreeMap<String, f64>,
+    /// The valid processes more than half of whose batches were disturbed past the rule, so that
+    /// none of theirs was dropped: per process, `repeat R: N of M batches disturbed (steal/wait):
+    /// not dropped, the process is judged on all of them`. Such a process stays valid. Absent: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_dropped: Vec<String>,
 }
 
 /// The dropped batches of a cell's valid processes; `None` when none of them has counters.
@@ -32,7 +39,11 @@ pub fn of(valid: &[&Sample]) -> Option<DroppedBatches> {
     }
     let mut by_reason: BTreeMap<String, usize> = BTreeMap::new();
     let mut all: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut not_dropped = Vec::new();
     for s in valid {
+        if let Some(w) = batches::kept_disturbed(s) {
+            not_dropped.push(format!("repeat {}: {w}", s.repeat));
+        }
         for why in batches::dropped(s).into_iter().flatten() {
             *by_reason.entry(why.name().to_string()).or_default() += 1;
         }
@@ -48,5 +59,6 @@ pub fn of(valid: &[&Sample]) -> Option<DroppedBatches> {
             .into_iter()
             .filter_map(|(k, v)| Some((k, cv(&v)?)))
             .collect(),
+        not_dropped,
     })
 }

@@ -48,16 +48,6 @@ impl Measure for Timed {
         peak_ok(s)
             .or_else(|| results_invalid(s, keys, false))
             .or_else(|| batches::mismatch(s))
-            .or_else(|| {
-                let dropped = batches::dropped(s);
-                (dropped.iter().all(Option::is_some)).then(|| {
-                    format!(
-                        "all {} batches were dropped (what disturbed them passed \
-                         protocol.drop_batches)",
-                        dropped.len()
-                    )
-                })
-            })
     }
     fn values(&self, s: &Sample) -> BTreeMap<String, f64> {
         result_medians(s)
@@ -95,9 +85,10 @@ impl Measure for Timed {
             "timed: the program times its own loop and prints `result key=value` lines; a \
              process's value is the median of its lines, a cell's the median of its processes. A \
              line (batch) is dropped, and counted, when during it the steal of the pinned CPUs \
-             was above {} of its window, its threads' run-queue wait above {} of it beyond the \
-             process's quietest batch, or its involuntary switches above {switches} \
-             (`protocol.drop_batches`).",
+             (less one clock tick per CPU) was above {} of its window, its threads' run-queue \
+             wait per busy CPU above {} of it beyond the process's median batch, or its \
+             involuntary switches above {switches} (`protocol.drop_batches`); when more than half \
+             of a process's batches were disturbed none is dropped, and it is said.",
             pct(r.steal_above),
             pct(r.wait_above)
         )
