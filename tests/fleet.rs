@@ -546,13 +546,14 @@ fn bench_fleet() {
     let classes = json(&across.run.join("classes.json"));
     let per_host = classes["hosts"].as_array().unwrap();
     assert_eq!(per_host.len(), 3, "every host judged alone: {classes}");
-
     let hosts: Vec<Vec<(String, String)>> =
         per_host.iter().map(|h| verdicts(&h["verdicts"])).collect();
     let names: Vec<&str> = per_host
         .iter()
         .map(|h| h["host"].as_str().unwrap())
         .collect();
+    let head: String = names.iter().map(|n| format!(" {n:<14}")).collect();
+    println!("{:<28} {:<14}{head}", "claim", "local run");
     let mut same = vec![0; hosts.len()];
     for (claim, want) in &plain {
         let mut row = format!("{claim:<28} {want:<14}");
