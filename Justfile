@@ -279,8 +279,8 @@ bench-fresh *VARIANTS="old new":
         cleanup
         grep -E "built in|rootfs ready|imported" "$tmp/$v.log" | cut -d' ' -f2- | sed "s/^/  $v: /" >&2 || true
         # Images end at the last build line; the run at the kit overhead line; the rest is report and archive.
-        images=$(awk '/ (built in|imported) / { t = $1 } END { print t + 0 }' "$tmp/$v.log")
-        run=$(awk '/ kit overhead: / { t = $1 } END { print t + 0 }' "$tmp/$v.log")
+        images=$(awk '/ (built in|imported) / { t = $1 } END { printf "%.3f", t }' "$tmp/$v.log")
+        run=$(awk '/ kit overhead: / { t = $1 } END { printf "%.3f", t }' "$tmp/$v.log")
         awk -v v="$v" -v a="$t0" -v b="$t1" -v c="$t2" -v i="$images" -v r="$run" 'BEGIN {
             if (i == 0) i = b; if (r == 0) r = i
             printf "%-6s %9.1f %9.1f %9.1f %10.1f %9.1f  (target 240 s)\n", v, b - a, i - b, r - i, c - r, c - a }'
