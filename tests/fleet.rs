@@ -2,8 +2,10 @@
 //! the machine's own. A tiny study `--across` both (every sample with its host and class, the
 //! claims per host), `--spread` over both (each cell on exactly one host), and a host killed
 //! mid-run (its cells lost, the run incomplete) finished by `--resume` on another host of its
-//! class. The extra Engines are all this one machine: they share its CPUs and measure one after
-//! another. Shards `1/2` + `2/2` merged against one unsharded run: tests/shard.rs.
+//! class (exit code 5, not Ctrl-C's 130); a plain `tcp://` host refused before anything runs. The
+//! extra Engines are all this one machine: they share its CPUs and measure one after another.
+//! `bench_fleet` (ignored; `just bench-fleet`) prints issue 26's fleet targets. Shards `1/2` +
+//! `2/2` merged against one unsharded run: tests/shard.rs.
 
 mod common;
 
