@@ -56,6 +56,11 @@ bench-build: driver
 bench-ship:
     cargo test --test placing bench_ship -- --ignored --nocapture --test-threads 1
 
+# Benchmark: runs across hosts on this machine's Engine and two extra ones (loopback mutual TLS): overhead per
+# process with three hosts against one, and a study --across the three against a plain local run, claim by claim.
+bench-fleet:
+    cargo test --test fleet bench_fleet -- --ignored --nocapture --test-threads 1
+
 # Benchmark: the WSL-like kernel's cold compile, then again without cache; same sha256 or not.
 bench-kernels: driver
     #!/usr/bin/env bash

@@ -2,8 +2,10 @@
 //! the machine's own. A tiny study `--across` both (every sample with its host and class, the
 //! claims per host), `--spread` over both (each cell on exactly one host), and a host killed
 //! mid-run (its cells lost, the run incomplete) finished by `--resume` on another host of its
-//! class. The extra Engines are all this one machine: they share its CPUs and measure one after
-//! another. Shards `1/2` + `2/2` merged against one unsharded run: tests/shard.rs.
+//! class (exit code 5, not Ctrl-C's 130); a plain `tcp://` host refused before anything runs. The
+//! extra Engines are all this one machine: they share its CPUs and measure one after another.
+//! `bench_fleet` (ignored; `just bench-fleet`) prints issue 26's fleet targets. Shards `1/2` +
+//! `2/2` merged against one unsharded run: tests/shard.rs.
 
 mod common;
 
@@ -190,7 +192,8 @@ fn a_host_killed_mid_run_loses_its_cells_and_resume_finishes_them_elsewhere() {
         said.push('\n');
     }
     let status = child.wait().unwrap();
-    assert!(!status.success(), "an incomplete run: {said}");
+    // Its own exit code, not Ctrl-C's 130: a script tells "resume" from "the user stopped it".
+    assert_eq!(status.code(), Some(5), "hosts lost: {said}");
     let run = only_run(&results, "tiny");
     let resume = format!("parkbench run --resume {}", run.display());
     assert!(said.contains("LOST") && said.contains(&resume), "{said}");
@@ -326,4 +329,258 @@ fn ctrl_c_stops_every_host_releases_its_leases_and_the_same_hosts_finish_on_resu
     assert_eq!(all.len(), 8, "{all:?}");
     assert!(all.iter().all(|s| s["valid"] == true), "{all:?}");
     assert_eq!(json(&run.join("run.json"))["status"], "complete");
+}
+
+/// No run folder under `results` holds anything: the run never started.
+fn nothing_run(results: &Path) {
+    let runs = results.join("tiny").join("runs");
+    let left: Vec<_> = match std::fs::read_dir(&runs) {
+        Ok(dir) => dir.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    };
+    assert!(left.is_empty(), "nothing should have run: {left:?}");
+}
+
+#[test]
+fn a_plain_tcp_host_is_refused_before_anything_runs_unless_allowed() {
+    // The extra Engine listens with TLS only; named without TLS files it is plain TCP.
+    let extra = ExtraEngine::start(&storage_driver());
+    let tmp = tempfile::tempdir().unwrap();
+    let file = study(tmp.path(), "1000");
+    let results = tmp.path().join("results");
+    let plain = |extra_args: &[&str]| {
+        let mut cmd = parkbench();
+        cmd.env_remove("DOCKER_CERT_PATH")
+            .args(["run", "--results"])
+            .arg(&results)
+            .args(["--hosts", &format!("local,{}", extra.url)])
+            .args(extra_args)
+            .arg(&file);
+        cmd.output().unwrap()
+    };
+    let out = plain(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let err = text(&out.stderr);
+    for part in [
+        format!("host `{}`", extra.url),
+        "plain TCP".into(),
+        "--allow-plain-tcp".into(),
+        "DOCKER_CERT_PATH".into(),
+    ] {
+        assert!(err.contains(&part), "{part} missing: {err}");
+    }
+    nothing_run(&results);
+
+    // Allowed, the Engine still wants TLS: it does not answer plain HTTP, and the run stops
+    // before anything runs, naming it.
+    let out = plain(&["--allow-plain-tcp"]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let err = text(&out.stderr);
+    assert!(err.contains(&extra.url), "{err}");
+    nothing_run(&results);
+}
+
+/// One timed invocation of `parkbench run` in a benchmark.
+struct Timed {
+    run: PathBuf,
+    /// The whole command: the survey, leases and image placing included.
+    wall_s: f64,
+    /// The measuring loops alone (summed over the hosts), from its `kit overhead:` line.
+    loop_s: f64,
+    /// The probe processes' own lifetimes, from the same line.
+    probe_s: f64,
+    processes: usize,
+}
+
+impl Timed {
+    /// Milliseconds of overhead per process: of the whole command, and of the measuring loops.
+    fn per_process_ms(&self) -> (f64, f64) {
+        let n = self.processes.max(1) as f64;
+        (
+            (self.wall_s - self.probe_s) * 1e3 / n,
+            (self.loop_s - self.probe_s) * 1e3 / n,
+        )
+    }
+}
+
+/// Runs `file` with `args` into a fresh results folder under `dir`; invalid samples (exit 3) are
+/// still timed.
+fn timed_run(dir: &Path, file: &Path, label: &str, args: &[&str]) -> Timed {
+    let results = dir.join(label);
+    let started = std::time::Instant::now();
+    let out = parkbench()
+        .args(["run", "--cpus", "auto", "--results"])
+        .arg(&results)
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap();
+    let wall_s = started.elapsed().as_secs_f64();
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "{label}: {}",
+        describe(&out)
+    );
+    let err = text(&out.stderr);
+    let line = (err.lines().rev())
+        .find_map(|l| l.strip_prefix("kit overhead: "))
+        .unwrap_or_else(|| panic!("{label}: no kit overhead line: {err}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let run = std::fs::canonicalize(results.join("tasks-vs-threads/runs/latest")).unwrap();
+    Timed {
+        loop_s: words[0].parse().unwrap(),
+        probe_s: words[4].parse().unwrap(),
+        processes: samples(&run).len(),
+        run,
+        wall_s,
+    }
+}
+
+/// Each claim's verdict (`claim` → status) in a list of verdicts.
+fn verdicts(list: &serde_json::Value) -> Vec<(String, String)> {
+    (list.as_array().unwrap().iter())
+        .map(|v| {
+            let status = v["status"].as_str().unwrap().to_string();
+            (v["claim"].as_str().unwrap().to_string(), status)
+        })
+        .collect()
+}
+
+/// `just bench-fleet`: issue 26's targets for runs across hosts, on this machine's Engine and two
+/// extra ones: the kit's overhead per process with three hosts against one, and a study `--across`
+/// the three against a plain local run, claim by claim.
+#[test]
+#[ignore]
+fn bench_fleet() {
+    ensure_built();
+    let driver = storage_driver();
+    let extra = [ExtraEngine::start(&driver), ExtraEngine::start(&driver)];
+    let tmp = tempfile::tempdir().unwrap();
+    let study =
+        std::fs::read_to_string(repo().join("results/tasks-vs-threads/study.yaml")).unwrap();
+    let file = write_study(tmp.path(), "study.yaml", &study);
+    // Each extra Engine has its own CA: a hosts file beside the study names both.
+    let mut hosts = String::from("hosts:\n");
+    for (i, e) in extra.iter().enumerate() {
+        hosts += &format!(
+            "  e{}:\n    url: {}\n    tls: {}\n",
+            i + 1,
+            e.url,
+            e.certs.display()
+        );
+    }
+    std::fs::write(tmp.path().join("hosts.yaml"), hosts).unwrap();
+    println!(
+        "The two extra Engines are dockerds on this machine: the three hosts share its CPUs and \
+         measure one after another, never at once."
+    );
+
+    println!("\n(a) kit overhead per process, results/tasks-vs-threads: one host against three");
+    println!(
+        "{:<5} {:<28} {:>7} {:>8} {:>8} {:>6} {:>14} {:>14}",
+        "round", "hosts", "wall_s", "loops_s", "probe_s", "procs", "ms/proc(all)", "ms/proc(loops)"
+    );
+    let (mut one, mut three) = (Vec::new(), Vec::new());
+    for round in 1..=2 {
+        let order: [bool; 2] = if round == 1 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        for spread in order {
+            let (label, args): (_, &[&str]) = match spread {
+                false => ("local", &["--hosts", "local"]),
+                true => (
+                    "local,e1,e2 --spread",
+                    &["--hosts", "local,e1,e2", "--spread"],
+                ),
+            };
+            let t = timed_run(tmp.path(), &file, &format!("r{round}-{spread}"), args);
+            let (all, loops) = t.per_process_ms();
+            println!(
+                "{round:<5} {label:<28} {:>7.1} {:>8.1} {:>8.1} {:>6} {all:>14.0} {loops:>14.0}",
+                t.wall_s, t.loop_s, t.probe_s, t.processes
+            );
+            match spread {
+                false => one.push(t.per_process_ms()),
+                true => three.push(t.per_process_ms()),
+            }
+        }
+    }
+    let mean =
+        |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| v.iter().map(f).sum::<f64>() / v.len() as f64;
+    for (what, f) in [
+        (
+            "the whole command (survey, leases, images placed)",
+            (|p: &(f64, f64)| p.0) as fn(&_) -> f64,
+        ),
+        ("the measuring loops alone", |p: &(f64, f64)| p.1),
+    ] {
+        let (a, b) = (mean(&one, f), mean(&three, f));
+        println!(
+            "mean ms of overhead per process, {what}: one host {a:.0}, three hosts {b:.0}: \
+             {:+.0} ms (target: at most 50 ms above one host's)",
+            b - a
+        );
+    }
+    println!(
+        "(the first three-host run shipped the images to the two new Engines: its whole-command \
+         figure holds that)"
+    );
+
+    println!("\n(b) results/tasks-vs-threads --across local,e1,e2 against a plain local run");
+    let local = timed_run(tmp.path(), &file, "plain", &[]);
+    let across = timed_run(
+        tmp.path(),
+        &file,
+        "across",
+        &["--hosts", "local,e1,e2", "--across"],
+    );
+    for run in [&local.run, &across.run] {
+        let out = parkbench().arg("report").arg(run).output().unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0 | 3)),
+            "report: {}",
+            describe(&out)
+        );
+    }
+    let plain = verdicts(&json(&local.run.join("verdicts.json"))["verdicts"]);
+    let classes = json(&across.run.join("classes.json"));
+    let per_host = classes["hosts"].as_array().unwrap();
+    assert_eq!(per_host.len(), 3, "every host judged alone: {classes}");
+    let hosts: Vec<Vec<(String, String)>> =
+        per_host.iter().map(|h| verdicts(&h["verdicts"])).collect();
+    let names: Vec<&str> = per_host
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    let head: String = names.iter().map(|n| format!(" {n:<14}")).collect();
+    println!("{:<28} {:<14}{head}", "claim", "local run");
+    let mut same = vec![0; hosts.len()];
+    for (claim, want) in &plain {
+        let mut row = format!("{claim:<28} {want:<14}");
+        for (j, list) in hosts.iter().enumerate() {
+            let got = (list.iter().find(|(c, _)| c == claim)).map_or("absent", |(_, s)| s);
+            same[j] += usize::from(got == want);
+            let mark = if got == want { "=" } else { "≠" };
+            row += &format!(" {:<14}", format!("{got} {mark}"));
+        }
+        println!("{row}");
+    }
+    println!(
+        "(columns after the first: host as named in --hosts; = the local run's verdict, ≠ another)"
+    );
+    let summary: Vec<String> = (names.iter().zip(&same))
+        .map(|(h, n)| format!("{h} {n}"))
+        .collect();
+    println!(
+        "same verdicts: {} of {} claims on each host ({})",
+        same.iter().min().unwrap(),
+        plain.len(),
+        summary.join(", ")
+    );
+    println!(
+        "the across run took {:.0} s for 3 hosts one after another; the plain run {:.0} s",
+        across.wall_s, local.wall_s
+    );
 }

@@ -20,6 +20,9 @@ pub const EXIT_KIT: u8 = 1;
 pub const EXIT_PROBES_FAILED: u8 = 3;
 /// Exit code: with `--strict`, a claim was not reproduced; with `compare --fail-above`, a cell moved.
 pub const EXIT_CLAIMS_DIFFER: u8 = 4;
+/// Exit code: a host of a run across hosts stopped answering; the run is kept, incomplete, and
+/// `run --resume` finishes it.
+pub const EXIT_HOSTS_LOST: u8 = 5;
 /// Exit code: interrupted; the run is kept and can be resumed.
 pub const EXIT_INTERRUPTED: u8 = 130;
 
@@ -30,6 +33,7 @@ pub fn code(ending: Ending) -> u8 {
         Ending::NotReady => EXIT_KIT,
         Ending::ProbesFailed => EXIT_PROBES_FAILED,
         Ending::ClaimsDiffer | Ending::RunsDiffer => EXIT_CLAIMS_DIFFER,
+        Ending::HostsLost => EXIT_HOSTS_LOST,
         Ending::Interrupted => EXIT_INTERRUPTED,
     }
 }

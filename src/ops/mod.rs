@@ -52,12 +52,23 @@ pub enum Ending {
     RunsDiffer,
     /// Ctrl-C: the running container was removed, the run is kept.
     Interrupted,
+    /// A host of a run across hosts stopped answering: its cells are lost, the other hosts'
+    /// samples kept, and `run --resume` finishes the run (on that host back, or another of its
+    /// class). Told apart from [`Ending::Interrupted`] so that a script knows to resume.
+    HostsLost,
 }
 
 impl Ending {
     /// How a run ended, saying what to do about it.
     pub fn of_run(result: &RunResult) -> Ending {
-        if result.interrupted {
+        // Ctrl-C wins: the user stopped the run, whatever the hosts did.
+        if !result.interrupted && !result.lost_hosts.is_empty() {
+            eprintln!(
+                "run incomplete: host(s) {} lost; resume it as said above",
+                result.lost_hosts.join(", ")
+            );
+            Ending::HostsLost
+        } else if result.interrupted {
             eprintln!(
                 "run incomplete; resume with: {}",
                 crate::run::run_dir::resume_command(result.dir.path(), &result.state)

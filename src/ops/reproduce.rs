@@ -48,7 +48,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
             ..args.run.clone()
         };
         match one(paths, args, &run, interrupt).await {
-            Ok(Ending::Interrupted) => return Ok(Ending::Interrupted),
+            Ok(e @ (Ending::Interrupted | Ending::HostsLost)) => return Ok(e),
             Ok(ending) => worst = worse(worst, ending),
             Err(e) => {
                 eprintln!("error: study {}: {e:#}", file.display());
@@ -75,7 +75,7 @@ async fn one(
     interrupt: &Interrupt,
 ) -> Result<Ending> {
     let run = run::run(paths, run_args, interrupt).await?;
-    if run.interrupted {
+    if run.incomplete() {
         return Ok(Ending::of_run(&run));
     }
     // The run printed its validity warnings; the report's verdict table follows without them.
@@ -166,7 +166,7 @@ fn worse(a: Ending, b: Ending) -> Ending {
         Ending::Ok => 0,
         Ending::ProbesFailed => 1,
         Ending::ClaimsDiffer | Ending::RunsDiffer => 2,
-        Ending::NotReady | Ending::Interrupted => 3,
+        Ending::NotReady | Ending::Interrupted | Ending::HostsLost => 3,
     };
     if rank(b) > rank(a) { b } else { a }
 }

@@ -50,7 +50,7 @@ pub struct Options {
 
 pub async fn command(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<Ending> {
     let result = run(paths, options, interrupt).await?;
-    if !result.interrupted {
+    if !result.incomplete() {
         eprint!("{}", next_steps(result.dir.path()));
     }
     Ok(Ending::of_run(&result))

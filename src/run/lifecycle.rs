@@ -67,7 +67,11 @@ pub struct RunResult {
     pub invalid: usize,
     /// The images of the study's probes whose build failed: those probes went unmeasured.
     pub build_failed: Vec<String>,
+    /// Ctrl-C stopped it before its end: resumable.
     pub interrupted: bool,
+    /// The hosts of a run across hosts (`--hosts`) that stopped answering, their cells left for
+    /// `run --resume`: the run is incomplete. Empty for a run on one Engine.
+    pub lost_hosts: Vec<String>,
     /// Wall time of this invocation's measuring loop, ms.
     pub wall_ms: f64,
     /// Sum of the probe processes' own lifetimes measured in this invocation, ms.
@@ -75,6 +79,11 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// Stopped before its end, by Ctrl-C or a lost host: `run --resume` finishes it.
+    pub fn incomplete(&self) -> bool {
+        self.interrupted || !self.lost_hosts.is_empty()
+    }
+
     /// Wall time against the probes' own lifetimes: the kit's overhead factor.
     pub fn overhead(&self) -> Option<f64> {
         (self.probe_ms > 0.0).then(|| self.wall_ms / self.probe_ms)
@@ -219,6 +228,7 @@ impl Run {
             measured,
             invalid,
             interrupted,
+            lost_hosts: Vec::new(),
             wall_ms,
             probe_ms,
         })

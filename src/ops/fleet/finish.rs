@@ -19,8 +19,8 @@ use crate::run::lifecycle::RunResult;
 use crate::run::run_dir::{self, RunDir, Status};
 
 /// Measures every host given (`surveyed`, a slot per host of `fleet`), records how each ended,
-/// merges the sub-runs; the merged run's result (interrupted when Ctrl-C stopped it or a host was
-/// lost: resumable).
+/// merges the sub-runs; the merged run's result (interrupted when Ctrl-C stopped it, its lost
+/// hosts named when a host stopped answering: resumable either way).
 pub async fn measure_and_merge(
     top: &RunDir,
     mut fleet: FleetRecord,
@@ -32,6 +32,7 @@ pub async fn measure_and_merge(
     let cancel = interrupt.claim();
     let ended = hosts::run_all(top, &fleet, surveyed, common.clone(), &cancel).await;
     interrupt.release();
+    let ctrl_c = cancel.is_cancelled();
     let (mut measured, mut wall_ms, mut probe_ms, mut interrupted) = (0, 0.0, 0.0, false);
     for (host, end) in fleet.hosts.iter_mut().zip(&ended) {
         let Some(end) = end else { continue };
@@ -46,7 +47,10 @@ pub async fn measure_and_merge(
         }
     }
     top.write_json(run_dir::FLEET, &fleet)?;
-    let lost = fleet.hosts.iter().any(|h| h.status == HostStatus::Lost);
+    let lost_hosts: Vec<String> = (fleet.hosts.iter())
+        .filter(|h| h.status == HostStatus::Lost)
+        .map(|h| h.name.clone())
+        .collect();
     let state = merge_hosts(top, &fleet)?;
     let samples = crate::study::sample::read_all(&top.file(run_dir::SAMPLES))
         .map(|(s, _)| s)
@@ -80,7 +84,8 @@ pub async fn measure_and_merge(
         state,
         measured,
         build_failed,
-        interrupted: interrupted || lost,
+        interrupted: interrupted || ctrl_c,
+        lost_hosts,
         wall_ms,
         probe_ms,
     })
