@@ -111,10 +111,13 @@ fn doctor_reads_local_and_a_tls_engine_as_one_class_and_one_machine() {
     assert!(!out.status.success(), "{}", describe(&out));
     let remote = block(&stdout, &extra.url);
     let reachable = value(&remote, "reachable");
+    // Under TLS 1.3 the Engine's refusal of the client certificate reaches the client as an alert
+    // or as a connection closed before the first answer, whichever comes first: the host is named
+    // either way, with what to check.
     assert!(
         reachable.starts_with("FAIL no")
             && reachable.contains(&format!("host `{}`", extra.url))
-            && reachable.contains("Certificate"),
+            && reachable.contains("TLS files"),
         "{stdout}"
     );
     assert!(value(&block(&stdout, "local"), "reachable").starts_with("yes"));

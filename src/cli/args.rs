@@ -76,7 +76,8 @@ pub enum Command {
     /// Explain a claim that differs: rerun its probes with one declared factor changed at a time
     /// (the study's `factors:`), then say which factor, if any, accounts for the difference.
     Explain(ExplainArgs),
-    /// Remove parkbench's images (`--images`) and its artifact cache (`--cache`). Runs are never touched.
+    /// Remove parkbench's images (`--images`), its artifact cache (`--cache`), or dead runs' leases on
+    /// hosts (`--leases`). Runs are never touched.
     Clean(CleanArgs),
     /// Benchmarks of the kit itself.
     #[command(subcommand)]

@@ -62,7 +62,7 @@ pub async fn clean(options: &Options) -> Result<Ending> {
             clear_leases(name, endpoint, which).await?;
         }
         if which == Which::Listed {
-            bail!(
+            eprintln!(
                 "no lease removed: a lease may be a live run's. Once sure its run is gone, give \
                  --run ID (that run's leases) or --all (every run's, live ones included)"
             );

@@ -388,8 +388,9 @@ pub fn merge_deviations(record: &MergeRecord) -> Vec<String> {
         })
         .collect();
     out.push(format!(
-        "merged from {} runs: {}",
+        "merged from {} run{}: {}",
         shards.len(),
+        if shards.len() == 1 { "" } else { "s" },
         shards.join(", ")
     ));
     if !record.missing_shards.is_empty() {

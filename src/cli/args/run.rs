@@ -69,13 +69,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "i/N", conflicts_with = "resume")]
     pub shard: Option<Shard>,
     /// Run on these Docker Engines (comma-separated): `local`, a URL (`unix:///…`, `tcp://h:p`
-    /// with the TLS files of DOCKER_CERT_PATH, `ssh://user@host`); one run folder, a sub-run per
+    /// with the TLS files of DOCKER_CERT_PATH, `ssh://user@host`), a Docker context or a name of a
+    /// hosts.yaml (docs/fleet.md, Hosts); one run folder, a sub-run per
     /// host in `hosts/<name>/`. With `--resume`: hosts of a lost host's class to finish its cells.
     #[arg(long, value_delimiter = ',', value_name = "NAME,…")]
     pub hosts: Vec<String>,
     /// With `--hosts` (the default): every cell on every host, the claims judged per hardware
     /// class (and per host when a class has several).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "spread")]
     pub across: bool,
     /// With `--hosts`: the matrix dealt over hosts of one hardware class, host j measuring shard
     /// j/n, to finish sooner.

@@ -142,12 +142,19 @@ fn merge_hosts(top: &RunDir, fleet: &FleetRecord) -> Result<Option<run_dir::RunS
     for (run, h) in merged.record.runs.iter_mut().zip(&owners) {
         run.hardware = h.class.clone();
         for s in &mut merged.samples[at..at + run.samples] {
+            // The sub-runs are parts of this one run: their samples carry its id.
+            s.run_id = top.id();
             s.host.get_or_insert_with(|| h.name.clone());
             s.hardware = Some(h.class.clone());
         }
         at += run.samples;
     }
     merged.record.classes = merge::classes(&merged.samples);
+    // The hosts' sub-runs are not runs the user merged: the fleet's own lines say what was measured where.
+    merged
+        .state
+        .deviations
+        .retain(|d| !d.starts_with("merged from "));
     merged.state.deviations.extend(fleet_deviations(fleet));
     for w in fleet.hosts.iter().flat_map(|h| &h.warnings) {
         if !merged.state.warnings.contains(w) {
@@ -172,8 +179,9 @@ fn merge_hosts(top: &RunDir, fleet: &FleetRecord) -> Result<Option<run_dir::RunS
 /// What a fleet run says about itself in the report's deviations.
 fn fleet_deviations(fleet: &FleetRecord) -> Vec<String> {
     let mut out = vec![format!(
-        "measured on {} hosts ({}): {}",
+        "measured on {} host{} ({}): {}",
         fleet.hosts.len(),
+        if fleet.hosts.len() == 1 { "" } else { "s" },
         fleet.mode,
         (fleet.hosts.iter())
             .map(|h| format!("{} ({})", h.name, h.class))
@@ -182,7 +190,8 @@ fn fleet_deviations(fleet: &FleetRecord) -> Vec<String> {
     )];
     for h in fleet.hosts.iter().filter(|h| h.plain_tcp) {
         out.push(format!(
-            "host {} ({}) was reached over plain tcp:// without TLS (--allow-plain-tcp): nothing              authenticated its Engine or encrypted the traffic",
+            "host {} ({}) was reached over plain tcp:// without TLS (--allow-plain-tcp): nothing \
+             authenticated its Engine or encrypted the traffic",
             h.name, h.address
         ));
     }
