@@ -164,18 +164,12 @@ async fn start(
     common: Common,
     interrupt: &Interrupt,
 ) -> Result<RunResult> {
-    let busy = hosts::busy(&lay.reached, &top.id()).await?;
-    let placed = hosts::place(
-        lay.coordinator,
-        &lay.reached,
-        &common,
-        lay.how,
-        &lay.sources,
-    )
-    .await?;
     let entries: Vec<_> = lay.reached.iter().map(|r| r.entry.clone()).collect();
-    let surveyed = survey::survey(&entries, probe_tag(&common.study, &common.manifest)?).await?;
-    hosts::fit(&common.study, &common.cpus, &surveyed).await?;
+    let Ready {
+        busy,
+        placed,
+        surveyed,
+    } = ready(top, &lay, &common, &entries).await?;
     if mode == Mode::Spread {
         let classes: Vec<_> = (surveyed.iter())
             .map(|s| (s.entry.name.clone(), s.class.clone()))
@@ -199,6 +193,36 @@ async fn start(
     top.write_json(run_dir::FLEET, &fleet)?;
     let surveyed = surveyed.into_iter().map(Some).collect();
     finish::measure_and_merge(top, fleet, surveyed, common, interrupt).await
+}
+
+/// Hosts made ready to measure: what else runs on each, its images placed and checked, and its
+/// facts read (through the placed images) and fitted to the study; in the order of `lay.reached`.
+struct Ready {
+    busy: Vec<Vec<crate::run::warning::Warning>>,
+    placed: Vec<Vec<record::PlacedImage>>,
+    surveyed: Vec<Surveyed>,
+}
+
+/// Warns of foreign containers, places the images, then surveys and fits `entries` (the survey
+/// runs in the probe image, which only now is on every host). Shared by a new run and a resume.
+async fn ready(
+    top: &RunDir,
+    lay: &Lay<'_>,
+    common: &Common,
+    entries: &[names::HostEntry],
+) -> Result<Ready> {
+    let busy = hosts::busy(&lay.reached, &top.id()).await?;
+    let placed = hosts::place(lay.coordinator, &lay.reached, common, lay.how, &lay.sources).await?;
+    let surveyed = match entries.is_empty() {
+        true => Vec::new(),
+        false => survey::survey(entries, probe_tag(&common.study, &common.manifest)?).await?,
+    };
+    hosts::fit(&common.study, &common.cpus, &surveyed).await?;
+    Ok(Ready {
+        busy,
+        placed,
+        surveyed,
+    })
 }
 
 /// A run that measured nothing leaves no folder; one that did is kept, to resume.
@@ -281,20 +305,11 @@ async fn resume(
         },
     };
     let result = async {
-        let busy = hosts::busy(&lay.reached, &top.id()).await?;
-        let placed = hosts::place(
-            lay.coordinator,
-            &lay.reached,
-            &common,
-            lay.how,
-            &lay.sources,
-        )
-        .await?;
-        let surveyed = match entries.is_empty() {
-            true => Vec::new(),
-            false => survey::survey(&entries, probe_tag(&common.study, &common.manifest)?).await?,
-        };
-        hosts::fit(&common.study, &common.cpus, &surveyed).await?;
+        let Ready {
+            busy,
+            placed,
+            surveyed,
+        } = ready(&top, &lay, &common, &entries).await?;
         let picked = hosts::pick(&fleet, &todo, &surveyed)?;
         for (host, s) in fleet.hosts.iter_mut().zip(&picked) {
             let Some(s) = s else { continue };
