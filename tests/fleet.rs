@@ -178,15 +178,8 @@ fn a_host_killed_mid_run_loses_its_cells_and_resume_finishes_them_elsewhere() {
     let mut said = String::new();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     // The extra Engine measures first; it dies once its first process is measured.
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        said.push_str(&line);
-        said.push('\n');
-        if line.contains(" repeat=1 ") {
-            doomed.kill();
-            break;
-        }
-    }
+    until_first_process(&mut lines, &mut said);
+    doomed.kill();
     for line in lines {
         said.push_str(&line.unwrap());
         said.push('\n');
@@ -282,16 +275,9 @@ fn ctrl_c_stops_every_host_releases_its_leases_and_the_same_hosts_finish_on_resu
         .unwrap();
     let mut said = String::new();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        said.push_str(&line);
-        said.push('\n');
-        if line.contains(" repeat=1 ") {
-            // SAFETY: kill(2) on the child's own pid; no memory is shared.
-            unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-            break;
-        }
-    }
+    until_first_process(&mut lines, &mut said);
+    // SAFETY: kill(2) on the child's own pid; no memory is shared.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     for line in lines {
         said.push_str(&line.unwrap());
         said.push('\n');
@@ -583,4 +569,19 @@ fn bench_fleet() {
         "the across run took {:.0} s for 3 hosts one after another; the plain run {:.0} s",
         across.wall_s, local.wall_s
     );
+}
+
+/// Reads a run's stderr into `said` until its first process is measured (or the stream ends).
+fn until_first_process(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    said: &mut String,
+) {
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        said.push_str(&line);
+        said.push('\n');
+        if line.contains(" repeat=1 ") {
+            return;
+        }
+    }
 }
