@@ -244,6 +244,54 @@ bench-loadgen OLD="faf5744" ROUNDS="2" SECS="5": driver
                   "the per-CPU-second ratio estimates what a saturated pair would give")
     EOF
 
+# Benchmark: the ETA of a first run (no earlier run of STUDY): the run's progress lines, each stamped on arrival,
+# against when its last process really ended; the error at each tenth of the processes (target: within ±20 %
+# from half-way on). RUN_ARGS go to `parkbench run` (e.g. --repeats 1 for a shorter run).
+bench-eta STUDY="results/sleep-peak-2024/study.yaml" *RUN_ARGS: driver
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    # Its own results folder: no earlier run, so the ETA is the first run's. Invalid samples (exit 3) still time.
+    {{bin}} run "{{STUDY}}" --results "$tmp/runs" --cpus auto {{RUN_ARGS}} 2>&1 \
+        | while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done >"$tmp/log" \
+        || [ "${PIPESTATUS[0]}" = 3 ] || { tail -20 "$tmp/log" >&2; exit 1; }
+    python3 - "$tmp/log" <<'PY'
+    import re, sys
+    def seconds(clock):  # "1 h 02 min", "12 min 05 s", "42 s"
+        units = {"h": 3600, "min": 60, "s": 1}
+        return sum(int(n) * units[u] for n, u in re.findall(r"(\d+) (h|min|s)\b", clock))
+    rows = [r.rstrip("\n").partition(" ") for r in open(sys.argv[1])]
+    start = float(rows[0][0])
+    lines = [(float(t), m.group(1)) for t, _, text in rows if (m := re.search(r"\[(ETA [^\]]+|done)\]$", text))]
+    if not lines:
+        sys.exit("bench-eta: the run printed no progress line with an ETA")
+    end, n = lines[-1][0], len(lines)
+    total = end - start
+    print(f"{n} processes; {total:.0f} s from the run's first line to its last process's end")
+    print(f"{'processes done':>14} {'time done':>9} {'ETA said':>13} {'truly left':>10} {'error':>7}")
+    worst = {"processes": 0.0, "time": 0.0}
+    unknown = 0
+    shown = {max(1, round(n * k / 20)) for k in range(1, 20)}
+    for i, (t, eta) in enumerate(lines[:-1], start=1):
+        truth, done = end - t, (t - start) / total
+        err = None
+        if eta == "ETA unknown":
+            unknown += 1
+        elif truth > 0:
+            err = (seconds(eta[4:]) - truth) / truth
+            if i >= n / 2:
+                worst["processes"] = max(worst["processes"], abs(err))
+            if done >= 0.5:
+                worst["time"] = max(worst["time"], abs(err))
+        if i in shown:
+            e = "-" if err is None else f"{err * 100:+.0f}%"
+            said = "unknown" if eta == "ETA unknown" else eta[4:]
+            print(f"{i:>5} ({i / n * 100:>3.0f} %) {done * 100:>7.0f} % {said:>13} {truth:>9.0f}s {e:>7}")
+    print(f"ETA unknown on the first {unknown} of {n} progress lines")
+    print(f"worst error from half the processes on: {worst['processes'] * 100:.1f} %; "
+          f"from half the time on: {worst['time'] * 100:.1f} % (target: within 20 %)")
+    PY
+
 # Benchmark: peak memory (ru_maxrss) of article 001's single-binary probes, in containers and natively.
 bench-fidelity-peak *ARGS: driver
     {{bin}} bench fidelity --study results/sleep-peak-2024/study.yaml --probes rust-tokio-join,rust-async-std,go-sleep {{ARGS}}

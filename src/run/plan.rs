@@ -130,34 +130,50 @@ impl Estimates {
 
     /// The time of one process of `probe` at `tasks`, modelled from its processes finished at other
     /// scales. With two scales or more: a line through their medians (least squares, time against
-    /// tasks), never below the quickest of them. With one scale `n₁` (median `t₁`): a process is a
-    /// fixed startup cost `c` plus a time proportional to its tasks, `c + (t₁ − c) · n ÷ n₁`, where
-    /// `c` is the quickest process this run has finished, of any probe (no process can start for
-    /// less than it takes; capped at `t₁`). When `t₁` is that quickest process itself the model says
-    /// every scale takes `t₁`: an underestimate until a second scale gives the slope, but a known
-    /// one, so a first run shows an ETA after each probe's first process. `None` before any.
+    /// tasks), never below the quickest of them. With one scale `n₁` (median `t₁`) the probe's own
+    /// processes cannot tell its startup from its time per task, so the time per task is borrowed:
+    /// `t₁ + s · (n − n₁)`, where `s` is the median slope of the other probes that have finished two
+    /// scales or more (never below the quickest process this run has finished); before any probe has,
+    /// every scale takes `t₁` — an underestimate of larger scales until a second scale gives a slope,
+    /// but a known one, so a first run shows an ETA after each probe's first process. (Reading a
+    /// slope off one point, e.g. treating `t₁` less the quickest process as time per task, turns a
+    /// difference in startup at 1 task into hours at 1M.) `None` before any.
     fn by_scale(&self, probe: &str, tasks: u64) -> Option<f64> {
-        let points: Vec<(f64, f64)> = self
-            .finished
-            .iter()
-            .filter(|((p, _), _)| p == probe)
-            .filter_map(|((_, t), v)| Some((*t as f64, median(v)?)))
-            .collect();
+        let points = self.points(probe);
         match points.as_slice() {
             [] => None,
             [(n1, t1)] => {
+                let slopes: Vec<f64> = self
+                    .finished
+                    .keys()
+                    .map(|(p, _)| p)
+                    .filter(|p| *p != probe)
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .filter_map(|p| slope(&self.points(p)))
+                    .collect();
+                let Some(s) = median(&slopes) else {
+                    return Some(*t1);
+                };
                 let quickest = self
                     .finished
                     .values()
                     .flatten()
                     .copied()
                     .fold(f64::INFINITY, f64::min);
-                let startup = quickest.min(*t1);
-                let per_task = if *n1 > 0.0 { (t1 - startup) / n1 } else { 0.0 };
-                Some(startup + per_task * tasks as f64)
+                Some((t1 + s * (tasks as f64 - n1)).max(quickest))
             }
             _ => Some(least_squares(&points, tasks as f64)),
         }
+    }
+
+    /// The median time of each scale `probe` has finished processes at: (tasks, ms).
+    fn points(&self, probe: &str) -> Vec<(f64, f64)> {
+        self.finished
+            .iter()
+            .filter(|((p, _), _)| p == probe)
+            .filter_map(|((_, t), v)| Some((*t as f64, median(v)?)))
+            .collect()
     }
     /// The expected time of these processes, and how many of them have no estimate.
     pub fn total(&self, study: &Study, cells: &[Cell]) -> (Duration, usize) {
@@ -194,11 +210,18 @@ fn least_squares(points: &[(f64, f64)], x: f64) -> f64 {
         points.iter().map(|p| p.0).sum::<f64>() / n,
         points.iter().map(|p| p.1).sum::<f64>() / n,
     );
+    let floor = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    (my + slope(points).unwrap_or(0.0) * (x - mx)).max(floor)
+}
+
+/// The least-squares slope of `points` (tasks, ms): ms per task; `None` with fewer than two scales.
+fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
     let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
     let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
-    let floor = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-    (my + slope * (x - mx)).max(floor)
+    (points.len() >= 2 && sxx > 0.0).then(|| sxy / sxx)
 }
 
 /// The plan printed before a run starts: processes by probe and scale, and the expected time.
@@ -375,34 +398,44 @@ mod tests {
         };
         let mut s = crate::study::sample::fixture::samples()[0].clone();
         let mut est = Estimates::default();
-        // Another probe's quickest process bounds the startup cost: 300 ms.
-        (s.probe, s.tasks, s.timings.container_ms) = ("rust-tokio".into(), 1, Some(300.0));
-        est.finished(&s);
-        (s.probe, s.tasks, s.timings.container_ms) = ("go".into(), 10_000, Some(800.0));
-        est.finished(&s);
-        // 300 ms + (800 − 300) ms × n ÷ 10,000.
-        for (tasks, want) in [(100_000, 5_300.0), (10_000, 800.0), (1, 300.05)] {
-            let t = est.of(&study, &cell(tasks)).unwrap();
-            assert!((t - want).abs() < 1e-6, "{tasks}: {t}");
-        }
-        // The probe's own process is the quickest: every scale as long as it.
-        let mut alone = Estimates::default();
-        alone.finished(&s);
-        assert_eq!(alone.of(&study, &cell(1_000_000)), Some(800.0));
+        let mut finish = |est: &mut Estimates, probe: &str, tasks, ms| {
+            (s.probe, s.tasks, s.timings.container_ms) = (probe.into(), tasks, Some(ms));
+            est.finished(&s);
+        };
+        // One process of go, none of any other probe at two scales: every scale as long as it.
+        finish(&mut est, "go", 1, 10_200.0);
+        assert_eq!(est.of(&study, &cell(1_000_000)), Some(10_200.0));
+        // A probe that starts 190 ms quicker at 1 task says nothing of go's time per task: no
+        // extrapolation of startup differences to 1M tasks.
+        finish(&mut est, "rust-tokio", 1, 10_010.0);
+        assert_eq!(est.of(&study, &cell(1_000_000)), Some(10_200.0));
+        // Once rust-tokio has two scales, go borrows its slope: 10 ms over 9,999 tasks.
+        finish(&mut est, "rust-tokio", 10_000, 10_020.0);
+        let t = est.of(&study, &cell(1_000_000)).unwrap();
+        assert!(
+            (t - (10_200.0 + 10.0 / 9_999.0 * 999_999.0)).abs() < 1e-6,
+            "{t}"
+        );
+        // Never below the quickest process finished.
+        let mut quick = Estimates::default();
+        finish(&mut quick, "rust-tokio", 1, 100.0);
+        finish(&mut quick, "rust-tokio", 10_000, 50.0);
+        finish(&mut quick, "go", 10_000, 80.0);
+        assert_eq!(quick.of(&study, &cell(1_000_000)), Some(50.0));
         // So the first run has an ETA once each probe has finished one process.
         let cells = matrix(&study);
+        let mut alone = Estimates::default();
+        finish(&mut alone, "go", 10_000, 800.0);
         assert_eq!(
             alone.eta(&study, &cells),
             "ETA unknown",
             "rust-tokio not started"
         );
-        (s.probe, s.tasks, s.timings.container_ms) = ("rust-tokio".into(), 1, Some(300.0));
-        alone.finished(&s);
+        finish(&mut alone, "rust-tokio", 10_000, 300.0);
         assert!(
             alone.eta(&study, &cells).starts_with("ETA "),
             "{}",
             alone.eta(&study, &cells)
         );
-        assert_ne!(alone.eta(&study, &cells), "ETA unknown");
     }
 }
