@@ -279,9 +279,10 @@ bench-eta STUDY="results/sleep-peak-2024/study.yaml" *RUN_ARGS: driver
             unknown += 1
         elif truth > 0:
             err = (seconds(eta[4:]) - truth) / truth
-            if i >= n / 2:
+            # The last seconds are judged by the clock's own resolution, not in per cent.
+            if truth >= 0.05 * total and i >= n / 2:
                 worst["processes"] = max(worst["processes"], abs(err))
-            if done >= 0.5:
+            if truth >= 0.05 * total and done >= 0.5:
                 worst["time"] = max(worst["time"], abs(err))
         if i in shown:
             e = "-" if err is None else f"{err * 100:+.0f}%"
@@ -289,7 +290,9 @@ bench-eta STUDY="results/sleep-peak-2024/study.yaml" *RUN_ARGS: driver
             print(f"{i:>5} ({i / n * 100:>3.0f} %) {done * 100:>7.0f} % {said:>13} {truth:>9.0f}s {e:>7}")
     print(f"ETA unknown on the first {unknown} of {n} progress lines")
     print(f"worst error from half the processes on: {worst['processes'] * 100:.1f} %; "
-          f"from half the time on: {worst['time'] * 100:.1f} % (target: within 20 %)")
+          f"from half the time on: {worst['time'] * 100:.1f} % (while at least 5 % of the run was left; "
+          "target: within 20 %)")
+    print(next((text for _, _, text in rows if text.startswith("kit overhead:")), "no kit overhead line"))
     PY
 
 # Benchmark: peak memory (ru_maxrss) of article 001's single-binary probes, in containers and natively.

@@ -56,6 +56,9 @@ pub struct Estimates {
     finished: BTreeMap<(String, u64), Vec<f64>>,
     /// Probes that start no process (their toolchain is unavailable): no time.
     not_run: std::collections::BTreeSet<String>,
+    /// The kit's own time per process of this invocation, beyond each process's container time
+    /// (creating, reading and removing containers), ms; `None` before the first has finished.
+    between_ms: Option<f64>,
 }
 
 impl Estimates {
@@ -175,12 +178,25 @@ impl Estimates {
             .filter_map(|((_, t), v)| Some((*t as f64, median(v)?)))
             .collect()
     }
+    /// Records this invocation's wall time so far, ms, from just before its first process: what
+    /// it took beyond its finished processes' container times is the kit's time per process,
+    /// which every process still to start will take too.
+    pub fn elapsed(&mut self, wall_ms: f64) {
+        let times = self.finished.values().flatten();
+        let (n, container) = times.fold((0usize, 0.0), |(n, sum), ms| (n + 1, sum + ms));
+        if n > 0 {
+            self.between_ms = Some(((wall_ms - container) / n as f64).max(0.0));
+        }
+    }
+
     /// The expected time of these processes, and how many of them have no estimate.
     pub fn total(&self, study: &Study, cells: &[Cell]) -> (Duration, usize) {
         let mut ms = 0.0;
         let mut unknown = 0;
         for c in cells {
+            let runs = !self.not_run.contains(&study.probes[c.probe].id);
             match self.of(study, c) {
+                Some(t) if runs => ms += t + self.between_ms.unwrap_or(0.0),
                 Some(t) => ms += t,
                 None => unknown += 1,
             }
@@ -384,6 +400,33 @@ mod tests {
         assert_eq!(est.of(&study, &cell(1)), Some(500.0));
         // Nothing finished of the probe, nor at the scale: unknown.
         assert_eq!(Estimates::default().of(&study, &cell(1_000_000)), None);
+    }
+
+    #[test]
+    fn the_kits_own_time_per_process_is_added_to_every_process_left() {
+        let study = Study::default_study();
+        let cells = matrix(&study);
+        let mut est = Estimates::default();
+        let mut s = crate::study::sample::fixture::samples()[0].clone();
+        for probe in ["go", "rust-tokio"] {
+            (s.probe, s.tasks, s.timings.container_ms) = (probe.into(), 10_000, Some(1_000.0));
+            est.finished(&s);
+        }
+        let left = &cells[..4];
+        assert_eq!(est.total(&study, left).0.as_secs_f64(), 4.0);
+        // Two processes of 1 s took 2.5 s of wall time: 250 ms of the kit's own per process.
+        est.elapsed(2_500.0);
+        assert_eq!(est.total(&study, left).0.as_secs_f64(), 5.0);
+        // A probe that starts no process takes none of it.
+        let est = est.not_run(["go".to_string()]);
+        let go_cells = left
+            .iter()
+            .filter(|c| study.probes[c.probe].id == "go")
+            .count();
+        assert_eq!(
+            est.total(&study, left).0.as_secs_f64(),
+            (left.len() - go_cells) as f64 * 1.25
+        );
     }
 
     #[test]

@@ -125,6 +125,8 @@ impl<E: Containers> Measuring<'_, E> {
                 return Err(self.halt(state, e, cell));
             }
             self.estimates.finished(&sample);
+            self.estimates
+                .elapsed(self.started.elapsed().as_secs_f64() * 1000.0);
             self.measured += 1;
             self.probe_ms += sample.timings.probe_ms.unwrap_or(0.0);
             self.invalid += usize::from(!sample.valid && !sample.is_unavailable());
