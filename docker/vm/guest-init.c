@@ -8,24 +8,39 @@
  *   parkbench.argv=<hex of the arguments, each ended by a NUL byte>
  *   parkbench.env=<hex of KEY=VALUE entries, each ended by a NUL byte>
  *   parkbench.thp=always|madvise|never   (optional: set the THP mode before the command runs)
+ *   parkbench.root=disk   (optional: the image's filesystem is on the virtio disk, see below)
  * Dotted parameters are not passed to init's environment by the kernel; init reads /proc/cmdline.
  * Without parkbench.argv it only prints the guest line (a boot check).
+ *
+ * With parkbench.root=disk the initramfs holds only this init and, in /parkbench-modules, the
+ * kernel modules that reach the disk (none when the kernel has them built in). The init loads
+ * them in name order, mounts the disk's EROFS image (the probe image's filesystem) read-only
+ * under a writable tmpfs layer with overlayfs, as a container's root is, reads every file of the
+ * disk into the page cache (as the initramfs had them all in memory), frees the initramfs's files
+ * and makes the overlay the root; then it goes on as above.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_WORDS 256
+#define MODULES "/parkbench-modules"
+#define MAX_MODULES 64
+#define DISK "/dev/vda"
 
 static void power_off(void) {
     fflush(stdout);
@@ -131,11 +146,99 @@ static void set_thp(const char *mode) {
         close(fd);
 }
 
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Loads every module of MODULES in name order (a name's number gives its place) and deletes it. */
+static void load_modules(void) {
+    DIR *dir = opendir(MODULES);
+    if (!dir)
+        return;
+    static char names[MAX_MODULES][300];
+    char *sorted[MAX_MODULES];
+    int n = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL && n < MAX_MODULES;)
+        if (e->d_name[0] != '.') {
+            snprintf(names[n], sizeof names[n], "%s/%s", MODULES, e->d_name);
+            sorted[n] = names[n];
+            n++;
+        }
+    closedir(dir);
+    qsort(sorted, (size_t)n, sizeof sorted[0], by_name);
+    for (int i = 0; i < n; i++) {
+        int fd = open(sorted[i], O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || (syscall(SYS_finit_module, fd, "", 0) != 0 && errno != EEXIST))
+            fail(sorted[i]);
+        close(fd);
+        unlink(sorted[i]);
+    }
+    rmdir(MODULES);
+}
+
+/* Waits up to 10 s for the disk's device node (its driver may probe it asynchronously). */
+static void wait_for_disk(void) {
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    for (int i = 0; i < 1000 && access(DISK, F_OK) != 0; i++)
+        nanosleep(&tick, NULL);
+    if (access(DISK, F_OK) != 0)
+        fail(DISK);
+}
+
+static void mount_or_fail(const char *src, const char *dir, const char *type, unsigned long flags,
+                          const char *options) {
+    mkdir(dir, 0755);
+    if (mount(src, dir, type, flags, options) != 0)
+        fail(dir);
+}
+
+/* Reads one file of the disk into the page cache (nftw's callback). */
+static int warm_file(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+    (void)ftw;
+    if (type == FTW_F && S_ISREG(st->st_mode) && st->st_size > 0) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+        if (fd >= 0) {
+            readahead(fd, 0, (size_t)st->st_size);
+            close(fd);
+        }
+    }
+    return 0;
+}
+
+/* parkbench.root=disk: the probe image's filesystem from the disk, writable through an overlay. */
+static void enter_disk_root(void) {
+    mount_fs("devtmpfs", "/dev");
+    load_modules();
+    wait_for_disk();
+    mount_or_fail(DISK, "/lower", "erofs", MS_RDONLY, NULL);
+    /* Every file in the page cache, as in the initramfs (and a container's warm cache): a process
+       maps its files from memory, not through faults to the disk. */
+    nftw("/lower", warm_file, 64, FTW_PHYS | FTW_MOUNT);
+    mount_or_fail("tmpfs", "/rw", "tmpfs", 0, "mode=0755");
+    mkdir("/rw/upper", 0755);
+    mkdir("/rw/work", 0755);
+    mount_or_fail("overlay", "/root", "overlay", 0,
+                  "lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work");
+    /* The initramfs's own files are not needed any more (a running binary stays mapped). */
+    unlink("/parkbench-init");
+    if (umount2("/dev", MNT_DETACH) != 0 || umount2("/proc", MNT_DETACH) != 0)
+        fail("unmounting the initramfs's /dev and /proc");
+    if (chdir("/root") != 0 || mount(".", "/", NULL, MS_MOVE, NULL) != 0 || chroot(".") != 0 ||
+        chdir("/") != 0)
+        fail("switching to the disk's root");
+}
+
 int main(void) {
     static char cmdline[4096], hex[4096], argbuf[2048], envbuf[2048], thp[256], mode[32];
     char *argv[MAX_WORDS + 1], *envp[MAX_WORDS + 1];
 
     mount_fs("proc", "/proc");
+    if (read_file("/proc/cmdline", cmdline, sizeof cmdline) < 0)
+        fail("/proc/cmdline");
+    if (param(cmdline, "parkbench.root", mode, sizeof mode) && strcmp(mode, "disk") == 0) {
+        enter_disk_root();
+        mount_fs("proc", "/proc");
+    }
     mount_fs("sysfs", "/sys");
     mount_fs("devtmpfs", "/dev");
     int console = open("/dev/console", O_RDWR);
@@ -149,8 +252,6 @@ int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     mkdir("/tmp", 01777);
 
-    if (read_file("/proc/cmdline", cmdline, sizeof cmdline) < 0)
-        fail("/proc/cmdline");
     if (param(cmdline, "parkbench.thp", mode, sizeof mode))
         set_thp(mode);
 

@@ -21,6 +21,7 @@ pub use build::failure::plain_text;
 pub mod cache;
 pub mod context;
 pub mod digest;
+pub mod erofs;
 pub mod initramfs;
 pub mod lint;
 mod manifest;
