@@ -280,7 +280,7 @@ bench-guest ROUNDS="2" TASKS="10000" KERNEL="debian-6.1": driver
     rows = {}
     print(f"{'side':4} {'probe':11} {'root':9} {'container_s':>11} {'probe_s':>8} {'overhead_s':>10}  valid")
     for side in ("old", "new"):
-        for path in sorted(glob.glob(f"{sys.argv[1]}/{side}/*/runs/*/samples.jsonl")):
+        for path in sorted(glob.glob(f"{sys.argv[1]}/{side}/*/runs/2*/samples.jsonl")):
             run = json.load(open(path.replace("samples.jsonl", "run.json")))
             root = next((g.get("root", "initramfs") for g in run.get("guests", [])), "?")
             for line in open(path):

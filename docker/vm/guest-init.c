@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -192,28 +193,111 @@ static void mount_or_fail(const char *src, const char *dir, const char *type, un
         fail(dir);
 }
 
-/* Reads one file of the disk into the page cache (nftw's callback). */
+/* Reads the file at path into the page cache; returns its descriptor (or -1) for more reading. */
+static int warm_path(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+    struct stat st;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -1;
+    }
+    readahead(fd, 0, (size_t)st.st_size);
+    return fd;
+}
+
+/* nftw's callback: one file of the disk into the page cache. */
 static int warm_file(const char *path, const struct stat *st, int type, struct FTW *ftw) {
     (void)ftw;
     if (type == FTW_F && S_ISREG(st->st_mode) && st->st_size > 0) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
-        if (fd >= 0) {
-            readahead(fd, 0, (size_t)st->st_size);
+        int fd = warm_path(path);
+        if (fd >= 0)
             close(fd);
-        }
     }
     return 0;
 }
 
+/* The file offset of virtual address vaddr in an ELF file's loaded segments, or 0. */
+static off_t file_offset(const Elf64_Phdr *ph, int n, Elf64_Addr vaddr) {
+    for (int i = 0; i < n; i++)
+        if (ph[i].p_type == PT_LOAD && vaddr >= ph[i].p_vaddr &&
+            vaddr < ph[i].p_vaddr + ph[i].p_filesz)
+            return (off_t)(ph[i].p_offset + (vaddr - ph[i].p_vaddr));
+    return 0;
+}
+
+static void warm_program(const char *path, int depth);
+
+/* A needed library, looked up where Debian's loader looks first. */
+static void warm_library(const char *name, int depth) {
+    static const char *const dirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                                       "/lib64", "/usr/lib64", "/lib", "/usr/lib"};
+    char path[600];
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dirs[i], name);
+        if (access(path, R_OK) == 0) {
+            warm_program(path, depth);
+            return;
+        }
+    }
+}
+
+/* A program into the page cache with its ELF interpreter and needed libraries (theirs too, to a
+   few levels): the files its process maps when it starts. */
+static void warm_program(const char *path, int depth) {
+    int fd = warm_path(path);
+    if (fd < 0)
+        return;
+    Elf64_Ehdr eh;
+    Elf64_Phdr ph[64];
+    Elf64_Dyn dyn[512];
+    char text[512];
+    if (depth > 0 && pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+        eh.e_phentsize == sizeof ph[0] && eh.e_phnum <= 64) {
+        int n = eh.e_phnum, ndyn = 0;
+        if (pread(fd, ph, n * sizeof ph[0], (off_t)eh.e_phoff) != (ssize_t)(n * sizeof ph[0]))
+            n = 0;
+        for (int i = 0; i < n; i++) {
+            if (ph[i].p_type == PT_INTERP && ph[i].p_filesz < sizeof text &&
+                pread(fd, text, ph[i].p_filesz, (off_t)ph[i].p_offset) == (ssize_t)ph[i].p_filesz) {
+                text[ph[i].p_filesz] = '\0';
+                int interp = warm_path(text);
+                if (interp >= 0)
+                    close(interp);
+            }
+            if (ph[i].p_type == PT_DYNAMIC) {
+                size_t size = ph[i].p_filesz < sizeof dyn ? ph[i].p_filesz : sizeof dyn;
+                ssize_t got = pread(fd, dyn, size, (off_t)ph[i].p_offset);
+                ndyn = got > 0 ? (int)((size_t)got / sizeof dyn[0]) : 0;
+            }
+        }
+        off_t strtab = 0;
+        for (int i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++)
+            if (dyn[i].d_tag == DT_STRTAB)
+                strtab = file_offset(ph, n, dyn[i].d_un.d_ptr);
+        for (int i = 0; strtab && i < ndyn && dyn[i].d_tag != DT_NULL; i++)
+            if (dyn[i].d_tag == DT_NEEDED &&
+                pread(fd, text, sizeof text - 1, strtab + (off_t)dyn[i].d_un.d_val) > 0) {
+                text[sizeof text - 1] = '\0';
+                if (strchr(text, '/') == NULL)
+                    warm_library(text, depth - 1);
+            }
+    }
+    close(fd);
+}
+
 /* parkbench.root=disk: the probe image's filesystem from the disk, writable through an overlay. */
-static void enter_disk_root(void) {
+static void enter_disk_root(const char *cmdline) {
+    char mode[32];
     mount_fs("devtmpfs", "/dev");
     load_modules();
     wait_for_disk();
     mount_or_fail(DISK, "/lower", "erofs", MS_RDONLY, NULL);
-    /* Every file in the page cache, as in the initramfs (and a container's warm cache): a process
-       maps its files from memory, not through faults to the disk. */
-    nftw("/lower", warm_file, 64, FTW_PHYS | FTW_MOUNT);
+    /* parkbench.warm=all: every file in the page cache, as the initramfs had them all in memory. */
+    if (param(cmdline, "parkbench.warm", mode, sizeof mode) && strcmp(mode, "all") == 0)
+        nftw("/lower", warm_file, 64, FTW_PHYS | FTW_MOUNT);
     mount_or_fail("tmpfs", "/rw", "tmpfs", 0, "mode=0755");
     mkdir("/rw/upper", 0755);
     mkdir("/rw/work", 0755);
@@ -236,7 +320,7 @@ int main(void) {
     if (read_file("/proc/cmdline", cmdline, sizeof cmdline) < 0)
         fail("/proc/cmdline");
     if (param(cmdline, "parkbench.root", mode, sizeof mode) && strcmp(mode, "disk") == 0) {
-        enter_disk_root();
+        enter_disk_root(cmdline);
         mount_fs("proc", "/proc");
     }
     mount_fs("sysfs", "/sys");
@@ -276,6 +360,14 @@ int main(void) {
         fprintf(stderr, "parkbench-init: parkbench.env is not hex of NUL-ended words\n");
         power_off();
     }
+
+    /* From the disk, the programs the command names (arguments that are files) go into the page
+       cache first, with their libraries, so that the process maps them from memory as from the
+       initramfs (or a container's warm cache), not through faults to the disk. */
+    if (param(cmdline, "parkbench.root", mode, sizeof mode) && strcmp(mode, "disk") == 0)
+        for (int i = 0; argv[i]; i++)
+            if (argv[i][0] == '/')
+                warm_program(argv[i], 3);
 
     pid_t child = fork();
     if (child < 0)
