@@ -301,6 +301,59 @@ bench-eta STUDY="results/sleep-peak-2024/study.yaml" *RUN_ARGS: driver
 bench-fidelity-peak *ARGS: driver
     {{bin}} bench fidelity --study results/sleep-peak-2024/study.yaml --probes rust-tokio-join,rust-async-std,go-sleep {{ARGS}}
 
+# Benchmark: a guest process's VM overhead (its VM container's wall time minus the probe's own lifetime) with the
+# image's filesystem on a virtio disk (new) and as the whole initramfs (old, PARKBENCH_GUEST_ROOT=initramfs), under
+# KERNEL: ROUNDS runs per side, alternating, each one process per probe (article 000's Go and Rust at TASKS tasks);
+# prints every process's overhead, then per probe the median of each side and new ÷ old.
+bench-guest ROUNDS="2" TASKS="10000" KERNEL="debian-6.1": driver
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    {
+      echo 'id: guest-bench'
+      echo 'title: the VM overhead of a process under a guest kernel'
+      echo 'source: {article: "000", environment: this host, cpus: "0-1"}'
+      echo 'protocol: {scales: [{{TASKS}}], repeats: 1, order: alternate, cpus: "0-1", settle_ms: 200, samples: 5, interval_ms: 50, timeout_s: 120, kernels: [{{KERNEL}}]}'
+      echo 'probes:'
+      echo '  - {id: go, image: go, args: ["--tasks", "{tasks}"], env: {GOMAXPROCS: "{workers}", GOGC: "100"}}'
+      echo '  - {id: rust-tokio, image: rust-tokio, args: ["--tasks", "{tasks}", "--workers", "{workers}"]}'
+    } > "$tmp/study.yaml"
+    for round in $(seq {{ROUNDS}}); do
+      if [ $((round % 2)) = 1 ]; then order="old new"; else order="new old"; fi
+      for side in $order; do
+        if [ "$side" = old ]; then export PARKBENCH_GUEST_ROOT=initramfs; else unset PARKBENCH_GUEST_ROOT; fi
+        echo "round $round: $side" >&2
+        # Invalid samples (exit 3) still have their times; any other failure prints its end.
+        {{bin}} run "$tmp/study.yaml" --results "$tmp/$side" --cpus auto >/dev/null 2>"$tmp/$side.log" \
+          || [ $? = 3 ] || { tail -20 "$tmp/$side.log" >&2; exit 1; }
+      done
+    done
+    python3 - "$tmp" <<'EOF'
+    import glob, json, statistics, sys
+    rows = {}
+    print(f"{'side':4} {'probe':11} {'root':9} {'container_s':>11} {'probe_s':>8} {'overhead_s':>10}  valid")
+    for side in ("old", "new"):
+        for path in sorted(glob.glob(f"{sys.argv[1]}/{side}/*/runs/2*/samples.jsonl")):
+            run = json.load(open(path.replace("samples.jsonl", "run.json")))
+            root = next((g.get("root", "initramfs") for g in run.get("guests", [])), "?")
+            for line in open(path):
+                s = json.loads(line)
+                t = s.get("timings") or {}
+                if t.get("container_ms") is None or t.get("probe_ms") is None:
+                    print(f"{side:4} {s['probe']:11} {root:9} not measured: {s.get('error')}")
+                    continue
+                over = (t["container_ms"] - t["probe_ms"]) / 1000
+                rows.setdefault((s["probe"], side), []).append(over)
+                print(f"{side:4} {s['probe']:11} {root:9} {t['container_ms'] / 1000:11.2f} {t['probe_ms'] / 1000:8.2f} {over:10.2f}  {s['valid']}")
+    print(f"\n{'probe':11} {'old_s':>7} {'new_s':>7} {'new/old':>8}   (median VM overhead per process)")
+    for probe in sorted({p for p, _ in rows}):
+        old, new = rows.get((probe, "old")), rows.get((probe, "new"))
+        if not old or not new:
+            print(f"{probe:11} not measured on both sides"); continue
+        o, n = statistics.median(old), statistics.median(new)
+        print(f"{probe:11} {o:7.2f} {n:7.2f} {n / o:8.3f}")
+    EOF
+
 # `new` is the driver profile as it is, `old` the one it replaced (size-optimised, fat link-time optimisation,
 # one codegen unit). Crates are fetched first: a fresh machine downloads them once, the network's time.
 # Benchmark: first run from a clean clone (empty build folder, namespace, cache) to verdicts, per driver VARIANT.

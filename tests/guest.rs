@@ -1,6 +1,7 @@
 //! Guest kernels against the real Engine: the Debian kernel boots in a VM with a probe image's own
-//! filesystem and measures 10k tasks; bad kernel names and a guest without enough memory are
-//! refused or recorded with their reasons. (The WSL-like kernel's compile is `just bench-kernels`.)
+//! filesystem, from its virtio disk and (`PARKBENCH_GUEST_ROOT=initramfs`) as the initramfs, and
+//! measures 10k tasks; bad kernel names and a guest without enough memory are refused or recorded
+//! with their reasons. (The WSL-like kernel's compile is `just bench-kernels`.)
 
 mod common;
 
@@ -22,25 +23,47 @@ fn guest_study(id: &str, tasks: &str, extra_protocol: &str) -> String {
 
 /// `parkbench run --cpus auto --kernel KERNEL` of `yaml` with results in `tmp`.
 fn run_under(tmp: &std::path::Path, kernel: &str, yaml: &str) -> std::process::Output {
-    let study = write_study(tmp, "s.yaml", yaml);
-    parkbench()
-        .args(["run", "--cpus", "auto", "--kernel", kernel, "--results"])
-        .arg(tmp)
-        .arg(&study)
-        .output()
-        .unwrap()
+    run_with_root(tmp, kernel, yaml, None)
 }
 
-#[test]
-fn the_debian_kernel_boots_a_probe_image_and_measures_10k_tasks() {
+/// [`run_under`] with `PARKBENCH_GUEST_ROOT` set to `root`.
+fn run_with_root(
+    tmp: &std::path::Path,
+    kernel: &str,
+    yaml: &str,
+    root: Option<&str>,
+) -> std::process::Output {
+    let study = write_study(tmp, "s.yaml", yaml);
+    let mut cmd = parkbench();
+    cmd.args(["run", "--cpus", "auto", "--kernel", kernel, "--results"])
+        .arg(tmp)
+        .arg(&study)
+        .env_remove("PARKBENCH_GUEST_ROOT");
+    if let Some(root) = root {
+        cmd.env("PARKBENCH_GUEST_ROOT", root);
+    }
+    cmd.output().unwrap()
+}
+
+/// One valid Go sample at 10k tasks under debian-6.1 booted with `root`, and the run's kernel
+/// record.
+fn debian_sample(root: Option<&str>) -> (serde_json::Value, serde_json::Value) {
     ensure_built();
     let tmp = tempfile::tempdir().unwrap();
-    let out = run_under(tmp.path(), "debian-6.1", &guest_study("guest", "10000", ""));
+    let yaml = guest_study("guest", "10000", "");
+    let out = run_with_root(tmp.path(), "debian-6.1", &yaml, root);
     assert!(out.status.success(), "{}", describe(&out));
     let run = only_run(tmp.path(), "guest");
     let samples = samples(&run);
     assert_eq!(samples.len(), 1);
-    let s = &samples[0];
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    (samples[0].clone(), state)
+}
+
+#[test]
+fn the_debian_kernel_boots_a_probe_image_from_its_disk_and_measures_10k_tasks() {
+    let (s, state) = debian_sample(None);
     assert_eq!(s["valid"], true, "{s}");
     assert_eq!(s["completed"], 10000, "{s}");
     let g = &s["guest"];
@@ -54,9 +77,13 @@ fn the_debian_kernel_boots_a_probe_image_and_measures_10k_tasks() {
         "{s}"
     );
     assert_eq!(g["vcpus"], 2, "one vCPU per pinned CPU: {s}");
-    let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    // The program's pages are file pages of the disk's filesystem, all in the page cache.
+    assert!(s["rss_file_bytes"].as_u64().unwrap() > 0, "{s}");
     let k = &state["guests"][0];
+    assert_eq!(k["root"], "disk", "{k}");
+    let roots = k["roots"].as_object().unwrap();
+    assert_eq!(roots["go"].as_str().unwrap().len(), 64, "{k}");
+    assert!(roots.contains_key("(init and modules)"), "{k}");
     assert_eq!(k["name"], "debian-6.1");
     assert_eq!(k["release"], g["release"]);
     assert_eq!(k["config_sha256"].as_str().unwrap().len(), 64);
@@ -70,11 +97,23 @@ fn the_debian_kernel_boots_a_probe_image_and_measures_10k_tasks() {
 }
 
 #[test]
+fn the_debian_kernel_still_boots_the_whole_image_as_its_initramfs_when_asked() {
+    let (s, state) = debian_sample(Some("initramfs"));
+    assert_eq!(s["valid"], true, "{s}");
+    assert_eq!(s["completed"], 10000, "{s}");
+    let k = &state["guests"][0];
+    assert_eq!(k["root"], "initramfs", "{k}");
+    assert_eq!(k["roots"]["go"].as_str().unwrap().len(), 64, "{k}");
+    assert!(k["roots"].get("(init and modules)").is_none(), "{k}");
+}
+
+#[test]
 fn a_guest_without_enough_memory_is_an_invalid_sample_with_the_reason() {
     ensure_built();
     let tmp = tempfile::tempdir().unwrap();
-    // 256 MiB cannot even hold the unpacked image: the guest dies before the probe reports.
-    let yaml = guest_study("tight", "10000", "  guest_memory_mib: 256\n");
+    // 200k Go tasks need about 0.5 GiB: in 256 MiB the guest's OOM killer ends the probe (or the
+    // guest dies) before it reports.
+    let yaml = guest_study("tight", "200000", "  guest_memory_mib: 256\n");
     let out = run_under(tmp.path(), "debian-6.1", &yaml);
     assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
     let s = &samples(&only_run(tmp.path(), "tight"))[0];

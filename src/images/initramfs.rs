@@ -59,22 +59,22 @@ pub struct Written {
 }
 
 // The type bits of a cpio mode (S_IFDIR and the rest).
-const DIR: u32 = 0o040000;
-const FILE: u32 = 0o100000;
-const SYMLINK: u32 = 0o120000;
-const CHAR: u32 = 0o020000;
-const BLOCK: u32 = 0o060000;
-const FIFO: u32 = 0o010000;
+pub(crate) const DIR: u32 = 0o040000;
+pub(crate) const FILE: u32 = 0o100000;
+pub(crate) const SYMLINK: u32 = 0o120000;
+pub(crate) const CHAR: u32 = 0o020000;
+pub(crate) const BLOCK: u32 = 0o060000;
+pub(crate) const FIFO: u32 = 0o010000;
 
 /// Where an entry's data comes from: the export (pass 2 seeks there) or memory.
 #[derive(Clone)]
-enum Data<'a> {
+pub(crate) enum Data<'a> {
     Export { offset: u64, size: u64 },
     Bytes(Cow<'a, [u8]>),
 }
 
 impl Data<'_> {
-    fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         match self {
             Data::Export { size, .. } => *size,
             Data::Bytes(bytes) => bytes.len() as u64,
@@ -83,15 +83,16 @@ impl Data<'_> {
 }
 
 #[derive(Clone)]
-struct Member<'a> {
+pub(crate) struct Member<'a> {
     /// Type bits, e.g. [`DIR`].
-    kind: u32,
+    pub(crate) kind: u32,
     /// Permission bits.
-    mode: u32,
-    uid: u32,
-    gid: u32,
-    rdev: (u32, u32),
-    data: Data<'a>,
+    pub(crate) mode: u32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    /// A device's (major, minor).
+    pub(crate) rdev: (u32, u32),
+    pub(crate) data: Data<'a>,
 }
 
 impl<'a> Member<'a> {
@@ -109,11 +110,43 @@ impl<'a> Member<'a> {
 }
 
 /// Entries by normalized path; the map's order is the archive's.
-type Members<'a> = BTreeMap<Vec<u8>, Member<'a>>;
+pub(crate) type Members<'a> = BTreeMap<Vec<u8>, Member<'a>>;
 
 /// Reads the export tar at `export` and writes the archive to `out`, through `out` + ".part" renamed
 /// at the end, so that a crash never leaves half an archive at `out`.
 pub fn write(export: &Path, extras: &[Extra], out: &Path) -> Result<Written> {
+    let members = tree(export, extras)?;
+    let mut part = out.as_os_str().to_owned();
+    part.push(".part");
+    let part = PathBuf::from(part);
+    // Removing the part is best effort: the error that matters is the one that stopped the write.
+    let written = write_part(export, &members, &part).inspect_err(|_| {
+        let _ = fs::remove_file(&part);
+    })?;
+    fs::rename(&part, out)
+        .with_context(|| format!("renaming {} to {}", part.display(), out.display()))?;
+    Ok(written)
+}
+
+/// The size [`write`] would give the archive of `export` and `extras`, bytes, without writing it.
+pub fn size(export: &Path, extras: &[Extra]) -> Result<u64> {
+    let members = tree(export, extras)?;
+    let entry = |name: usize, data: u64| {
+        let head = (110 + name as u64 + 1).next_multiple_of(4);
+        head + data.next_multiple_of(4)
+    };
+    let trailer = entry(b"TRAILER!!!".len(), 0);
+    Ok(members
+        .iter()
+        .map(|(name, m)| entry(name.len(), m.data.size()))
+        .sum::<u64>()
+        + trailer)
+}
+
+/// The guest's filesystem tree: the export's members (without `.dockerenv` and `dev/`), the mount
+/// points and `dev/console`, and `extras`, by normalized path. [`write`] writes it as cpio,
+/// [`super::erofs`] as an EROFS image.
+pub(crate) fn tree<'a>(export: &Path, extras: &[Extra<'a>]) -> Result<Members<'a>> {
     let mut members = scan(export)?;
     members.retain(|path, _| path != b".dockerenv" && !path.starts_with(b"dev/"));
     for (name, mode) in MOUNT_POINTS {
@@ -131,16 +164,7 @@ pub fn write(export: &Path, extras: &[Extra], out: &Path) -> Result<Written> {
     for extra in extras {
         add_extra(&mut members, extra)?;
     }
-    let mut part = out.as_os_str().to_owned();
-    part.push(".part");
-    let part = PathBuf::from(part);
-    // Removing the part is best effort: the error that matters is the one that stopped the write.
-    let written = write_part(export, &members, &part).inspect_err(|_| {
-        let _ = fs::remove_file(&part);
-    })?;
-    fs::rename(&part, out)
-        .with_context(|| format!("renaming {} to {}", part.display(), out.display()))?;
-    Ok(written)
+    Ok(members)
 }
 
 /// Pass 1: every member's metadata and data offset. A hard link is resolved here to a copy of its
@@ -266,7 +290,7 @@ fn normalize(path: &[u8]) -> Result<Vec<u8>> {
     Ok(parts.join(&b'/'))
 }
 
-fn show(path: &[u8]) -> Cow<'_, str> {
+pub(crate) fn show(path: &[u8]) -> Cow<'_, str> {
     String::from_utf8_lossy(path)
 }
 
@@ -303,7 +327,12 @@ fn write_entries(export: &Path, members: &Members, out: &mut impl Write) -> Resu
     write_header(out, 0, b"TRAILER!!!", &Member::new(0, 0, &[]))
 }
 
-fn copy_data(tar: &mut File, offset: u64, size: u64, out: &mut impl Write) -> Result<()> {
+pub(crate) fn copy_data(
+    tar: &mut File,
+    offset: u64,
+    size: u64,
+    out: &mut impl Write,
+) -> Result<()> {
     tar.seek(SeekFrom::Start(offset))?;
     let copied = io::copy(&mut (&mut *tar).take(size), out)?;
     let short = size - copied;
@@ -532,6 +561,14 @@ mod tests {
         assert_eq!(mode("run.fifo"), 0o010644);
         assert_eq!(get("etc/hostname").data, b"guest\n");
         assert_eq!(get(&format!("etc/{}", "d".repeat(120))).data, b"long");
+    }
+
+    #[test]
+    fn the_size_is_the_written_archive_s() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tar = export(tmp.path(), "e.tar", &members(), "", 0);
+        let written = write(&tar, &extras(), &tmp.path().join("e.cpio")).unwrap();
+        assert_eq!(size(&tar, &extras()).unwrap(), written.bytes);
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! too: the manifest lists it and every image below it as failed, with the build's own error line,
 //! and every other image is built (`--strict-build` stops at the first failure instead).
 //!
-//! Also the deterministic tar and cpio writers and the streaming sha256 that later stages reuse.
+//! Also the deterministic tar, cpio and EROFS writers and the streaming sha256 that later stages
+//! reuse.
 //! May import: `study`, `engine`, `yaml`, `stats`.
 
 pub mod artifact;
@@ -21,6 +22,7 @@ pub use build::failure::plain_text;
 pub mod cache;
 pub mod context;
 pub mod digest;
+pub mod erofs;
 pub mod initramfs;
 pub mod lint;
 mod manifest;

@@ -1,7 +1,8 @@
 //! Guests: a probe run in a VM booted from a pinned kernel instead of a container on the host's
 //! kernel. The VM is QEMU in a container of the `vm` image; the guest's root is the probe image's
-//! own filesystem as an initramfs, its init (`docker/vm/guest-init.c`) runs the image's sampler
-//! exactly as a container does, so the sample is the same record with a `guest` part.
+//! own filesystem, on a virtio disk or as the initramfs (`root`), its init
+//! (`docker/vm/guest-init.c`) runs the image's sampler exactly as a container does, so the sample
+//! is the same record with a `guest` part.
 //!
 //! Before measuring, every kernel of the run boots once with an empty root (`check`): with KVM
 //! when `/dev/kvm` exists and such a boot prints within [`KVM_CHECK`], else under TCG (QEMU's
@@ -9,6 +10,7 @@
 
 mod cell;
 mod qemu;
+mod root;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,13 +24,13 @@ use crate::engine::{Containers, Images};
 use crate::images::Manifest;
 use crate::images::cache::Cache;
 use crate::images::digest;
-use crate::images::initramfs;
 use crate::images::recipe::{self, KERNEL_CONFIG, KERNEL_FILE, KERNEL_PREFIX};
 use crate::study::Study;
 use crate::study::kernel::{Accel, HOST};
 
 pub use cell::InGuest;
 pub use qemu::{COMMAND_LINE_MAX, Console, GuestLine, cell_spec, too_long};
+pub use root::{MODULES_IN_KERNEL, ROOT_ENV, Root, RootFile, Way};
 
 /// The image QEMU runs in.
 pub const VM_IMAGE: &str = "vm";
@@ -40,8 +42,8 @@ pub const INIT: &str = "/parkbench-init";
 pub const KVM_CHECK: Duration = Duration::from_secs(20);
 /// How long a TCG boot of the empty root may take.
 const TCG_CHECK: Duration = Duration::from_secs(180);
-/// The boot allowance added to a cell's timeout under TCG (unpacking a large initramfs in an
-/// emulated CPU takes seconds).
+/// The boot allowance added to a cell's timeout under TCG (booting, and unpacking a large
+/// initramfs, in an emulated CPU takes seconds).
 pub const BOOT_ALLOWANCE: Duration = Duration::from_secs(120);
 
 /// One guest kernel as a run used it (run.json `guests`).
@@ -71,7 +73,20 @@ pub struct GuestKernel {
     /// The kernel image's own deviations (its recipe's `notes`, e.g. a configuration fallback).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// How its guests got the probe image's filesystem: `disk` (an EROFS image on a read-only
+    /// virtio disk under a tmpfs overlay) or `initramfs` (the whole filesystem unpacked into
+    /// memory; every run before the disk existed).
+    #[serde(default)]
+    pub root: Way,
+    /// sha256 of each probe image's root as this kernel booted it (the EROFS image or the
+    /// initramfs), by image name; with `disk`, [`BOOT_INITRAMFS`] names the initramfs of the
+    /// init and the kernel's modules.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub roots: BTreeMap<String, String>,
 }
+
+/// The key of a disk boot's own initramfs in [`GuestKernel::roots`].
+pub const BOOT_INITRAMFS: &str = "(init and modules)";
 
 /// Every kernel the run measures under, and its files on the host.
 #[derive(Debug, Clone, Default)]
@@ -90,18 +105,8 @@ pub struct Prepared {
     pub record: GuestKernel,
     /// The kernel file on the host (bind-mounted into the VM container).
     pub file: PathBuf,
-}
-
-/// A probe image's filesystem as an initramfs on the host.
-#[derive(Debug, Clone)]
-pub struct Root {
-    pub file: PathBuf,
-    /// sha256 of the cpio archive.
-    pub sha256: String,
-    /// Its size, bytes.
-    pub bytes: u64,
-    /// The image's environment, which a container from it would start with.
-    pub env: Vec<String>,
+    /// With the disk: the initramfs of the init and the kernel's modules.
+    pub boot: Option<RootFile>,
 }
 
 /// The kernels this checkout can boot: `host` and every `docker/kernel-<name>/` recipe.
@@ -156,8 +161,9 @@ pub fn is_guest_image(name: &str) -> bool {
             .is_some_and(|k| !k.is_empty())
 }
 
-/// Guest memory, MiB: the study's `protocol.guest_memory_mib`, else twice the largest initramfs
-/// (it is unpacked into memory) plus 4 KiB per task of the largest scale plus 512 MiB for the
+/// Guest memory, MiB: the study's `protocol.guest_memory_mib`, else twice the largest root as an
+/// initramfs (an initramfs is unpacked into memory; a root on the disk gets the same memory, so
+/// the two ways measure alike) plus 4 KiB per task of the largest scale plus 512 MiB for the
 /// kernel and the sampler.
 pub fn memory_mib(study: &Study, largest_root: u64) -> u64 {
     if let Some(m) = study.protocol.guest_memory_mib {
@@ -189,19 +195,46 @@ pub async fn prepare(
         vm_tag: vm.tag.clone(),
         ..Guests::default()
     };
+    let forced = std::env::var(ROOT_ENV).ok();
+    let mut kernels = Vec::new();
+    for name in names.into_iter().filter(|k| *k != HOST) {
+        let KernelFiles {
+            mut record,
+            file,
+            config,
+            modules,
+        } = kernel(engine, manifest, &dir, name).await?;
+        let names: Vec<String> = modules.iter().map(|(n, _)| n.clone()).collect();
+        record.root = root::way(&config, &names, forced.as_deref())?;
+        let boot = match record.root {
+            Way::Disk => Some(root::boot_initramfs(cache, &init, &modules)?),
+            Way::Initramfs => None,
+        };
+        kernels.push(Prepared { record, file, boot });
+    }
+    let ways: Vec<Way> = kernels.iter().map(|k| k.record.root).collect();
     for probe in study.probes.iter().filter(|p| p.kernel.is_some()) {
-        if guests.roots.contains_key(&probe.image) || manifest.get(&probe.image).is_none() {
+        if guests.roots.contains_key(&probe.image) {
             continue;
         }
-        let root = root(engine, cache, manifest, &probe.image, &init).await?;
+        let Some(image) = manifest.get(&probe.image) else {
+            continue;
+        };
+        let root = root::make(engine, cache, image, &ways, &init).await?;
         guests.roots.insert(probe.image.clone(), root);
     }
-    let largest = guests.roots.values().map(|r| r.bytes).max().unwrap_or(0);
+    let largest = guests
+        .roots
+        .values()
+        .map(Root::initramfs_bytes)
+        .max()
+        .unwrap_or(0);
     let memory = memory_mib(study, largest);
-    let empty = empty_root(cache, &dir, &init)?;
-    for name in names.into_iter().filter(|k| *k != HOST) {
-        let (record, file) = kernel(engine, manifest, &dir, name, memory).await?;
-        let record = check(engine, &guests.vm_tag, record, &file, &empty, cancel).await?;
+    for mut k in kernels {
+        k.record.memory_mib = memory;
+        k.record.roots = roots_of(&k, &guests.roots);
+        let name = k.record.name.clone();
+        let record = check(engine, &guests.vm_tag, &k, cache, &init, cancel).await?;
         eprintln!(
             "kernel {name}: {} ({}), THP {}, booted in {:.1} s{}",
             record.release,
@@ -214,11 +247,27 @@ pub async fn prepare(
                 format!("; {}", record.accel_note)
             }
         );
-        guests
-            .kernels
-            .insert(name.to_string(), Prepared { record, file });
+        guests.kernels.insert(name, Prepared { record, ..k });
     }
     Ok(guests)
+}
+
+/// The sha256 of each root `k` boots, by image name.
+fn roots_of(k: &Prepared, roots: &BTreeMap<String, Root>) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, String> = roots
+        .iter()
+        .filter_map(|(image, r)| {
+            let file = match k.record.root {
+                Way::Disk => r.disk.as_ref(),
+                Way::Initramfs => r.initramfs.as_ref(),
+            };
+            file.map(|f| (image.clone(), f.sha256.clone()))
+        })
+        .collect();
+    if let Some(boot) = &k.boot {
+        out.insert(BOOT_INITRAMFS.to_string(), boot.sha256.clone());
+    }
+    out
 }
 
 /// The deviation a guest kernel brings, in words.
@@ -246,6 +295,7 @@ pub fn same_as_before(before: &[GuestKernel], now: &[GuestKernel]) -> Result<()>
             continue;
         };
         let changed: Vec<String> = [
+            ("root", &b.root.to_string(), &k.root.to_string()),
             ("vmlinuz sha256", &b.vmlinuz_sha256, &k.vmlinuz_sha256),
             ("config sha256", &b.config_sha256, &k.config_sha256),
             ("release", &b.release, &k.release),
@@ -300,18 +350,36 @@ async fn verified_file(
     Ok(bytes)
 }
 
-/// The kernel `name`'s record (without the boot's findings) and its file in `dir`.
+/// A kernel's files, checked against the manifest.
+struct KernelFiles {
+    /// Its record, without the boot's findings.
+    record: GuestKernel,
+    /// The kernel on the host.
+    file: PathBuf,
+    config: String,
+    /// Its modules for the disk (file name, bytes), in load order.
+    modules: Vec<(String, Vec<u8>)>,
+}
+
+/// The kernel `name`'s files, the kernel written into `dir`.
 async fn kernel(
     engine: &impl Images,
     manifest: &Manifest,
     dir: &Path,
     name: &str,
-    memory_mib: u64,
-) -> Result<(GuestKernel, PathBuf)> {
+) -> Result<KernelFiles> {
     let image_name = format!("{KERNEL_PREFIX}{name}");
     let image = built(manifest, &image_name)?;
     let vmlinuz = verified_file(engine, manifest, &image_name, KERNEL_FILE).await?;
     let config = verified_file(engine, manifest, &image_name, KERNEL_CONFIG).await?;
+    let mut modules = Vec::new();
+    // The manifest's map is sorted by path: the modules come in load order.
+    for path in image.binaries.keys() {
+        if let Some(file) = path.strip_prefix(MODULES_IN_KERNEL) {
+            let bytes = verified_file(engine, manifest, &image_name, path).await?;
+            modules.push((file.to_string(), bytes));
+        }
+    }
     let sha = digest::bytes(&vmlinuz);
     let file = dir.join(format!("vmlinuz-{sha}"));
     if !file.exists() {
@@ -326,100 +394,45 @@ async fn kernel(
         thp: String::new(),
         accel: Accel::Tcg,
         accel_note: String::new(),
-        memory_mib,
+        memory_mib: 0,
         boot_ms: 0.0,
         notes: image.notes.clone(),
+        root: Way::Initramfs,
+        roots: BTreeMap::new(),
     };
-    Ok((record, file))
-}
-
-/// The initramfs of the probe image `name`: its exported filesystem and the guest's init, cached
-/// by image ID and init.
-async fn root(
-    engine: &impl Images,
-    cache: &Cache,
-    manifest: &Manifest,
-    name: &str,
-    init: &[u8],
-) -> Result<Root> {
-    let image = built(manifest, name)?;
-    let key = digest::bytes(
-        format!(
-            "{} {} {}",
-            crate::images::initramfs::LAYOUT,
-            image.id,
-            digest::bytes(init)
-        )
-        .as_bytes(),
-    );
-    let file = cache
-        .root()
-        .join("guest")
-        .join(format!("root-{}.cpio", &key[..32]));
-    let env = engine
-        .image(&image.tag)
-        .await?
-        .map(|f| f.env)
-        .unwrap_or_default();
-    if !file.exists() {
-        let started = Instant::now();
-        let scratch = cache.scratch()?;
-        let export = scratch.path().join("export.tar");
-        engine.export_filesystem(&image.tag, &export).await?;
-        let extra = initramfs::Extra {
-            path: INIT,
-            mode: 0o755,
-            data: init,
-        };
-        initramfs::write(&export, &[extra], &file)
-            .with_context(|| format!("making the initramfs of image {name}"))?;
-        eprintln!(
-            "initramfs of {name} written in {:.1} s",
-            started.elapsed().as_secs_f64()
-        );
-    }
-    let sha256 = digest::file(&file)?;
-    let bytes = std::fs::metadata(&file)
-        .with_context(|| format!("reading {}", file.display()))?
-        .len();
-    Ok(Root {
+    Ok(KernelFiles {
+        record,
         file,
-        sha256,
-        bytes,
-        env,
+        config: String::from_utf8_lossy(&config).into_owned(),
+        modules,
     })
 }
 
-/// An initramfs with nothing but the init, for the check boot.
-fn empty_root(cache: &Cache, dir: &Path, init: &[u8]) -> Result<PathBuf> {
-    let file = dir.join(format!("empty-{}.cpio", &digest::bytes(init)[..32]));
-    if file.exists() {
-        return Ok(file);
-    }
-    let scratch = cache.scratch()?;
-    let tar = scratch.path().join("empty.tar");
-    tar::Builder::new(std::fs::File::create(&tar).context("creating an empty tar")?)
-        .into_inner()
-        .context("writing an empty tar")?;
-    let extra = initramfs::Extra {
-        path: INIT,
-        mode: 0o755,
-        data: init,
-    };
-    initramfs::write(&tar, &[extra], &file)?;
-    Ok(file)
-}
-
-/// Boots the kernel with the empty root: under KVM when it works, else TCG; fills in what the
-/// guest printed.
+/// Boots the kernel `k` with an empty root, the way its cells boot (so a disk it cannot mount
+/// stops the run here): under KVM when it works, else TCG; fills in what the guest printed.
 async fn check(
     engine: &impl Containers,
     vm_tag: &str,
-    mut record: GuestKernel,
-    kernel: &Path,
-    empty: &Path,
+    k: &Prepared,
+    cache: &Cache,
+    init: &[u8],
     cancel: &CancellationToken,
 ) -> Result<GuestKernel> {
+    let mut record = k.record.clone();
+    let (init_only, empty_disk);
+    let root = match &k.boot {
+        Some(boot) => {
+            empty_disk = root::empty_disk(cache)?;
+            qemu::RootFiles::Disk {
+                initramfs: &boot.file,
+                image: &empty_disk.file,
+            }
+        }
+        None => {
+            init_only = root::boot_initramfs(cache, init, &[])?;
+            qemu::RootFiles::Initramfs(&init_only.file)
+        }
+    };
     let kvm = Path::new("/dev/kvm");
     let mut tries = Vec::new();
     if kvm.exists() {
@@ -431,8 +444,8 @@ async fn check(
     for (accel, timeout) in tries {
         let boot = qemu::Boot {
             vm_tag,
-            kernel,
-            root: empty,
+            kernel: &k.file,
+            root,
             accel,
             // The cells' memory: the kernel turns THP off below 512 MiB, so less would misreport it.
             memory_mib: record.memory_mib,
@@ -506,6 +519,8 @@ mod tests {
             memory_mib: 2048,
             boot_ms: 9000.0,
             notes: Vec::new(),
+            root: Way::Disk,
+            roots: BTreeMap::new(),
         }
     }
 

@@ -87,8 +87,18 @@ async fn a_kernel_is_made_ready_from_files_the_manifest_vouches_for() {
     let kvm = Path::new("/dev/kvm").exists();
     assert_eq!(k.record.accel, if kvm { Accel::Kvm } else { Accel::Tcg });
     assert!(k.file.is_file(), "the kernel is on the host");
-    let root = &guests.roots["go"];
+    // The fake's kernel configuration has no virtio disk: the whole filesystem is the initramfs.
+    assert_eq!(k.record.root, Way::Initramfs);
+    let root = guests.roots["go"].initramfs.as_ref().unwrap();
     assert_eq!(root.sha256, digest::file(&root.file).unwrap());
+    assert_eq!(
+        k.record.roots["go"], root.sha256,
+        "run.json records the root's sha256"
+    );
+    assert!(
+        guests.roots["go"].disk.is_none(),
+        "no kernel boots from the disk"
+    );
     assert_eq!(guests.roots.len(), 1, "only built probe images get a root");
     assert_eq!(guests.vm_tag, "parkbench/vm:t");
     let boot = &engine.runs()[0];

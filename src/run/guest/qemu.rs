@@ -7,23 +7,37 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{Accel, Guests, INIT};
+use super::{Accel, Guests, INIT, Way};
 use crate::engine::{ContainerSpec, Mount};
 
-/// Where the VM container sees the kernel and the initramfs.
+/// Where the VM container sees the kernel, the initramfs and the disk.
 const KERNEL_IN_VM: &str = "/guest/vmlinuz";
 const ROOT_IN_VM: &str = "/guest/root.cpio";
+const DISK_IN_VM: &str = "/guest/root.erofs";
 /// Tasks the VM container may hold: QEMU's threads (one per vCPU, a few for I/O and its main loop);
 /// the probe's own processes are the guest kernel's, not the host's.
 const QEMU_PIDS_LIMIT: u64 = 1024;
 /// The path a container from a probe image starts with when the image sets none (the Engine's).
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+/// How a guest gets the probe image's filesystem.
+#[derive(Debug, Clone, Copy)]
+pub enum RootFiles<'a> {
+    /// The whole filesystem as the initramfs, unpacked into the guest's memory at boot.
+    Initramfs(&'a Path),
+    /// A small initramfs (the init and the modules that reach the disk) and the filesystem as an
+    /// EROFS image on a read-only virtio disk.
+    Disk {
+        initramfs: &'a Path,
+        image: &'a Path,
+    },
+}
+
 /// One boot of a guest.
 pub struct Boot<'a> {
     pub vm_tag: &'a str,
     pub kernel: &'a Path,
-    pub root: &'a Path,
+    pub root: RootFiles<'a>,
     pub accel: Accel,
     pub memory_mib: u64,
     /// Host CPUs QEMU is pinned to (sched_setaffinity through taskset); the guest has as many
@@ -83,6 +97,30 @@ impl Boot<'_> {
         ] {
             cmd.push(word.to_string());
         }
+        let mut mounts = vec![Mount {
+            host: self.kernel.to_path_buf(),
+            container: KERNEL_IN_VM.into(),
+        }];
+        match self.root {
+            RootFiles::Initramfs(file) => mounts.push(Mount {
+                host: file.to_path_buf(),
+                container: ROOT_IN_VM.into(),
+            }),
+            RootFiles::Disk { initramfs, image } => {
+                mounts.push(Mount {
+                    host: initramfs.to_path_buf(),
+                    container: ROOT_IN_VM.into(),
+                });
+                mounts.push(Mount {
+                    host: image.to_path_buf(),
+                    container: DISK_IN_VM.into(),
+                });
+                let drive = format!("file={DISK_IN_VM},format=raw,if=virtio,readonly=on");
+                // Before -append, which stays last.
+                let at = cmd.len() - 2;
+                cmd.splice(at..at, ["-drive".to_string(), drive]);
+            }
+        }
         ContainerSpec {
             image: self.vm_tag.to_string(),
             cmd,
@@ -90,16 +128,7 @@ impl Boot<'_> {
             labels: [("parkbench.role".to_string(), "guest".to_string())].into(),
             timeout: self.timeout,
             seccomp: None,
-            mounts: vec![
-                Mount {
-                    host: self.kernel.to_path_buf(),
-                    container: KERNEL_IN_VM.into(),
-                },
-                Mount {
-                    host: self.root.to_path_buf(),
-                    container: ROOT_IN_VM.into(),
-                },
-            ],
+            mounts,
             devices: match self.accel {
                 Accel::Kvm => vec!["/dev/kvm".into()],
                 Accel::Tcg => Vec::new(),
@@ -113,6 +142,15 @@ impl Boot<'_> {
     /// command as hex of NUL-ended words (the kernel splits its command line at spaces).
     fn append(&self) -> String {
         let mut line = format!("console=ttyS0 quiet panic=-1 rdinit={INIT}");
+        if let RootFiles::Disk { .. } = self.root {
+            line.push_str(" parkbench.root=disk");
+            // Reading every file of the disk into the page cache (as the initramfs had them) is
+            // cheap under KVM; under TCG it costs seconds per process, and only memory is measured
+            // there: the init then reads the command's programs and their libraries alone.
+            if self.accel == Accel::Kvm {
+                line.push_str(" parkbench.warm=all");
+            }
+        }
         if !self.argv.is_empty() {
             let _ = write!(line, " parkbench.argv={}", hex_words(self.argv));
         }
@@ -165,10 +203,17 @@ pub fn cell_spec(
     vars.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
     let env: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let accel = k.record.accel;
+    let root = match (&k.boot, k.record.root) {
+        (Some(boot), Way::Disk) => RootFiles::Disk {
+            initramfs: &boot.file,
+            image: &root.disk.as_ref()?.file,
+        },
+        _ => RootFiles::Initramfs(&root.initramfs.as_ref()?.file),
+    };
     let boot = Boot {
         vm_tag: &guests.vm_tag,
         kernel: &k.file,
-        root: &root.file,
+        root,
         accel,
         memory_mib: k.record.memory_mib,
         host_cpus,
@@ -274,7 +319,7 @@ mod tests {
         let boot = Boot {
             vm_tag: "vm:1",
             kernel: Path::new("/k"),
-            root: Path::new("/r"),
+            root: RootFiles::Initramfs(Path::new("/r")),
             accel: Accel::Tcg,
             memory_mib: 512,
             host_cpus: &[2, 3],
@@ -304,6 +349,52 @@ mod tests {
         assert!(spec.devices.is_empty(), "TCG needs no /dev/kvm");
         assert_eq!((spec.user, spec.pids_limit), (None, QEMU_PIDS_LIMIT));
         assert_eq!(spec.mounts.len(), 2);
+        assert!(!append.contains("parkbench.root"), "{append}");
+    }
+
+    #[test]
+    fn a_disk_root_is_a_read_only_virtio_drive_read_whole_into_memory_only_under_kvm() {
+        let mut boot = Boot {
+            vm_tag: "vm:1",
+            kernel: Path::new("/k"),
+            root: RootFiles::Disk {
+                initramfs: Path::new("/boot.cpio"),
+                image: Path::new("/root.erofs"),
+            },
+            accel: Accel::Tcg,
+            memory_mib: 512,
+            host_cpus: &[0],
+            argv: &["/usr/local/bin/sampler".into()],
+            env: &[],
+            thp: None,
+            timeout: Duration::from_secs(1),
+        };
+        let spec = boot.spec();
+        let drive = spec.cmd.iter().position(|w| w == "-drive").unwrap();
+        assert_eq!(
+            spec.cmd[drive + 1],
+            format!("file={DISK_IN_VM},format=raw,if=virtio,readonly=on")
+        );
+        assert_eq!(
+            spec.cmd[spec.cmd.len() - 2],
+            "-append",
+            "the command line stays last"
+        );
+        let hosts: Vec<&Path> = spec.mounts.iter().map(|m| m.host.as_path()).collect();
+        assert_eq!(
+            hosts,
+            [
+                Path::new("/k"),
+                Path::new("/boot.cpio"),
+                Path::new("/root.erofs")
+            ]
+        );
+        let append = spec.cmd.last().unwrap();
+        assert!(append.contains(" parkbench.root=disk"), "{append}");
+        assert!(!append.contains("parkbench.warm"), "{append}");
+        boot.accel = Accel::Kvm;
+        let append = boot.spec().cmd.last().unwrap().clone();
+        assert!(append.contains(" parkbench.warm=all"), "{append}");
     }
 
     #[test]

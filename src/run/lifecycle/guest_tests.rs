@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::loop_tests::{assert_halted_at_second, manifest, new_run, samples, study_with};
 use super::*;
 use crate::engine::fake::{FakeEngine, Step, sampler_json};
-use crate::run::guest::{GuestKernel, Prepared, Root};
+use crate::run::guest::{GuestKernel, Prepared, Root, RootFile, Way};
 use crate::study::kernel::Accel;
 
 const KERNEL: &str = "debian-6.1";
@@ -35,16 +35,23 @@ fn guests(accel: Accel) -> Guests {
         memory_mib: 1024,
         boot_ms: 900.0,
         notes: Vec::new(),
+        root: Way::Initramfs,
+        roots: BTreeMap::new(),
     };
     let kernel = Prepared {
         record,
         file: PathBuf::from("/cache/guest/vmlinuz"),
+        boot: None,
     };
     let root = |image: &str| {
         let root = Root {
-            file: PathBuf::from(format!("/cache/guest/root-{image}.cpio")),
-            sha256: "c".repeat(64),
-            bytes: 1 << 20,
+            initramfs: Some(RootFile {
+                file: PathBuf::from(format!("/cache/guest/root-{image}.cpio")),
+                sha256: "c".repeat(64),
+                bytes: 1 << 20,
+                initramfs_bytes: 1 << 20,
+            }),
+            disk: None,
             env: vec!["PATH=/usr/bin:/bin".into()],
         };
         (image.to_string(), root)
