@@ -263,10 +263,13 @@ bench-eta STUDY="results/sleep-peak-2024/study.yaml" *RUN_ARGS: driver
         units = {"h": 3600, "min": 60, "s": 1}
         return sum(int(n) * units[u] for n, u in re.findall(r"(\d+) (h|min|s)\b", clock))
     rows = [r.rstrip("\n").partition(" ") for r in open(sys.argv[1])]
-    start = float(rows[0][0])
+    # The measuring starts at the plan line (images and guests are ready by then).
+    start = float(next((t for t, _, text in rows if text.startswith("plan:")), rows[0][0]))
     lines = [(float(t), m.group(1)) for t, _, text in rows if (m := re.search(r"\[(ETA [^\]]+|done)\]$", text))]
     if not lines:
         sys.exit("bench-eta: the run printed no progress line with an ETA")
+    # A round of processes on demand ends with its own `done`; only the run's last one is the end.
+    lines = [l for l in lines[:-1] if l[1] != "done"] + lines[-1:]
     end, n = lines[-1][0], len(lines)
     total = end - start
     print(f"{n} processes; {total:.0f} s from the run's first line to its last process's end")

@@ -15,9 +15,13 @@
  * With parkbench.root=disk the initramfs holds only this init and, in /parkbench-modules, the
  * kernel modules that reach the disk (none when the kernel has them built in). The init loads
  * them in name order, mounts the disk's EROFS image (the probe image's filesystem) read-only
- * under a writable tmpfs layer with overlayfs, as a container's root is, reads every file of the
- * disk into the page cache (as the initramfs had them all in memory), frees the initramfs's files
- * and makes the overlay the root; then it goes on as above.
+ * under a writable tmpfs layer with overlayfs, as a container's root is, frees the initramfs's
+ * files and makes the overlay the root; then it goes on as above. Before the command starts, the
+ * programs it names (its absolute-path arguments) and their ELF interpreter and libraries are read
+ * into the page cache, as the initramfs had them in memory; with parkbench.warm=all (the driver
+ * sets it under KVM) every file of the disk is. Files a program opens later (dlopen'd modules, data
+ * files, programs found through PATH) are read from the disk when it opens them.
+ * Unless the kernel has no networking, the loopback interface is brought up, as in a container.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -25,11 +29,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -203,7 +210,17 @@ static int warm_path(const char *path) {
         close(fd);
         return -1;
     }
-    readahead(fd, 0, (size_t)st.st_size);
+    /* Read, not readahead(2): that only queues the reads, and pages still on their way when the
+       probe starts would be neither mapped on its faults nor done loading before it is measured. */
+    static char scratch[1 << 20];
+    for (off_t at = 0; at < st.st_size;) {
+        ssize_t n = pread(fd, scratch, sizeof scratch, at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        at += n;
+    }
     return fd;
 }
 
@@ -312,6 +329,24 @@ static void enter_disk_root(const char *cmdline) {
         fail("switching to the disk's root");
 }
 
+/* The loopback interface up, as a container without a network has it (the kernel gives it
+   127.0.0.1 when it comes up): the echo probes talk over it. A kernel without networking has no
+   `lo`, and then nothing is done. */
+static void loopback_up(void) {
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        return;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+        ifr.ifr_flags |= IFF_UP;
+        if (ioctl(s, SIOCSIFFLAGS, &ifr) != 0)
+            fprintf(stderr, "parkbench-init: bringing lo up: %s\n", strerror(errno));
+    }
+    close(s);
+}
+
 int main(void) {
     static char cmdline[4096], hex[4096], argbuf[2048], envbuf[2048], thp[256], mode[32];
     char *argv[MAX_WORDS + 1], *envp[MAX_WORDS + 1];
@@ -338,6 +373,7 @@ int main(void) {
 
     if (param(cmdline, "parkbench.thp", mode, sizeof mode))
         set_thp(mode);
+    loopback_up();
 
     struct utsname u;
     uname(&u);

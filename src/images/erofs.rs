@@ -11,9 +11,9 @@
 //! numbers are kept as in the tree.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context as _, Result, ensure};
 
@@ -68,15 +68,7 @@ pub fn write(export: &Path, extras: &[Extra], out: &Path) -> Result<Written> {
         data: Data::Bytes(Vec::new().into()),
     };
     let nodes = nodes(&root, &members)?;
-    let mut part = out.as_os_str().to_owned();
-    part.push(".part");
-    let part = PathBuf::from(part);
-    let written = write_part(export, &nodes, &part).inspect_err(|_| {
-        let _ = fs::remove_file(&part);
-    })?;
-    fs::rename(&part, out)
-        .with_context(|| format!("renaming {} to {}", part.display(), out.display()))?;
-    Ok(written)
+    initramfs::through_part(out, |part| write_part(export, &nodes, part))
 }
 
 /// The root, then the tree's members in its order (a folder before its contents), each linked to

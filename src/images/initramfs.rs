@@ -116,11 +116,17 @@ pub(crate) type Members<'a> = BTreeMap<Vec<u8>, Member<'a>>;
 /// at the end, so that a crash never leaves half an archive at `out`.
 pub fn write(export: &Path, extras: &[Extra], out: &Path) -> Result<Written> {
     let members = tree(export, extras)?;
+    through_part(out, |part| write_part(export, &members, part))
+}
+
+/// Runs `write` on `out` + ".part" and renames that to `out` when it succeeds, so that a crash
+/// never leaves half a file at `out`; a failed write's part is removed.
+pub(crate) fn through_part<W>(out: &Path, write: impl FnOnce(&Path) -> Result<W>) -> Result<W> {
     let mut part = out.as_os_str().to_owned();
     part.push(".part");
     let part = PathBuf::from(part);
     // Removing the part is best effort: the error that matters is the one that stopped the write.
-    let written = write_part(export, &members, &part).inspect_err(|_| {
+    let written = write(&part).inspect_err(|_| {
         let _ = fs::remove_file(&part);
     })?;
     fs::rename(&part, out)

@@ -310,11 +310,20 @@ pub fn same_as_before(before: &[GuestKernel], now: &[GuestKernel]) -> Result<()>
         .filter(|(_, a, b)| a != b)
         .map(|(what, a, b)| format!("{what} {a} then, {b} now"))
         .collect();
+        // Only the way the root arrives changed: the same kernel resumes the old way on request.
+        let hint = if b.root != k.root && changed.len() == 1 {
+            format!(
+                "resume with {}={} to boot it as the run started",
+                root::ROOT_ENV,
+                b.root
+            )
+        } else {
+            "start a new run, or rebuild the kernel it started with".to_string()
+        };
         ensure!(
             changed.is_empty(),
             "guest kernel {} is not the one the run started with ({}); its samples would mix two \
-             kernels, so nothing more was measured (the samples so far are kept): start a new run, or \
-             rebuild the kernel it started with",
+             kernels, so nothing more was measured (the samples so far are kept): {hint}",
             k.name,
             changed.join("; ")
         );
@@ -492,6 +501,14 @@ async fn check(
             console.tail(&outcome.stderr)
         );
         if accel == Accel::Tcg {
+            if record.root == root::Way::Disk {
+                bail!(
+                    "{why}; the kernel could not boot with the image's filesystem on a virtio disk: \
+                     try `{}=initramfs` (the whole filesystem as the initramfs) to tell the disk from \
+                     the kernel",
+                    root::ROOT_ENV
+                );
+            }
             bail!("{why}; the kernel cannot run here");
         }
         record.accel_note = why.replace('\n', " ");

@@ -136,7 +136,8 @@ impl Estimates {
     /// tasks), never below the quickest of them. With one scale `n₁` (median `t₁`) the probe's own
     /// processes cannot tell its startup from its time per task, so the time per task is borrowed:
     /// `t₁ + s · (n − n₁)`, where `s` is the median slope of the other probes that have finished two
-    /// scales or more (never below the quickest process this run has finished); before any probe has,
+    /// scales or more (never below 0, and the time never below the quickest process this run has
+    /// finished); before any probe has,
     /// every scale takes `t₁` — an underestimate of larger scales until a second scale gives a slope,
     /// but a known one, so a first run shows an ETA after each probe's first process. (Reading a
     /// slope off one point, e.g. treating `t₁` less the quickest process as time per task, turns a
@@ -155,7 +156,8 @@ impl Estimates {
                     .into_iter()
                     .filter_map(|p| slope(&self.points(p)))
                     .collect();
-                let Some(s) = median(&slopes) else {
+                // A probe quicker at more tasks is noise, not a time per task that shrinks.
+                let Some(s) = median(&slopes).map(|s| s.max(0.0)) else {
                     return Some(*t1);
                 };
                 let quickest = self
@@ -459,12 +461,12 @@ mod tests {
             (t - (10_200.0 + 10.0 / 9_999.0 * 999_999.0)).abs() < 1e-6,
             "{t}"
         );
-        // Never below the quickest process finished.
+        // A probe quicker at more tasks lends no negative time per task.
         let mut quick = Estimates::default();
         finish(&mut quick, "rust-tokio", 1, 100.0);
         finish(&mut quick, "rust-tokio", 10_000, 50.0);
         finish(&mut quick, "go", 10_000, 80.0);
-        assert_eq!(quick.of(&study, &cell(1_000_000)), Some(50.0));
+        assert_eq!(quick.of(&study, &cell(1_000_000)), Some(80.0));
         // So the first run has an ETA once each probe has finished one process.
         let cells = matrix(&study);
         let mut alone = Estimates::default();

@@ -8,6 +8,8 @@ use std::process::Command;
 use tar::EntryType;
 
 use super::*;
+use std::fs;
+use std::path::PathBuf;
 
 /// A tar member: path, type, and a file's data or a link's target.
 type Spec = (String, EntryType, Vec<u8>);

@@ -36,7 +36,7 @@ impl Execution for InGuest<'_> {
         )
         .with_context(|| {
             format!(
-                "kernel {kernel} or the initramfs of {} was not prepared",
+                "kernel {kernel} or the guest root of {} was not prepared",
                 probe.image
             )
         })?;

@@ -56,7 +56,7 @@ impl std::fmt::Display for Way {
     }
 }
 
-/// The way a kernel with `config` and `modules` (paths under [`MODULES_IN_KERNEL`]) boots; `forced`
+/// The way a kernel with `config` and `modules` (file names under [`MODULES_IN_KERNEL`]) boots; `forced`
 /// is [`ROOT_ENV`]'s value.
 pub fn way(config: &str, modules: &[String], forced: Option<&str>) -> Result<Way> {
     match forced {
@@ -133,8 +133,16 @@ pub async fn make(
         let k = format!("{} {} {}", initramfs::LAYOUT, image.id, digest::bytes(init));
         dir.join(format!("root-{}.cpio", key(&k)))
     });
+    // The disk holds the tree the initramfs layout makes, and records the initramfs's size (the
+    // init's included) for the guest's memory: both are in its key.
     let disk = ways.contains(&Way::Disk).then(|| {
-        let k = format!("erofs {} {}", erofs::LAYOUT, image.id);
+        let k = format!(
+            "erofs {} {} {} {}",
+            erofs::LAYOUT,
+            initramfs::LAYOUT,
+            image.id,
+            digest::bytes(init)
+        );
         dir.join(format!("root-{}.erofs", key(&k)))
     });
     let missing = [&cpio, &disk].into_iter().flatten().any(|f| !made(f));
@@ -234,7 +242,11 @@ pub fn boot_initramfs(
 
 /// An EROFS image of the empty tree (mount points only), for the check boot from the disk.
 pub fn empty_disk(cache: &Cache) -> Result<RootFile> {
-    let file = dir(cache)?.join(format!("empty-{}.erofs", erofs::LAYOUT));
+    let file = dir(cache)?.join(format!(
+        "empty-{}-{}.erofs",
+        erofs::LAYOUT,
+        initramfs::LAYOUT
+    ));
     if !made(&file) {
         let scratch = cache.scratch()?;
         let tar = scratch.path().join("empty.tar");

@@ -171,7 +171,7 @@ async fn a_kernel_not_made_ready_stops_the_run_before_any_vm() {
         .expect("a kernel not prepared stops the run");
     let err = format!("{err:#}");
     assert!(
-        err.contains("kernel debian-6.1 or the initramfs of go was not prepared"),
+        err.contains("kernel debian-6.1 or the guest root of go was not prepared"),
         "{err}"
     );
     assert!(engine.runs().is_empty());
