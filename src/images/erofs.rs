@@ -12,12 +12,11 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::{Context as _, Result, ensure};
 
-use crate::images::digest;
 use crate::images::initramfs::{self, BLOCK, CHAR, DIR, Data, Extra, FIFO, FILE, Member, SYMLINK};
 
 /// The version of the image layout [`write`] produces; a cached image made by another version is
@@ -68,7 +67,14 @@ pub fn write(export: &Path, extras: &[Extra], out: &Path) -> Result<Written> {
         data: Data::Bytes(Vec::new().into()),
     };
     let nodes = nodes(&root, &members)?;
-    initramfs::through_part(out, |part| write_part(export, &nodes, part))
+    let (laid, total) = lay_out(&nodes)?;
+    let (sha256, bytes) =
+        initramfs::through_part(out, |w| write_image(export, &nodes, &laid, total, w))?;
+    Ok(Written {
+        sha256,
+        bytes,
+        inodes: nodes.len() as u64,
+    })
 }
 
 /// The root, then the tree's members in its order (a folder before its contents), each linked to
@@ -249,25 +255,6 @@ fn superblock(inodes: u64, blocks: u64) -> Vec<u8> {
     sb[36..40].copy_from_slice(&(blocks as u32).to_le_bytes());
     sb[40..44].copy_from_slice(&(META_BLOCK as u32).to_le_bytes());
     block
-}
-
-fn write_part(export: &Path, nodes: &[Node], part: &Path) -> Result<Written> {
-    let file = File::create(part).with_context(|| format!("creating {}", part.display()))?;
-    let mut out = digest::Writer::new(BufWriter::with_capacity(1 << 20, file));
-    let (laid, total) = lay_out(nodes)?;
-    write_image(export, nodes, &laid, total, &mut out)
-        .with_context(|| format!("writing {}", part.display()))?;
-    let (buffered, sha256, bytes) = out.finish();
-    buffered
-        .into_inner()
-        .map_err(io::IntoInnerError::into_error)
-        .and_then(|file| file.sync_all())
-        .with_context(|| format!("writing {}", part.display()))?;
-    Ok(Written {
-        sha256,
-        bytes,
-        inodes: nodes.len() as u64,
-    })
 }
 
 fn write_image(

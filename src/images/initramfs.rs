@@ -116,17 +116,38 @@ pub(crate) type Members<'a> = BTreeMap<Vec<u8>, Member<'a>>;
 /// at the end, so that a crash never leaves half an archive at `out`.
 pub fn write(export: &Path, extras: &[Extra], out: &Path) -> Result<Written> {
     let members = tree(export, extras)?;
-    through_part(out, |part| write_part(export, &members, part))
+    let (sha256, bytes) = through_part(out, |w| write_entries(export, &members, w))?;
+    Ok(Written {
+        sha256,
+        bytes,
+        entries: members.len() as u64,
+    })
 }
 
-/// Runs `write` on `out` + ".part" and renames that to `out` when it succeeds, so that a crash
-/// never leaves half a file at `out`; a failed write's part is removed.
-pub(crate) fn through_part<W>(out: &Path, write: impl FnOnce(&Path) -> Result<W>) -> Result<W> {
+/// Writes `out` through `out` + ".part": `write` fills it, it is synced to disk and renamed to
+/// `out`, so that a crash never leaves half a file at `out` (a failed write's part is removed).
+/// Returns the file's sha256 and length.
+pub(crate) fn through_part(
+    out: &Path,
+    write: impl FnOnce(&mut digest::Writer<BufWriter<File>>) -> Result<()>,
+) -> Result<(String, u64)> {
     let mut part = out.as_os_str().to_owned();
     part.push(".part");
     let part = PathBuf::from(part);
+    let written = (|| -> Result<(String, u64)> {
+        let file = File::create(&part).with_context(|| format!("creating {}", part.display()))?;
+        let mut w = digest::Writer::new(BufWriter::with_capacity(1 << 20, file));
+        write(&mut w).with_context(|| format!("writing {}", part.display()))?;
+        let (buffered, sha256, bytes) = w.finish();
+        buffered
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)
+            .and_then(|file| file.sync_all())
+            .with_context(|| format!("writing {}", part.display()))?;
+        Ok((sha256, bytes))
+    })();
     // Removing the part is best effort: the error that matters is the one that stopped the write.
-    let written = write(&part).inspect_err(|_| {
+    let written = written.inspect_err(|_| {
         let _ = fs::remove_file(&part);
     })?;
     fs::rename(&part, out)
@@ -298,25 +319,6 @@ fn normalize(path: &[u8]) -> Result<Vec<u8>> {
 
 pub(crate) fn show(path: &[u8]) -> Cow<'_, str> {
     String::from_utf8_lossy(path)
-}
-
-/// Pass 2 into `part`, synced to disk before it is renamed.
-fn write_part(export: &Path, members: &Members, part: &Path) -> Result<Written> {
-    let file = File::create(part).with_context(|| format!("creating {}", part.display()))?;
-    let mut out = digest::Writer::new(BufWriter::new(file));
-    write_entries(export, members, &mut out)
-        .with_context(|| format!("writing {}", part.display()))?;
-    let (buffered, sha256, bytes) = out.finish();
-    buffered
-        .into_inner()
-        .map_err(io::IntoInnerError::into_error)
-        .and_then(|file| file.sync_all())
-        .with_context(|| format!("writing {}", part.display()))?;
-    Ok(Written {
-        sha256,
-        bytes,
-        entries: members.len() as u64,
-    })
 }
 
 fn write_entries(export: &Path, members: &Members, out: &mut impl Write) -> Result<()> {

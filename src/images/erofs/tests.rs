@@ -11,6 +11,8 @@ use super::*;
 use std::fs;
 use std::path::PathBuf;
 
+use crate::images::digest;
+
 /// A tar member: path, type, and a file's data or a link's target.
 type Spec = (String, EntryType, Vec<u8>);
 
