@@ -3,14 +3,13 @@
 //! the export plus the extras.
 
 use std::collections::BTreeMap;
+use std::fs;
+use std::path::PathBuf;
 use std::process::Command;
 
 use tar::EntryType;
 
 use super::*;
-use std::fs;
-use std::path::PathBuf;
-
 use crate::images::digest;
 
 /// A tar member: path, type, and a file's data or a link's target.
