@@ -247,7 +247,7 @@ bench-loadgen OLD="faf5744" ROUNDS="2" SECS="5": driver
     EOF
 
 # Benchmark: the ETA of a first run (no earlier run of STUDY): the run's progress lines, each stamped on arrival,
-# against when its last process really ended; the error at each tenth of the processes (target: within ±20 %
+# against when its last process really ended; the error at each twentieth of the processes (target: within ±20 %
 # from half-way on). RUN_ARGS go to `parkbench run` (e.g. --repeats 1 for a shorter run).
 bench-eta STUDY="results/sleep-peak-2024/study.yaml" *RUN_ARGS: driver
     #!/usr/bin/env bash
