@@ -57,7 +57,15 @@ struct Node<'t, 'a> {
 /// Reads the export tar at `export`, adds `extras` as [`initramfs::tree`] does, and writes the
 /// EROFS image to `out` (through `out` + ".part", renamed at the end).
 pub fn write(export: &Path, extras: &[Extra], out: &Path) -> Result<Written> {
-    let members = initramfs::tree(export, extras)?;
+    write_members(export, &initramfs::tree(export, extras)?, out)
+}
+
+/// [`write`] of a tree already read from `export` ([`initramfs::tree`]).
+pub(crate) fn write_members(
+    export: &Path,
+    members: &initramfs::Members,
+    out: &Path,
+) -> Result<Written> {
     let root = Member {
         kind: DIR,
         mode: 0o755,
@@ -66,7 +74,7 @@ pub fn write(export: &Path, extras: &[Extra], out: &Path) -> Result<Written> {
         rdev: (0, 0),
         data: Data::Bytes(Vec::new().into()),
     };
-    let nodes = nodes(&root, &members)?;
+    let nodes = nodes(&root, members)?;
     let (laid, total) = lay_out(&nodes)?;
     let (sha256, bytes) =
         initramfs::through_part(out, |w| write_image(export, &nodes, &laid, total, w))?;

@@ -156,15 +156,20 @@ pub async fn make(
             mode: 0o755,
             data: init,
         }];
+        // The export is read once: the disk holds the image's tree, the initramfs that tree and
+        // the init, whose size the disk records too (it sizes the guest's memory).
+        let image_tree = initramfs::tree(&export, &[])
+            .with_context(|| format!("reading the filesystem of image {}", image.name))?;
+        let with_init = initramfs::with_extras(image_tree.clone(), &extra)?;
         if let Some(file) = cpio.as_ref().filter(|f| !made(f)) {
-            let written = initramfs::write(&export, &extra, file)
+            let written = initramfs::write_members(&export, &with_init, file)
                 .with_context(|| format!("making the initramfs of image {}", image.name))?;
             record(file, &written.sha256, written.bytes)?;
         }
         if let Some(file) = disk.as_ref().filter(|f| !made(f)) {
-            let written = erofs::write(&export, &[], file)
+            let written = erofs::write_members(&export, &image_tree, file)
                 .with_context(|| format!("making the disk image of image {}", image.name))?;
-            record(file, &written.sha256, initramfs::size(&export, &extra)?)?;
+            record(file, &written.sha256, initramfs::size_of(&with_init))?;
         }
         eprintln!(
             "guest root of {} written in {:.1} s",
@@ -253,8 +258,9 @@ pub fn empty_disk(cache: &Cache) -> Result<RootFile> {
         tar::Builder::new(std::fs::File::create(&tar).context("creating an empty tar")?)
             .into_inner()
             .context("writing an empty tar")?;
-        let written = erofs::write(&tar, &[], &file)?;
-        record(&file, &written.sha256, initramfs::size(&tar, &[])?)?;
+        let tree = initramfs::tree(&tar, &[])?;
+        let written = erofs::write_members(&tar, &tree, &file)?;
+        record(&file, &written.sha256, initramfs::size_of(&tree))?;
     }
     checked(&file)
 }
