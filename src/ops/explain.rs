@@ -20,9 +20,9 @@ use crate::images::recipe;
 use crate::outputs::explain::{self, Explanation, Sweep};
 use crate::outputs::outcome::{self, Outcome};
 use crate::outputs::verdict::{Status, Verdict};
-use crate::run::guest;
 use crate::run::lifecycle::CpuChoice;
 use crate::run::run_dir::{self, RunDir, Status as RunStatus};
+use crate::run::{guest, needs};
 use crate::study::factor::{Factor, Level};
 use crate::study::kernel::HOST;
 use crate::study::repeats::RepeatsChoice;
@@ -75,7 +75,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         explained_run: &explained.run_id,
         interrupt,
     };
-    let sweep = explain::sweep(&study, claim, &factors, &[])?;
+    let sweep = make_sweep(&paths.repo, &study, claim, &factors, &[])?;
     let Some((mut e, dir)) = sweeps.measure(sweep).await? else {
         return Ok(Ending::Interrupted);
     };
@@ -131,6 +131,31 @@ async fn factors<'a>(
         );
     }
     Ok((kept, lines))
+}
+
+/// The first claim of a finished run that `explain` with its default factors can sweep: measured
+/// and not reproduced, a factor bears on it, a sweep can judge it, and some factor's images are
+/// built here or quick to build. `reproduce` suggests `explain` for this claim alone.
+pub async fn first_explainable(paths: &Paths, outcome: &Outcome) -> Option<String> {
+    let measured = outcome
+        .verdicts
+        .iter()
+        .filter(|v| !matches!(v.status, Status::Reproduced | Status::NotMeasured));
+    for verdict in measured {
+        let Ok(claim) = claim_of(&outcome.study, &verdict.claim) else {
+            continue;
+        };
+        let Ok(factors) = explain::factors_for(&outcome.study, claim, &[]) else {
+            continue;
+        };
+        let Ok((kept, _)) = slow::default_set(&paths.repo, &outcome.study, factors).await else {
+            continue;
+        };
+        if !kept.is_empty() && make_sweep(&paths.repo, &outcome.study, claim, &kept, &[]).is_ok() {
+            return Some(claim.id.clone());
+        }
+    }
+    None
 }
 
 /// A sweep explains a finished run's measured value: an incomplete run (interrupted, failed, still
@@ -198,17 +223,11 @@ impl Sweeps<'_> {
     /// Builds the sweep's images (a variant whose build fails is left out, with why), runs the
     /// sweep as its own study and explains it; `None` when interrupted.
     async fn measure(&self, mut sweep: Sweep) -> Result<Option<(Explanation, PathBuf)>> {
-        let failed = variants::build_variants(&self.paths.repo, &mut sweep).await?;
         let folder = self.root.join(&sweep.study.id);
-        std::fs::create_dir_all(&folder)
-            .with_context(|| format!("creating {}", folder.display()))?;
-        let file = folder.join("study.yaml");
-        let text = format!(
-            "# The sweep of `parkbench explain --claim {}`: written by parkbench, not edited by hand.\n{}",
-            self.claim.id,
-            serde_yaml::to_string(&sweep.study)?
-        );
-        write_atomic(&file, text.as_bytes())?;
+        // Checked as `plan` checks a study file before anything is built, and again as it runs.
+        write_sweep(&self.paths.repo, &folder, &self.claim.id, &sweep)?;
+        let failed = variants::build_variants(&self.paths.repo, &mut sweep).await?;
+        let file = write_sweep(&self.paths.repo, &folder, &self.claim.id, &sweep)?;
         let options = run::Options {
             study: Some(file),
             cpus: Some(self.args.cpus.clone().unwrap_or(CpuChoice::Auto)),
@@ -247,7 +266,7 @@ impl Sweeps<'_> {
             "no single factor reaches the published value: trying {} and {} together",
             pair.0.id, pair.2.id
         );
-        let sweep = explain::sweep(study, self.claim, &[], &[pair])?;
+        let sweep = make_sweep(&self.paths.repo, study, self.claim, &[], &[pair])?;
         match self.measure(sweep).await? {
             Some((second, dir)) => {
                 e.merge(second);
@@ -262,6 +281,47 @@ impl Sweeps<'_> {
             }
         }
     }
+}
+
+/// The sweep of `claim` as [`explain::sweep`] makes it, its published toolchains kept where the
+/// repository's recipes for its images record their versions.
+fn make_sweep(
+    repo: &Path,
+    study: &Study,
+    claim: &Claim,
+    factors: &[&Factor],
+    pairs: &[Pair],
+) -> Result<Sweep> {
+    let docker = repo.join("docker");
+    let recipes = recipe::discover(&docker)?;
+    let recorded = |images: &[String]| needs::recordable(&docker, &recipes, images);
+    explain::sweep(study, claim, factors, pairs, &recorded)
+}
+
+/// Writes the sweep's study file into `folder` and checks it as `plan` checks a study file (no
+/// Engine needed), so that the kit never runs a sweep study that a rule of its own refuses.
+fn write_sweep(repo: &Path, folder: &Path, claim: &str, sweep: &Sweep) -> Result<PathBuf> {
+    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
+    let file = folder.join("study.yaml");
+    let mut text = format!(
+        "# The sweep of `parkbench explain --claim {claim}`: written by parkbench, not edited by hand.\n"
+    );
+    if !sweep.dropped_toolchains.is_empty() {
+        text.push_str(&format!(
+            "# source.toolchains: left out {} (no image of this sweep records its version).\n",
+            sweep.dropped_toolchains.join(", ")
+        ));
+    }
+    text.push_str(&serde_yaml::to_string(&sweep.study)?);
+    write_atomic(&file, text.as_bytes())?;
+    super::plan::check(repo, &file, &[]).with_context(|| {
+        format!(
+            "the sweep study of claim {claim:?} ({}) does not pass the checks of `parkbench plan`; \
+             this is a fault of parkbench: please report it",
+            file.display()
+        )
+    })?;
+    Ok(file)
 }
 
 /// Writes the explanation into every sweep's folder and archives each, adds it to the explained
@@ -366,3 +426,6 @@ fn explain_root(run: &Path, paths: &Paths, study: &Study) -> PathBuf {
         _ => paths.results.join(&study.id).join("explain"),
     }
 }
+
+#[cfg(test)]
+mod tests;

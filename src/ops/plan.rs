@@ -39,21 +39,11 @@ const ENGINE_WAIT: Duration = Duration::from_secs(3);
 pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
     let started = Instant::now();
     let repo = &paths.repo;
-    let study = Study::load(&options.study)?.under_kernels(&options.kernel)?;
-    let pins = pin::load_all(&repo.join("toolchains"))?;
-    let graph = images::graph(repo, &pins)?;
-    needs::check_probe_images(repo, &study, Some(&options.study))?;
-    check_factor_images(&study, &options.study, &graph)?;
-    guest::check_names(
-        &study
-            .kernels()
-            .into_iter()
-            .map(String::from)
-            .collect::<Vec<_>>(),
-        &guest::known(repo)?,
-    )?;
-    let needed = graph.only(&needs::images(&study))?;
-    check_dockerfiles(repo, &needed)?;
+    let Checked {
+        study,
+        pins,
+        needed,
+    } = check(repo, &options.study, &options.kernel)?;
     println!("{}", said_study(&study, &options.study));
     eprint!("{}", said_placeholders(&study, &options.study));
     print!("{}", said_programs(repo, &study, &needed)?);
@@ -93,6 +83,41 @@ pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
         started.elapsed().as_secs_f64()
     );
     Ok(Ending::Ok)
+}
+
+/// A study file that passed every check made before the Engine is asked anything.
+pub struct Checked {
+    /// The study, laid out under the kernels asked for.
+    pub study: Study,
+    pub pins: pin::Pins,
+    /// The images a run of it builds, and those they are built from.
+    pub needed: Graph,
+}
+
+/// Every check `plan` makes without the Engine: the study file under `kernel`, its probes against
+/// the image folders and their recorded versions, its factors' images, its kernels, the pins and
+/// Dockerfiles of the images it needs. `explain` makes the same checks on the sweep studies it writes.
+pub fn check(repo: &Path, file: &Path, kernel: &[String]) -> Result<Checked> {
+    let study = Study::load(file)?.under_kernels(kernel)?;
+    let pins = pin::load_all(&repo.join("toolchains"))?;
+    let graph = images::graph(repo, &pins)?;
+    needs::check_probe_images(repo, &study, Some(file))?;
+    check_factor_images(&study, file, &graph)?;
+    guest::check_names(
+        &study
+            .kernels()
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>(),
+        &guest::known(repo)?,
+    )?;
+    let needed = graph.only(&needs::images(&study))?;
+    check_dockerfiles(repo, &needed)?;
+    Ok(Checked {
+        study,
+        pins,
+        needed,
+    })
 }
 
 /// The matrix, one line per probe: its image, kind, program, scales and processes.

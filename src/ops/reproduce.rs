@@ -87,8 +87,8 @@ async fn one(
     if args.reference {
         make_reference(paths, &outcome, run.dir.path()).await?;
     }
-    if let Some(claim) = outcome.first_differing() {
-        println!("{}", explain_hint(run.dir.path(), claim));
+    if let Some(claim) = super::explain::first_explainable(paths, &outcome).await {
+        println!("{}", explain_hint(run.dir.path(), &claim));
     }
     if args.strict && outcome.claims_differ() {
         eprintln!("--strict: some claims were not reproduced");

@@ -192,13 +192,6 @@ impl Outcome {
         out
     }
 
-    /// The first claim not reproduced, if any.
-    pub fn first_differing(&self) -> Option<&str> {
-        (self.verdicts.iter())
-            .find(|v| v.status != Status::Reproduced)
-            .map(|v| v.claim.as_str())
-    }
-
     /// True when any claim was not reproduced.
     pub fn claims_differ(&self) -> bool {
         self.verdicts.iter().any(|v| v.status != Status::Reproduced)

@@ -1,8 +1,12 @@
 //! The sweep study of a claim: its probes at its scale, and per declared factor level a variant
 //! probe with that level applied and a variant claim judged on it.
 
+use std::collections::BTreeSet;
+
 use anyhow::{Result, bail, ensure};
 use serde::Serialize;
+
+use crate::run::{env, needs};
 
 use crate::study::factor::{Factor, Level, declared_id};
 use crate::study::{Claim, Expected, Study, Than};
@@ -24,7 +28,14 @@ pub struct Variant {
 pub struct Sweep {
     pub study: Study,
     pub variants: Vec<Variant>,
+    /// The keys of the study's `source.toolchains` left out: no image of the sweep records their
+    /// version (a sweep of one probe of a study of several languages keeps its own language's).
+    pub dropped_toolchains: Vec<String>,
 }
+
+/// The version labels a run of the named images records (`needs::recordable` over the repository's
+/// recipes): a sweep keeps the published toolchains these name.
+pub type Recorded<'a> = &'a dyn Fn(&[String]) -> BTreeSet<String>;
 
 /// The factors of `study` that bear on `claim` (they vary one of its probes), or those named in
 /// `only`; an unknown or unrelated name is an error that lists the declared ones.
@@ -92,14 +103,18 @@ fn probes_of(claim: &Claim) -> Vec<&str> {
 
 /// The sweep for `claim`: its probes at its scale, and per factor level a variant probe and a
 /// variant claim judged on it. `pairs` adds levels tried together (factor, level, factor, level).
+/// The sweep study passes every check a study file must: of the published toolchains it keeps
+/// those whose version its images record (`recorded`), and says which it left out.
 pub fn sweep(
     study: &Study,
     claim: &Claim,
     factors: &[&Factor],
     pairs: &[(&Factor, &Level, &Factor, &Level)],
+    recorded: Recorded,
 ) -> Result<Sweep> {
     sweepable(claim)?;
     let mut out = baseline(study, claim);
+    let baseline_labels = recorded(&needs::images(&out));
     let base_claim = out.claims[0].clone();
     let mut variants = Vec::new();
     let mut add = |factor: String, probe: &str, level: &Level, out: &mut Study| {
@@ -126,6 +141,7 @@ pub fn sweep(
         let both = format!("{}+{}", name(fa), name(fb));
         add(both, &fa.probe, &la.with(lb), &mut out);
     }
+    let dropped_toolchains = keep_recorded_toolchains(&mut out, &baseline_labels, recorded);
     let text = serde_yaml::to_string(&out)?;
     let out = Study::parse(&text).map_err(|e| {
         anyhow::anyhow!(
@@ -136,7 +152,40 @@ pub fn sweep(
     Ok(Sweep {
         study: out,
         variants,
+        dropped_toolchains,
     })
+}
+
+/// Keeps the published toolchains whose version a run of `study`'s images records, and returns
+/// the keys left out: a key no image records would name a version the run cannot report. A key
+/// that the variants make ambiguous (`tokio` once per image that locks it) is written as the whole
+/// label it names among the `baseline`'s labels (`tokio (rust-tokio)`), which names that one alone.
+fn keep_recorded_toolchains(
+    study: &mut Study,
+    baseline: &BTreeSet<String>,
+    recorded: Recorded,
+) -> Vec<String> {
+    let labels = recorded(&needs::images(study));
+    let mut dropped = Vec::new();
+    let published = std::mem::take(&mut study.source.toolchains);
+    for (key, version) in published {
+        let key = match env::label_for(&key, &labels) {
+            Ok(Some(_)) => key,
+            Ok(None) => {
+                dropped.push(key);
+                continue;
+            }
+            Err(_) => match env::label_for(&key, baseline) {
+                Ok(Some(whole)) if labels.contains(whole) => whole.clone(),
+                _ => {
+                    dropped.push(key);
+                    continue;
+                }
+            },
+        };
+        study.source.toolchains.insert(key, version);
+    }
+    dropped
 }
 
 /// Refuses a claim a sweep cannot judge: one against the lowest or highest probe, or an order.

@@ -5,6 +5,11 @@ fn study() -> Study {
     Study::default_study()
 }
 
+/// No image records any version: every published toolchain is left out of a sweep.
+fn nothing(_: &[String]) -> std::collections::BTreeSet<String> {
+    Default::default()
+}
+
 fn claim<'a>(s: &'a Study, id: &str) -> &'a Claim {
     s.claims.iter().find(|c| c.id == id).unwrap()
 }
@@ -14,7 +19,7 @@ fn a_sweep_has_the_claims_probes_at_its_scale_and_one_variant_per_level() {
     let s = study();
     let c = claim(&s, "rust-per-task-1m");
     let factors = factors_for(&s, c, &["workers".into(), "thp".into()]).unwrap();
-    let sweep = sweep(&s, c, &factors, &[]).unwrap();
+    let sweep = sweep(&s, c, &factors, &[], &nothing).unwrap();
     assert_eq!(sweep.study.protocol.scales, [1_000_000]);
     assert_eq!(sweep.variants.len(), 4);
     let ids: Vec<&str> = sweep.study.probes.iter().map(|p| p.id.as_str()).collect();
@@ -44,7 +49,7 @@ fn a_comparison_varies_the_side_its_factor_is_about() {
     let s = study();
     let c = claim(&s, "rust-lower-1m");
     let factors = factors_for(&s, c, &["gogc".into()]).unwrap();
-    let sweep = sweep(&s, c, &factors, &[]).unwrap();
+    let sweep = sweep(&s, c, &factors, &[], &nothing).unwrap();
     let vc = sweep
         .study
         .claims
@@ -186,7 +191,14 @@ fn the_pair_tried_is_the_two_closest_levels_of_different_factors() {
     ]);
     let (fa, _, fb, _) = pair_to_try(&e, &factors).unwrap();
     assert_eq!((fa.id.as_str(), fb.id.as_str()), ("allocator", "workers"));
-    let sweep = sweep(&s, c, &[], &[(fa, &fa.levels[0], fb, &fb.levels[0])]).unwrap();
+    let sweep = sweep(
+        &s,
+        c,
+        &[],
+        &[(fa, &fa.levels[0], fb, &fb.levels[0])],
+        &nothing,
+    )
+    .unwrap();
     let p = sweep
         .study
         .probe("rust-tokio~allocator+workers=mimalloc+1")
@@ -202,7 +214,7 @@ fn a_study_laid_out_per_kernel_is_swept_by_the_declared_factor_names_and_not_lai
     let c = claim(&s, "rust-per-task-1m@debian-6.1");
     let factors = factors_for(&s, c, &["workers".into()]).unwrap();
     assert_eq!(factors[0].id, "workers@debian-6.1");
-    let sweep = sweep(&s, c, &factors, &[]).unwrap();
+    let sweep = sweep(&s, c, &factors, &[], &nothing).unwrap();
     let laid = sweep.study.clone().under_kernels(&[]).unwrap();
     let ids: Vec<&str> = laid.probes.iter().map(|p| p.id.as_str()).collect();
     assert_eq!(
@@ -222,13 +234,43 @@ fn a_claim_against_the_lowest_of_all_probes_is_refused_and_than_tasks_joins_the_
     let mut c = claim(&s, "rust-lower-1m").clone();
     c.than = Some(Than::One("lowest".into()));
     let factors = factors_for(&s, &c, &["workers".into()]).unwrap();
-    let err = format!("{:#}", sweep(&s, &c, &factors, &[]).err().unwrap());
+    let err = format!(
+        "{:#}",
+        sweep(&s, &c, &factors, &[], &nothing).err().unwrap()
+    );
     assert!(err.contains("lowest or highest"), "{err}");
     let mut c = claim(&s, "rust-per-task-1m").clone();
     c.than_tasks = Some(10_000);
     c.stat = crate::study::Stat::Ratio;
     c.of = Some(crate::study::Stat::RssMedian);
     c.unit = crate::study::Unit::Times;
-    let swept = sweep(&s, &c, &factors, &[]).unwrap();
+    let swept = sweep(&s, &c, &factors, &[], &nothing).unwrap();
     assert_eq!(swept.study.protocol.scales, [1_000_000, 10_000]);
+}
+
+#[test]
+fn a_sweep_keeps_only_the_published_toolchains_its_own_images_record() {
+    // The default study publishes go, rustc and tokio; a sweep of a Rust claim runs Rust images
+    // only, which record `rustc` and `tokio` but no Go version.
+    let s = study();
+    assert!(s.source.toolchains.contains_key("go"));
+    let c = claim(&s, "rust-per-task-1m");
+    let factors = factors_for(&s, c, &["workers".into()]).unwrap();
+    let asked = std::cell::RefCell::new(Vec::new());
+    let rust = |images: &[String]| {
+        asked.borrow_mut().extend(images.iter().cloned());
+        ["rustc -V".to_string(), "tokio".to_string()].into()
+    };
+    let sweep = sweep(&s, c, &factors, &[], &rust).unwrap();
+    let kept: Vec<&str> = sweep
+        .study
+        .source
+        .toolchains
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(kept, ["rustc", "tokio"]);
+    assert_eq!(sweep.dropped_toolchains, ["go"]);
+    // Asked of the baseline's images, then of the sweep's (the workers level keeps the image).
+    assert_eq!(*asked.borrow(), ["rust-tokio", "rust-tokio"]);
 }

@@ -1,0 +1,121 @@
+use std::path::Path;
+
+use super::*;
+use crate::outputs::explain::factors_for;
+
+/// Every committed study, as a run of it records it (laid out under its own kernels).
+fn committed_studies(repo: &Path) -> Vec<Study> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo.join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("study.yaml"))
+        .filter(|f| f.is_file())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| {
+            Study::load(f)
+                .and_then(|s| s.under_kernels(&[]))
+                .unwrap_or_else(|e| panic!("{}: {e:#}", f.display()))
+        })
+        .collect()
+}
+
+/// The pairs of levels `explain` may try together: the first levels of two factors of one probe
+/// that combine.
+fn pairs<'a>(factors: &[&'a Factor]) -> Vec<Pair<'a>> {
+    let mut out = Vec::new();
+    for (i, fa) in factors.iter().enumerate() {
+        for fb in &factors[i + 1..] {
+            let (Some(la), Some(lb)) = (fa.levels.first(), fb.levels.first()) else {
+                continue;
+            };
+            if fa.probe == fb.probe && la.combines_with(lb) {
+                out.push((*fa, la, *fb, lb));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_sweep_of_every_committed_claim_passes_the_checks_of_plan() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut written, mut refused) = (0, Vec::new());
+    for study in committed_studies(repo) {
+        for claim in &study.claims {
+            // A claim explain refuses (no factor bears on it, an order, the lowest of all probes)
+            // is refused with its reason before a sweep study is made.
+            let factors = match factors_for(&study, claim, &[]) {
+                Ok(f) => f,
+                Err(e) => {
+                    refused.push(format!("{}/{}: {e:#}", study.id, claim.id));
+                    continue;
+                }
+            };
+            let mut sweeps = vec![make_sweep(repo, &study, claim, &factors, &[])];
+            for pair in pairs(&factors) {
+                sweeps.push(make_sweep(repo, &study, claim, &[], &[pair]));
+            }
+            for sweep in sweeps {
+                let sweep = match sweep {
+                    Ok(s) => s,
+                    Err(e) => {
+                        refused.push(format!("{}/{}: {e:#}", study.id, claim.id));
+                        continue;
+                    }
+                };
+                let folder = tmp.path().join(&study.id).join(&sweep.study.id);
+                if let Err(e) = write_sweep(repo, &folder, &claim.id, &sweep) {
+                    panic!("study {}, claim {}: {e:#}", study.id, claim.id);
+                }
+                written += 1;
+            }
+        }
+    }
+    // wait-1m's claims alone have six factors on the Rust probe: the sweeps are many.
+    assert!(
+        written >= 10,
+        "only {written} sweep studies made; refused: {refused:#?}"
+    );
+    for why in &refused {
+        assert!(
+            why.contains("declares no factors")
+                || why.contains("lowest or highest")
+                || why.contains("an order of probes"),
+            "a refusal explain does not make on purpose: {why}"
+        );
+    }
+}
+
+#[test]
+fn the_sweep_of_a_rust_claim_of_the_default_study_leaves_go_out_and_says_so() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let study = Study::load(&repo.join("results/wait-1m/study.yaml")).unwrap();
+    let claim = claim_of(&study, "rust-per-task-1m").unwrap();
+    let named: Vec<String> = ["toolchain", "tokio", "allocator", "base", "workers"]
+        .map(String::from)
+        .into();
+    let factors = factors_for(&study, claim, &named).unwrap();
+    let sweep = make_sweep(repo, &study, claim, &factors, &[]).unwrap();
+    assert_eq!(sweep.dropped_toolchains, ["go"]);
+    // The nightly and tokio-1.54 variants record a second rustc and tokio: the keys name the
+    // baseline's labels whole.
+    let keys: Vec<&str> = sweep
+        .study
+        .source
+        .toolchains
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert!(
+        keys[0].starts_with("rustc") && keys[1].starts_with("tokio"),
+        "{keys:?}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write_sweep(repo, tmp.path(), &claim.id, &sweep).unwrap();
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(text.contains("source.toolchains: left out go"), "{text}");
+}
