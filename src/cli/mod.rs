@@ -4,6 +4,8 @@
 //! May import every stage below; holds no logic a command shares with another.
 
 pub mod args;
+#[cfg(test)]
+mod suggested;
 
 use anyhow::Result;
 

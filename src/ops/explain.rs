@@ -225,9 +225,19 @@ impl Sweeps<'_> {
     async fn measure(&self, mut sweep: Sweep) -> Result<Option<(Explanation, PathBuf)>> {
         let folder = self.root.join(&sweep.study.id);
         // Checked as `plan` checks a study file before anything is built, and again as it runs.
-        write_sweep(&self.paths.repo, &folder, &self.claim.id, &sweep)?;
+        write_sweep(
+            &self.paths.repo,
+            &folder,
+            (&self.args.run_dir, &self.claim.id),
+            &sweep,
+        )?;
         let failed = variants::build_variants(&self.paths.repo, &mut sweep).await?;
-        let file = write_sweep(&self.paths.repo, &folder, &self.claim.id, &sweep)?;
+        let file = write_sweep(
+            &self.paths.repo,
+            &folder,
+            (&self.args.run_dir, &self.claim.id),
+            &sweep,
+        )?;
         let options = run::Options {
             study: Some(file),
             cpus: Some(self.args.cpus.clone().unwrap_or(CpuChoice::Auto)),
@@ -300,11 +310,18 @@ fn make_sweep(
 
 /// Writes the sweep's study file into `folder` and checks it as `plan` checks a study file (no
 /// Engine needed), so that the kit never runs a sweep study that a rule of its own refuses.
-fn write_sweep(repo: &Path, folder: &Path, claim: &str, sweep: &Sweep) -> Result<PathBuf> {
+fn write_sweep(
+    repo: &Path,
+    folder: &Path,
+    (run, claim): (&Path, &str),
+    sweep: &Sweep,
+) -> Result<PathBuf> {
     std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
     let file = folder.join("study.yaml");
     let mut text = format!(
-        "# The sweep of `parkbench explain --claim {claim}`: written by parkbench, not edited by hand.\n"
+        "# The sweep of `parkbench explain {} --claim {claim}`: written by parkbench, not edited by \
+         hand.\n",
+        run.display()
     );
     if !sweep.dropped_toolchains.is_empty() {
         text.push_str(&format!(

@@ -67,7 +67,7 @@ fn every_sweep_of_every_committed_claim_passes_the_checks_of_plan() {
                     }
                 };
                 let folder = tmp.path().join(&study.id).join(&sweep.study.id);
-                if let Err(e) = write_sweep(repo, &folder, &claim.id, &sweep) {
+                if let Err(e) = write_sweep(repo, &folder, (Path::new("r"), &claim.id), &sweep) {
                     panic!("study {}, claim {}: {e:#}", study.id, claim.id);
                 }
                 written += 1;
@@ -115,7 +115,7 @@ fn the_sweep_of_a_rust_claim_of_the_default_study_leaves_go_out_and_says_so() {
         "{keys:?}"
     );
     let tmp = tempfile::tempdir().unwrap();
-    let file = write_sweep(repo, tmp.path(), &claim.id, &sweep).unwrap();
+    let file = write_sweep(repo, tmp.path(), (Path::new("r"), &claim.id), &sweep).unwrap();
     let text = std::fs::read_to_string(file).unwrap();
     assert!(text.contains("source.toolchains: left out go"), "{text}");
 }
