@@ -31,13 +31,21 @@ struct Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        for how in [&["--full", "--signal=INT"][..], &[]] {
+        let started = Instant::now();
+        // Pending jobs have nothing to clean up; running ones get SIGINT and remove their
+        // containers; whatever is left after a minute is cancelled outright.
+        let steps: [(&[&str], u64); 3] = [
+            (&["--state=PENDING"], 10),
+            (&["--full", "--signal=INT"], 60),
+            (&[], 20),
+        ];
+        for (how, within) in steps {
             let _ = self
                 .command("scancel")
                 .args(how)
                 .arg("--user=root")
                 .output();
-            let quiet = Instant::now() + Duration::from_secs(20);
+            let quiet = Instant::now() + Duration::from_secs(within);
             while Instant::now() < quiet && !self.queue().is_empty() {
                 std::thread::sleep(Duration::from_millis(500));
             }
@@ -45,6 +53,10 @@ impl Drop for Cluster {
         for (_, child) in self.daemons.iter_mut().rev() {
             stop(child);
         }
+        eprintln!(
+            "the cluster stopped in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
     }
 }
 
