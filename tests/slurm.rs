@@ -421,10 +421,16 @@ fn the_default_study_in_two_shards_on_slurm_judges_as_one_plain_run() {
         "{merge_job}\nmerge log:\n{merge_log}\ntask logs:\n{}",
         tasks.join("\n----\n")
     );
+    let mut spans = Vec::new();
     for i in 1..=2 {
         let task = cluster.job(&format!("{array}_{i}"));
         assert_eq!(field(&task, "ExitCode"), Some("0:0"), "task {i}: {task}");
+        let at = |key| field(&task, key).unwrap_or_default().to_string();
+        spans.push((at("StartTime"), at("EndTime")));
     }
+    // --exclusive: the node has CPUs for both one-CPU tasks, yet they ran one after the other.
+    spans.sort();
+    assert!(spans[0].1 <= spans[1].0, "the tasks overlapped: {spans:?}");
     // Each task measured its own shard in its own folder, on the node's CPUs alone.
     for i in 1..=2u64 {
         let run = only_run(&results.join(format!("shards/{array}/{i}")), "wait-1m");
