@@ -19,7 +19,7 @@ pub use author::{NewCommand, NewProbeArgs, NewStudyArgs, PlanArgs};
 pub use bench::{BenchCommand, FidelityArgs};
 pub use doctor::DoctorArgs;
 pub use files::{ArchiveArgs, CheckArgs, CleanArgs, CompareArgs, ReportArgs, VerifyArgs};
-pub use fleet::{ExportCommand, KubernetesArgs, MergeArgs};
+pub use fleet::{ExportArgs, ExportCommand, KubernetesArgs, MergeArgs, SlurmArgs};
 pub use rerun::{ExplainArgs, RerunArgs};
 pub use run::{BuildArgs, ReproduceArgs, RunArgs};
 

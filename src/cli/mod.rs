@@ -9,7 +9,7 @@ mod suggested;
 
 use anyhow::Result;
 
-use crate::cli::args::{BenchCommand, Cli, Command, ExportCommand, NewCommand};
+use crate::cli::args::{BenchCommand, Cli, Command, NewCommand};
 use crate::engine;
 use crate::ops::{self, Ending, Interrupt, Paths};
 
@@ -78,7 +78,10 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
         Command::Reproduce(a) => ops::reproduce::command(paths, &a.into(), interrupt).await,
         Command::Rerun(a) => ops::rerun::command(paths, &a.into(), interrupt).await,
         Command::Merge(a) => ops::merge::command(paths, &a.into()).await,
-        Command::Export(ExportCommand::Kubernetes(a)) => ops::export::kubernetes(paths, &a.into()),
+        Command::Export(a) => {
+            let (options, format) = a.into_parts();
+            ops::export::export(paths, &options, format.as_ref())
+        }
         Command::Explain(a) => ops::explain::command(paths, &a.into(), interrupt).await,
         Command::Clean(a) => ops::clean::clean(&a.into()).await,
         Command::Bench(BenchCommand::Fidelity(a)) => ops::bench::fidelity(repo, &a.into()).await,

@@ -155,6 +155,16 @@ impl std::str::FromStr for RepeatsChoice {
     }
 }
 
+/// As `--repeats` takes it: `auto` or the number.
+impl fmt::Display for RepeatsChoice {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            Self::Auto => f.write_str("auto"),
+            Self::Fixed(n) => write!(f, "{n}"),
+        }
+    }
+}
+
 impl RepeatsChoice {
     /// The rule in force for a study whose protocol says `study` and `target_cv`.
     pub fn apply(self, study: Repeats, target_cv: Option<f64>) -> Repeats {

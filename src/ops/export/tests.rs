@@ -1,11 +1,24 @@
+use std::path::Path;
+
+use super::kubernetes::{in_repo, manifest};
 use super::*;
+use crate::study::cpuset;
+use crate::study::repeats::RepeatsChoice;
+
+fn job(study: &Study, shards: u32) -> Job<'_> {
+    Job {
+        study,
+        file: Path::new("results/wait-1m/study.yaml"),
+        shards,
+        repeats: None,
+    }
+}
 
 fn default_manifest(shards: u32) -> String {
     let study = Study::default_study();
     manifest(
-        &study,
+        &job(&study, shards),
         "results/wait-1m/study.yaml",
-        shards,
         "parkbench/kit:test",
     )
     .unwrap()
@@ -85,4 +98,136 @@ fn a_study_outside_the_repository_is_refused() {
         in_repo(repo.path(), &inside.join("study.yaml")).unwrap(),
         "results/s/study.yaml"
     );
+}
+
+fn default_script(shards: u32, slurm: &Slurm) -> String {
+    let study = Study::default_study();
+    let places = slurm::Places {
+        repo: "/shared/parkbench".into(),
+        study: "/shared/parkbench/results/wait-1m/study.yaml".into(),
+        results: "/shared/results".into(),
+    };
+    let mut job = job(&study, shards);
+    job.repeats = Some(RepeatsChoice::Fixed(2));
+    slurm::script(&job, &places, &slurm.options().unwrap())
+}
+
+#[test]
+fn the_slurm_script_of_the_default_study() {
+    let slurm = Slurm {
+        partition: Some("bench".into()),
+        time: Some("2:00:00".into()),
+    };
+    insta::assert_snapshot!(default_script(3, &slurm));
+}
+
+#[test]
+fn the_slurm_array_runs_every_shard_alone_then_merges_and_verifies() {
+    let script = default_script(4, &Slurm::default());
+    let directives: Vec<&str> = script
+        .lines()
+        .filter_map(|l| l.strip_prefix("#SBATCH "))
+        .collect();
+    for want in ["--array=1-4", "--exclusive", "--nodes=1", "--ntasks=1"] {
+        assert!(directives.contains(&want), "{want}: {directives:?}");
+    }
+    assert!(
+        !directives.iter().any(|d| d.starts_with("--time")),
+        "{directives:?}"
+    );
+    assert!(
+        script.contains("reproduce /shared/parkbench/results/wait-1m/study.yaml \\\n  --shard \"$SLURM_ARRAY_TASK_ID/4\" --cpus auto --repeats 2"),
+        "{script}"
+    );
+    assert!(
+        script.contains("--dependency=\"afterok:$SLURM_ARRAY_JOB_ID\""),
+        "{script}"
+    );
+    assert!(
+        script.contains(
+            "merge \"$PARKBENCH_SHARDS\"/*/wait-1m/runs/*.tar.gz --out /shared/results/merged"
+        ),
+        "{script}"
+    );
+    assert!(script.contains("verify \"$(echo"), "{script}");
+    // bash reads it.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("job.sh");
+    std::fs::write(&file, &script).unwrap();
+    let out = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn slurm_times_and_partitions_are_checked() {
+    for good in ["90", "30:00", "1:30:00", "2-12", "2-12:30", "2-12:30:00"] {
+        assert!(slurm::slurm_time(good), "{good}");
+    }
+    for bad in [
+        "",
+        "1:2:3:4",
+        "1h",
+        "2-",
+        "-5",
+        "1:30\n#SBATCH --x",
+        "9999999",
+    ] {
+        assert!(!slurm::slurm_time(bad), "{bad:?}");
+    }
+    for (partition, time) in [
+        (Some("a b"), None),
+        (Some("x\ny"), None),
+        (None, Some("1h")),
+    ] {
+        let slurm = Slurm {
+            partition: partition.map(str::to_string),
+            time: time.map(str::to_string),
+        };
+        let err = format!("{:#}", slurm.options().unwrap_err());
+        assert!(
+            err.contains("--partition") || err.contains("--time"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn the_slurm_script_names_absolute_paths_and_makes_the_results_folder() {
+    let repo = tempfile::tempdir().unwrap();
+    let study = repo.path().join("results/s/study.yaml");
+    std::fs::create_dir_all(study.parent().unwrap()).unwrap();
+    std::fs::write(&study, crate::study::DEFAULT_STUDY).unwrap();
+    let results = repo.path().join("out/deeper");
+    let paths = Paths {
+        repo: repo.path().join("."),
+        results: results.clone(),
+    };
+    let loaded = Study::load(&study).unwrap();
+    let mut job = job(&loaded, 2);
+    job.file = &study;
+    let script = Slurm::default().write(&paths, &job).unwrap();
+    assert!(
+        results.is_dir(),
+        "Slurm writes its logs there before the script runs"
+    );
+    let canon = std::fs::canonicalize(&results).unwrap();
+    assert!(
+        script.contains(&format!("--output={}/", canon.display())),
+        "{script}"
+    );
+    let spaced = repo.path().join("a b");
+    let paths = Paths {
+        repo: repo.path().into(),
+        results: spaced,
+    };
+    let err = format!("{:#}", Slurm::default().write(&paths, &job).unwrap_err());
+    assert!(err.contains("characters a shell would read"), "{err}");
 }
