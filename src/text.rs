@@ -1,10 +1,49 @@
-//! Plain-text layout shared by every floor that prints to a terminal: aligned columns.
+//! Plain-text layout shared by every floor that prints to a terminal: aligned columns, and text
+//! from an archive or a study made safe to print ([`printable`]).
+
+use std::borrow::Cow;
+
+/// `text` with every character a terminal would act on instead of showing written as an escape:
+/// C0 controls (ESC and so CSI and OSC sequences, BEL, CR, LF, TAB, backspace), DEL, C1 controls,
+/// and the bidirectional overrides, embeddings, isolates and marks (which reorder what is shown).
+/// `\x1b` for a byte-sized one, `\u{202e}` for the others; a backslash stays as it is. Every
+/// printer of text that comes from an archive or a study (ids, notes, deviations, warnings, member
+/// names, errors quoting them) goes through this.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(acted_on) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !acted_on(c) => out.push(c),
+            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// True for a character a terminal acts on, or that reorders the text around it.
+fn acted_on(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}'
+        )
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+}
 
 /// Rows as aligned columns: each line starts with `indent`, its cells are separated by `gap` and
 /// padded to their column's width (the longest cell of the column in characters, at least
 /// `min_widths[c]` when given), and trailing spaces are trimmed. Rows may have fewer cells than
 /// others.
+/// Every cell is printed [`printable`].
 pub fn columns(rows: &[Vec<String>], indent: &str, gap: &str, min_widths: &[usize]) -> String {
+    let rows: Vec<Vec<Cow<'_, str>>> = (rows.iter())
+        .map(|r| r.iter().map(|c| printable(c)).collect())
+        .collect();
     let count = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..count)
         .map(|c| {
@@ -49,6 +88,28 @@ mod tests {
         );
         assert_eq!(t, "  A   BB C\n  ααα    x\n  d\n");
         assert_eq!(columns(&[], "  ", " ", &[]), "");
+    }
+
+    #[test]
+    fn what_a_terminal_would_act_on_is_printed_escaped() {
+        assert!(matches!(printable("tokio-spawn ✓ α\\"), Cow::Borrowed(_)));
+        for (text, shown) in [
+            ("\x1b[2J\x1b[1;1Hreproduced", "\\x1b[2J\\x1b[1;1Hreproduced"),
+            ("\x1b]52;c;aGk=\x07", "\\x1b]52;c;aGk=\\x07"),
+            (
+                "\x1b]8;;https://x\x1b\\link",
+                "\\x1b]8;;https://x\\x1b\\link",
+            ),
+            ("a\rb\x08c\nd\te\x7f", "a\\x0db\\x08c\\x0ad\\x09e\\x7f"),
+            ("\u{9b}31m", "\\x9b31m"),
+            ("abc\u{202e}fed\u{2066}", "abc\\u{202e}fed\\u{2066}"),
+        ] {
+            let got = printable(text);
+            assert_eq!(got, shown);
+            assert!(!got.chars().any(acted_on), "{got:?}");
+        }
+        let table = columns(&rows(&[&["\x1b[1A", "x"], &["ab", "y"]]), "", " ", &[]);
+        assert_eq!(table, "\\x1b[1A x\nab      y\n");
     }
 
     #[test]

@@ -23,8 +23,10 @@ pub fn check(path: &Path) -> Result<Ending> {
 
 /// `verify`: recomputes from raw samples; a stored verdicts.json that disagrees is an error, and
 /// so is a missing one unless the study makes no claim. The claims per hardware class and host
-/// (classes.json, classes.md and report.md's section of them) are recomputed too.
-pub fn verify(path: &Path) -> Result<Ending> {
+/// (classes.json, classes.md and report.md's section of them) are recomputed too. With `strict`, a
+/// claim the recomputation does not find reproduced ends it as [`Ending::ClaimsDiffer`], whatever
+/// the archive's own text says.
+pub fn verify(path: &Path, strict: bool) -> Result<Ending> {
     integrity(path)?;
     let files = if path.is_dir() {
         RunDir::at(path).read_files()?
@@ -55,6 +57,10 @@ pub fn verify(path: &Path) -> Result<Ending> {
         ),
     }
     verify_classes(&files, &outcome)?;
+    if strict && outcome.claims_differ() {
+        eprintln!("--strict: some claims, as recomputed, were not reproduced");
+        return Ok(Ending::ClaimsDiffer);
+    }
     Ok(Ending::Ok)
 }
 
