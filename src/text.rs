@@ -24,6 +24,50 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` as Markdown inline text that shows as written, wherever it is rendered: [`printable`],
+/// on one line, with every character that could start a link, an image, raw HTML, an autolink
+/// (`https://`, `www.`, `a@b`), emphasis, code or a table cell written as a backslash escape.
+/// Every Markdown writer puts text from an archive or a study through it (or [`markdown_code`]),
+/// so that only links the kit itself writes are links.
+pub fn markdown(text: &str) -> String {
+    let text = printable(text);
+    let mut out = String::with_capacity(text.len() + 8);
+    for (i, c) in text.char_indices() {
+        let escape = match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '!' | '&' | '~' | '#' | '@' => {
+                true
+            }
+            ':' => text[i..].starts_with("://"),
+            '.' => text[..i].to_ascii_lowercase().ends_with("www"),
+            _ => false,
+        };
+        if escape {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `text` as a Markdown code span: [`printable`], on one line, its pipes escaped for a table cell,
+/// fenced by more backticks than it holds in a row.
+pub fn markdown_code(text: &str) -> String {
+    let text = printable(text).replace('|', "\\|");
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
 /// True for a character a terminal acts on, or that reorders the text around it.
 fn acted_on(c: char) -> bool {
     c.is_control()
@@ -110,6 +154,43 @@ mod tests {
         }
         let table = columns(&rows(&[&["\x1b[1A", "x"], &["ab", "y"]]), "", " ", &[]);
         assert_eq!(table, "\\x1b[1A x\nab      y\n");
+    }
+
+    #[test]
+    fn archive_text_in_markdown_is_text() {
+        assert_eq!(
+            markdown("go-rss-1m (2 CPUs), 3.5 %"),
+            "go-rss-1m (2 CPUs), 3.5 %"
+        );
+        assert_eq!(
+            markdown("[x](javascript:alert(1)) <script>a|b\n"),
+            "\\[x\\](javascript:alert(1)) \\<script\\>a\\|b\\\\x0a"
+        );
+        assert_eq!(
+            markdown("see https://e.x or WWW.e.x, me@e.x"),
+            "see https\\://e.x or WWW\\.e.x, me\\@e.x"
+        );
+        assert_eq!(markdown("\x1b[2J"), "\\\\x1b\\[2J");
+        assert_eq!(markdown_code("go"), "`go`");
+        assert_eq!(markdown_code("a`b|c"), "``a`b\\|c``");
+        assert_eq!(markdown_code("`x"), "`` `x ``");
+        // Rendered, none of it is a link, an image or HTML.
+        let md = format!(
+            "{} {} {}",
+            markdown("[x](https://e.x) ![i](x.png) <img src=x onerror=alert(1)> https://e.x"),
+            markdown_code("[y](https://e.x)"),
+            markdown("*a* `b`")
+        );
+        let mut html = String::new();
+        pulldown_cmark::html::push_html(&mut html, pulldown_cmark::Parser::new(&md));
+        assert!(
+            !html.contains("<a ") && !html.contains("<img") && !html.contains("<em>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+            "{html}"
+        );
     }
 
     #[test]

@@ -72,3 +72,105 @@ fn a_deviation_that_would_redraw_the_verdict_table_is_printed_escaped() {
     let lenient = parkbench().arg("verify").arg(&run).output().unwrap();
     assert_eq!(lenient.status.code(), Some(0), "{}", describe(&lenient));
 }
+
+/// Markdown links, raw HTML and an autolink, as an archive could carry them in any text.
+const HOSTILE: [&str; 5] = [
+    "[x](javascript:alert(1))",
+    "[click](https://evil.example/)",
+    "<script>alert(2)</script>",
+    "<img src=x onerror=alert(3)>",
+    "<https://evil.example/auto>",
+];
+
+/// The run folder `run` with every hostile text in its deviations, warnings, a sample's notes, a
+/// claim's text and a claim's id.
+fn hostile_run(run: &Path) {
+    let all = HOSTILE.join(" ");
+    edit_run_json(run, |j| {
+        for h in HOSTILE {
+            j["deviations"].as_array_mut().unwrap().push(h.into());
+        }
+        j["warnings"][0]["what"] = all.clone().into();
+    });
+    let study = std::fs::read_to_string(run.join("study.yaml")).unwrap();
+    let id = "[x](https://evil.example/id)<img src=x onerror=alert(4)>";
+    let text = study
+        .lines()
+        .find(|l| l.starts_with("    text: At 1M tasks Go's"))
+        .unwrap();
+    let study = study
+        .replacen("  - id: go-rss-1m", &format!("  - id: {id:?}"), 1)
+        .replacen(text, &format!("    text: {all:?}"), 1);
+    std::fs::write(run.join("study.yaml"), study).unwrap();
+    let samples = std::fs::read_to_string(run.join("samples.jsonl")).unwrap();
+    let (first, rest) = samples.split_once('\n').unwrap();
+    let mut first: Value = serde_json::from_str(first).unwrap();
+    first["notes"] = serde_json::json!([all]);
+    std::fs::write(run.join("samples.jsonl"), format!("{first}\n{rest}")).unwrap();
+}
+
+/// True when `html` has a live link, tag or handler from the hostile texts.
+fn live(html: &str) -> Vec<&'static str> {
+    [
+        "<script>alert",
+        "<img src=x",
+        "href=\"javascript",
+        "href=\"https://evil",
+    ]
+    .into_iter()
+    .filter(|bad| html.contains(bad))
+    .collect()
+}
+
+#[test]
+fn archive_text_in_reports_never_becomes_a_link_or_html() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = reference_folder("wait-1m", &tmp.path().join("a"));
+    hostile_run(&run);
+    let out = parkbench().arg("report").arg(&run).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(
+        live(&html).is_empty(),
+        "report.html: {:?}\n{html}",
+        live(&html)
+    );
+    // Rendered the way any Markdown viewer would, report.md has none either.
+    let mut rendered = String::new();
+    pulldown_cmark::html::push_html(&mut rendered, pulldown_cmark::Parser::new(&md));
+    assert!(
+        live(&rendered).is_empty(),
+        "report.md: {:?}\n{md}",
+        live(&rendered)
+    );
+    assert!(
+        html.contains("&lt;script&gt;alert(2)&lt;/script&gt;"),
+        "shown as text"
+    );
+    // The kit's own links still are.
+    assert!(html.contains("<a href=\"summary.json\">"), "{html}");
+
+    let other = reference_folder("wait-1m", &tmp.path().join("b"));
+    hostile_run(&other);
+    let to = tmp.path().join("compared");
+    let out = parkbench()
+        .arg("compare")
+        .arg(&run)
+        .arg(&other)
+        .arg("--out")
+        .arg(&to)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let html = std::fs::read_to_string(to.join("compare.html")).unwrap();
+    assert!(live(&html).is_empty(), "compare.html: {:?}", live(&html));
+    let md = std::fs::read_to_string(to.join("compare.md")).unwrap();
+    let mut rendered = String::new();
+    pulldown_cmark::html::push_html(&mut rendered, pulldown_cmark::Parser::new(&md));
+    assert!(
+        live(&rendered).is_empty(),
+        "compare.md: {:?}\n{md}",
+        live(&rendered)
+    );
+}
