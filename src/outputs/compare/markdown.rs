@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use super::{CellRow, Headline, LoneCell, RULE, Side, cells, claims, lone_cells, same_binaries};
 use crate::outputs::outcome::Outcome;
+use crate::outputs::provenance;
 use crate::outputs::report::number::{grouped, measured, mib, ratio, scale_label};
 use crate::outputs::verdict::Verdict;
 use crate::text::{markdown as md, markdown_code as code};
@@ -28,6 +29,17 @@ pub fn markdown(a: &Side, b: &Side) -> String {
     for (name, side) in [("A", oa), ("B", ob)] {
         if let Some(p) = &side.partial {
             let _ = writeln!(out, "- {name} is partial: {}", md(p));
+        }
+    }
+    let published = provenance::differences(&oa.study, "A", &ob.study, "B");
+    if !published.is_empty() {
+        let _ = writeln!(
+            out,
+            "- Published values differ between the two runs' studies (their verdicts judge \
+             different claims):"
+        );
+        for line in &published {
+            let _ = writeln!(out, "  - {}", md(line));
         }
     }
     let _ = writeln!(out, "- Same binaries: {}\n", same_binaries(a, b));
