@@ -19,6 +19,7 @@ mod guard;
 mod images;
 mod isolation;
 mod ship;
+mod ssh;
 mod volumes;
 
 use std::collections::BTreeMap;
@@ -384,7 +385,9 @@ impl Engine {
                     version,
                 )
             }
-            Endpoint::Ssh(u) => Docker::connect_with_ssh(u, timeout, version, None),
+            // The kit's own ssh command line: bollard's would pass the port as part of the host.
+            Endpoint::Ssh(u) => Ok(ssh::connect(u, timeout, version)
+                .with_context(|| format!("host `{name}` ({url})"))?),
         }
         .map_err(|e| unreachable(&e))?;
         docker.ping().await.map_err(|e| unreachable(&e))?;

@@ -24,7 +24,13 @@ fn main() -> ExitCode {
     match runtime.block_on(cli::dispatch(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // An error may quote an archive: every line of it printable, the lines kept.
+            let message = format!("{e:#}");
+            let lines: Vec<_> = message
+                .split('\n')
+                .map(parkbench::text::printable)
+                .collect();
+            eprintln!("error: {}", lines.join("\n"));
             ExitCode::from(cli::EXIT_KIT)
         }
     }

@@ -373,7 +373,7 @@ fn imports_only_point_down_the_floors() {
         ("stats", &[]),
         ("yaml", &[]),
         ("text", &[]),
-        ("study", &["stats", "yaml"]),
+        ("study", &["stats", "yaml", "text"]),
         ("engine", &[]),
         ("images", &["study", "engine", "yaml", "stats", "text"]),
         (

@@ -73,7 +73,7 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
             .await
             .map(|_| Ending::Ok),
         Command::Check(a) => ops::verify::check(&a.archive),
-        Command::Verify(a) => ops::verify::verify(&a.path),
+        Command::Verify(a) => ops::verify::verify(&a.path, repo, a.strict),
         Command::Compare(a) => ops::compare::compare(&a.a, &a.b, a.out.as_deref(), a.fail_above),
         Command::Reproduce(a) => ops::reproduce::command(paths, &a.into(), interrupt).await,
         Command::Rerun(a) => ops::rerun::command(paths, &a.into(), interrupt).await,

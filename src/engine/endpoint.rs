@@ -1,6 +1,6 @@
 //! Where a Docker Engine listens and how to reach it: this machine's Engine (`local`), a Unix
-//! socket, TCP with mutual TLS (or, only when the user says so, plain TCP), or SSH (bollard's ssh
-//! transport, which runs `docker system dial-stdio` on the remote through the `ssh` program).
+//! socket, TCP with mutual TLS (or, only when the user says so, plain TCP), or SSH (the `ssh`
+//! program running `docker system dial-stdio` on the remote, [`super::ssh`]).
 
 use std::path::{Path, PathBuf};
 
@@ -165,7 +165,7 @@ impl<'a> Authority<'a> {
 }
 
 /// `host[:port]` split at the port's colon (`[::1]:22` keeps its brackets).
-fn split_port(hostport: &str) -> (&str, Option<&str>) {
+pub(super) fn split_port(hostport: &str) -> (&str, Option<&str>) {
     if hostport.starts_with('[')
         && let Some(end) = hostport.find(']')
     {

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 
 use super::Ending;
 use crate::outputs::compare;
+use crate::text::printable;
 
 /// Prints the comparison of `a` (the reference) and `b`; with `out`, also writes compare.md,
 /// compare.svg and compare.html there. Both runs are read before anything is written. With `fail_above` (percent),
@@ -22,8 +23,10 @@ pub fn compare(a: &Path, b: &Path, out: Option<&Path>, fail_above: Option<f64>) 
         }
         None => compare::markdown(&a, &b),
     };
-    print!("{md}");
-    eprintln!("in one line: {}", compare::one_line(&a, &b));
+    for line in md.lines() {
+        println!("{}", printable(line));
+    }
+    eprintln!("in one line: {}", printable(&compare::one_line(&a, &b)));
     let Some(percent) = fail_above else {
         return Ok(Ending::Ok);
     };
@@ -37,7 +40,7 @@ pub fn compare(a: &Path, b: &Path, out: Option<&Path>, fail_above: Option<f64>) 
     }
     eprintln!(
         "B ÷ A differs from 1 by more than {percent} %, or the cell was lost in B, for: {}",
-        over.join(", ")
+        printable(&over.join(", "))
     );
     Ok(Ending::RunsDiffer)
 }

@@ -103,10 +103,11 @@ fn say(merged: &Merged) {
     let r = &merged.record;
     for run in &r.runs {
         let shard = run.shard.map(|s| format!(" shard {s}")).unwrap_or_default();
-        eprintln!(
+        let line = format!(
             "  {} (run {}{shard}, {}): {} samples on {}",
             run.name, run.run_id, run.status, run.samples, run.hardware
         );
+        eprintln!("{}", crate::text::printable(&line));
     }
     if merged.state.status != Status::Complete {
         eprintln!("the merged run is INCOMPLETE: its verdicts judge less than the study's matrix");
@@ -114,7 +115,7 @@ fn say(merged: &Merged) {
             .iter()
             .filter(|d| d.starts_with("incomplete"))
         {
-            eprintln!("  {d}");
+            eprintln!("  {}", crate::text::printable(d));
         }
     }
 }

@@ -57,13 +57,14 @@ pub struct Options {
 
 pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Result<Ending> {
     let source = open(&args.archive)?;
-    eprintln!(
+    let what = format!(
         "rerunning {} (run {} of study {}, sha256 {})",
         args.archive.display(),
         source.files.run_id,
         source.study.id,
         source.sha256
     );
+    eprintln!("{}", crate::text::printable(&what));
     let seccomp = judge(&source, args.accept_seccomp_from_archive)?;
     let resumed = args
         .resume

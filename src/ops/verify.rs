@@ -10,9 +10,11 @@ use super::Ending;
 use crate::outputs::archive::{self, Integrity};
 use crate::outputs::merge::{self, MergeRecord};
 use crate::outputs::outcome::{self, Outcome};
+use crate::outputs::provenance;
 use crate::outputs::verdict::VerdictFile;
 use crate::run::run_dir::{self, RunDir, RunFiles};
-use crate::study::sample;
+use crate::study::{Study, sample};
+use crate::text::printable;
 
 /// `check`: every SHA256SUMS line and the structure of the archive at `path`.
 pub fn check(path: &Path) -> Result<Ending> {
@@ -23,8 +25,11 @@ pub fn check(path: &Path) -> Result<Ending> {
 
 /// `verify`: recomputes from raw samples; a stored verdicts.json that disagrees is an error, and
 /// so is a missing one unless the study makes no claim. The claims per hardware class and host
-/// (classes.json, classes.md and report.md's section of them) are recomputed too.
-pub fn verify(path: &Path) -> Result<Ending> {
+/// (classes.json, classes.md and report.md's section of them) are recomputed too. With `strict`, a
+/// claim the recomputation does not find reproduced ends it as [`Ending::ClaimsDiffer`], whatever
+/// the archive's own text says, and so does a claim whose published value differs from the one in
+/// the checkout at `repo` ([`provenance`]).
+pub fn verify(path: &Path, repo: &Path, strict: bool) -> Result<Ending> {
     integrity(path)?;
     let files = if path.is_dir() {
         RunDir::at(path).read_files()?
@@ -55,7 +60,51 @@ pub fn verify(path: &Path) -> Result<Ending> {
         ),
     }
     verify_classes(&files, &outcome)?;
+    let edited = provenance(&files, &outcome.study, repo)?;
+    if strict && (outcome.claims_differ() || edited) {
+        eprintln!(
+            "--strict: some claims, as recomputed, were not reproduced, or their published values \
+             differ from the checkout's study"
+        );
+        return Ok(Ending::ClaimsDiffer);
+    }
     Ok(Ending::Ok)
+}
+
+/// Prints the study's sha256 and, when the checkout at `repo` holds the study, every claim whose
+/// published value, unit or tolerance differs from it; true when one does.
+fn provenance(files: &RunFiles, study: &Study, repo: &Path) -> Result<bool> {
+    let sha = provenance::sha256(&files.study_yaml);
+    println!("\nstudy {} sha256 {sha}", printable(&study.id));
+    let Some((path, text, theirs)) = provenance::checkout(repo, study)? else {
+        println!(
+            "the checkout {} holds no results/{}/study.yaml: the published values were compared \
+             with nothing; compare the sha256 above with the study's authors'",
+            repo.display(),
+            printable(&study.id)
+        );
+        return Ok(false);
+    };
+    let found = provenance::differences(study, "the archive", &theirs, &path.display().to_string());
+    if found.is_empty() {
+        let same = provenance::sha256(&text) == sha;
+        println!(
+            "published values, units and tolerances match {}{}",
+            path.display(),
+            if same { " (the same file)" } else { "" }
+        );
+        return Ok(false);
+    }
+    println!(
+        "the archive's study differs from {} (sha256 {}) in {} published claim(s):",
+        path.display(),
+        provenance::sha256(&text),
+        found.len()
+    );
+    for line in &found {
+        println!("  - {}", printable(line));
+    }
+    Ok(true)
 }
 
 /// A folder unpacked from an archive is checked against its SHA256SUMS before anything in it is

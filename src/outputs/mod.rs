@@ -13,6 +13,7 @@ pub mod html;
 pub mod index;
 pub mod merge;
 pub mod outcome;
+pub mod provenance;
 pub mod reference;
 pub mod report;
 pub mod summary;

@@ -180,14 +180,14 @@ impl Outcome {
         if !self.deviations.is_empty() {
             out.push_str("\nDeviations from the published setup:\n");
             for d in &self.deviations {
-                out.push_str(&format!("  - {d}\n"));
+                out.push_str(&format!("  - {}\n", crate::text::printable(d)));
             }
         }
         if warnings {
             out.push_str(&report::terminal::warnings(&self.warnings));
         }
         if let Some(p) = &self.partial {
-            out.push_str(&format!("\nPartial data: {p}\n"));
+            out.push_str(&format!("\nPartial data: {}\n", crate::text::printable(p)));
         }
         out
     }

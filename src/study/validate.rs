@@ -32,6 +32,7 @@ impl Study {
         );
         for (i, probe) in self.probes.iter().enumerate() {
             let at = format!("probes[{i}]");
+            printable_id("probe", &probe.id).at(format!("{at}.id"))?;
             ensure_at!(
                 !self.probes[..i].iter().any(|p| p.id == probe.id),
                 format!("{at}.id"),
@@ -43,6 +44,7 @@ impl Study {
         }
         for (i, c) in self.claims.iter().enumerate() {
             let at = format!("claims[{i}]");
+            printable_id("claim", &c.id).at(format!("{at}.id"))?;
             ensure_at!(
                 !self.claims[..i].iter().any(|o| o.id == c.id),
                 format!("{at}.id"),
@@ -350,6 +352,19 @@ fn about(mut e: Invalid, what: &str, id: &str) -> Invalid {
 }
 
 /// A study id is one plain folder name: `[a-z0-9][a-z0-9._-]*` (so never `..`, `/` or absolute).
+/// A probe's or a claim's id, which every table, report and terminal shows: not empty, and nothing
+/// in it a terminal would act on or that reorders text ([`crate::text::printable`]).
+fn printable_id(what: &str, id: &str) -> anyhow::Result<()> {
+    if id.trim().is_empty() || crate::text::printable(id) != id {
+        anyhow::bail!(
+            "{what} id {:?} is empty or holds a control or bidirectional character: an id is \
+             shown in tables and reports; use letters, digits and punctuation",
+            crate::text::printable(id)
+        );
+    }
+    Ok(())
+}
+
 pub(super) fn valid_id(id: &str) -> bool {
     let mut chars = id.chars();
     chars
@@ -364,6 +379,21 @@ mod tests {
 
     fn error(text: &str) -> String {
         format!("{:#}", Study::parse(text).unwrap_err())
+    }
+
+    #[test]
+    fn an_id_a_terminal_would_act_on_is_refused() {
+        for (from, to) in [
+            ("  - id: rust-tokio", "  - id: \"rust\\e[2Jtokio\""),
+            ("  - id: go-rss-1m", "  - id: \"go-rss\\u202e-1m\""),
+            ("  - id: go-rss-1m", "  - id: \"go\\rrss\""),
+        ] {
+            let err = error(&DEFAULT_STUDY.replacen(from, to, 1));
+            assert!(
+                err.contains("holds a control or bidirectional character") && !err.contains('\x1b'),
+                "{err}"
+            );
+        }
     }
 
     #[test]

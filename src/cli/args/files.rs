@@ -45,6 +45,9 @@ pub struct CheckArgs {
 pub struct VerifyArgs {
     /// An archive (`<run-id>.tar.gz`) or a run directory.
     pub path: PathBuf,
+    /// Exit with code 4 when a claim, as recomputed, is not reproduced.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Debug, Args)]

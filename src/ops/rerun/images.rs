@@ -74,7 +74,10 @@ pub async fn images(
         return Err(refuse(&source.path, &different));
     }
     for d in &different {
-        eprintln!("warning: running a different binary: {d}");
+        eprintln!(
+            "warning: running a different binary: {}",
+            crate::text::printable(&d.to_string())
+        );
     }
     Ok(Images {
         engine,

@@ -48,7 +48,10 @@ pub fn judge(source: &Source, accept: bool) -> Result<Seccomp> {
             lines.join("\n")
         );
     }
-    eprintln!("warning: {named} goes beyond the Engine's default profile; accepted");
+    eprintln!(
+        "warning: {} goes beyond the Engine's default profile; accepted",
+        crate::text::printable(&named)
+    );
     Ok(Seccomp {
         deviation: Some(format!(
             "{named} lets containers do more than the Engine's default profile, accepted with \

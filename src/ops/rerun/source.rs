@@ -147,7 +147,16 @@ impl Source {
                 run_dir::SECCOMP
             )
         })?;
-        crate::run::seccomp::Profile::parse(file, &bytes).map(Some)
+        crate::run::seccomp::Profile::parse(file, &bytes)
+            .map(Some)
+            .with_context(|| {
+                format!(
+                    "{}: its seccomp profile {}/{} is refused before anything is loaded",
+                    self.path.display(),
+                    self.files.run_id,
+                    run_dir::SECCOMP
+                )
+            })
     }
 
     /// The record for the rerun's `run.json`.

@@ -354,6 +354,13 @@ fn an_archive_s_seccomp_profile_beyond_the_default_is_refused_unless_accepted() 
     );
     assert!(judge(&unshare, false).is_err());
 
+    // What the Engine would read as allow-all, the last of two keys equal but for case winning, is
+    // refused even when accepted: the kit could not say what it judges.
+    let case_variant =
+        write(r#"{"defaultAction":"SCMP_ACT_ERRNO","DefaultAction":"SCMP_ACT_ALLOW"}"#);
+    let e = format!("{:#}", judge(&case_variant, true).unwrap_err());
+    assert!(e.contains("unknown field `DefaultAction`"), "{e}");
+
     let tight = write(
         r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read","write"],"action":"SCMP_ACT_ALLOW"}]}"#,
     );

@@ -18,20 +18,20 @@ fn a_merged_runs_claims_per_class_are_recomputed() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = merged_folder(tmp.path());
     assert!(dir.file(run_dir::CLASSES_JSON).exists());
-    verify(dir.path()).unwrap();
+    verify(dir.path(), tmp.path(), false).unwrap();
 
     // One class's verdict edited: caught.
     let json = dir.read(run_dir::CLASSES_JSON).unwrap();
     let mut per: merge::Judged = serde_json::from_str(&json).unwrap();
     per.classes[0].samples += 1;
     dir.write_json(run_dir::CLASSES_JSON, &per).unwrap();
-    let err = format!("{:#}", verify(dir.path()).unwrap_err());
+    let err = format!("{:#}", verify(dir.path(), tmp.path(), false).unwrap_err());
     assert!(
         err.contains("per hardware class") && err.contains("classes.json"),
         "{err}"
     );
     dir.write(run_dir::CLASSES_JSON, json.as_bytes()).unwrap();
-    verify(dir.path()).unwrap();
+    verify(dir.path(), tmp.path(), false).unwrap();
 
     // classes.md edited: caught.
     let md = dir.read(run_dir::CLASSES_MD).unwrap();
@@ -41,7 +41,7 @@ fn a_merged_runs_claims_per_class_are_recomputed() {
             .as_bytes(),
     )
     .unwrap();
-    let err = format!("{:#}", verify(dir.path()).unwrap_err());
+    let err = format!("{:#}", verify(dir.path(), tmp.path(), false).unwrap_err());
     assert!(err.contains("classes.md"), "{err}");
 }
 
@@ -50,7 +50,7 @@ fn a_missing_verdicts_json_is_nothing_to_verify() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = merged_folder(tmp.path());
     std::fs::remove_file(dir.file(run_dir::VERDICTS)).unwrap();
-    let err = format!("{:#}", verify(dir.path()).unwrap_err());
+    let err = format!("{:#}", verify(dir.path(), tmp.path(), false).unwrap_err());
     assert!(
         err.contains("nothing to verify: verdicts.json missing"),
         "{err}"
@@ -90,7 +90,7 @@ fn a_run_of_several_hosts_is_judged_per_host_and_verify_recomputes_it_all() {
         html.contains("Verdicts per host"),
         "the page shows the hosts too"
     );
-    verify(dir.path()).unwrap();
+    verify(dir.path(), tmp.path(), false).unwrap();
 
     // The report's section edited: caught.
     dir.write(
@@ -98,7 +98,7 @@ fn a_run_of_several_hosts_is_judged_per_host_and_verify_recomputes_it_all() {
         md.replacen("| e3 (A) |", "| e4 (A) |", 1).as_bytes(),
     )
     .unwrap();
-    let err = format!("{:#}", verify(dir.path()).unwrap_err());
+    let err = format!("{:#}", verify(dir.path(), tmp.path(), false).unwrap_err());
     assert!(
         err.contains("report.md") && err.contains("per hardware class"),
         "{err}"
@@ -107,7 +107,7 @@ fn a_run_of_several_hosts_is_judged_per_host_and_verify_recomputes_it_all() {
 
     // classes.json removed: nothing to verify the hosts against.
     std::fs::remove_file(dir.file(run_dir::CLASSES_JSON)).unwrap();
-    let err = format!("{:#}", verify(dir.path()).unwrap_err());
+    let err = format!("{:#}", verify(dir.path(), tmp.path(), false).unwrap_err());
     assert!(err.contains("classes.json missing"), "{err}");
 }
 
@@ -120,8 +120,11 @@ fn classes_files_in_a_run_of_one_class_and_host_are_an_alteration() {
     let one = merge::merge(&[run("a", None, None)], &plain.id()).unwrap();
     crate::ops::merge::write(&plain, &one).unwrap();
     assert!(!plain.file(run_dir::CLASSES_JSON).exists());
-    verify(plain.path()).unwrap();
+    verify(plain.path(), plain.path(), false).unwrap();
     plain.write(run_dir::CLASSES_JSON, json.as_bytes()).unwrap();
-    let err = format!("{:#}", verify(plain.path()).unwrap_err());
+    let err = format!(
+        "{:#}",
+        verify(plain.path(), plain.path(), false).unwrap_err()
+    );
     assert!(err.contains("one hardware class"), "{err}");
 }

@@ -453,13 +453,16 @@ impl fmt::Display for CheckReport {
         write!(
             f,
             "{}: OK, {} files match SHA256SUMS ({} members, {} bytes)",
-            self.root, self.verified, self.members, self.bytes
+            crate::text::printable(&self.root),
+            self.verified,
+            self.members,
+            self.bytes
         )?;
         if !self.missing_optional.is_empty() {
             write!(
                 f,
                 "; missing optional: {}",
-                self.missing_optional.join(", ")
+                crate::text::printable(&self.missing_optional.join(", "))
             )?;
         }
         Ok(())

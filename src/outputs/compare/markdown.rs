@@ -4,27 +4,42 @@ use std::fmt::Write as _;
 
 use super::{CellRow, Headline, LoneCell, RULE, Side, cells, claims, lone_cells, same_binaries};
 use crate::outputs::outcome::Outcome;
+use crate::outputs::provenance;
 use crate::outputs::report::number::{grouped, measured, mib, ratio, scale_label};
 use crate::outputs::verdict::Verdict;
+use crate::text::{markdown as md, markdown_code as code};
 
 /// The whole comparison of `a` (the reference) and `b`.
 pub fn markdown(a: &Side, b: &Side) -> String {
     let (oa, ob) = (&a.outcome, &b.outcome);
     let mut out = format!(
-        "# Comparison of two runs\n\n- A: `{}` (run {})\n",
-        a.path, oa.run_id
+        "# Comparison of two runs\n\n- A: {} (run {})\n",
+        code(&a.path),
+        md(&oa.run_id)
     );
-    let _ = writeln!(out, "- B: `{}` (run {})", b.path, ob.run_id);
+    let _ = writeln!(out, "- B: {} (run {})", code(&b.path), md(&ob.run_id));
     if oa.study.id != ob.study.id {
         let _ = writeln!(
             out,
-            "- Different studies: A is `{}`, B is `{}`",
-            oa.study.id, ob.study.id
+            "- Different studies: A is {}, B is {}",
+            code(&oa.study.id),
+            code(&ob.study.id)
         );
     }
     for (name, side) in [("A", oa), ("B", ob)] {
         if let Some(p) = &side.partial {
-            let _ = writeln!(out, "- {name} is partial: {p}");
+            let _ = writeln!(out, "- {name} is partial: {}", md(p));
+        }
+    }
+    let published = provenance::differences(&oa.study, "A", &ob.study, "B");
+    if !published.is_empty() {
+        let _ = writeln!(
+            out,
+            "- Published values differ between the two runs' studies (their verdicts judge \
+             different claims):"
+        );
+        for line in &published {
+            let _ = writeln!(out, "  - {}", md(line));
         }
     }
     let _ = writeln!(out, "- Same binaries: {}\n", same_binaries(a, b));
@@ -74,7 +89,7 @@ pub(super) fn cell_table(rows: &[CellRow], lone: &[LoneCell]) -> String {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {finding} |",
-            row.probe,
+            md(&row.probe),
             scale_label(row.tasks),
             statistic(&row.a),
             shown(&row.a),
@@ -90,7 +105,7 @@ pub(super) fn cell_table(rows: &[CellRow], lone: &[LoneCell]) -> String {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {a} | {b} | — | {} |",
-            cell.probe,
+            md(&cell.probe),
             scale_label(cell.tasks),
             statistic(&cell.headline),
             cell.presence.label(),
@@ -148,7 +163,7 @@ pub(super) fn claim_rows(pairs: &[(&Verdict, &Verdict)]) -> String {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {} |",
-            va.claim,
+            code(&va.claim),
             va.status.label(),
             measured(va.measured.as_ref(), va.unit),
             vb.status.label(),
@@ -175,12 +190,12 @@ fn environment_table(a: &[(String, String)], b: &[(String, String)]) -> String {
     let find = |side: &[(String, String)], label: &str| {
         side.iter()
             .find(|(k, _)| k == label)
-            .map_or("—".to_string(), |(_, v)| v.replace('|', "\\|"))
+            .map_or("—".to_string(), |(_, v)| md(v))
     };
     for label in labels {
         let (va, vb) = (find(a, label), find(b, label));
         let same = if va == vb { "same" } else { "differs" };
-        let _ = writeln!(out, "| {label} | {va} | {vb} | {same} |");
+        let _ = writeln!(out, "| {} | {va} | {vb} | {same} |", md(label));
     }
     out
 }

@@ -262,7 +262,7 @@ pub fn lines(judged: &Judged) -> Vec<(String, String)> {
             let mut line = tally(&on_classes, "class");
             if !judged.hosts.is_empty() {
                 let on_hosts: Vec<(String, &Verdict)> = (judged.hosts.iter())
-                    .filter_map(|h| Some((format!("`{}`", h.host), h.verdicts.get(i)?)))
+                    .filter_map(|h| Some((crate::text::markdown_code(&h.host), h.verdicts.get(i)?)))
                     .collect();
                 let _ = write!(
                     line,
@@ -281,7 +281,7 @@ pub fn lines(judged: &Judged) -> Vec<(String, String)> {
 pub fn summary_markdown(judged: &Judged, h: &str) -> String {
     let mut out = String::new();
     for (claim, line) in lines(judged) {
-        let _ = writeln!(out, "- `{claim}`: {line}");
+        let _ = writeln!(out, "- {}: {line}", crate::text::markdown_code(&claim));
     }
     let _ = writeln!(out, "\n{h} Classes\n");
     for c in &judged.classes {
@@ -305,7 +305,7 @@ pub fn summary_markdown(judged: &Judged, h: &str) -> String {
     if !judged.hosts.is_empty() {
         let _ = writeln!(out, "\n{h} Verdicts per host\n");
         let heads: Vec<String> = (judged.hosts.iter())
-            .map(|x| format!("{} ({})", cell_text(&x.host), x.class))
+            .map(|x| format!("{} ({})", cell_text(&x.host), cell_text(&x.class)))
             .collect();
         let columns: Vec<&[Verdict]> = judged.hosts.iter().map(|x| &x.verdicts[..]).collect();
         out.push_str(&table(&heads, &columns));
@@ -324,7 +324,8 @@ fn table(heads: &[String], columns: &[&[Verdict]]) -> String {
             .iter()
             .map(|c| c.get(i).map_or("—".into(), Verdict::status_label))
             .collect();
-        let _ = writeln!(out, "| `{}` | {} |", v.claim, cells.join(" | "));
+        let claim = crate::text::markdown_code(&v.claim);
+        let _ = writeln!(out, "| {claim} | {} |", cells.join(" | "));
     }
     out
 }

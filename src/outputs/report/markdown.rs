@@ -14,6 +14,7 @@ use crate::run::warning::{Touches, Warning};
 use crate::study::kind::Kind;
 use crate::study::sample::Sample;
 use crate::study::{Order, Study};
+use crate::text;
 
 /// `report.md`.
 pub struct Markdown;
@@ -49,16 +50,19 @@ impl Format for Markdown {
 
 fn header(input: &ReportInput) -> String {
     let (study, s) = (input.study, input.summary);
-    let mut out = format!("# {}\n\n", study.title);
+    let mut out = format!("# {}\n\n", text::markdown(&study.title));
     let _ = writeln!(
         out,
-        "Run `{}` of study `{}`, after the article *{}*.\n",
-        input.run_id, study.id, study.source.article
+        "Run {} of study {}, after the article *{}*.\n",
+        text::markdown_code(input.run_id),
+        text::markdown_code(&study.id),
+        text::markdown(&study.source.article)
     );
     if let Some(reason) = &input.partial {
         let _ = writeln!(
             out,
-            "> **Partial data:** {reason}. Statistics and verdicts cover only the samples read.\n"
+            "> **Partial data:** {}. Statistics and verdicts cover only the samples read.\n",
+            text::markdown(reason)
         );
     }
     let not_measured = match s.not_measured {
@@ -90,8 +94,8 @@ pub(crate) fn verdicts(verdicts: &[Verdict]) -> String {
             .map_or_else(|| "—".into(), |d| number::signed(d, v.unit));
         let _ = writeln!(
             out,
-            "| `{}` | {} | {} | {delta} | {} | {} | **{}** |",
-            v.claim,
+            "| {} | {} | {} | {delta} | {} | {} | **{}** |",
+            text::markdown_code(&v.claim),
             number::expected(&v.expected, v.unit),
             number::measured(v.measured.as_ref(), v.unit),
             number::ratio(v.ratio),
@@ -107,14 +111,14 @@ pub(crate) fn verdicts(verdicts: &[Verdict]) -> String {
         let note = v
             .note
             .as_deref()
-            .map(|n| format!(" — {n}"))
+            .map(|n| format!(" — {}", text::markdown(n)))
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "- `{}` ({}): {}{}",
-            v.claim,
+            "- {} ({}): {}{}",
+            text::markdown_code(&v.claim),
             v.status_label(),
-            v.text,
+            text::markdown(&v.text),
             note
         );
     }
@@ -140,11 +144,11 @@ fn environment(input: &ReportInput) -> String {
         .iter()
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
-    let _ = write!(out, "\nPublished: {}", src.environment);
+    let _ = write!(out, "\nPublished: {}", text::markdown(&src.environment));
     if !tools.is_empty() {
-        let _ = write!(out, "; {}", tools.join(", "));
+        let _ = write!(out, "; {}", text::markdown(&tools.join(", ")));
     }
-    let _ = writeln!(out, "; CPUs `{}`.", src.cpus);
+    let _ = writeln!(out, "; CPUs {}.", text::markdown_code(&src.cpus));
     out
 }
 
@@ -154,7 +158,7 @@ fn deviations(list: &[String]) -> String {
         out.push_str("None found.\n");
     }
     for d in list {
-        let _ = writeln!(out, "- {d}");
+        let _ = writeln!(out, "- {}", text::markdown(d));
     }
     out
 }
@@ -168,7 +172,8 @@ fn warnings(list: &[Warning]) -> String {
     }
     out.push_str("Host conditions seen before or while measuring; they explain samples, never invalidate them.\n\n");
     for w in list {
-        let _ = writeln!(out, "- {} — may touch **{}**.", w.what, w.touches.label());
+        let what = text::markdown(&w.what);
+        let _ = writeln!(out, "- {what} — may touch **{}**.", w.touches.label());
     }
     out
 }
@@ -191,7 +196,7 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
         let _ = writeln!(
             out,
             "- {} runs its own scales: {} tasks.",
-            probe.id,
+            text::markdown(&probe.id),
             own.join("; ")
         );
     }
@@ -266,7 +271,7 @@ fn probe_table(study: &Study) -> String {
         if text.is_empty() {
             "—".to_string()
         } else {
-            format!("`{}`", cell_text(text))
+            text::markdown_code(text)
         }
     };
     for probe in &study.probes {
@@ -276,10 +281,10 @@ fn probe_table(study: &Study) -> String {
             .map_or("all of the run's".to_string(), |n| format!("the first {n}"));
         let _ = writeln!(
             out,
-            "| {} | {} | `{}` | {} | {} | {cpus} |",
-            probe.id,
-            probe.image,
-            probe.program,
+            "| {} | {} | {} | {} | {} | {cpus} |",
+            cell_text(&probe.id),
+            cell_text(&probe.image),
+            text::markdown_code(&probe.program),
             code(&probe.args.join(" ")),
             code(&env.join(" ")),
         );
@@ -345,7 +350,7 @@ fn precision(summary: &Summary) -> String {
         let _ = writeln!(
             out,
             "| {} | {} | {stat} | {} | {} | {cv} | {met} |",
-            p.probe,
+            cell_text(&p.probe),
             grouped(p.tasks as f64, 0),
             p.processes,
             p.valid
@@ -379,9 +384,9 @@ fn lower_by(study: &Study, summary: &Summary) -> String {
                 lines.push(format!(
                     "- {} tasks: {} is {} % lower than {} (median {} MiB vs {} MiB).",
                     grouped(tasks as f64, 0),
-                    r.probe,
+                    text::markdown(&r.probe),
                     grouped(r.lower_by_percent, 2),
-                    r.than,
+                    text::markdown(&r.than),
                     mib(median(&r.probe)),
                     mib(median(&r.than))
                 ));
@@ -408,7 +413,7 @@ fn invalid(summary: &Summary) -> String {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} |",
-            s.probe,
+            cell_text(&s.probe),
             grouped(s.tasks as f64, 0),
             s.repeat,
             cell_text(&not_measured(&s.error))
@@ -430,7 +435,9 @@ fn notes(summary: &Summary) -> String {
     if summary.notes.is_empty() {
         return String::new();
     }
-    let items: Vec<String> = summary.notes.iter().map(|n| format!("- {n}")).collect();
+    let items: Vec<String> = (summary.notes.iter())
+        .map(|n| format!("- {}", text::markdown(n)))
+        .collect();
     format!("## Notes on the samples\n\n{}\n", items.join("\n"))
 }
 
@@ -573,6 +580,7 @@ mod tests {
 
     #[test]
     fn table_cells_are_escaped() {
-        assert_eq!(cell_text("a|b\nc"), "a\\|b c");
+        assert_eq!(cell_text("a|b\nc"), "a\\|b\\\\x0ac");
+        assert_eq!(cell_text("<b>[x](y)"), "\\<b\\>\\[x\\](y)");
     }
 }

@@ -137,9 +137,9 @@ pub fn scale_label(tasks: u64) -> String {
     }
 }
 
-/// Text safe inside a table cell: no pipes, no line breaks.
+/// Text safe inside a table cell, and shown as written: [`crate::text::markdown`].
 pub(crate) fn cell_text(s: &str) -> String {
-    s.replace('|', "\\|").replace(['\r', '\n'], " ")
+    crate::text::markdown(s)
 }
 
 #[cfg(test)]

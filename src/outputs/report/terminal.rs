@@ -7,6 +7,7 @@ use crate::outputs::summary::{Cell, Summary};
 use crate::outputs::verdict::Verdict;
 use crate::run::warning::Warning;
 use crate::study::Study;
+use crate::text::printable;
 
 const HEADER: [&str; 7] = [
     "CLAIM",
@@ -29,7 +30,8 @@ pub fn verdict_table(verdicts: &[Verdict]) -> String {
     let mut out = crate::text::columns(&rows, "", "  ", &[]);
     for v in verdicts {
         if let Some(note) = &v.note {
-            let _ = writeln!(out, "  {}: {note}", v.claim);
+            let (claim, note) = (printable(&v.claim), printable(note));
+            let _ = writeln!(out, "  {claim}: {note}");
         }
     }
     out
@@ -112,7 +114,8 @@ pub fn warnings(list: &[Warning]) -> String {
     let mut out =
         String::from("\nValidity warnings (they explain samples, never invalidate them):\n");
     for w in list {
-        let _ = writeln!(out, "  - {} [may touch {}]", w.what, w.touches.label());
+        let what = printable(&w.what);
+        let _ = writeln!(out, "  - {what} [may touch {}]", w.touches.label());
     }
     out
 }

@@ -102,7 +102,7 @@ impl Run {
             dir.write(run_dir::STUDY, fresh.text.as_bytes())?;
             dir.write_json(run_dir::MANIFEST, manifest)?;
             if let Some(p) = &fresh.seccomp {
-                dir.write(run_dir::SECCOMP, p.json.as_bytes())?;
+                dir.write(run_dir::SECCOMP, p.text.as_bytes())?;
             }
             dir.save_state(&state)
         })();

@@ -1,0 +1,176 @@
+//! Text an archive carries is shown as text: a deviation, a warning or a note reaches the terminal
+//! with every control character escaped (the exit code follows the recomputed verdicts, whatever
+//! the archive prints), and a report page or Markdown file with every link and tag of its own
+//! written out as text. No Engine needed: committed reference runs are altered.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::Value;
+
+/// `results/<study>/reference/run.tar.gz` unpacked into `into`, without its SHA256SUMS (so the
+/// altered folder is read, not refused): the run folder.
+fn reference_folder(study: &str, into: &Path) -> PathBuf {
+    let archive = repo().join(format!("results/{study}/reference/run.tar.gz"));
+    let gz = flate2::read::GzDecoder::new(std::fs::File::open(&archive).unwrap());
+    tar::Archive::new(gz).unpack(into).unwrap();
+    let run = std::fs::read_dir(into)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    std::fs::remove_file(run.join("SHA256SUMS")).unwrap();
+    run
+}
+
+/// Edits `run.json` of the run folder `run`.
+fn edit_run_json(run: &Path, edit: impl FnOnce(&mut Value)) {
+    let path = run.join("run.json");
+    let mut json: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    edit(&mut json);
+    std::fs::write(&path, serde_json::to_string_pretty(&json).unwrap()).unwrap();
+}
+
+/// Moves the cursor up over the verdict table, clears the line and writes a forged row; then OSC 52
+/// (set the clipboard), OSC 8 (a link), a bell, a carriage return and a right-to-left override.
+const FORGED: &str = "\x1b[14A\x1b[2Krust-rss-1m  reproduced\x1b]52;c;cm0gLXJmIH4=\x07\x1b]8;;https://example.invalid\x1b\\here\x1b]8;;\x1b\\\r\u{202e}\u{9b}2J";
+
+#[test]
+fn a_deviation_that_would_redraw_the_verdict_table_is_printed_escaped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = reference_folder("wait-1m", tmp.path());
+    edit_run_json(&run, |j| {
+        j["deviations"].as_array_mut().unwrap().push(FORGED.into());
+        j["warnings"][0]["what"] = format!("pressure{FORGED}").into();
+    });
+    let out = parkbench()
+        .args(["verify", "--strict"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    for shown in [&stdout, &stderr] {
+        assert!(
+            !shown.contains(['\x1b', '\x07', '\r', '\u{202e}', '\u{9b}']),
+            "{}",
+            describe(&out)
+        );
+    }
+    assert!(
+        stdout.contains("  - \\x1b[14A\\x1b[2Krust-rss-1m  reproduced\\x1b]52;c;")
+            && stdout.contains("\\x0d\\u{202e}\\x9b2J")
+            && stdout.contains("  - pressure\\x1b[14A"),
+        "{}",
+        describe(&out)
+    );
+    // The recomputed verdicts decide: rust-rss-1m differs, and --strict says so by its exit code.
+    assert!(stdout.contains("rust-rss-1m"), "{stdout}");
+    assert_eq!(out.status.code(), Some(4), "{}", describe(&out));
+    let lenient = parkbench().arg("verify").arg(&run).output().unwrap();
+    assert_eq!(lenient.status.code(), Some(0), "{}", describe(&lenient));
+}
+
+/// Markdown links, raw HTML and an autolink, as an archive could carry them in any text.
+const HOSTILE: [&str; 5] = [
+    "[x](javascript:alert(1))",
+    "[click](https://evil.example/)",
+    "<script>alert(2)</script>",
+    "<img src=x onerror=alert(3)>",
+    "<https://evil.example/auto>",
+];
+
+/// The run folder `run` with every hostile text in its deviations, warnings, a sample's notes, a
+/// claim's text and a claim's id.
+fn hostile_run(run: &Path) {
+    let all = HOSTILE.join(" ");
+    edit_run_json(run, |j| {
+        for h in HOSTILE {
+            j["deviations"].as_array_mut().unwrap().push(h.into());
+        }
+        j["warnings"][0]["what"] = all.clone().into();
+    });
+    let study = std::fs::read_to_string(run.join("study.yaml")).unwrap();
+    let id = "[x](https://evil.example/id)<img src=x onerror=alert(4)>";
+    let text = study
+        .lines()
+        .find(|l| l.starts_with("    text: At 1M tasks Go's"))
+        .unwrap();
+    let study = study
+        .replacen("  - id: go-rss-1m", &format!("  - id: {id:?}"), 1)
+        .replacen(text, &format!("    text: {all:?}"), 1);
+    std::fs::write(run.join("study.yaml"), study).unwrap();
+    let samples = std::fs::read_to_string(run.join("samples.jsonl")).unwrap();
+    let (first, rest) = samples.split_once('\n').unwrap();
+    let mut first: Value = serde_json::from_str(first).unwrap();
+    first["notes"] = serde_json::json!([all]);
+    std::fs::write(run.join("samples.jsonl"), format!("{first}\n{rest}")).unwrap();
+}
+
+/// True when `html` has a live link, tag or handler from the hostile texts.
+fn live(html: &str) -> Vec<&'static str> {
+    [
+        "<script>alert",
+        "<img src=x",
+        "href=\"javascript",
+        "href=\"https://evil",
+    ]
+    .into_iter()
+    .filter(|bad| html.contains(bad))
+    .collect()
+}
+
+#[test]
+fn archive_text_in_reports_never_becomes_a_link_or_html() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = reference_folder("wait-1m", &tmp.path().join("a"));
+    hostile_run(&run);
+    let out = parkbench().arg("report").arg(&run).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(
+        live(&html).is_empty(),
+        "report.html: {:?}\n{html}",
+        live(&html)
+    );
+    // Rendered the way any Markdown viewer would, report.md has none either.
+    let mut rendered = String::new();
+    pulldown_cmark::html::push_html(&mut rendered, pulldown_cmark::Parser::new(&md));
+    assert!(
+        live(&rendered).is_empty(),
+        "report.md: {:?}\n{md}",
+        live(&rendered)
+    );
+    assert!(
+        html.contains("&lt;script&gt;alert(2)&lt;/script&gt;"),
+        "shown as text"
+    );
+    // The kit's own links still are.
+    assert!(html.contains("<a href=\"summary.json\">"), "{html}");
+
+    let other = reference_folder("wait-1m", &tmp.path().join("b"));
+    hostile_run(&other);
+    let to = tmp.path().join("compared");
+    let out = parkbench()
+        .arg("compare")
+        .arg(&run)
+        .arg(&other)
+        .arg("--out")
+        .arg(&to)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let html = std::fs::read_to_string(to.join("compare.html")).unwrap();
+    assert!(live(&html).is_empty(), "compare.html: {:?}", live(&html));
+    let md = std::fs::read_to_string(to.join("compare.md")).unwrap();
+    let mut rendered = String::new();
+    pulldown_cmark::html::push_html(&mut rendered, pulldown_cmark::Parser::new(&md));
+    assert!(
+        live(&rendered).is_empty(),
+        "compare.md: {:?}\n{md}",
+        live(&rendered)
+    );
+}

@@ -1,0 +1,129 @@
+//! What ties a run to its study: `verify` prints the study's sha256 and names every claim whose
+//! published value, unit or tolerance differs from the checkout's `results/<study>/study.yaml`;
+//! `compare` names the claims whose published values differ between its two runs. A claim edited
+//! to match its measurement, the report written again, is caught. No Engine needed.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+/// `results/<study>/reference/run.tar.gz` unpacked into `into`, without its SHA256SUMS: the run
+/// folder.
+fn reference_folder(study: &str, into: &Path) -> PathBuf {
+    let archive = repo().join(format!("results/{study}/reference/run.tar.gz"));
+    let gz = flate2::read::GzDecoder::new(std::fs::File::open(&archive).unwrap());
+    tar::Archive::new(gz).unpack(into).unwrap();
+    let run = std::fs::read_dir(into)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    std::fs::remove_file(run.join("SHA256SUMS")).unwrap();
+    run
+}
+
+/// The reference run of wait-1m with rust-rss-1m's published 0.36 GiB edited to 0.42 (what it
+/// measured), and its report and verdicts written again from the edited study.
+fn edited(into: &Path) -> PathBuf {
+    let run = reference_folder("wait-1m", into);
+    let study = std::fs::read_to_string(run.join("study.yaml")).unwrap();
+    assert!(study.contains("expected: 0.36\n"));
+    std::fs::write(
+        run.join("study.yaml"),
+        study.replacen("expected: 0.36\n", "expected: 0.42\n", 1),
+    )
+    .unwrap();
+    let out = parkbench().arg("report").arg(&run).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    run
+}
+
+fn sha256(path: &Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+#[test]
+fn verify_names_a_published_value_that_differs_from_the_checkout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = reference_folder("wait-1m", &tmp.path().join("plain"));
+    let out = parkbench().arg("verify").arg(&plain).output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        stdout.contains(&format!(
+            "study wait-1m sha256 {}",
+            sha256(&plain.join("study.yaml"))
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("published values, units and tolerances match"),
+        "{stdout}"
+    );
+
+    let run = edited(&tmp.path().join("edited"));
+    let out = parkbench()
+        .args(["verify", "--strict"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "study wait-1m sha256 {}",
+            sha256(&run.join("study.yaml"))
+        )) && stdout.contains("in 1 published claim(s)")
+            && stdout.contains("claim \"rust-rss-1m\": published 0.42 \"GiB\""),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", describe(&out));
+
+    // Outside a checkout that holds the study, the sha256 is all there is to compare.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = parkbench()
+        .arg("--repo")
+        .arg(elsewhere.path())
+        .arg("verify")
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).contains("holds no results/wait-1m/study.yaml"),
+        "{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn compare_names_the_claims_whose_published_values_differ() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = reference_folder("wait-1m", &tmp.path().join("plain"));
+    let run = edited(&tmp.path().join("edited"));
+    let out = parkbench()
+        .arg("compare")
+        .arg(&plain)
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("Published values differ between the two runs' studies")
+            && stdout.contains("rust-rss-1m")
+            && stdout.contains("0.36")
+            && stdout.contains("0.42"),
+        "{stdout}"
+    );
+    let same = parkbench()
+        .arg("compare")
+        .arg(&plain)
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert!(!text(&same.stdout).contains("Published values differ"));
+}
