@@ -155,3 +155,138 @@ fn an_incomplete_run_is_refused_and_left_untouched() {
     after.sort();
     assert_eq!(before, after, "nothing written into the refused run");
 }
+
+/// A study of both probes that publishes a Go and a Rust version, with a Go claim that differs and
+/// a factor of the Go probe: the sweep runs Go alone, whose images record no Rust version.
+fn two_languages() -> String {
+    let text = small_study("next-steps", "10000", 1, "0", 100, "");
+    let text = text.replace(
+        "  environment: test\n",
+        "  environment: test\n  toolchains: {go: 1.26.1, rustc: 1.97.1}\n",
+    );
+    let claims = study();
+    let claims = &claims[claims.find("claims:").unwrap()..];
+    format!("{text}{claims}")
+}
+
+/// The driver's subcommands, as its help lists them.
+fn subcommands() -> Vec<String> {
+    let out = parkbench().arg("help").output().unwrap();
+    let help = common::text(&out.stdout);
+    let listed = help.split("Commands:").nth(1).expect("help lists commands");
+    listed
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .collect()
+}
+
+/// Every `parkbench SUBCOMMAND …` in a command's output, as words.
+fn next_steps(out: &std::process::Output) -> Vec<Vec<String>> {
+    let text = format!(
+        "{}\n{}",
+        common::text(&out.stdout),
+        common::text(&out.stderr)
+    );
+    let subcommands = subcommands();
+    let mut steps = Vec::new();
+    for line in text.lines() {
+        for (at, _) in line.match_indices("parkbench ") {
+            let rest = &line[at..];
+            let word = rest.split_whitespace().nth(1).unwrap_or("");
+            if !subcommands.iter().any(|s| s == word) {
+                continue;
+            }
+            let end = ["`", ",", " (", ")"]
+                .iter()
+                .filter_map(|t| rest.find(t))
+                .min()
+                .unwrap_or(rest.len());
+            let words: Vec<String> = rest[..end].split_whitespace().map(String::from).collect();
+            if words.len() > 2 {
+                steps.push(words);
+            }
+        }
+    }
+    steps
+}
+
+/// Runs a printed command as a user would, from the repository, with the test's results folder.
+fn run_step(step: &[String], results: &std::path::Path) -> std::process::Output {
+    assert_eq!(step[0], "parkbench");
+    parkbench()
+        .env("PARKBENCH_RESULTS", results)
+        .args(&step[1..])
+        .output()
+        .unwrap()
+}
+
+/// The commands `reproduce`, `run`, `check` and `explain` print as the next step are run as
+/// printed, and each works: the closing lines of a reproduce (check, explain), of a run (report,
+/// archive), check's pointer to verify for a folder, and explain's own (verify).
+#[test]
+fn every_next_step_the_kit_prints_runs_as_printed() {
+    ensure_built();
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("results");
+    let file = write_study(tmp.path(), "study.yaml", &two_languages());
+    let out = parkbench()
+        .env("PARKBENCH_RESULTS", &results)
+        .args(["reproduce", "--cpus", "0"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let steps = next_steps(&out);
+    let subcommands: Vec<&str> = steps.iter().map(|s| s[1].as_str()).collect();
+    assert!(
+        subcommands.contains(&"check") && subcommands.contains(&"explain"),
+        "reproduce names check and explain: {steps:?}\n{}",
+        describe(&out)
+    );
+    let explain = steps.iter().find(|s| s[1] == "explain").unwrap();
+    assert!(
+        explain.join(" ").ends_with("--claim go-per-task"),
+        "explain is suggested for the differing claim its factor can sweep: {explain:?}"
+    );
+    let mut more = Vec::new();
+    for step in &steps {
+        let out = run_step(step, &results);
+        assert!(out.status.success(), "{step:?}:\n{}", describe(&out));
+        more.extend(next_steps(&out));
+    }
+    // explain's closing line names verify on the sweep's archive.
+    assert!(more.iter().any(|s| s[1] == "verify"), "{more:?}");
+    for step in &more {
+        let out = run_step(step, &results);
+        assert!(out.status.success(), "{step:?}:\n{}", describe(&out));
+    }
+
+    // `run`'s closing line: report, then archive.
+    let out = parkbench()
+        .env("PARKBENCH_RESULTS", &results)
+        .args(["run", "--cpus", "0"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let steps = next_steps(&out);
+    let names: Vec<&str> = steps.iter().map(|s| s[1].as_str()).collect();
+    assert_eq!(names, ["report", "archive"], "{}", describe(&out));
+    for step in &steps {
+        let out = run_step(step, &results);
+        assert!(out.status.success(), "{step:?}:\n{}", describe(&out));
+    }
+
+    // `check` given a run folder names verify for it.
+    let run = steps[0][2].clone();
+    let out = parkbench().args(["check", &run]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let steps = next_steps(&out);
+    assert!(steps.iter().any(|s| s[1] == "verify"), "{}", describe(&out));
+    for step in &steps {
+        let out = run_step(step, &results);
+        assert!(out.status.success(), "{step:?}:\n{}", describe(&out));
+    }
+}
