@@ -115,6 +115,13 @@ fn filled(command: &str) -> Vec<String> {
     words
 }
 
+/// Whether `words` (`parkbench` first) are a command's name and nothing else: subcommands alone.
+fn named_alone(words: &[String]) -> bool {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    (1..words.len()).all(|i| is_subcommand(&cli, &words[1..i], &words[i]))
+}
+
 /// Whether `word` is a subcommand of the command the words `path` name.
 fn is_subcommand(cli: &clap::Command, path: &[String], word: &str) -> bool {
     let mut at = cli;
@@ -141,13 +148,14 @@ fn every_command_a_message_names_is_one_the_driver_accepts() {
             let words = filled(&command);
             match Cli::try_parse_from(&words) {
                 Ok(_) => {}
-                // A command named alone (`parkbench merge`), as the thing to use, not a line to run.
+                // A command named alone (`parkbench merge`, `parkbench new probe`), as the thing
+                // to use, not a line to run: every word a subcommand, no argument given.
                 Err(e)
                     if matches!(
                         e.kind(),
                         ErrorKind::MissingRequiredArgument
                             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-                    ) && words.len() <= 3 => {}
+                    ) && named_alone(&words) => {}
                 Err(e) => wrong.push(format!(
                     "{}: `{command}` (as {words:?}): {}",
                     file.strip_prefix(&src).unwrap().display(),

@@ -55,7 +55,13 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
     let run = RunDir::open(&args.run_dir)?;
     let explained = outcome::recompute(&run.read_files()?)
         .with_context(|| format!("reading the run {}", run.path().display()))?;
-    let study = with_factors(explained.study.clone(), paths)?;
+    let (study, taken_from) = with_factors(explained.study.clone(), paths)?;
+    if let Some(file) = taken_from {
+        eprintln!(
+            "the run's study declares no factors: taking those of {}",
+            file.display()
+        );
+    }
     let claim = claim_of(&study, &args.claim)?;
     let verdict = explained.verdicts.iter().find(|v| v.claim == claim.id);
     explainable(&run, &explained, verdict)?;
@@ -67,6 +73,16 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         return Ok(Ending::Ok);
     }
     let (factors, skipped) = factors(paths, &study, claim, &args.factors).await?;
+    let skipped: Vec<String> = skipped.iter().map(slow::Skipped::line).collect();
+    for line in &skipped {
+        eprintln!("{line}");
+    }
+    if !skipped.is_empty() {
+        eprintln!(
+            "(--factors {} sweeps every factor, whatever its images take to build)",
+            slow::ALL
+        );
+    }
     let sweeps = Sweeps {
         paths,
         args,
@@ -92,14 +108,14 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
 }
 
 /// The factors to sweep, checked before anything is built or run: those `named`, or (none named)
-/// every factor that bears on `claim` but those whose images would take long to build here, each
-/// said up front with the flag that includes it (`all`: every one). Returns the skipped lines too.
+/// every factor that bears on `claim` but those whose images would take long to build here, which
+/// are returned beside them, each with the flag that includes it (`all`: every one).
 async fn factors<'a>(
     paths: &Paths,
     study: &'a Study,
     claim: &Claim,
     named: &[String],
-) -> Result<(Vec<&'a Factor>, Vec<String>)> {
+) -> Result<(Vec<&'a Factor>, Vec<slow::Skipped>)> {
     let every = named.iter().any(|n| n == slow::ALL);
     ensure!(
         !every || named.len() == 1,
@@ -113,45 +129,41 @@ async fn factors<'a>(
         return Ok((factors, Vec::new()));
     }
     let (kept, skipped) = slow::default_set(&paths.repo, study, factors).await?;
-    let lines: Vec<String> = skipped.iter().map(slow::Skipped::line).collect();
-    for line in &lines {
-        eprintln!("{line}");
-    }
     if kept.is_empty() {
+        let lines: Vec<String> = skipped.iter().map(slow::Skipped::line).collect();
         bail!(
-            "every factor of claim {:?} needs images that take long to build here (above); name the              ones to sweep with --factors, or pass --factors {} for every one",
+            "every factor of claim {:?} needs images that take long to build here:\n{}\nname the \
+             ones to sweep with --factors, or pass --factors {} for every one",
             claim.id,
+            lines.join("\n"),
             slow::ALL
         );
     }
-    if !lines.is_empty() {
-        eprintln!(
-            "(--factors {} sweeps every factor, whatever its images take to build)",
-            slow::ALL
-        );
-    }
-    Ok((kept, lines))
+    Ok((kept, skipped))
 }
 
-/// The first claim of a finished run that `explain` with its default factors can sweep: measured
-/// and not reproduced, a factor bears on it, a sweep can judge it, and some factor's images are
-/// built here or quick to build. `reproduce` suggests `explain` for this claim alone.
-pub async fn first_explainable(paths: &Paths, outcome: &Outcome) -> Option<String> {
+/// The first claim of a finished run that `explain` with its default factors would sweep, by the
+/// checks `explain` makes before it builds anything: measured and not reproduced, a factor bears on
+/// it (the run's, or its study file's), every level's image and kernel known, a sweep can judge
+/// it, and some factor's images are built here or quick to build. `reproduce` suggests this one.
+pub async fn first_explainable(paths: &Paths, run: &Path, outcome: &Outcome) -> Option<String> {
+    let run = RunDir::open(run).ok()?;
+    let (study, _) = with_factors(outcome.study.clone(), paths).ok()?;
     let measured = outcome
         .verdicts
         .iter()
         .filter(|v| !matches!(v.status, Status::Reproduced | Status::NotMeasured));
     for verdict in measured {
-        let Ok(claim) = claim_of(&outcome.study, &verdict.claim) else {
+        let Ok(claim) = claim_of(&study, &verdict.claim) else {
             continue;
         };
-        let Ok(factors) = explain::factors_for(&outcome.study, claim, &[]) else {
+        if explainable(&run, outcome, Some(verdict)).is_err() {
+            continue;
+        }
+        let Ok((factors, _)) = factors(paths, &study, claim, &[]).await else {
             continue;
         };
-        let Ok((kept, _)) = slow::default_set(&paths.repo, &outcome.study, factors).await else {
-            continue;
-        };
-        if !kept.is_empty() && make_sweep(&paths.repo, &outcome.study, claim, &kept, &[]).is_ok() {
+        if make_sweep(&paths.repo, &study, claim, &factors, &[]).is_ok() {
             return Some(claim.id.clone());
         }
     }
@@ -414,24 +426,21 @@ fn check_levels(repo: &Path, factors: &[&Factor]) -> Result<()> {
 }
 
 /// The run's study with its factors; a run made before its study declared any takes the factors
-/// of the study file of the same id in `results/`.
-fn with_factors(mut study: Study, paths: &Paths) -> Result<Study> {
+/// of the study file of the same id in `results/`, whose path is returned to be said.
+fn with_factors(mut study: Study, paths: &Paths) -> Result<(Study, Option<PathBuf>)> {
     if study.factors.is_empty() {
         let file = paths.results.join(&study.id).join("study.yaml");
         if file.is_file() {
             let kernels = study.protocol.kernels.clone();
             let current = Study::load(&file)?.under_kernels(&kernels)?;
-            eprintln!(
-                "the run's study declares no factors: taking those of {}",
-                file.display()
-            );
             study.factors = current.factors;
             crate::study::factor::validate(&study.factors, &study.probes).with_context(|| {
                 format!("the factors of {} against the run's probes", file.display())
             })?;
+            return Ok((study, Some(file)));
         }
     }
-    Ok(study)
+    Ok((study, None))
 }
 
 /// Where the sweeps go: `<study folder>/explain/` beside the run's `runs/` folder, or, for a run

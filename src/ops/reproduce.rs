@@ -87,7 +87,7 @@ async fn one(
     if args.reference {
         make_reference(paths, &outcome, run.dir.path()).await?;
     }
-    if let Some(claim) = super::explain::first_explainable(paths, &outcome).await {
+    if let Some(claim) = super::explain::first_explainable(paths, run.dir.path(), &outcome).await {
         println!("{}", explain_hint(run.dir.path(), &claim));
     }
     if args.strict && outcome.claims_differ() {
@@ -152,11 +152,17 @@ async fn make_reference(paths: &Paths, outcome: &Outcome, run_dir: &Path) -> Res
     Ok(())
 }
 
-/// Where to look next when a claim differs: `explain` on the first one.
+/// Where to look next when a claim differs: `explain` on the first one it can sweep, as a line a
+/// shell reads as written (the run's path and the claim quoted where they need it).
 fn explain_hint(run_dir: &Path, claim: &str) -> String {
+    let quoted = |word: &str| {
+        let quoted = shlex::try_quote(word).unwrap_or(std::borrow::Cow::Borrowed(word));
+        crate::text::printable(&quoted).into_owned()
+    };
     format!(
-        "why a claim differs: parkbench explain {} --claim {claim} (see docs/explain.md)",
-        run_dir.display()
+        "why a claim differs: parkbench explain {} --claim {} (see docs/explain.md)",
+        quoted(&run_dir.to_string_lossy()),
+        quoted(claim)
     )
 }
 
@@ -181,6 +187,11 @@ mod tests {
         assert!(
             hint.contains("parkbench explain results/s/runs/r1 --claim c1")
                 && hint.contains("docs/explain.md"),
+            "{hint}"
+        );
+        let hint = explain_hint(Path::new("runs/a b"), "c; rm -rf x");
+        assert!(
+            hint.contains("explain 'runs/a b' --claim 'c; rm -rf x' (see"),
             "{hint}"
         );
     }
