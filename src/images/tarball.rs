@@ -8,6 +8,7 @@
 //! [`Layout`]). A file that shrinks while it is written is an error, never padding.
 
 mod member;
+mod read;
 mod tree;
 
 use std::collections::BTreeSet;
@@ -21,6 +22,7 @@ use tar::{EntryType, Header};
 use crate::images::digest;
 
 pub use member::{components, resolve_link};
+pub use read::{Member, read};
 pub use tree::{Entry, Layout, Tree, check_link, walk};
 
 /// A header with the fixed metadata of the module docs.
