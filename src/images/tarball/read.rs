@@ -150,7 +150,12 @@ impl Pending {
     }
 
     /// The member's name and link target, from its header and the extensions before it.
-    fn names(self, header: &Header, kind: EntryType, size: u64) -> Result<(String, Option<String>)> {
+    fn names(
+        self,
+        header: &Header,
+        kind: EntryType,
+        size: u64,
+    ) -> Result<(String, Option<String>)> {
         let own = header_name(header)?;
         let path = match self.name {
             Some(long) => {
@@ -172,6 +177,10 @@ impl Pending {
         let is_link = matches!(kind, EntryType::Symlink | EntryType::Link);
         let own_link = nts(&header.as_bytes()[157..257]).to_vec();
         let link = match (self.link, is_link) {
+            (Some(_), true) if own_link.is_empty() => bail!(
+                "{path}: a long link name after a header whose own link field is empty (bsdtar \
+                 takes it for another kind of link): {AGREE}"
+            ),
             (Some(long), true) => {
                 ensure!(
                     long.as_bytes().starts_with(&own_link),
@@ -227,7 +236,10 @@ fn strict_size(header: &Header) -> Result<u64> {
     let field = &header.as_bytes()[124..136];
     if field[0] & 0x80 == 0 {
         let text = field.trim_ascii_start();
-        let digits = text.iter().take_while(|b| (b'0'..=b'7').contains(b)).count();
+        let digits = text
+            .iter()
+            .take_while(|b| (b'0'..=b'7').contains(b))
+            .count();
         let rest = &text[digits..];
         ensure!(
             digits > 0 && rest.iter().all(|&b| b == 0 || b == b' '),

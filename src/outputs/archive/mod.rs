@@ -14,6 +14,8 @@ mod write;
 
 #[cfg(test)]
 mod fixture;
+#[cfg(test)]
+mod tools;
 
 pub use {
     check::check,
