@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 
 use super::sums::{self, NAME};
 use crate::images::digest;
+use crate::run::run_dir::{self, RunFiles};
 
 /// What [`check_folder`] found.
 #[derive(Debug, PartialEq)]
@@ -18,25 +19,32 @@ pub enum Integrity {
     Unlisted,
 }
 
+/// A run folder's files for `report`, `compare`, `merge` and `verify`: checked against its
+/// `SHA256SUMS` when it has one ([`check_folder`]), then read as regular files only, never through
+/// a link, each within its limit.
+pub fn read_folder(dir: &Path) -> Result<RunFiles> {
+    check_folder(dir)?;
+    run_dir::RunDir::at(dir).read_files()
+}
+
 /// Checks every `SHA256SUMS` line of the folder `dir` against its file, and that no file is there
 /// that it does not list. An error names each changed, missing or added file.
 pub fn check_folder(dir: &Path) -> Result<Integrity> {
     let listing = dir.join(NAME);
-    let text = match std::fs::read(&listing) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Integrity::Unlisted),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", listing.display())),
+    let Some(text) = run_dir::read_regular(&listing, sums::LIMIT)? else {
+        return Ok(Integrity::Unlisted);
     };
     let root = dir.display().to_string();
     let lines = sums::parse(&root, &text)?;
     let (mut changed, mut missing) = (Vec::new(), Vec::new());
     for line in &lines {
         let path = dir.join(&line.path);
-        // Only a regular file counts: a link could point anywhere.
+        // Only a regular file counts, opened without following a link: a link could point
+        // anywhere, and a FIFO would never end.
         match std::fs::symlink_metadata(&path) {
             Ok(m) if m.is_file() => {
-                let file = std::fs::File::open(&path)
-                    .with_context(|| format!("reading {}", path.display()))?;
+                let file = run_dir::open_regular(&path)?
+                    .with_context(|| format!("{}: gone while it was read", path.display()))?;
                 let (_, sha256, _) = digest::stream(file, None)
                     .with_context(|| format!("reading {}", path.display()))?;
                 if sha256 != line.sha256 {

@@ -18,17 +18,14 @@ use tar::EntryType;
 use super::{MODIFIED, UNSAFE, sums};
 use crate::images::digest;
 use crate::images::tarball;
-use crate::run::run_dir::{LOAD_LIMIT, MERGED, OPTIONAL, REQUIRED};
-
-/// Largest SHA256SUMS accepted (about 80,000 lines).
-const SUMS_LIMIT: u64 = 8 << 20;
+use crate::run::run_dir::{MERGED, OPTIONAL, REQUIRED, load_limit};
 
 /// A passing check, plus the bytes of the members asked for.
 pub struct Scan {
     pub report: CheckReport,
-    /// Members asked for, by path relative to the root, when at most [`LOAD_LIMIT`] bytes.
+    /// Members asked for, by path relative to the root, when within their [`load_limit`].
     pub kept: BTreeMap<String, Vec<u8>>,
-    /// Members asked for but over [`LOAD_LIMIT`], with their sizes.
+    /// Members asked for but over their [`load_limit`], with their sizes.
     pub too_large: BTreeMap<String, u64>,
 }
 
@@ -241,15 +238,15 @@ impl Seen {
     ) -> Result<()> {
         let is_sums = rel == sums::NAME;
         let limit = if is_sums {
-            Some(SUMS_LIMIT)
+            Some(sums::LIMIT)
         } else {
-            keep.contains(&rel.as_str()).then_some(LOAD_LIMIT)
+            keep.contains(&rel.as_str()).then(|| load_limit(&rel))
         };
         let (size, sha256, bytes) = digest::stream(data, limit)?;
         self.bytes += size;
         match (bytes, limit) {
             (Some(bytes), _) if is_sums => self.sums = Some(bytes),
-            (None, _) if is_sums => bail!("{path}: over {SUMS_LIMIT} bytes: {MODIFIED}"),
+            (None, _) if is_sums => bail!("{path}: over {} bytes: {MODIFIED}", sums::LIMIT),
             (Some(bytes), _) => _ = self.kept.insert(rel.clone(), bytes),
             (None, Some(_)) => _ = self.too_large.insert(rel.clone(), size),
             (None, None) => {}
