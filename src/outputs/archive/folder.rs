@@ -151,4 +151,55 @@ mod tests {
             "{err}"
         );
     }
+
+    #[test]
+    fn folder_commands_refuse_a_tampered_folder() {
+        let dir = folder();
+        std::fs::write(dir.path().join("samples.jsonl"), "{\"x\":1}\n").unwrap();
+        let err = format!("{:#}", read_folder(dir.path()).unwrap_err());
+        assert!(
+            err.contains("changed since the archive was written: samples.jsonl"),
+            "{err}"
+        );
+        let err = format!(
+            "{:#}",
+            crate::outputs::compare::load(dir.path()).err().unwrap()
+        );
+        assert!(
+            err.contains("changed since the archive was written"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn folder_commands_read_no_link_fifo_or_device() {
+        let outside = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(outside.path(), "root:x:0:0:a secret line\n").unwrap();
+        let fifo = |path: &Path| {
+            let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        };
+        let cases: [(&str, &dyn Fn(&Path)); 3] = [
+            ("a symbolic link", &|p| {
+                std::os::unix::fs::symlink(outside.path(), p).unwrap()
+            }),
+            ("a symbolic link", &|p| {
+                std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+            }),
+            ("a FIFO, socket or device", &fifo),
+        ];
+        for (wanted, make) in cases {
+            for name in ["study.yaml", "samples.jsonl", "env.json", NAME] {
+                let dir = tempfile::tempdir().unwrap();
+                std::fs::write(dir.path().join("study.yaml"), "id: demo\n").unwrap();
+                std::fs::write(dir.path().join("samples.jsonl"), "").unwrap();
+                let path = dir.path().join(name);
+                let _ = std::fs::remove_file(&path);
+                make(&path);
+                let err = format!("{:#}", read_folder(dir.path()).unwrap_err());
+                assert!(err.contains(&format!("{name}: {wanted}")), "{name}: {err}");
+                assert!(!err.contains("secret"), "{err}");
+            }
+        }
+    }
 }
