@@ -179,7 +179,8 @@ mod tests {
             let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
             assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
         };
-        let cases: [(&str, &dyn Fn(&Path)); 3] = [
+        type Make<'a> = &'a dyn Fn(&Path);
+        let cases: [(&str, Make); 3] = [
             ("a symbolic link", &|p| {
                 std::os::unix::fs::symlink(outside.path(), p).unwrap()
             }),
