@@ -79,7 +79,7 @@ pub const MERGED: [&str; 4] = [MERGE_JSON, CLASSES_MD, CLASSES_JSON, FLEET];
 
 /// Largest samples.jsonl read into memory (by `report`, `verify` and from archives), bytes; the
 /// other run files have smaller limits ([`load_limit`]).
-pub const LOAD_LIMIT: u64 = 64 << 20;
+pub const LOAD_LIMIT: u64 = 32 << 20;
 
 /// The small text files of one run, read from a run folder or an archive.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,5 +1,5 @@
 //! Bounds on what a run's text becomes once parsed. A size limit bounds the text, not what it
-//! becomes: 64 MiB of `{}` lines is 20 million records, and 3 bytes of `{},` a map. Every reader of
+//! becomes: 32 MiB of `{}` lines is 11 million records, and 3 bytes of `{},` a map. Every reader of
 //! a run's files (from an archive or a folder) counts items before it parses, and keeps only the
 //! first few malformed lines.
 
