@@ -26,10 +26,11 @@ use tar::{EntryType, Header};
 
 /// The largest extension header (a long name, a long link name, a PAX header) read, bytes.
 pub const EXTENSION_MAX: u64 = 4 << 10;
-/// The most members one tar may hold (a run archive with vendored sources holds a few thousand).
-pub const MEMBERS_MAX: usize = 200_000;
+/// The most members one tar may hold (a run archive holds a few hundred, a few thousand with
+/// vendored sources).
+pub const MEMBERS_MAX: usize = 100_000;
 /// The most bytes of member names and link targets one tar may hold, all members together.
-pub const NAMES_MAX: usize = 32 << 20;
+pub const NAMES_MAX: usize = 16 << 20;
 /// The PAX keys a member may carry: none changes its name, its link target or where its data ends.
 pub const PAX_KEYS: [&str; 8] = [
     "mtime", "atime", "ctime", "uid", "gid", "uname", "gname", "comment",

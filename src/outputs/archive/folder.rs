@@ -72,17 +72,17 @@ pub fn check_folder(dir: &Path) -> Result<Integrity> {
     if !changed.is_empty() {
         said.push(format!(
             "files changed since the archive was written: {}",
-            changed.join(", ")
+            first_few(&changed)
         ));
     }
     if !missing.is_empty() {
         said.push(format!(
             "files listed in {NAME} but missing: {}",
-            missing.join(", ")
+            first_few(&missing)
         ));
     }
     if !added.is_empty() {
-        said.push(format!("files not listed in {NAME}: {}", added.join(", ")));
+        said.push(format!("files not listed in {NAME}: {}", first_few(&added)));
     }
     if !said.is_empty() {
         bail!(
@@ -94,6 +94,15 @@ pub fn check_folder(dir: &Path) -> Result<Integrity> {
         );
     }
     Ok(Integrity::Matches(lines.len()))
+}
+
+/// The first few of `names`, and how many more there are.
+fn first_few(names: &[String]) -> String {
+    const SHOWN: usize = 5;
+    match names.len().checked_sub(SHOWN) {
+        Some(more) if more > 0 => format!("{} and {more} more", names[..SHOWN].join(", ")),
+        _ => names.join(", "),
+    }
 }
 
 #[cfg(test)]
@@ -150,6 +159,17 @@ mod tests {
             err.contains("changed since the archive was written: source/a.txt"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn many_added_files_are_counted_not_all_named() {
+        let dir = folder();
+        for i in 0..8 {
+            std::fs::write(dir.path().join(format!("extra-{i}")), "x").unwrap();
+        }
+        let err = format!("{:#}", check_folder(dir.path()).unwrap_err());
+        assert!(err.contains("extra-4 and 3 more"), "{err}");
+        assert!(!err.contains("extra-5"), "{err}");
     }
 
     #[test]
