@@ -2,7 +2,8 @@
 //! probe, one tiny scale) is altered in code as an attacker would, its SHA256SUMS made to match: an
 //! image file tagged `debian:latest`, one tagged with the kit's own tag for the image, one with two
 //! `manifest.json`, one whose layer holds a setuid file and links to `/`, an allow-all seccomp
-//! profile, and a rerun interrupted while it loads. Each is refused or contained, and no image or tag
+//! profile, a rerun interrupted while it loads, and members hidden after the end-of-archive marker or
+//! behind a PAX size. Each is refused or contained, and no image or tag
 //! is left behind; a later build does not reuse what an archive brought, and an image put under a
 //! kit tag by other means is rebuilt (the inputs label).
 
@@ -471,6 +472,90 @@ fn seccomp_allowing_everything_is_refused_unless_accepted(fx: &Fixture) {
     assert!(warned, "{state}");
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(report.contains("--accept-seccomp-from-archive"), "{report}");
+}
+
+/// Members hidden from a reader that stops where the kit's checked reading stops: a second
+/// `manifest.json` after the end-of-archive marker, and a PAX `size` that turns a member's data into
+/// a header some readers see. Each image file is refused before the Engine loads anything, and
+/// nothing of it, nor a tag it names, is in the Engine afterwards.
+#[test]
+fn members_hidden_in_an_image_file_never_reach_the_engine() {
+    ensure_built();
+    let docker = Docker::new();
+    let fx = Fixture::new(&docker);
+    let before = docker.tags();
+    let go_tag = fx.go_tag.clone();
+    let hidden = |tags: &[&str]| {
+        let mut tar = tar::Builder::new(Vec::new());
+        let manifest = serde_json::json!([{"Config": "x.json", "RepoTags": tags, "Layers": []}]);
+        let data = manifest.to_string().into_bytes();
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o644);
+        h.set_size(data.len() as u64);
+        tar.append_data(&mut h, "manifest.json", data.as_slice())
+            .unwrap();
+        tar.into_inner().unwrap()
+    };
+
+    let (archive, saved) = fx.carrying(
+        "after-the-end",
+        |f| {
+            let saved = saved_image(f, &[&go_tag], &foreign_layer(&[]), None);
+            let bytes = [std::fs::read(f).unwrap(), hidden(&["debian:latest"])].concat();
+            std::fs::write(f, bytes).unwrap();
+            saved
+        },
+        true,
+    );
+    refused(
+        &fx.rerun(&archive, &[]),
+        &[
+            "data after the end of the tar archive",
+            "refused before loading",
+        ],
+    );
+    nothing_left(&docker, &archive, &saved);
+
+    let (archive, saved) = fx.carrying(
+        "pax-size",
+        |f| {
+            let saved = saved_image(f, &[&go_tag], &foreign_layer(&[]), None);
+            let mut front = tar::Builder::new(Vec::new());
+            let record = b"10 size=0\n";
+            let mut x = tar::Header::new_ustar();
+            x.set_entry_type(tar::EntryType::XHeader);
+            x.set_mode(0o644);
+            x.set_size(record.len() as u64);
+            front.append_data(&mut x, "PaxHeader", &record[..]).unwrap();
+            let smuggled = hidden(&["debian:latest"]);
+            let mut h = tar::Header::new_gnu();
+            h.set_mode(0o644);
+            h.set_size(smuggled.len() as u64 - 1024);
+            front
+                .append_data(&mut h, "repositories", &smuggled[..smuggled.len() - 1024])
+                .unwrap();
+            let mut front = front.into_inner().unwrap();
+            front.truncate(front.len() - 1024);
+            let bytes = [front, std::fs::read(f).unwrap()].concat();
+            std::fs::write(f, bytes).unwrap();
+            saved
+        },
+        true,
+    );
+    refused(
+        &fx.rerun(&archive, &[]),
+        &["a PAX header sets \"size\"", "refused before loading"],
+    );
+    nothing_left(&docker, &archive, &saved);
+
+    let after = docker.tags();
+    let new: Vec<&String> = after.difference(&before).collect();
+    let rerun_prefix = format!("{}-rerun/", parkbench::images::namespace());
+    assert!(
+        !new.iter()
+            .any(|t| t.starts_with(&rerun_prefix) || t.starts_with("debian:")),
+        "left behind: {new:?}"
+    );
 }
 
 /// An image put under a kit tag by other means than a build (a plain load) lacks the inputs label:

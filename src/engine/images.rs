@@ -2,7 +2,7 @@
 //! and images loaded from files the kit did not write, held by an [`ImageGuard`] that removes them
 //! again on every path.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::Path;
 
@@ -12,7 +12,7 @@ use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::{
     BuildImageOptionsBuilder, BuilderVersion, CreateImageOptionsBuilder,
     DownloadFromContainerOptionsBuilder, ImportImageOptionsBuilder, ListImagesOptionsBuilder,
-    PruneImagesOptionsBuilder, RemoveImageOptionsBuilder,
+    PruneImagesOptionsBuilder, RemoveImageOptionsBuilder, TagImageOptionsBuilder,
 };
 use futures_util::{StreamExt, TryStreamExt};
 use tokio::task::JoinHandle;
@@ -197,18 +197,57 @@ impl Engine {
     }
 
     /// Loads images from a file in the Engine's save format (as [`Engine::export_image`] writes),
-    /// streamed; the tags inside the file are kept.
-    pub async fn load_image(&self, file: &Path) -> Result<()> {
+    /// streamed; the tags inside the file are kept. Returns what the Engine says it loaded: a tag
+    /// (`Loaded image: <tag>`) or an ID (`Loaded image ID: sha256:…`) per image.
+    pub async fn load_image(&self, file: &Path) -> Result<Vec<String>> {
         let data = tokio::fs::File::open(file)
             .await
             .with_context(|| format!("opening {}", file.display()))?;
         let body = bollard::body_try_stream(ReaderStream::with_capacity(data, 1 << 20));
         let options = ImportImageOptionsBuilder::default().quiet(true).build();
         let mut stream = self.docker.import_image(options, body, None);
+        let mut loaded = Vec::new();
         while let Some(info) = stream.next().await {
-            info.with_context(|| format!("loading images from {}", file.display()))?;
+            let info = info.with_context(|| format!("loading images from {}", file.display()))?;
+            let said = info.stream.unwrap_or_default();
+            for line in said.lines() {
+                let named = line
+                    .strip_prefix("Loaded image ID: ")
+                    .or_else(|| line.strip_prefix("Loaded image: "));
+                loaded.extend(named.map(|n| n.trim().to_string()));
+            }
         }
-        Ok(())
+        Ok(loaded)
+    }
+
+    /// Every image the Engine lists (what loads and builds make, not their intermediate layers):
+    /// its ID → its tags.
+    pub async fn image_list(&self) -> Result<BTreeMap<String, Vec<String>>> {
+        let images = self
+            .docker
+            .list_images(None::<bollard::query_parameters::ListImagesOptions>)
+            .await
+            .context("listing images")?;
+        Ok(images
+            .into_iter()
+            .map(|i| {
+                let tags = i.repo_tags.into_iter().filter(|t| t != "<none>:<none>");
+                (i.id, tags.collect())
+            })
+            .collect())
+    }
+
+    /// Sets `tag` (`repository:tag`) on the image `id`.
+    async fn set_tag(&self, id: &str, tag: &str) -> Result<()> {
+        let (repo, version) = tag.rsplit_once(':').unwrap_or((tag, "latest"));
+        let options = TagImageOptionsBuilder::default()
+            .repo(repo)
+            .tag(version)
+            .build();
+        self.docker
+            .tag_image(id, Some(options))
+            .await
+            .with_context(|| format!("setting the tag {tag} on image {id} again"))
     }
 
     /// Removes one tag (and the image, when no other tag names it).
@@ -277,7 +316,7 @@ pub struct ImageGuard {
     engine: Engine,
     loaded: Vec<Loaded>,
     /// A load under way: a removal waits for it, since the Engine may still set its tag.
-    loading: Option<JoinHandle<Result<()>>>,
+    loading: Option<JoinHandle<Result<Vec<String>>>>,
 }
 
 /// One loaded image: the tags to remove, its ID, and whether the Engine held it before the load
@@ -299,43 +338,65 @@ impl ImageGuard {
     }
 
     /// Loads `file`, an image file in the Engine's save format that names `tag` alone and holds
-    /// the image `id` (`sha256:…`). Returns the other tags the image carries now and did not
-    /// before: the load set them, and they are removed again at once.
+    /// the image `id` (`sha256:…`). The Engine's whole list of images and tags is compared before
+    /// and after: returns what the load set besides `tag` on `id` (other tags, other images, tags
+    /// moved from another image), each removed again at once, with force (a moved tag is set back
+    /// on its image). An image or tag that appeared while loading but that the Engine does not
+    /// report loading (another client of the Engine built it) is named in a warning and left alone.
     pub async fn load(&mut self, file: &Path, tag: &str, id: &str) -> Result<Vec<String>> {
-        let before = self.engine.repo_tags(id).await?;
+        let before = self.engine.image_list().await?;
         // Held before the load starts, so that a load cut short is removed too.
         self.loaded.push(Loaded {
             tags: vec![tag.to_string()],
             id: id.to_string(),
-            was_there: before.is_some(),
+            was_there: before.contains_key(id),
         });
         let (engine, path) = (self.engine.clone(), file.to_owned());
         let task = tokio::spawn(async move { engine.load_image(&path).await });
         let ended = self.loading.insert(task).await;
         self.loading = None;
-        ended.context("the load of an image stopped")??;
+        let reported = ended.context("the load of an image stopped")??;
+        let after = self.engine.image_list().await?;
         let shown = file.display();
-        let after =
-            self.engine.repo_tags(id).await?.with_context(|| {
-                format!("{shown}: the Engine holds no image {id} after loading it")
-            })?;
+        let tags = after
+            .get(id)
+            .with_context(|| format!("{shown}: the Engine holds no image {id} after loading it"))?;
         ensure!(
-            after.iter().any(|t| t == tag),
+            tags.iter().any(|t| t == tag),
             "{shown}: loading it did not set {tag} on the image {id}"
         );
-        let before = before.unwrap_or_default();
-        let added: Vec<String> = after
-            .into_iter()
-            .filter(|t| t != tag && !before.contains(t))
-            .collect();
+        let change = Change::between(&before, &after, id, tag);
+        let (made, others) = change.split(&reported, id);
+        if !others.is_empty() {
+            eprintln!(
+                "warning: {} appeared in the Engine while {shown} was loaded, but the Engine did \
+                 not report loading them (another client of the Engine made them): left alone",
+                others.join(", ")
+            );
+        }
+        self.undo(&made, &before).await?;
+        Ok(made)
+    }
+
+    /// Removes, with force, each image and tag in `made` (an ID or a tag); a tag that named
+    /// another image `before` is set back on it.
+    async fn undo(
+        &mut self,
+        made: &[String],
+        before: &BTreeMap<String, Vec<String>>,
+    ) -> Result<()> {
         // Held until removed, so that a failed removal is tried again when the guard goes.
         let held = &mut self.loaded.last_mut().expect("pushed above").tags;
-        held.extend(added.iter().cloned());
-        for t in &added {
-            self.engine.remove_reference(t, false).await?;
-            held.retain(|h| h != t);
+        held.extend(made.iter().cloned());
+        for reference in made {
+            self.engine.remove_reference(reference, true).await?;
+            held.retain(|h| h != reference);
+            let owner = before.iter().find(|(_, tags)| tags.contains(reference));
+            if let Some((owner, _)) = owner {
+                self.engine.set_tag(owner, reference).await?;
+            }
         }
-        Ok(added)
+        Ok(())
     }
 
     /// Every tag the guard holds, in the order loaded.
@@ -377,9 +438,66 @@ impl Drop for ImageGuard {
     }
 }
 
+/// What a load changed in the Engine's list: images that were not there, and tags that were not
+/// there or named another image, besides the one tag on the one image expected.
+struct Change {
+    /// (a new image, its tags now)
+    images: Vec<(String, Vec<String>)>,
+    /// (the image a tag names now, the tag)
+    tags: Vec<(String, String)>,
+}
+
+impl Change {
+    fn between(
+        before: &BTreeMap<String, Vec<String>>,
+        after: &BTreeMap<String, Vec<String>>,
+        id: &str,
+        tag: &str,
+    ) -> Change {
+        let images = after
+            .iter()
+            .filter(|(i, _)| *i != id && !before.contains_key(*i))
+            .map(|(i, tags)| (i.clone(), tags.clone()))
+            .collect();
+        let tags = after
+            .iter()
+            .flat_map(|(image, tags)| tags.iter().map(move |t| (image, t)))
+            .filter(|(image, t)| !(*image == id && *t == tag))
+            .filter(|(image, t)| !before.get(*image).is_some_and(|old| old.contains(t)))
+            .map(|(image, t)| (image.clone(), t.clone()))
+            .collect();
+        Change { images, tags }
+    }
+
+    /// What of the change the load made (it reported it, or it is a tag on the loaded image `id`),
+    /// and the rest.
+    fn split(self, reported: &[String], id: &str) -> (Vec<String>, Vec<String>) {
+        let mut made = Vec::new();
+        let mut others = Vec::new();
+        for (image, tags) in self.images {
+            match reported.contains(&image) || tags.iter().any(|t| reported.contains(t)) {
+                true => made.push(image),
+                false => others.push(image),
+            }
+        }
+        // Tags first: removing an image first would take its tags with it, unnamed.
+        for (image, tag) in self.tags.into_iter().rev() {
+            match reported.contains(&tag) || image == id {
+                true => made.insert(0, tag),
+                false => others.push(tag),
+            }
+        }
+        (made, others)
+    }
+}
+
 /// Waits for a load under way, then removes every tag of `loaded`, and each image the load
 /// brought once no tag names it.
-async fn clean(engine: Engine, loading: Option<JoinHandle<Result<()>>>, loaded: Vec<Loaded>) {
+async fn clean(
+    engine: Engine,
+    loading: Option<JoinHandle<Result<Vec<String>>>>,
+    loaded: Vec<Loaded>,
+) {
     if let Some(task) = loading {
         // Its outcome was the command's to report; here it only has to be over.
         let _ = task.await;
@@ -396,12 +514,12 @@ async fn clean(engine: Engine, loading: Option<JoinHandle<Result<()>>>, loaded: 
     }
 }
 
-/// Removes the image `id` once nothing holds it: a running container of it (its guard dropped
-/// beside this one) keeps it for a moment after its last tag is gone.
+/// Removes the image `id`, with force, once nothing holds it: a running container of it (its guard
+/// dropped beside this one) keeps it for a moment after its last tag is gone.
 async fn remove_when_unused(engine: &Engine, id: &str) {
     const TRIES: u32 = 10;
     for attempt in 1..=TRIES {
-        match engine.remove_reference(id, false).await {
+        match engine.remove_reference(id, true).await {
             Ok(_) => return,
             Err(e) if attempt == TRIES => eprintln!(
                 "warning: could not remove image {id}: {e:#}; remove it with the Engine's tools"
@@ -445,4 +563,51 @@ fn first_file(tar: &[u8]) -> Result<Vec<u8>> {
         }
     }
     bail!("no regular file in the Engine's answer (is the path a link or a directory?)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(entries: &[(&str, &[&str])]) -> BTreeMap<String, Vec<String>> {
+        let owned = |tags: &[&str]| tags.iter().map(|t| t.to_string()).collect();
+        entries
+            .iter()
+            .map(|(i, t)| (i.to_string(), owned(t)))
+            .collect()
+    }
+
+    #[test]
+    fn what_a_load_added_or_moved_is_told_from_what_others_made() {
+        let before = list(&[
+            ("sha256:old", &["parkbench/probe-go:1"]),
+            ("sha256:mine", &[]),
+        ]);
+        let after = list(&[
+            ("sha256:old", &[]),
+            ("sha256:loaded", &["q/probe-go:1", "extra:1"]),
+            ("sha256:evil", &["parkbench/probe-go:1"]),
+            ("sha256:hidden", &[]),
+            ("sha256:built", &["someone/else:2"]),
+            ("sha256:mine", &["mine:1"]),
+        ]);
+        let change = Change::between(&before, &after, "sha256:loaded", "q/probe-go:1");
+        let reported = [
+            "parkbench/probe-go:1".to_string(),
+            "sha256:hidden".to_string(),
+        ];
+        let (made, mut others) = change.split(&reported, "sha256:loaded");
+        others.sort();
+        assert_eq!(
+            made,
+            [
+                "parkbench/probe-go:1",
+                "extra:1",
+                "sha256:evil",
+                "sha256:hidden"
+            ],
+            "tags (a moved one too) before images, each the load made or reported"
+        );
+        assert_eq!(others, ["mine:1", "sha256:built", "someone/else:2"]);
+    }
 }

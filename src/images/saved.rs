@@ -1,6 +1,8 @@
 //! The Engine's save format (an exported image file, `images/<name>.tar` in an archive), read as the
-//! untrusted input it is: every member is checked in one pass before anything is loaded, and what is
-//! loaded is a copy, written in that same pass, whose only tag is one the kit chose ([`quarantine`]).
+//! untrusted input it is: every member is checked in one pass (through the one tar reader,
+//! [`tarball::read`]) before anything is loaded, and what is loaded is a copy, written in that same
+//! pass from the checked names, kinds, modes and data (never from the file's own headers), whose
+//! only tag is one the kit chose ([`quarantine`]).
 //!
 //! What an image file may hold, and all it may hold:
 //! - `manifest.json`: one entry, `{Config, RepoTags, Layers}` (and `LayerSources`);
@@ -24,6 +26,8 @@ use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tar::EntryType;
+
+use crate::images::tarball;
 
 /// The most a `manifest.json` or `index.json` may hold: a few hundred bytes per image.
 const INDEX_MAX: u64 = 1 << 20;
@@ -119,12 +123,10 @@ impl<'a> Pass<'a> {
         let shown = self.file.display().to_string();
         let reader =
             BufReader::new(File::open(self.file).with_context(|| format!("opening {shown}"))?);
-        let mut tar = tar::Archive::new(reader);
-        for entry in tar.entries().with_context(|| format!("reading {shown}"))? {
-            let entry = entry.with_context(|| format!("reading {shown}"))?;
-            self.member(entry, copy.as_mut().map(|(_, c)| &mut **c))
-                .with_context(|| format!("{shown}: refused before loading"))?;
-        }
+        tarball::read(reader, |member| {
+            self.member(member, copy.as_mut().map(|(_, c)| &mut **c))
+        })
+        .with_context(|| format!("{shown}: refused before loading"))?;
         let image = self.image(&shown)?;
         if let Some((tag, copy)) = copy {
             self.write_indexes(tag, copy)?;
@@ -132,38 +134,40 @@ impl<'a> Pass<'a> {
         Ok(image)
     }
 
-    /// Checks one member and, for a copy, writes it (the indexes are written last, rewritten).
+    /// Checks one member and, for a copy, writes it (the indexes are written last, rewritten): from
+    /// the checked name, kind, mode and data, never from the file's own header.
     fn member(
         &mut self,
-        mut entry: tar::Entry<impl Read>,
+        entry: tarball::Member<'_>,
         copy: Option<&mut tar::Builder<BufWriter<File>>>,
     ) -> Result<()> {
-        let name = String::from_utf8(entry.path_bytes().into_owned())
-            .map_err(|_| anyhow::anyhow!("a member's name is not UTF-8"))?;
-        let name = name.trim_end_matches('/').to_string();
+        let name = entry.path.trim_end_matches('/').to_string();
         ensure!(
             self.seen.insert(name.clone()),
             "the member {name} is there twice; a load would take the last one, which a check \
              might not see: the file was altered"
         );
-        let kind = entry.header().entry_type();
-        if let Some(target) = member_allowed(&name, kind, &mut entry)? {
+        let kind = entry.kind;
+        if let Some(target) = member_allowed(&name, kind, entry.link.as_deref())? {
             self.links.insert(name.clone(), target);
         }
         if kind == EntryType::Regular {
             self.files.insert(name.clone());
         }
-        match name.as_str() {
-            "manifest.json" => {
-                self.manifest = Some(serde_json::from_str(&small(&mut entry, &name)?)?)
+        match (name.as_str(), kind) {
+            ("manifest.json", _) => {
+                self.manifest = Some(serde_json::from_str(&small(entry, &name)?)?)
             }
-            "index.json" => self.index = Some(serde_json::from_str(&small(&mut entry, &name)?)?),
-            "repositories" => {}
-            _ => {
-                let header = entry.header().clone();
-                let mut hashing = Hashing::new(&mut entry);
+            ("index.json", _) => self.index = Some(serde_json::from_str(&small(entry, &name)?)?),
+            ("repositories", _) => {}
+            (_, EntryType::Regular) => {
+                let mut hashing = Hashing::new(entry.data);
                 match copy {
-                    Some(c) => c.append(&header, &mut hashing)?,
+                    Some(c) => {
+                        let mut header = tarball::header(kind, entry.mode & 0o777, entry.size);
+                        c.append_data(&mut header, &name, &mut hashing)
+                            .with_context(|| format!("writing the copy's {name}"))?;
+                    }
                     None => {
                         std::io::copy(&mut hashing, &mut std::io::sink())?;
                     }
@@ -175,6 +179,20 @@ impl<'a> Pass<'a> {
                         "{name} has sha256 {sha}, not its name: the file was altered"
                     );
                     self.hashed.insert(name, sha);
+                }
+            }
+            (_, EntryType::Directory) => {
+                if let Some(c) = copy {
+                    let mut header = tarball::header(kind, 0o755, 0);
+                    c.append_data(&mut header, format!("{name}/"), std::io::empty())
+                        .with_context(|| format!("writing the copy's {name}/"))?;
+                }
+            }
+            (_, _) => {
+                if let (Some(c), Some(target)) = (copy, entry.link.as_deref()) {
+                    let mut header = tarball::header(kind, 0o777, 0);
+                    c.append_link(&mut header, &name, target)
+                        .with_context(|| format!("writing the copy's {name}"))?;
                 }
             }
         }
@@ -254,13 +272,13 @@ impl<'a> Pass<'a> {
 }
 
 /// A member small enough to read whole (an index), as text.
-fn small(entry: &mut tar::Entry<impl Read>, name: &str) -> Result<String> {
+fn small(entry: tarball::Member<'_>, name: &str) -> Result<String> {
     ensure!(
-        entry.header().size()? <= INDEX_MAX,
+        entry.kind == EntryType::Regular && entry.size <= INDEX_MAX,
         "{name} is larger than {INDEX_MAX} bytes: not an index of one image"
     );
     let mut text = String::new();
-    entry.take(INDEX_MAX).read_to_string(&mut text)?;
+    entry.data.take(INDEX_MAX).read_to_string(&mut text)?;
     Ok(text)
 }
 
@@ -305,11 +323,7 @@ fn self_named(name: &str) -> Option<&str> {
 
 /// Whether one member may be in an image file (see the module docs); a link's target when it is
 /// one (checked against the members once all are seen).
-fn member_allowed(
-    name: &str,
-    kind: EntryType,
-    entry: &mut tar::Entry<impl Read>,
-) -> Result<Option<String>> {
+fn member_allowed(name: &str, kind: EntryType, link: Option<&str>) -> Result<Option<String>> {
     let parts: Vec<&str> = name.split('/').collect();
     let allowed = match (kind, parts.as_slice()) {
         (EntryType::Directory, [dir]) => is_hex64(dir) || *dir == "blobs",
@@ -321,7 +335,7 @@ fn member_allowed(
         (EntryType::Regular, [dir, "VERSION" | "json" | "layer.tar"]) => is_hex64(dir),
         (EntryType::Regular, ["blobs", "sha256", blob]) => is_hex64(blob),
         (EntryType::Symlink, [dir, "layer.tar"]) if is_hex64(dir) => {
-            let target = entry.link_name()?.map(|t| t.to_string_lossy().into_owned());
+            let target = link.map(str::to_string);
             let ok = target.as_deref().is_some_and(|t| {
                 matches!(t.split('/').collect::<Vec<_>>().as_slice(),
                     ["..", other, "layer.tar"] if is_hex64(other))

@@ -8,6 +8,7 @@
 //! [`Layout`]). A file that shrinks while it is written is an error, never padding.
 
 mod member;
+mod read;
 mod tree;
 
 use std::collections::BTreeSet;
@@ -21,6 +22,7 @@ use tar::{EntryType, Header};
 use crate::images::digest;
 
 pub use member::{components, resolve_link};
+pub use read::{Member, read};
 pub use tree::{Entry, Layout, Tree, check_link, walk};
 
 /// A header with the fixed metadata of the module docs.
@@ -128,8 +130,31 @@ impl<W: Write> Writer<W> {
         let path = normalize(path)?;
         self.parents(&path)?;
         let mut header = header(EntryType::Symlink, 0o777, 0);
+        let field = header.as_old().linkname.len();
+        if target.len() <= field {
+            self.builder
+                .append_link(&mut header, &path, target)
+                .with_context(|| format!("tar member {path}"))?;
+            return Ok(());
+        }
+        // A long target goes in a GNU long link entry before the header, as GNU tar writes it, and
+        // its first bytes in the header's own field too: bsdtar takes a symlink whose field is empty
+        // for a hard link.
+        let mut long = tar::Header::new_gnu();
+        long.as_gnu_mut().expect("a GNU header").name[..13].copy_from_slice(b"././@LongLink");
+        long.set_entry_type(EntryType::GNULongLink);
+        long.set_mode(0o644);
+        long.set_size(target.len() as u64 + 1);
+        long.set_mtime(0);
+        long.set_cksum();
+        let data = [target.as_bytes(), b"\0"].concat();
+        header
+            .as_old_mut()
+            .linkname
+            .copy_from_slice(&target.as_bytes()[..field]);
         self.builder
-            .append_link(&mut header, &path, target)
+            .append(&long, data.as_slice())
+            .and_then(|()| self.builder.append_data(&mut header, &path, io::empty()))
             .with_context(|| format!("tar member {path}"))?;
         Ok(())
     }

@@ -63,7 +63,7 @@ pub async fn command(paths: &Paths, options: &Options) -> Result<Ending> {
 /// An archive, checked as `check` does and read without extracting; or a run folder.
 fn read(path: &Path) -> Result<Input> {
     let files = if path.is_dir() {
-        RunDir::at(path).read_files()?
+        archive::read_folder(path)?
     } else {
         archive::read_run(path).with_context(|| format!("reading {}", path.display()))?
     };

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use crate::outputs::archive;
 use crate::outputs::outcome::{self, Outcome};
 use crate::run::run_dir::{self, RunDir};
 
@@ -17,7 +18,7 @@ pub fn report(run_dir: &Path) -> Result<Outcome> {
 pub fn write(run_dir: &Path, warnings: bool) -> Result<Outcome> {
     // `runs/latest` is a link: the report names the run it points at.
     let run = RunDir::open(run_dir)?;
-    let outcome = outcome::recompute(&run.read_files()?)?;
+    let outcome = outcome::recompute(&archive::read_folder(run.path())?)?;
     outcome.write_report(run.path())?;
     print!("{}", outcome.terminal_with(warnings));
     eprintln!("report: {}", run.file(run_dir::REPORT).display());

@@ -52,9 +52,16 @@ pub fn recompute(text: &RunFiles) -> Result<Outcome> {
         None => None,
     };
     let mut partial: Vec<String> = bad
+        .shown()
         .iter()
         .map(|b| format!("samples.jsonl line {} is malformed ({})", b.line, b.error))
         .collect();
+    if bad.not_shown() > 0 {
+        partial.push(format!(
+            "samples.jsonl has {} more malformed line(s)",
+            bad.not_shown()
+        ));
+    }
     if let Some(s) = state
         .as_ref()
         .filter(|s| s.status != run_dir::Status::Complete)

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::study::{Repeats, Study};
 
+mod read;
+pub use read::{FILE_LIMIT, STUDY_LIMIT, load_limit, open_regular, read_regular, read_text};
+
 /// The study exactly as run.
 pub const STUDY: &str = "study.yaml";
 /// One JSON sample per line, appended as measured.
@@ -74,8 +77,9 @@ pub const OPTIONAL: [&str; 13] = [
 /// fleet.json only in a run across hosts).
 pub const MERGED: [&str; 4] = [MERGE_JSON, CLASSES_MD, CLASSES_JSON, FLEET];
 
-/// Largest run file read into memory (by `report`, `verify` and from archives), bytes.
-pub const LOAD_LIMIT: u64 = 64 << 20;
+/// Largest samples.jsonl read into memory (by `report`, `verify` and from archives), bytes; the
+/// other run files have smaller limits ([`load_limit`]).
+pub const LOAD_LIMIT: u64 = 32 << 20;
 
 /// The small text files of one run, read from a run folder or an archive.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,7 +116,9 @@ impl RunFiles {
         CLASSES_MD,
     ];
 
-    /// Builds the set from `load`, which returns a file's text or `None` when it is absent.
+    /// Builds the set from `load`, which returns a file's text or `None` when it is absent. The
+    /// JSON files' items are counted against one budget before anything parses them
+    /// ([`crate::study::bounded`]; samples.jsonl is counted as it is parsed).
     pub fn assemble(
         run_id: String,
         mut load: impl FnMut(&str) -> Result<Option<String>>,
@@ -122,18 +128,26 @@ impl RunFiles {
         };
         let study_yaml = required(STUDY)?;
         let samples_jsonl = required(SAMPLES)?;
+        let mut budget = crate::study::bounded::Budget::default();
+        let mut json = |name: &str| -> Result<Option<String>> {
+            let text = load(name)?;
+            if let Some(text) = &text {
+                budget.spend(&format!("{run_id}/{name}"), text.as_bytes())?;
+            }
+            Ok(text)
+        };
         Ok(RunFiles {
+            env_json: json(ENV)?,
+            manifest_json: json(MANIFEST)?,
+            summary_json: json(SUMMARY)?,
+            verdicts_json: json(VERDICTS)?,
+            run_json: json(STATE)?,
+            merge_json: json(MERGE_JSON)?,
+            classes_json: json(CLASSES_JSON)?,
+            report_md: load(REPORT)?,
+            classes_md: load(CLASSES_MD)?,
             study_yaml,
             samples_jsonl,
-            env_json: load(ENV)?,
-            manifest_json: load(MANIFEST)?,
-            summary_json: load(SUMMARY)?,
-            verdicts_json: load(VERDICTS)?,
-            report_md: load(REPORT)?,
-            run_json: load(STATE)?,
-            merge_json: load(MERGE_JSON)?,
-            classes_json: load(CLASSES_JSON)?,
-            classes_md: load(CLASSES_MD)?,
             run_id,
         })
     }
@@ -316,24 +330,11 @@ impl RunDir {
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
     }
 
-    /// The run's small text files; absent optional files are `None`.
+    /// The run's small text files; absent optional files are `None`. Each is read only when it is
+    /// a regular file (never through a link) within its [`load_limit`].
     pub fn read_files(&self) -> Result<RunFiles> {
-        RunFiles::assemble(self.id(), |name| {
-            let path = self.file(name);
-            let size = match std::fs::metadata(&path) {
-                Ok(meta) => meta.len(),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-            };
-            if size > LOAD_LIMIT {
-                bail!(
-                    "{}: {size} bytes, over the {LOAD_LIMIT}-byte limit for files read into memory",
-                    path.display()
-                );
-            }
-            self.read(name).map(Some)
-        })
-        .with_context(|| format!("reading run directory {}", self.path.display()))
+        RunFiles::assemble(self.id(), |name| read_text(&self.path, name))
+            .with_context(|| format!("reading run directory {}", self.path.display()))
     }
 
     /// Saves `run.json` atomically.

@@ -12,6 +12,7 @@
 
 use std::path::Path;
 
+pub mod bounded;
 pub mod claim;
 pub mod cpuset;
 pub mod factor;

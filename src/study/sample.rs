@@ -9,7 +9,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, ensure};
+
+use crate::study::bounded;
 use serde::{Deserialize, Serialize};
 
 /// The kind of measurement of a probe (`kind:` in a study, `kind` in a sample). Only the name: what
@@ -338,22 +340,81 @@ pub struct BadLine {
     pub error: String,
 }
 
+/// The malformed lines of a samples.jsonl: the first [`bounded::SHOWN`] of them, and how many.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BadLines {
+    shown: Vec<BadLine>,
+    count: usize,
+}
+
+impl BadLines {
+    fn push(&mut self, bad: BadLine) {
+        self.count += 1;
+        if self.shown.len() < bounded::SHOWN {
+            self.shown.push(bad);
+        }
+    }
+
+    /// How many lines are malformed.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The first malformed line.
+    pub fn first(&self) -> Option<&BadLine> {
+        self.shown.first()
+    }
+
+    /// The first few malformed lines (all that are kept).
+    pub fn shown(&self) -> &[BadLine] {
+        &self.shown
+    }
+
+    /// The malformed lines not kept, only counted.
+    pub fn not_shown(&self) -> usize {
+        self.count - self.shown.len()
+    }
+}
+
 /// Reads every sample of a samples.jsonl; malformed lines are returned beside the good ones, never dropped silently.
-pub fn read_all(path: &Path) -> Result<(Vec<Sample>, Vec<BadLine>)> {
+pub fn read_all(path: &Path) -> Result<(Vec<Sample>, BadLines)> {
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     parse_lines(BufReader::new(file)).with_context(|| format!("reading {}", path.display()))
 }
 
-/// Parses samples.jsonl text (see [`read_all`]).
-pub fn parse_lines(reader: impl BufRead) -> Result<(Vec<Sample>, Vec<BadLine>)> {
+/// Parses samples.jsonl text (see [`read_all`]), within [`bounded`]'s limits: at most
+/// [`bounded::LINES_MAX`] lines of at most [`bounded::LINE_MAX`] bytes and [`bounded::ITEMS_MAX`]
+/// JSON items, or an error before any more is parsed. A line over its limit is malformed.
+pub fn parse_lines(reader: impl BufRead) -> Result<(Vec<Sample>, BadLines)> {
     let mut good = Vec::new();
-    let mut bad = Vec::new();
-    for (i, line) in reader.lines().enumerate() {
+    let mut bad = BadLines::default();
+    let mut budget = bounded::Budget::default();
+    for (i, line) in reader.split(b'\n').enumerate() {
         let line = line?;
-        if line.trim().is_empty() {
+        ensure!(
+            i < bounded::LINES_MAX,
+            "samples.jsonl: more than {} lines (a run writes one per process): not a run the kit \
+             writes; refused before parsing the rest",
+            bounded::LINES_MAX
+        );
+        if line.trim_ascii().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Sample>(&line) {
+        if line.len() > bounded::LINE_MAX {
+            let error = format!(
+                "{} bytes, over the {}-byte limit",
+                line.len(),
+                bounded::LINE_MAX
+            );
+            bad.push(BadLine { line: i + 1, error });
+            continue;
+        }
+        budget.spend(&format!("samples.jsonl line {}", i + 1), &line)?;
+        match serde_json::from_slice::<Sample>(&line) {
             Ok(s) => good.push(s),
             Err(e) => bad.push(BadLine {
                 line: i + 1,
@@ -455,6 +516,7 @@ pub mod fixture {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::study::bounded;
 
     #[test]
     fn malformed_lines_are_named_not_dropped() {
@@ -462,7 +524,39 @@ mod tests {
         let (good, bad) = parse_lines(text.as_bytes()).unwrap();
         assert!(good.is_empty());
         assert_eq!(bad.len(), 1);
-        assert_eq!(bad[0].line, 1);
+        assert_eq!(bad.first().unwrap().line, 1);
+    }
+
+    #[test]
+    fn malformed_lines_are_counted_and_only_the_first_few_kept() {
+        let text = "{}\n".repeat(200_000);
+        let (good, bad) = parse_lines(text.as_bytes()).unwrap();
+        assert!(good.is_empty());
+        assert_eq!((bad.len(), bad.shown().len()), (200_000, bounded::SHOWN));
+        assert_eq!(bad.not_shown(), 200_000 - bounded::SHOWN);
+    }
+
+    #[test]
+    fn too_many_lines_items_or_bytes_are_refused_before_parsing() {
+        let lines = "\n".repeat(bounded::LINES_MAX) + "{}\n";
+        let err = parse_lines(lines.as_bytes()).unwrap_err();
+        assert!(
+            format!("{err}").contains("more than 1000000 lines"),
+            "{err}"
+        );
+
+        // Tiny maps in `results`: each would become a map; counted before any is made.
+        let maps = "{},".repeat(bounded::LINE_MAX / 4);
+        let line = format!("{{\"results\":[{maps}{{}}]}}\n");
+        let err = parse_lines(line.repeat(5).as_bytes()).unwrap_err();
+        assert!(
+            format!("{err}").contains("more than 4000000 JSON items"),
+            "{err}"
+        );
+
+        let long = format!("{}\n", " ".repeat(bounded::LINE_MAX) + "{}");
+        let (_, bad) = parse_lines(long.as_bytes()).unwrap();
+        assert!(bad.first().unwrap().error.contains("over the"), "{bad:?}");
     }
 
     #[test]

@@ -73,8 +73,9 @@ pub async fn load(
     std::fs::remove_file(&copy).with_context(|| format!("removing {}", copy.display()))?;
     ensure!(
         added.is_empty(),
-        "images/{}.tar: loading it set the tag(s) {} besides {tag}; they were removed again. \
-         Refused: loading an archive's image must not move any other tag",
+        "images/{}.tar: loading it set or moved {} besides {tag}; they were removed again (with \
+         force; a moved tag was set back on its image). Refused: loading an archive's image must \
+         add no other image and move no other tag",
         image.name,
         added.join(", ")
     );

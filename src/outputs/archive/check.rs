@@ -236,7 +236,10 @@ mod tests {
                 with(Raw::file("./run-1/./x", b"x")),
                 "`.` component in path",
             ),
-            (with(Raw::file("./", b"x")), "./: `.` must be a folder"),
+            (
+                with(Raw::file("./", b"x")),
+                "./: a Regular entry whose name ends in `/`",
+            ),
             (
                 with(Raw::link("./run-1/l", EntryType::Symlink, "../../outside")),
                 "run-1/l: symlink to \"../../outside\" points outside run-1/",

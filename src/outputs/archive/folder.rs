@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 
 use super::sums::{self, NAME};
 use crate::images::digest;
+use crate::run::run_dir::{self, RunFiles};
 
 /// What [`check_folder`] found.
 #[derive(Debug, PartialEq)]
@@ -18,25 +19,32 @@ pub enum Integrity {
     Unlisted,
 }
 
+/// A run folder's files for `report`, `compare`, `merge` and `verify`: checked against its
+/// `SHA256SUMS` when it has one ([`check_folder`]), then read as regular files only, never through
+/// a link, each within its limit.
+pub fn read_folder(dir: &Path) -> Result<RunFiles> {
+    check_folder(dir)?;
+    run_dir::RunDir::at(dir).read_files()
+}
+
 /// Checks every `SHA256SUMS` line of the folder `dir` against its file, and that no file is there
 /// that it does not list. An error names each changed, missing or added file.
 pub fn check_folder(dir: &Path) -> Result<Integrity> {
     let listing = dir.join(NAME);
-    let text = match std::fs::read(&listing) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Integrity::Unlisted),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", listing.display())),
+    let Some(text) = run_dir::read_regular(&listing, sums::LIMIT)? else {
+        return Ok(Integrity::Unlisted);
     };
     let root = dir.display().to_string();
     let lines = sums::parse(&root, &text)?;
     let (mut changed, mut missing) = (Vec::new(), Vec::new());
     for line in &lines {
         let path = dir.join(&line.path);
-        // Only a regular file counts: a link could point anywhere.
+        // Only a regular file counts, opened without following a link: a link could point
+        // anywhere, and a FIFO would never end.
         match std::fs::symlink_metadata(&path) {
             Ok(m) if m.is_file() => {
-                let file = std::fs::File::open(&path)
-                    .with_context(|| format!("reading {}", path.display()))?;
+                let file = run_dir::open_regular(&path)?
+                    .with_context(|| format!("{}: gone while it was read", path.display()))?;
                 let (_, sha256, _) = digest::stream(file, None)
                     .with_context(|| format!("reading {}", path.display()))?;
                 if sha256 != line.sha256 {
@@ -64,17 +72,17 @@ pub fn check_folder(dir: &Path) -> Result<Integrity> {
     if !changed.is_empty() {
         said.push(format!(
             "files changed since the archive was written: {}",
-            changed.join(", ")
+            first_few(&changed)
         ));
     }
     if !missing.is_empty() {
         said.push(format!(
             "files listed in {NAME} but missing: {}",
-            missing.join(", ")
+            first_few(&missing)
         ));
     }
     if !added.is_empty() {
-        said.push(format!("files not listed in {NAME}: {}", added.join(", ")));
+        said.push(format!("files not listed in {NAME}: {}", first_few(&added)));
     }
     if !said.is_empty() {
         bail!(
@@ -86,6 +94,15 @@ pub fn check_folder(dir: &Path) -> Result<Integrity> {
         );
     }
     Ok(Integrity::Matches(lines.len()))
+}
+
+/// The first few of `names`, and how many more there are.
+fn first_few(names: &[String]) -> String {
+    const SHOWN: usize = 5;
+    match names.len().checked_sub(SHOWN) {
+        Some(more) if more > 0 => format!("{} and {more} more", names[..SHOWN].join(", ")),
+        _ => names.join(", "),
+    }
 }
 
 #[cfg(test)]
@@ -142,5 +159,68 @@ mod tests {
             err.contains("changed since the archive was written: source/a.txt"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn many_added_files_are_counted_not_all_named() {
+        let dir = folder();
+        for i in 0..8 {
+            std::fs::write(dir.path().join(format!("extra-{i}")), "x").unwrap();
+        }
+        let err = format!("{:#}", check_folder(dir.path()).unwrap_err());
+        assert!(err.contains("extra-4 and 3 more"), "{err}");
+        assert!(!err.contains("extra-5"), "{err}");
+    }
+
+    #[test]
+    fn folder_commands_refuse_a_tampered_folder() {
+        let dir = folder();
+        std::fs::write(dir.path().join("samples.jsonl"), "{\"x\":1}\n").unwrap();
+        let err = format!("{:#}", read_folder(dir.path()).unwrap_err());
+        assert!(
+            err.contains("changed since the archive was written: samples.jsonl"),
+            "{err}"
+        );
+        let err = format!(
+            "{:#}",
+            crate::outputs::compare::load(dir.path()).err().unwrap()
+        );
+        assert!(
+            err.contains("changed since the archive was written"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn folder_commands_read_no_link_fifo_or_device() {
+        let outside = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(outside.path(), "root:x:0:0:a secret line\n").unwrap();
+        let fifo = |path: &Path| {
+            let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        };
+        type Make<'a> = &'a dyn Fn(&Path);
+        let cases: [(&str, Make); 3] = [
+            ("a symbolic link", &|p| {
+                std::os::unix::fs::symlink(outside.path(), p).unwrap()
+            }),
+            ("a symbolic link", &|p| {
+                std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+            }),
+            ("a FIFO, socket or device", &fifo),
+        ];
+        for (wanted, make) in cases {
+            for name in ["study.yaml", "samples.jsonl", "env.json", NAME] {
+                let dir = tempfile::tempdir().unwrap();
+                std::fs::write(dir.path().join("study.yaml"), "id: demo\n").unwrap();
+                std::fs::write(dir.path().join("samples.jsonl"), "").unwrap();
+                let path = dir.path().join(name);
+                let _ = std::fs::remove_file(&path);
+                make(&path);
+                let err = format!("{:#}", read_folder(dir.path()).unwrap_err());
+                assert!(err.contains(&format!("{name}: {wanted}")), "{name}: {err}");
+                assert!(!err.contains("secret"), "{err}");
+            }
+        }
     }
 }

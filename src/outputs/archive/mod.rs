@@ -14,10 +14,12 @@ mod write;
 
 #[cfg(test)]
 mod fixture;
+#[cfg(test)]
+mod tools;
 
 pub use {
     check::check,
-    folder::{Integrity, check_folder},
+    folder::{Integrity, check_folder, read_folder},
     run_files::{read_run, read_run_dir, read_run_unpacking},
     scan::{CheckReport, Unpack},
     write::{ArchiveInfo, write, write_with},

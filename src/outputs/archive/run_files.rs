@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::scan::{self, Unpack};
-use crate::run::run_dir::{LOAD_LIMIT, RunFiles};
+use crate::run::run_dir::{RunFiles, load_limit};
 
 /// Checks `archive` like `check` and returns its run files, read in the same pass.
 pub fn read_run(archive: &Path) -> Result<RunFiles> {
@@ -21,7 +21,8 @@ pub fn read_run_unpacking(archive: &Path, unpack: Unpack) -> Result<RunFiles> {
     RunFiles::assemble(root.clone(), |name| {
         if let Some(size) = scan.too_large.get(name) {
             bail!(
-                "{root}/{name}: {size} bytes, over the {LOAD_LIMIT}-byte limit for files read into memory"
+                "{root}/{name}: {size} bytes, over the {}-byte limit for files read into memory",
+                load_limit(name)
             );
         }
         scan.kept

@@ -18,17 +18,14 @@ use tar::EntryType;
 use super::{MODIFIED, UNSAFE, sums};
 use crate::images::digest;
 use crate::images::tarball;
-use crate::run::run_dir::{LOAD_LIMIT, MERGED, OPTIONAL, REQUIRED};
-
-/// Largest SHA256SUMS accepted (about 80,000 lines).
-const SUMS_LIMIT: u64 = 8 << 20;
+use crate::run::run_dir::{MERGED, OPTIONAL, REQUIRED, load_limit};
 
 /// A passing check, plus the bytes of the members asked for.
 pub struct Scan {
     pub report: CheckReport,
-    /// Members asked for, by path relative to the root, when at most [`LOAD_LIMIT`] bytes.
+    /// Members asked for, by path relative to the root, when within their [`load_limit`].
     pub kept: BTreeMap<String, Vec<u8>>,
-    /// Members asked for but over [`LOAD_LIMIT`], with their sizes.
+    /// Members asked for but over their [`load_limit`], with their sizes.
     pub too_large: BTreeMap<String, u64>,
 }
 
@@ -96,20 +93,17 @@ pub fn scan_unpacking(archive: &Path, keep: &[&str], unpack: Unpack) -> Result<S
         "{}: truncated or not a gzip archive (it does not start with the gzip signature); download it again",
         archive.display()
     );
-    let mut tar = tar::Archive::new(GzDecoder::new(input));
     let mut seen = Seen {
         unpack,
         ..Seen::default()
     };
-    for entry in tar.entries().map_err(|e| corrupt(archive, e))? {
-        let entry = entry.map_err(|e| corrupt(archive, e))?;
-        seen.entry(entry, keep)
-            .map_err(|e| match e.downcast::<io::Error>() {
-                Ok(io) => corrupt(archive, io),
-                Err(other) => other,
-            })?;
-    }
-    finish_stream(archive, tar.into_inner())?;
+    let gz = tarball::read(GzDecoder::new(input), |member| seen.entry(member, keep)).map_err(
+        |e| match e.downcast::<io::Error>() {
+            Ok(io) => corrupt(archive, io),
+            Err(other) => other,
+        },
+    )?;
+    finish_stream(archive, gz)?;
     seen.into_scan(archive)
 }
 
@@ -120,21 +114,10 @@ fn corrupt(archive: &Path, e: io::Error) -> anyhow::Error {
     )
 }
 
-/// Reads past the tar's end marker: the rest must be zero padding, the gzip trailer (CRC and size)
-/// must check out, and no bytes may follow the gzip stream.
-fn finish_stream(archive: &Path, mut gz: GzDecoder<BufReader<File>>) -> Result<()> {
-    let mut buf = [0u8; 8192];
-    loop {
-        let n = gz.read(&mut buf).map_err(|e| corrupt(archive, e))?;
-        if n == 0 {
-            break;
-        }
-        ensure!(
-            buf[..n].iter().all(|&b| b == 0),
-            "{}: data after the end of the tar archive: {MODIFIED}",
-            archive.display()
-        );
-    }
+/// After the tar (read to its end by [`tarball::read`], which checked the gzip trailer's CRC and
+/// size): no bytes may follow the gzip stream.
+fn finish_stream(archive: &Path, gz: GzDecoder<BufReader<File>>) -> Result<()> {
+    let mut buf = [0u8; 1];
     let n = gz
         .into_inner()
         .read(&mut buf[..1])
@@ -148,15 +131,9 @@ fn finish_stream(archive: &Path, mut gz: GzDecoder<BufReader<File>>) -> Result<(
 }
 
 impl Seen {
-    fn entry<R: Read>(&mut self, mut entry: tar::Entry<'_, R>, keep: &[&str]) -> Result<()> {
-        let kind = entry.header().entry_type();
-        let raw = entry.path_bytes();
-        let Ok(path) = std::str::from_utf8(&raw) else {
-            bail!(
-                "{}: member name is not UTF-8: {UNSAFE}",
-                String::from_utf8_lossy(&raw)
-            );
-        };
+    fn entry(&mut self, entry: tarball::Member<'_>, keep: &[&str]) -> Result<()> {
+        let kind = entry.kind;
+        let path = entry.path.as_str();
         let path = if kind == EntryType::Directory {
             path.strip_suffix('/').unwrap_or(path)
         } else {
@@ -182,21 +159,21 @@ impl Seen {
                 }
             }
             EntryType::Regular => match target {
-                Some(to) => self.unpack_file(&path, rel, &mut entry, &to)?,
-                None => self.file(&path, rel, &mut entry, keep)?,
+                Some(to) => self.unpack_file(&path, rel, entry, &to)?,
+                None => self.file(&path, rel, entry.data, keep)?,
             },
             EntryType::Symlink => {
-                self.symlink(&path, &parts, &entry)?;
+                let link = link_target(&path, &entry)?;
+                self.symlink(&path, &parts, &link)?;
                 if let Some(to) = target {
-                    let link = link_target(&path, &entry)?;
                     std::os::unix::fs::symlink(&link, &to)
                         .map_err(|e| disk(e, &format!("unpacking {path} to"), &to))?;
                 }
             }
             EntryType::Link => {
-                self.hardlink(&path, rel.clone(), &entry)?;
+                let raw = link_target(&path, &entry)?;
+                self.hardlink(&path, rel.clone(), &raw)?;
                 if let Some(to) = target {
-                    let raw = link_target(&path, &entry)?;
                     let from = without_dot_prefix(&raw).unwrap_or(&raw);
                     let from = from
                         .strip_prefix(&format!("{}/", self.root))
@@ -252,7 +229,7 @@ impl Seen {
         Ok(parts)
     }
 
-    fn file<R: Read>(
+    fn file<R: Read + ?Sized>(
         &mut self,
         path: &str,
         rel: String,
@@ -261,15 +238,15 @@ impl Seen {
     ) -> Result<()> {
         let is_sums = rel == sums::NAME;
         let limit = if is_sums {
-            Some(SUMS_LIMIT)
+            Some(sums::LIMIT)
         } else {
-            keep.contains(&rel.as_str()).then_some(LOAD_LIMIT)
+            keep.contains(&rel.as_str()).then(|| load_limit(&rel))
         };
         let (size, sha256, bytes) = digest::stream(data, limit)?;
         self.bytes += size;
         match (bytes, limit) {
             (Some(bytes), _) if is_sums => self.sums = Some(bytes),
-            (None, _) if is_sums => bail!("{path}: over {SUMS_LIMIT} bytes: {MODIFIED}"),
+            (None, _) if is_sums => bail!("{path}: over {} bytes: {MODIFIED}", sums::LIMIT),
             (Some(bytes), _) => _ = self.kept.insert(rel.clone(), bytes),
             (None, Some(_)) => _ = self.too_large.insert(rel.clone(), size),
             (None, None) => {}
@@ -280,22 +257,22 @@ impl Seen {
 
     /// Streams a member to `to` while hashing it (mode 0755 when the archive marks it executable).
     /// A read error is the archive's (an `io::Error`); a write error is the disk's (not one).
-    fn unpack_file<R: Read>(
+    fn unpack_file(
         &mut self,
         path: &str,
         rel: String,
-        entry: &mut tar::Entry<'_, R>,
+        entry: tarball::Member<'_>,
         to: &Path,
     ) -> Result<()> {
         use std::io::Write;
         use std::os::unix::fs::PermissionsExt;
-        let executable = entry.header().mode().unwrap_or(0o644) & 0o111 != 0;
+        let executable = entry.mode & 0o111 != 0;
         if let Some(parent) = to.parent() {
             create_dir(parent)?;
         }
         let file = File::create(to).map_err(|e| disk(e, "creating", to))?;
         let mut out = io::BufWriter::new(file);
-        let mut reader = digest::Reader::new(entry);
+        let mut reader = digest::Reader::new(entry.data);
         let mut buf = vec![0u8; 1 << 16];
         loop {
             let n = match reader.read(&mut buf) {
@@ -317,14 +294,8 @@ impl Seen {
         Ok(())
     }
 
-    fn symlink<R: Read>(
-        &mut self,
-        path: &str,
-        parts: &[&str],
-        entry: &tar::Entry<'_, R>,
-    ) -> Result<()> {
-        let target = link_target(path, entry)?;
-        let resolved = tarball::resolve_link(&parts[..parts.len() - 1], &target);
+    fn symlink(&mut self, path: &str, parts: &[&str], target: &str) -> Result<()> {
+        let resolved = tarball::resolve_link(&parts[..parts.len() - 1], target);
         match resolved {
             Ok(Some(to)) if to.first() == Some(&self.root) => {}
             Ok(_) => bail!(
@@ -337,14 +308,8 @@ impl Seen {
         Ok(())
     }
 
-    fn hardlink<R: Read>(
-        &mut self,
-        path: &str,
-        rel: String,
-        entry: &tar::Entry<'_, R>,
-    ) -> Result<()> {
-        let raw_target = link_target(path, entry)?;
-        let target = without_dot_prefix(&raw_target).unwrap_or(&raw_target);
+    fn hardlink(&mut self, path: &str, rel: String, raw_target: &str) -> Result<()> {
+        let target = without_dot_prefix(raw_target).unwrap_or(raw_target);
         let inside = target
             .strip_prefix(&format!("{}/", self.root))
             .filter(|t| tarball::components(t).is_ok());
@@ -426,11 +391,11 @@ fn without_dot_prefix(path: &str) -> Option<&str> {
     }
 }
 
-fn link_target<R: Read>(path: &str, entry: &tar::Entry<'_, R>) -> Result<String> {
-    let raw = entry.link_name_bytes().unwrap_or_default();
-    let target = std::str::from_utf8(&raw)
-        .map_err(|_| anyhow::anyhow!("{path}: link target is not UTF-8: {UNSAFE}"))?;
-    Ok(target.to_string())
+fn link_target(path: &str, entry: &tarball::Member<'_>) -> Result<String> {
+    entry
+        .link
+        .clone()
+        .with_context(|| format!("{path}: a link with no target: {UNSAFE}"))
 }
 
 /// The result of a passing scan (`parkbench check`).

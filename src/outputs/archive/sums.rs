@@ -11,6 +11,8 @@ use crate::images::tarball;
 
 /// File name of the checksum list, directly inside the run folder.
 pub const NAME: &str = "SHA256SUMS";
+/// Largest SHA256SUMS accepted (about 80,000 lines).
+pub const LIMIT: u64 = 8 << 20;
 
 /// One line of SHA256SUMS, with its 1-based line number.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,7 +19,7 @@ use crate::outputs::outcome::{self, Outcome};
 pub use crate::outputs::summary::Headline;
 use crate::outputs::summary::Summary;
 use crate::outputs::verdict::Verdict;
-use crate::run::run_dir::{self, RunDir, RunFiles};
+use crate::run::run_dir::{self, RunFiles};
 
 pub use markdown::markdown;
 pub use svg::figure;
@@ -101,7 +101,7 @@ pub fn from_files(shown: String, files: &RunFiles) -> Result<Side> {
 
 fn read_files(path: &Path) -> Result<RunFiles> {
     if path.is_dir() {
-        RunDir::at(path).read_files()
+        archive::read_folder(path)
     } else if path.exists() {
         archive::read_run(path)
     } else {

@@ -83,37 +83,24 @@ pub(super) fn images_listed(p: &Parsed) -> Result<()> {
     Ok(())
 }
 
-/// A run's identity: its id, start, shard and matrix.
-fn run_identity(p: &Parsed) -> (String, String, Option<(u32, u32, String)>) {
-    let state = &p.state;
-    (
-        state.run_id.clone(),
-        state.started_at.clone(),
-        state
-            .shard
-            .as_ref()
-            .map(|s| (s.index, s.count, s.matrix.clone())),
-    )
-}
-
-/// A sample's identity: the run that recorded it, its cell, repeat and start time.
-type SampleId = (String, String, u64, u32, String);
+/// A sample's identity: the run that recorded it, the Engine that ran it, its cell and repeat. No
+/// time is part of it: two copies of one run whose timestamps were moved are still one run.
+type SampleId = (String, Option<String>, String, u64, u32);
 
 fn sample_ids(p: &Parsed) -> BTreeSet<SampleId> {
     p.samples
         .iter()
         .map(|s| {
-            let id = (s.run_id.clone(), s.probe.clone(), s.tasks);
-            (id.0, id.1, id.2, s.repeat, s.started_at.clone())
+            let (run, host) = (s.run_id.clone(), s.host.clone());
+            (run, host, s.probe.clone(), s.tasks, s.repeat)
         })
         .collect()
 }
 
-/// No run is named twice and none is empty. Two runs are the same run when their identities (run
-/// id, start, shard, matrix) are equal and they share a sample (its run id, cell, repeat and start
-/// time), or when they hold the very same samples whatever their run.json says. Run ids and starts
-/// are times, so shards started in the same second on two machines may share them; their samples
-/// tell them apart.
+/// No run is named twice and none is empty. Two inputs that share any sample (its run id, host,
+/// cell and repeat) hold one run's samples twice, whatever their run.json and their timestamps
+/// say; shards of one matrix share no cell, so shards started in the same second on two machines
+/// (one run id) are still told apart.
 pub(super) fn each_run_once(parsed: &[Parsed]) -> Result<()> {
     for p in parsed {
         if p.samples.is_empty() {
@@ -128,18 +115,20 @@ pub(super) fn each_run_once(parsed: &[Parsed]) -> Result<()> {
     let ids: Vec<BTreeSet<SampleId>> = parsed.iter().map(sample_ids).collect();
     for (i, b) in parsed.iter().enumerate() {
         for (j, a) in parsed[..i].iter().enumerate() {
-            let same_run = run_identity(a) == run_identity(b);
-            let shared = ids[j].intersection(&ids[i]).next();
-            let twice = (same_run && shared.is_some()) || ids[j] == ids[i];
-            if twice {
-                let (run, probe, tasks, repeat, at) = shared.expect("equal non-empty sets share");
+            let shared = ids[j].intersection(&ids[i]);
+            let count = shared.clone().count();
+            if let Some((run, host, probe, tasks, repeat)) = shared.into_iter().next() {
+                let host = host
+                    .as_deref()
+                    .map(|h| format!(" on {h}"))
+                    .unwrap_or_default();
                 bail!(
-                    "{} and {} are the same run named twice (run {}, started {}): both hold sample \
-                     {probe}@{tasks} repeat {repeat} of run {run} started {at}; name each run once",
+                    "{} and {} are the same run named twice, or copies of one run (their times may \
+                     differ): both hold sample {probe}@{tasks} repeat {repeat} of run {run}{host} \
+                     ({count} shared sample(s)); its samples would be counted twice: name each run \
+                     once",
                     a.input.name,
                     b.input.name,
-                    b.state.run_id,
-                    b.state.started_at
                 );
             }
         }

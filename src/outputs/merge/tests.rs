@@ -272,7 +272,10 @@ fn a_run_inconsistent_with_itself_is_refused() {
             .err()
             .unwrap()
     );
-    assert!(err.contains("the same run named twice (run a"), "{err}");
+    assert!(
+        err.contains("the same run named twice") && err.contains("of run a"),
+        "{err}"
+    );
     // A shard that cannot be.
     let mut f = run("f", half(2), None);
     let mut state: RunState = serde_json::from_str(f.files.run_json.as_deref().unwrap()).unwrap();
@@ -430,6 +433,32 @@ fn a_copy_with_other_whitespace_is_still_the_same_run() {
     let err = format!("{:#}", merge(&[a, copy], "m").err().unwrap());
     assert!(
         err.contains("a.tar.gz and copy.tar.gz are the same run named twice"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_copy_with_moved_timestamps_is_still_the_same_run() {
+    let a = run("a", None, None);
+    let mut copy = run("a", None, None);
+    copy.name = "copy.tar.gz".into();
+    let mut state: RunState =
+        serde_json::from_str(copy.files.run_json.as_deref().unwrap()).unwrap();
+    state.started_at = "2030-01-01T00:00:00Z".into();
+    copy.files.run_json = Some(serde_json::to_string(&state).unwrap());
+    let (samples, _) = sample::parse_lines(copy.files.samples_jsonl.as_bytes()).unwrap();
+    copy.files.samples_jsonl = samples
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut s)| {
+            s.started_at = format!("2030-01-01T00:00:{i:02}Z");
+            serde_json::to_string(&s).unwrap() + "\n"
+        })
+        .collect();
+    let err = format!("{:#}", merge(&[a, copy], "m").err().unwrap());
+    assert!(
+        err.contains("a.tar.gz and copy.tar.gz are the same run named twice, or copies of one run")
+            && err.contains("24 shared sample(s)"),
         "{err}"
     );
 }
