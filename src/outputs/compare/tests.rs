@@ -49,6 +49,7 @@ fn manifest(binary: &str) -> Manifest {
         images,
         unavailable: vec![],
         failed: vec![],
+        drift: Vec::new(),
     }
 }
 
