@@ -116,9 +116,12 @@ pub struct ReproduceArgs {
     /// Exit with code 4 when a claim is not reproduced.
     #[arg(long)]
     pub strict: bool,
-    /// Add the probe images to the archive.
+    /// Add the probe images to the archive (and the locked .debs, as `--with-debs`).
     #[arg(long)]
     pub with_images: bool,
+    /// Add the locked .debs of the root filesystems the run's images stand on to the archive.
+    #[arg(long)]
+    pub with_debs: bool,
     /// Leave out the self-contained driver (`<run-id>/parkbench`) the archive otherwise carries.
     #[arg(long)]
     pub no_driver: bool,
@@ -177,6 +180,7 @@ impl From<ReproduceArgs> for reproduce::Options {
                 sources: true,
                 images: a.with_images,
                 driver: !a.no_driver,
+                debs: a.with_debs,
             },
             reference: a.reference,
             all: a.all,

@@ -129,6 +129,24 @@ pub fn resolve(
     Ok(Resolved { debs, moved })
 }
 
+/// Puts every `.deb` of `dir` (an archive's `debs/`) into the cache under its own sha256; a lock
+/// uses one only when it names that sha256. Returns how many were new to the cache.
+pub fn import(cache: &Cache, dir: &Path, from: &str) -> Result<usize> {
+    let mut added = 0;
+    for file in deb_files(dir)? {
+        let sha256 = digest::file(&file)?;
+        if cache.get(&sha256)?.is_some() {
+            continue;
+        }
+        let reader =
+            std::fs::File::open(&file).with_context(|| format!("reading {}", file.display()))?;
+        cache.put(&sha256, &format!("{} from {from}", file.display()), reader)?;
+        cache.set_provenance(&sha256, &format!("deb from {from}"))?;
+        added += 1;
+    }
+    Ok(added)
+}
+
 /// The message of `--strict-pins` when locked packages moved: which, and the two ways forward.
 pub fn refusal(pin: &str, total: usize, moved: &[Moved]) -> String {
     let list: Vec<String> = moved.iter().map(|m| format!("  {m}")).collect();

@@ -322,6 +322,41 @@ mod tests {
         assert_eq!(image_deviations(&study, &m), [patch]);
     }
 
+    #[test]
+    fn drift_is_a_deviation_and_warns_when_the_probes_use_a_moved_package() {
+        use crate::images::pin::{Drift, Moved};
+        let study = Study::default_study();
+        let mut m = manifest(&study);
+        let moved = |package: &str| Moved {
+            package: package.into(),
+            locked: "1".into(),
+            served: Some("2".into()),
+        };
+        m.drift = vec![Drift {
+            pin: "debian-base".into(),
+            packages: 137,
+            moved: vec![moved("base-files")],
+            sha256: "ab".repeat(32),
+        }];
+        let deviations = image_deviations(&study, &m);
+        assert_eq!(deviations.len(), 1, "{deviations:?}");
+        assert!(
+            deviations[0].starts_with("rootfs debian-base: 1 of 137 packages differ from the pin")
+                && deviations[0].contains("base-files 1 → 2"),
+            "{deviations:?}"
+        );
+        assert!(drift_warnings(&m).is_empty(), "base-files moves no figure");
+        m.drift[0].moved.push(moved("libc6"));
+        let warnings = drift_warnings(&m);
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].what.contains("libc6 1 → 2") && !warnings[0].what.contains("base-files"),
+            "{:?}",
+            warnings[0]
+        );
+        assert_eq!(warnings[0].touches, Touches::All);
+    }
+
     fn env_step() -> Step {
         Step::Exit {
             code: 0,
