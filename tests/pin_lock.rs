@@ -156,6 +156,7 @@ fn locks_are_honoured_drift_is_recorded_and_debs_rebuild_offline() {
         "0".repeat(64),
         "pin lock writes the tar's sha256 into the pin"
     );
+    eprintln!("pin lock:\n{}", describe(&out));
     assert!(text(&out.stdout).contains(&pinned), "{}", describe(&out));
     for (name, _, sha) in &packages {
         assert!(
@@ -179,6 +180,7 @@ fn locks_are_honoured_drift_is_recorded_and_debs_rebuild_offline() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let err = text(&out.stderr);
+    eprintln!("--strict-pins:\n{err}");
     assert!(
         err.contains(&moved)
             && err.contains(&format!("1 of {}", packages.len()))
@@ -196,6 +198,7 @@ fn locks_are_honoured_drift_is_recorded_and_debs_rebuild_offline() {
         &[&build[..], &["--manifest", m]].concat(),
     );
     assert!(out.status.success(), "{}", describe(&out));
+    eprintln!("drift:\n{}", text(&out.stderr));
     assert!(text(&out.stderr).contains(&moved), "{}", describe(&out));
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
@@ -235,6 +238,7 @@ fn locks_are_honoured_drift_is_recorded_and_debs_rebuild_offline() {
         &[&build[..], &["--strict-pins", "--manifest", m]].concat(),
     );
     assert!(out.status.success(), "{}", describe(&out));
+    eprintln!("offline:\n{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("from its lock"),
         "{}",

@@ -35,7 +35,8 @@ pub fn lock(repo: &Path, name: &str) -> Result<Ending> {
         "{name}: building the root filesystem from the {} locked packages",
         lock.packages.len()
     );
-    let (_, sha256) = artifact::build_from_lock(&cache, &pin.name, m, &lock)?;
+    let (_, sha256) = artifact::build_from_lock(&cache, &pin.name, m, &lock)
+        .with_context(|| format!("pin {name}: building the root filesystem from the new lock"))?;
     let lock_file = Lock::path_beside(&pin_file);
     cache::write_atomic(&lock_file, lock.to_text(name).as_bytes())?;
     if sha256 != pin.sha256 {

@@ -87,7 +87,7 @@ pub fn resolve(
     if moved.iter().any(|m| m.served.is_none()) {
         let gone: Vec<String> = moved.iter().map(|m| m.to_string()).collect();
         bail!(
-            "pin {pin}: the apt sources serve these locked packages in no version: {}; \
+            "the apt sources serve these locked packages in no version: {}; \
              accept the set they serve with `parkbench pin lock {pin}`",
             gone.join(", ")
         );
@@ -120,7 +120,7 @@ pub fn resolve(
     }
     if debs.len() != lock.packages.len() {
         bail!(
-            "pin {pin}: apt gave {} of the {} missing packages",
+            "apt gave {} of the {} missing packages",
             debs.len() + missing.len() - lock.packages.len(),
             missing.len()
         );
@@ -151,7 +151,7 @@ pub fn import(cache: &Cache, dir: &Path, from: &str) -> Result<usize> {
 pub fn refusal(pin: &str, total: usize, moved: &[Moved]) -> String {
     let list: Vec<String> = moved.iter().map(|m| format!("  {m}")).collect();
     format!(
-        "pin {pin}: {} of {total} locked packages are no longer served and not in the cache \
+        "{} of {total} locked packages are no longer served and not in the cache \
          (--strict-pins):\n{}\nEither bring the locked .debs: rerun from an archive made with \
          `parkbench archive --with-debs` (or `--with-images`) where they were cached \
          (`parkbench rerun <archive>`), or accept the served set: `parkbench pin lock {pin}` \
