@@ -2,7 +2,9 @@
 
 use std::fmt::Write as _;
 
-use super::{CellRow, Headline, LoneCell, RULE, Side, cells, claims, lone_cells, same_binaries};
+use super::{
+    CellRow, Headline, LoneCell, RULE, Side, cells, claims, lone_cells, rootfs_drift, same_binaries,
+};
 use crate::outputs::outcome::Outcome;
 use crate::outputs::report::number::{grouped, measured, mib, ratio, scale_label};
 use crate::outputs::verdict::Verdict;
@@ -15,6 +17,9 @@ pub fn markdown(a: &Side, b: &Side) -> String {
         a.path, oa.run_id
     );
     let _ = writeln!(out, "- B: `{}` (run {})", b.path, ob.run_id);
+    if let Some(d) = rootfs_drift(a, b) {
+        let _ = writeln!(out, "- Root filesystems: {d}");
+    }
     if oa.study.id != ob.study.id {
         let _ = writeln!(
             out,
