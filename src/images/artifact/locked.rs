@@ -48,7 +48,7 @@ pub fn ensure(
     let memo = cache.root().join("rootfs-from-lock").join(&key);
     if drift.is_some()
         && let Ok(sha) = std::fs::read_to_string(&memo)
-        && let Some(path) = cache.get(sha.trim()).ok().flatten()
+        && let Some(path) = cache.get(sha.trim())?
     {
         let sha256 = sha.trim().to_owned();
         let drift = drift.map(|d| Drift {
