@@ -7,7 +7,8 @@ use anyhow::{Context, Result};
 
 use crate::engine::Engine;
 use crate::images::cache::Cache;
-use crate::images::{self, Manifest, pin};
+use crate::images::pin::{self, Source};
+use crate::images::{self, Manifest};
 use crate::outputs::archive::{self, ArchiveInfo, driver};
 use crate::run::run_dir::{self, RunDir};
 
@@ -120,9 +121,9 @@ fn driver_members(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     ])
 }
 
-/// The locked `.deb`s of every root filesystem pin the run's images stand on, from the cache, as
-/// `debs/<name>_<version>_<arch>.deb` members; a `.deb` the cache lacks is named, not fatal (a
-/// rerun fetches it, or names the drift).
+/// The locked `.deb`s of every root filesystem pin the run's images stand on, and the `.deb` of
+/// every `deb` pin they were made from, from the cache, as `debs/<name>_<version>[_<arch>].deb`
+/// members; a `.deb` the cache lacks is named, not fatal (a rerun fetches it, or names the drift).
 fn deb_members(repo: &Path, run: &RunDir) -> Result<Vec<(String, PathBuf)>> {
     let manifest: Manifest = serde_json::from_str(&run.read(run_dir::MANIFEST)?)
         .context("parsing the run's manifest.json")?;
@@ -157,16 +158,42 @@ fn deb_members(repo: &Path, run: &RunDir) -> Result<Vec<(String, PathBuf)>> {
             lock.packages.len() - missing.len(),
             lock.packages.len(),
             pin.name,
-            if missing.is_empty() {
-                String::new()
-            } else {
-                format!(" (not in the cache: {})", missing.join(", "))
+            match missing.len() {
+                0 => String::new(),
+                n if n > 5 => format!(
+                    " (not in the cache: {}, and {} more)",
+                    missing[..5].join(", "),
+                    n - 5
+                ),
+                _ => format!(" (not in the cache: {})", missing.join(", ")),
             }
         );
+    }
+    // A `deb` pin's artifact is a .deb itself (a guest kernel's package): carried the same way.
+    for pin in pins.iter().filter(|p| uses_artifact(&manifest, &p.name)) {
+        let Some(Source::Deb(d)) = pin.sources.first() else {
+            continue;
+        };
+        match cache.get(&pin.sha256)? {
+            Some(path) => {
+                let file = format!("{}_{}.deb", d.package, d.version.replace(':', "%3a"));
+                out.push((format!("{DEBS}/{file}"), path));
+            }
+            None => eprintln!("archive: the .deb of pin {} is not in the cache", pin.name),
+        }
     }
     out.sort();
     out.dedup_by(|a, b| a.0 == b.0);
     Ok(out)
+}
+
+/// Whether an image of the manifest has the artifact of pin `name` among its inputs.
+fn uses_artifact(manifest: &Manifest, name: &str) -> bool {
+    let prefix = format!("artifact {name} ");
+    manifest
+        .images
+        .iter()
+        .any(|i| i.inputs.keys().any(|k| k.starts_with(&prefix)))
 }
 
 /// Whether an image of the manifest is made from the root filesystem of pin `name`.
