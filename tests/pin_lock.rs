@@ -129,6 +129,38 @@ fn cache_with(
     dir.to_owned()
 }
 
+/// The `debs/` folder of a `parkbench archive --with-debs` of a run whose image stands on
+/// test-rootfs: the repository's reference run of tasks-vs-threads, its base renamed.
+fn archived_debs(env: &Env, tmp: &Path, cache: &Path, count: usize) -> PathBuf {
+    let reference = common::repo().join("results/tasks-vs-threads/reference/run.tar.gz");
+    let run = common::archive::unpack(&reference, &tmp.join("runs"));
+    std::fs::remove_file(run.join("SHA256SUMS")).unwrap();
+    let file = run.join("manifest.json");
+    let json = std::fs::read_to_string(&file).unwrap();
+    let renamed = json.replace("\"rootfs debian-base ", "\"rootfs test-rootfs ");
+    assert_ne!(
+        json, renamed,
+        "the reference run's base stands on debian-base"
+    );
+    std::fs::write(&file, renamed).unwrap();
+    let args = [
+        "archive",
+        run.to_str().unwrap(),
+        "--with-debs",
+        "--no-driver",
+    ];
+    let out = env.run(cache, None, &args);
+    eprintln!("archive --with-debs:\n{}", describe(&out));
+    assert!(out.status.success(), "{}", describe(&out));
+    let said = format!("carries {count} of the {count} locked .debs of test-rootfs");
+    assert!(text(&out.stderr).contains(&said), "{}", describe(&out));
+    let archive = run.with_extension("tar.gz");
+    let unpacked = common::archive::unpack(&archive, &tmp.join("unpacked"));
+    let debs = unpacked.join("debs");
+    assert_eq!(std::fs::read_dir(&debs).unwrap().count(), count);
+    debs
+}
+
 #[test]
 fn locks_are_honoured_drift_is_recorded_and_debs_rebuild_offline() {
     let tmp = tempfile::tempdir().unwrap();
@@ -216,12 +248,8 @@ fn locks_are_honoured_drift_is_recorded_and_debs_rebuild_offline() {
         "{json:#}"
     );
 
-    // The .debs an archive carries, no apt source at all: the pinned tar, bit for bit.
-    let debs = tmp.path().join("debs");
-    std::fs::create_dir_all(&debs).unwrap();
-    for (name, _, sha) in &packages {
-        std::fs::copy(blob(&cache_a, sha), debs.join(format!("{name}.deb"))).unwrap();
-    }
+    // The .debs a `--with-debs` archive carries, no apt source at all: the pinned tar, bit for bit.
+    let debs = archived_debs(&env, tmp.path(), &cache_a, packages.len());
     let cache_d = tmp.path().join("cache-d");
     let imported = parkbench::images::artifact::import_debs(
         &parkbench::images::cache::Cache::open(&cache_d).unwrap(),
