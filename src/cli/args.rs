@@ -8,6 +8,7 @@ mod bench;
 mod doctor;
 mod files;
 mod fleet;
+mod pin;
 mod rerun;
 mod run;
 
@@ -20,6 +21,7 @@ pub use bench::{BenchCommand, FidelityArgs};
 pub use doctor::DoctorArgs;
 pub use files::{ArchiveArgs, CheckArgs, CleanArgs, CompareArgs, ReportArgs, VerifyArgs};
 pub use fleet::{ExportArgs, ExportCommand, KubernetesArgs, MergeArgs, SlurmArgs};
+pub use pin::{PinCommand, PinLockArgs};
 pub use rerun::{ExplainArgs, RerunArgs};
 pub use run::{BuildArgs, ReproduceArgs, RunArgs};
 
@@ -50,6 +52,9 @@ pub enum Command {
     Plan(PlanArgs),
     /// Build every pinned image (a no-op when nothing changed) and print the build manifest.
     Build(BuildArgs),
+    /// Maintain the pins of toolchains/: lock a root filesystem's packages.
+    #[command(subcommand)]
+    Pin(PinCommand),
     /// Run a study: every process of its matrix in its own container, every sample kept.
     Run(RunArgs),
     /// Recompute statistics, report, figure and verdicts of a run from its raw samples.

@@ -9,7 +9,7 @@ mod suggested;
 
 use anyhow::Result;
 
-use crate::cli::args::{BenchCommand, Cli, Command, NewCommand};
+use crate::cli::args::{BenchCommand, Cli, Command, NewCommand, PinCommand};
 use crate::engine;
 use crate::ops::{self, Ending, Interrupt, Paths};
 
@@ -67,6 +67,9 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
         Command::New(NewCommand::Probe(a)) => ops::new::probe(paths, &a.name, a.lang, a.kind),
         Command::Plan(a) => ops::plan::plan(paths, &a.into()).await,
         Command::Build(a) => ops::prepare::build(repo, &a.options(), a.manifest.as_deref()).await,
+        Command::Pin(PinCommand::Lock(a)) => {
+            tokio::task::block_in_place(|| ops::pin::lock(repo, &a.name))
+        }
         Command::Run(a) => ops::run::command(paths, &a.into(), interrupt).await,
         Command::Report(a) => ops::report::report(&a.run_dir).map(|_| Ending::Ok),
         Command::Archive(a) => ops::archive::archive(repo, &a.run_dir, a.contents())

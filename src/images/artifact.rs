@@ -1,11 +1,17 @@
 //! Artifacts: the pinned files that enter images (root filesystem tar, `rust/` tar, `go/` tar),
 //! taken from the cache or produced by the pin's sources, and vendored crates for probes.
 
+mod debs;
 mod download;
 mod go;
+mod locked;
 mod node;
 mod rootfs;
 mod rust;
+
+pub use debs::import as import_debs;
+pub use locked::{build_exact as build_from_lock, make as make_lock};
+pub use rootfs::SOURCES_VAR;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,7 +20,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use crate::images::cache::{Cache, HashMismatch};
-use crate::images::pin::{Pin, Source, UrlFormat, WheelLayout};
+use crate::images::pin::{Drift, Pin, Source, UrlFormat, WheelLayout};
 use crate::images::tarball::{self, Layout, Tree};
 
 /// A pinned artifact on disk, its bytes verified against the pin.
@@ -31,6 +37,9 @@ pub struct Artifact {
     /// The source that produced it (e.g. `rustup 1.95.0-x86_64-unknown-linux-gnu`); prefixed with
     /// `cache: ` when the blob was already cached.
     pub source: String,
+    /// For a root filesystem built with packages that moved from its lock: what moved (`sha256`
+    /// is then the tar's own, not the pin's).
+    pub drift: Option<Drift>,
 }
 
 /// Why [`ensure`] could not hand out a pin's artifact. The caller branches on it: an unavailable
@@ -66,12 +75,20 @@ impl std::error::Error for EnsureError {}
 /// The pin's artifact: the cached blob if present (verified), else the first source that
 /// produces bytes with the pin's sha256. A source whose bytes have another sha256 stops at once.
 pub fn ensure(cache: &Cache, pin: &Pin) -> Result<Artifact, EnsureError> {
+    ensure_with(cache, pin, false)
+}
+
+/// [`ensure`], where a root filesystem with a package lock is built from the locked `.deb`s; a
+/// locked package no longer served is drift, recorded in the artifact, or with `strict_pins` an
+/// error naming the packages.
+pub fn ensure_with(cache: &Cache, pin: &Pin, strict_pins: bool) -> Result<Artifact, EnsureError> {
     let artifact = |path, source| Artifact {
         name: pin.name.clone(),
         version: pin.version.clone(),
         sha256: pin.sha256.clone(),
         path,
         source,
+        drift: None,
     };
     let stop = |e: anyhow::Error| EnsureError::Stop(e.context(format!("pin {}", pin.name)));
     if let Some(path) = cache.get(&pin.sha256).map_err(stop)? {
@@ -79,6 +96,20 @@ pub fn ensure(cache: &Cache, pin: &Pin) -> Result<Artifact, EnsureError> {
             .provenance(&pin.sha256)
             .unwrap_or_else(|| "unrecorded source".into());
         return Ok(artifact(path, format!("cache: {from}")));
+    }
+    if let (Some(lock), Some(Source::Mmdebstrap(m))) = (&pin.lock, pin.sources.first()) {
+        let built = locked::ensure(cache, pin, m, lock, strict_pins).map_err(stop)?;
+        let source = format!(
+            "{} from its lock ({} packages)",
+            pin.sources[0],
+            lock.packages.len()
+        );
+        cache.set_provenance(&built.sha256, &source).map_err(stop)?;
+        return Ok(Artifact {
+            sha256: built.sha256,
+            drift: built.drift,
+            ..artifact(built.path, source)
+        });
     }
     let mut failures = Vec::new();
     for source in &pin.sources {
@@ -260,6 +291,7 @@ pub(crate) mod tests {
             sha256: ZERO.into(),
             sources: vec![rustup("no-such-toolchain-a"), rustup("no-such-toolchain-b")],
             notes: vec![],
+            lock: None,
         };
         let err = ensure(&cache, &pin).unwrap_err();
         assert!(
@@ -305,6 +337,7 @@ pub(crate) mod tests {
             sha256: ZERO.into(),
             sources: vec![url_source("file:///nonexistent/parkbench/go.tar.gz")],
             notes: vec![],
+            lock: None,
         }
     }
 
@@ -380,6 +413,7 @@ pub(crate) mod tests {
                 layout: WheelLayout::GoBin,
             })],
             notes: vec![],
+            lock: None,
         };
         let a = ensure(&cache, &pin).unwrap();
         assert_eq!(
@@ -409,6 +443,7 @@ pub(crate) mod tests {
                     format,
                 })],
                 notes: vec![],
+                lock: None,
             };
             let err = format!("{:#}", ensure(&cache, &pin).unwrap_err());
             let want = format!("conversion of a {name} download is not implemented");

@@ -13,24 +13,26 @@ use crate::images::cache::Cache;
 use crate::images::pin::Pin;
 
 /// Imports (or reuses) the base image `name` from the root filesystem of `pin`; the import's
-/// time is recorded in `cache` when `record` (this machine's Engine).
+/// time is recorded in `cache` when `record` (this machine's Engine). A root filesystem built with
+/// packages that moved from the pin's lock gets its own tag (its own sha256) and comes back as
+/// [`Outcome::Drifted`]; with `strict_pins` it stops the build instead.
 pub async fn import<E: Images>(
     engine: &E,
     cache: &Cache,
     name: &str,
     pin: &Pin,
-    record: bool,
+    (record, strict_pins): (bool, bool),
 ) -> Result<Outcome> {
-    let diff_id = format!("sha256:{}", pin.sha256);
     let repo = format!("{}/{name}", namespace());
-    let tag = format!("{repo}:{}", &pin.sha256[..16]);
-    let existing = engine.image(&tag).await?;
-    let built = !matches!(&existing, Some(img) if img.layers == [diff_id.clone()]);
-    let mut took = None;
-    if built {
+    let carries = |img: &Option<crate::engine::ImageFacts>, sha: &str| matches!(img, Some(i) if i.layers == [format!("sha256:{sha}")]);
+    let pinned = format!("{repo}:{}", &pin.sha256[..16]);
+    let (mut sha256, mut drift, mut took, mut built) = (pin.sha256.clone(), None, None, false);
+    if !carries(&engine.image(&pinned).await?, &pin.sha256) {
         super::timing::announce(cache, name, None);
         let started = std::time::Instant::now();
-        let rootfs = match tokio::task::block_in_place(|| artifact::ensure(cache, pin)) {
+        let ensured =
+            tokio::task::block_in_place(|| artifact::ensure_with(cache, pin, strict_pins));
+        let rootfs = match ensured {
             Ok(rootfs) => rootfs,
             Err(EnsureError::Unavailable { pin, reason }) => {
                 return Ok(Outcome::Unavailable { pin, reason });
@@ -42,18 +44,25 @@ pub async fn import<E: Images>(
             started.elapsed().as_secs_f64(),
             rootfs.source
         );
-        engine
-            .import(&rootfs.path, &repo, &pin.sha256[..16])
-            .await?;
-        eprintln!(
-            "{name}: imported {tag} in {:.1} s",
-            started.elapsed().as_secs_f64()
-        );
-        took = Some(started.elapsed());
-        if record {
-            super::timing::record(cache, name, &tag, started.elapsed());
+        if let Some(d) = &rootfs.drift {
+            eprintln!("{name}: {}", d.deviation());
+        }
+        (sha256, drift) = (rootfs.sha256.clone(), rootfs.drift);
+        let tag = format!("{repo}:{}", &sha256[..16]);
+        if !carries(&engine.image(&tag).await?, &sha256) {
+            engine.import(&rootfs.path, &repo, &sha256[..16]).await?;
+            eprintln!(
+                "{name}: imported {tag} in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+            (took, built) = (Some(started.elapsed()), true);
+            if record {
+                super::timing::record(cache, name, &tag, started.elapsed());
+            }
         }
     }
+    let diff_id = format!("sha256:{sha256}");
+    let tag = format!("{repo}:{}", &sha256[..16]);
     let facts = engine
         .image(&tag)
         .await?
@@ -64,21 +73,19 @@ pub async fn import<E: Images>(
             facts.layers
         );
     }
-    Ok(Outcome::Built(
-        BuiltImage {
-            name: name.into(),
-            tag,
-            id: facts.id,
-            layers: facts.layers,
-            inputs: BTreeMap::from([(
-                format!("rootfs {} {}", pin.name, pin.version),
-                pin.sha256.clone(),
-            )]),
-            binaries: BTreeMap::new(),
-            versions: BTreeMap::new(),
-            notes: Vec::new(),
-            built,
-        },
-        took,
-    ))
+    let image = BuiltImage {
+        name: name.into(),
+        tag,
+        id: facts.id,
+        layers: facts.layers,
+        inputs: BTreeMap::from([(format!("rootfs {} {}", pin.name, pin.version), sha256)]),
+        binaries: BTreeMap::new(),
+        versions: BTreeMap::new(),
+        notes: drift.iter().map(|d| d.deviation()).collect(),
+        built,
+    };
+    Ok(match drift {
+        Some(drift) => Outcome::Drifted(image, took, drift),
+        None => Outcome::Built(image, took),
+    })
 }

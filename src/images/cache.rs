@@ -175,13 +175,23 @@ impl BlobWriter {
     /// Syncs the bytes and stores them under their hash if it equals `expected`; otherwise deletes
     /// them and fails naming `label`, the expected and the actual hash.
     pub fn commit(self, expected: &str, label: &str) -> Result<PathBuf> {
+        self.store(Some(expected), label).map(|(path, _)| path)
+    }
+
+    /// Syncs the bytes and stores them under their own hash, whatever it is: for an artifact no
+    /// pin names (a root filesystem built with packages that moved from its lock).
+    pub fn commit_as_is(self, label: &str) -> Result<(PathBuf, String)> {
+        self.store(None, label)
+    }
+
+    fn store(self, expected: Option<&str>, label: &str) -> Result<(PathBuf, String)> {
         let BlobWriter { tmp, out, dir } = self;
         let (buf, actual, _) = out.finish();
         let file = buf
             .into_inner()
             .map_err(|e| e.into_error())
             .with_context(|| format!("writing {label} to the cache"))?;
-        if actual != expected {
+        if let Some(expected) = expected.filter(|e| *e != actual) {
             return Err(HashMismatch {
                 what: label.to_owned(),
                 expected: expected.to_owned(),
@@ -201,7 +211,7 @@ impl BlobWriter {
         File::open(&dir)
             .and_then(|d| d.sync_all())
             .with_context(|| format!("syncing {}", dir.display()))?;
-        Ok(path)
+        Ok((path, actual))
     }
 }
 

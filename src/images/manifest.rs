@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::images::pin::Drift;
+
 /// The build manifest (`manifest.json`): every image parkbench built or reused, and what is in it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -19,6 +21,10 @@ pub struct Manifest {
     /// and every image below one, in build order. Empty when every build succeeded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<FailedImage>,
+    /// Root filesystems built with packages that moved from their pin's lock (a locked version
+    /// neither cached nor served any more), one per pin. Empty when every rootfs is as pinned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<Drift>,
 }
 
 /// One image of the manifest.
@@ -116,6 +122,9 @@ pub struct BuildOptions {
     /// Stop at the first image whose build fails (`--strict-build`). Otherwise a failed image and
     /// the images below it are recorded in the manifest as failed, and every other image is built.
     pub strict: bool,
+    /// Refuse to build a root filesystem whose locked packages are neither cached nor served
+    /// (`--strict-pins`). Otherwise the served versions stand in and the drift is recorded.
+    pub strict_pins: bool,
     /// The Engine is another machine's (a host's images built there): the builds' times say
     /// nothing of this machine, and are not recorded as its own.
     pub other_host: bool,
@@ -125,6 +134,8 @@ pub struct BuildOptions {
 pub(crate) enum Outcome {
     /// Built, imported or reused; with how long the build or import took (`None`: reused).
     Built(BuiltImage, Option<std::time::Duration>),
+    /// A base image whose root filesystem was built with packages that moved from its pin's lock.
+    Drifted(BuiltImage, Option<std::time::Duration>, Drift),
     /// The artifact of pin `pin` cannot be produced here: every source failed (`reason`).
     Unavailable { pin: String, reason: String },
     /// The build failed: its own error line, the last lines it printed, and the whole error.

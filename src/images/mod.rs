@@ -156,6 +156,12 @@ fn settle(
             manifest.images.push(image);
             times.extend(took.map(|t| (name.to_string(), t)));
         }
+        Outcome::Drifted(image, took, drift) => {
+            schedule.built(name);
+            manifest.images.push(image);
+            manifest.drift.push(drift);
+            times.extend(took.map(|t| (name.to_string(), t)));
+        }
         Outcome::Unavailable { pin, reason } => {
             eprintln!("{name}: unavailable, pin {pin} cannot be produced here");
             schedule.unavailable(name, plan::pin_reason(&pin, &reason));
@@ -191,7 +197,8 @@ async fn build_node<E: Images>(
     match node {
         Node::Rootfs { name, pin } => {
             let record = !kit.options.other_host;
-            base::import(kit.engine, kit.cache, name, kit.pins.get(pin)?, record).await
+            let how = (record, kit.options.strict_pins);
+            base::import(kit.engine, kit.cache, name, kit.pins.get(pin)?, how).await
         }
         Node::Recipe(recipe) => build::build(kit, recipe, done).await,
     }

@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::yaml::{At, Doc, Invalid, ensure_at};
 
+pub mod lock;
+
+pub use lock::{Drift, Lock, Locked, Moved};
+
 /// One pinned artifact. Unknown fields are errors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -25,6 +29,9 @@ pub struct Pin {
     /// What is not pinned or deviates from the published setup, in plain words.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// A root filesystem's package lock (`<name>.lock` beside the pin file), when it has one.
+    #[serde(skip)]
+    pub lock: Option<Lock>,
 }
 
 /// A way to produce a pin's artifact, selected by `kind:`.
@@ -229,7 +236,7 @@ impl Pin {
             .file_stem()
             .and_then(|s| s.to_str())
             .unwrap_or_default();
-        Doc::new(path.display().to_string(), &text).parse(|pin: &mut Pin| {
+        let mut pin = Doc::new(path.display().to_string(), &text).parse(|pin: &mut Pin| {
             pin.validate()?;
             ensure_at!(
                 pin.name == stem,
@@ -238,7 +245,16 @@ impl Pin {
                 pin.name
             );
             Ok(())
-        })
+        })?;
+        pin.lock = Lock::load_beside(path)?;
+        if pin.lock.is_some() && !pin.is_rootfs() {
+            bail!(
+                "{} locks packages, but pin {} is not a root filesystem: remove the lock",
+                Lock::path_beside(path).display(),
+                pin.name
+            );
+        }
+        Ok(pin)
     }
 
     /// Parses and validates pin YAML; an error leads with `pin.yaml:line:column` of the node at

@@ -42,6 +42,7 @@ fn columns_stay_aligned_for_long_image_names() {
             parent: None,
             output: Vec::new(),
         }],
+        drift: Vec::new(),
     };
     let text = table(&manifest);
     let lines: Vec<&str> = text.lines().take(4).collect();

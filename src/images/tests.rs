@@ -44,6 +44,7 @@ fn pin(name: &str, bytes: &[u8], source: Source) -> Pin {
         sha256: digest::bytes(bytes),
         sources: vec![source],
         notes: vec![],
+        lock: None,
     }
 }
 

@@ -7,9 +7,13 @@ use anyhow::{Context, Result};
 
 use crate::engine::Engine;
 use crate::images::cache::Cache;
+use crate::images::pin::{self, Source};
 use crate::images::{self, Manifest};
 use crate::outputs::archive::{self, ArchiveInfo, driver};
 use crate::run::run_dir::{self, RunDir};
+
+/// The archive's folder of locked `.deb`s (`--with-debs`).
+pub const DEBS: &str = "debs";
 
 /// The source bundle's folder of vendored crates' checksums (see [`images::vendored_checksums`]).
 const VENDOR_CHECKSUMS: &str = "vendor-checksums";
@@ -23,6 +27,9 @@ pub struct Contents {
     pub images: bool,
     /// The running driver, when it is self-contained ([`driver`]), and its record.
     pub driver: bool,
+    /// The locked `.deb`s of the root filesystems the run's images stand on (`debs/`), so that
+    /// a rerun rebuilds them with no mirror at all. Implied by `images`.
+    pub debs: bool,
 }
 
 impl Contents {
@@ -31,12 +38,14 @@ impl Contents {
         sources: true,
         images: false,
         driver: true,
+        debs: false,
     };
     /// The run and its sources (a step of `explain`).
     pub const SOURCES: Contents = Contents {
         sources: true,
         images: false,
         driver: false,
+        debs: false,
     };
     /// The run folder alone: a reference run, which is verified and compared with, never rerun
     /// (the repository that holds it holds the sources).
@@ -44,6 +53,7 @@ impl Contents {
         sources: false,
         images: false,
         driver: false,
+        debs: false,
     };
 }
 
@@ -68,6 +78,9 @@ pub async fn archive_to(
     };
     if contents.driver {
         extras.extend(driver_members(temp.path())?);
+    }
+    if contents.debs || contents.images {
+        extras.extend(deb_members(repo, run)?);
     }
     let sources = if contents.sources {
         sources(repo)?
@@ -106,6 +119,90 @@ fn driver_members(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
         (driver::MEMBER.to_string(), exe),
         (driver::RECORD.to_string(), path),
     ])
+}
+
+/// The locked `.deb`s of every root filesystem pin the run's images stand on, and the `.deb` of
+/// every `deb` pin they were made from, from the cache, as `debs/<name>_<version>[_<arch>].deb`
+/// members; a `.deb` the cache lacks is named, not fatal (a rerun fetches it, or names the drift).
+fn deb_members(repo: &Path, run: &RunDir) -> Result<Vec<(String, PathBuf)>> {
+    let manifest: Manifest = serde_json::from_str(&run.read(run_dir::MANIFEST)?)
+        .context("parsing the run's manifest.json")?;
+    let pins = pin::load_all(&repo.join("toolchains"))?;
+    let cache = Cache::from_env()?;
+    let mut out = Vec::new();
+    for pin in pins.rootfs().filter(|p| stands_on(&manifest, &p.name)) {
+        let Some(lock) = &pin.lock else {
+            eprintln!(
+                "archive: pin {} has no package lock; no .debs carried for it",
+                pin.name
+            );
+            continue;
+        };
+        let mut missing = Vec::new();
+        for l in &lock.packages {
+            match cache.get(&l.sha256)? {
+                Some(path) => {
+                    let file = format!(
+                        "{}_{}_{}.deb",
+                        l.name,
+                        l.version.replace(':', "%3a"),
+                        l.arch
+                    );
+                    out.push((format!("{DEBS}/{file}"), path));
+                }
+                None => missing.push(format!("{} {}", l.name, l.version)),
+            }
+        }
+        eprintln!(
+            "archive: carries {} of the {} locked .debs of {}{}",
+            lock.packages.len() - missing.len(),
+            lock.packages.len(),
+            pin.name,
+            match missing.len() {
+                0 => String::new(),
+                n if n > 5 => format!(
+                    " (not in the cache: {}, and {} more)",
+                    missing[..5].join(", "),
+                    n - 5
+                ),
+                _ => format!(" (not in the cache: {})", missing.join(", ")),
+            }
+        );
+    }
+    // A `deb` pin's artifact is a .deb itself (a guest kernel's package): carried the same way.
+    for pin in pins.iter().filter(|p| uses_artifact(&manifest, &p.name)) {
+        let Some(Source::Deb(d)) = pin.sources.first() else {
+            continue;
+        };
+        match cache.get(&pin.sha256)? {
+            Some(path) => {
+                let file = format!("{}_{}.deb", d.package, d.version.replace(':', "%3a"));
+                out.push((format!("{DEBS}/{file}"), path));
+            }
+            None => eprintln!("archive: the .deb of pin {} is not in the cache", pin.name),
+        }
+    }
+    out.sort();
+    out.dedup_by(|a, b| a.0 == b.0);
+    Ok(out)
+}
+
+/// Whether an image of the manifest has the artifact of pin `name` among its inputs.
+fn uses_artifact(manifest: &Manifest, name: &str) -> bool {
+    let prefix = format!("artifact {name} ");
+    manifest
+        .images
+        .iter()
+        .any(|i| i.inputs.keys().any(|k| k.starts_with(&prefix)))
+}
+
+/// Whether an image of the manifest is made from the root filesystem of pin `name`.
+fn stands_on(manifest: &Manifest, name: &str) -> bool {
+    let prefix = format!("rootfs {name} ");
+    manifest
+        .images
+        .iter()
+        .any(|i| i.inputs.keys().any(|k| k.starts_with(&prefix)))
 }
 
 /// Exports the run's probe images (and its VM and kernel images) into `dir`; returns them as archive members.

@@ -258,6 +258,7 @@ impl Sweeps<'_> {
             kernel: Vec::new(),
             shared_cpus: false,
             strict_build: false,
+            strict_pins: false,
             shard: None,
             fleet: Default::default(),
         };

@@ -404,6 +404,7 @@ fn placement_name(p: Placement) -> &'static str {
 fn for_study(study: &Study, options: &Options) -> BuildOptions {
     BuildOptions {
         strict: options.strict_build,
+        strict_pins: options.strict_pins,
         ..super::prepare::for_study(study)
     }
 }

@@ -15,6 +15,7 @@ pub mod fleet;
 pub mod interrupt;
 pub mod merge;
 pub mod new;
+pub mod pin;
 pub mod plan;
 pub mod prepare;
 pub mod report;

@@ -42,6 +42,8 @@ pub struct Options {
     /// Stop at the first image whose build fails (`--strict-build`); otherwise its probes are
     /// `not measured`.
     pub strict_build: bool,
+    /// Refuse a root filesystem whose locked packages moved (`--strict-pins`).
+    pub strict_pins: bool,
     /// Measure only this slice of the matrix (`--shard i/N`); a resumed run keeps its own.
     pub shard: Option<Shard>,
     /// The Docker Engines to run on (`--hosts`), and how; none: this machine's Engine alone.
@@ -74,6 +76,7 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     }
     let build = BuildOptions {
         strict: options.strict_build,
+        strict_pins: options.strict_pins,
         ..super::prepare::for_study(&study)
     };
     let Prepared {

@@ -34,6 +34,16 @@ pub async fn run(cache_dir: &Path) -> Vec<Check> {
         "apt-get install mmdebstrap (builds the Debian base rootfs)",
     ));
     checks.push(tool(
+        "dpkg-scanpackages",
+        &["--version"],
+        "apt-get install dpkg-dev (indexes a root filesystem's locked .debs)",
+    ));
+    checks.push(tool(
+        "apt-ftparchive",
+        &["--version"],
+        "apt-get install apt-utils (writes the Release file of the locked .debs' repository)",
+    ));
+    checks.push(tool(
         "pip",
         &["--version"],
         "apt-get install python3-pip (fetches the pinned Go wheel)",

@@ -20,6 +20,11 @@ pub struct ArchiveArgs {
     /// exported through the Engine, for bit-exact reruns elsewhere that compile nothing.
     #[arg(long)]
     pub with_images: bool,
+    /// Also add the locked .debs of the root filesystems the run's images stand on (from the
+    /// cache), so that a rerun rebuilds them bit for bit with no package mirror. Implied by
+    /// `--with-images`.
+    #[arg(long)]
+    pub with_debs: bool,
     /// Leave out the self-contained driver (`<run-id>/parkbench`) the archive otherwise carries.
     #[arg(long)]
     pub no_driver: bool,
@@ -31,6 +36,7 @@ impl ArchiveArgs {
             sources: true,
             images: self.with_images,
             driver: !self.no_driver,
+            debs: self.with_debs,
         }
     }
 }

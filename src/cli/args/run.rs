@@ -28,6 +28,11 @@ pub struct BuildArgs {
     /// it are recorded as failed and every other image is built (the command then exits 1).
     #[arg(long)]
     pub strict_build: bool,
+    /// Refuse to build a root filesystem whose locked packages (toolchains/<pin>.lock) are
+    /// neither cached nor served any more. Without it the served versions stand in, and the drift
+    /// is recorded in the manifest.
+    #[arg(long)]
+    pub strict_pins: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -63,6 +68,11 @@ pub struct RunArgs {
     /// the images below it) are `not measured: build failed: <its error line>` and the others run.
     #[arg(long)]
     pub strict_build: bool,
+    /// Refuse to build a root filesystem whose locked packages (toolchains/<pin>.lock) are
+    /// neither cached nor served any more. Without it the served versions stand in, and the run
+    /// records the drift as a deviation (and a validity warning when the probes use a moved one).
+    #[arg(long)]
+    pub strict_pins: bool,
     /// Measure one slice of the matrix, for a batch scheduler: shard i (1 to N) of N. The probe ×
     /// scale cells are dealt round-robin in run order, a cell's processes together; join the
     /// shards' archives with `parkbench merge`.
@@ -106,9 +116,12 @@ pub struct ReproduceArgs {
     /// Exit with code 4 when a claim is not reproduced.
     #[arg(long)]
     pub strict: bool,
-    /// Add the probe images to the archive.
+    /// Add the probe images to the archive (and the locked .debs, as `--with-debs`).
     #[arg(long)]
     pub with_images: bool,
+    /// Add the locked .debs of the root filesystems the run's images stand on to the archive.
+    #[arg(long)]
+    pub with_debs: bool,
     /// Leave out the self-contained driver (`<run-id>/parkbench`) the archive otherwise carries.
     #[arg(long)]
     pub no_driver: bool,
@@ -129,6 +142,7 @@ impl BuildArgs {
             only: self.only.clone(),
             verbose: self.verbose,
             strict: self.strict_build,
+            strict_pins: self.strict_pins,
             other_host: false,
         }
     }
@@ -144,6 +158,7 @@ impl From<RunArgs> for run::Options {
             kernel: a.kernel,
             shared_cpus: a.allow_shared_cpus,
             strict_build: a.strict_build,
+            strict_pins: a.strict_pins,
             shard: a.shard,
             fleet: fleet::Hosts {
                 names: a.hosts,
@@ -165,6 +180,7 @@ impl From<ReproduceArgs> for reproduce::Options {
                 sources: true,
                 images: a.with_images,
                 driver: !a.no_driver,
+                debs: a.with_debs,
             },
             reference: a.reference,
             all: a.all,

@@ -44,12 +44,19 @@ pub fn pip(p: &Pip, dir: &Path) -> Result<PathBuf> {
     Ok(wheel.clone())
 }
 
-/// Fetches the package file with `apt-get download` into `dir` (the host's apt sources; the pin's
-/// sha256 is checked by the caller on the bytes).
+/// Fetches the package file with `apt-get download` into `dir` (the host's apt sources, or those
+/// of `PARKBENCH_APT_SOURCES`; the pin's sha256 is checked by the caller on the bytes).
 pub fn deb(d: &Deb, dir: &Path) -> Result<PathBuf> {
     let into = dir.join("deb");
     std::fs::create_dir_all(&into).with_context(|| format!("creating {}", into.display()))?;
     let wanted = format!("{}={}", d.package, d.version);
+    if let Some(sources) = super::rootfs::sources_from_env()? {
+        let apt = super::debs::Apt::new(&dir.join("apt"), &sources)?;
+        apt.update()?;
+        apt.download(std::slice::from_ref(&wanted), &into)
+            .with_context(|| format!("fetching {wanted} from {}", super::SOURCES_VAR))?;
+        return single_deb(&into, &wanted);
+    }
     let output = Command::new("apt-get")
         .args(["download", "-q"])
         .arg(&wanted)
@@ -64,7 +71,12 @@ pub fn deb(d: &Deb, dir: &Path) -> Result<PathBuf> {
             String::from_utf8_lossy(&output.stderr).trim_end()
         );
     }
-    let debs = with_extension(&into, "deb")?;
+    single_deb(&into, &wanted)
+}
+
+/// The one `.deb` apt left in `into`.
+fn single_deb(into: &Path, wanted: &str) -> Result<PathBuf> {
+    let debs = with_extension(into, "deb")?;
     let [deb] = debs.as_slice() else {
         bail!(
             "apt-get download {wanted} left {} files, expected one .deb",

@@ -27,15 +27,30 @@ const APT_OWNER_HOOK: &str =
 /// Environment variable naming the base address of Debian's snapshot archive, for snapshot mirrors.
 const SNAPSHOT_VAR: &str = "PARKBENCH_DEBIAN_SNAPSHOT";
 
+/// Environment variable naming an apt sources file (one-line `deb` entries) that replaces the
+/// host's apt sources for every root filesystem and `deb` pin.
+pub const SOURCES_VAR: &str = "PARKBENCH_APT_SOURCES";
+
 /// Runs mmdebstrap for pin `name` and writes its tar to `out`; `scratch` holds the chroot and
 /// the log.
 pub fn build(name: &str, m: &Mmdebstrap, scratch: &Path, out: &mut impl Write) -> Result<()> {
-    let sources = apt_sources(m)?;
+    mmdebstrap(name, m, &apt_sources(m)?, scratch, out)
+}
+
+/// Runs mmdebstrap for pin `name` from the apt `sources` (one-line entries) and writes its tar to
+/// `out`; `scratch` holds the chroot and the log.
+pub fn mmdebstrap(
+    name: &str,
+    m: &Mmdebstrap,
+    sources: &[String],
+    scratch: &Path,
+    out: &mut impl Write,
+) -> Result<()> {
     let log_path = scratch.join("mmdebstrap.log");
     let log =
         File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
     let mut child = Command::new("mmdebstrap")
-        .args(arguments(name, m, &sources))
+        .args(arguments(name, m, sources))
         .env("SOURCE_DATE_EPOCH", m.source_date_epoch.to_string())
         .env("TMPDIR", scratch)
         .stdin(Stdio::null())
@@ -109,8 +124,12 @@ fn remove_hook(paths: &[String]) -> Option<String> {
     Some(format!("rm -- {}", quoted.join(" ")))
 }
 
-/// One-line apt sources (`deb <uri> <suite> main`) for the suite, its updates and security.
-fn apt_sources(m: &Mmdebstrap) -> Result<Vec<String>> {
+/// One-line apt sources (`deb <uri> <suite> main`) for the suite, its updates and security; the
+/// entries of the file `PARKBENCH_APT_SOURCES` names instead, when it is set.
+pub fn apt_sources(m: &Mmdebstrap) -> Result<Vec<String>> {
+    if let Some(lines) = sources_from_env()? {
+        return Ok(lines);
+    }
     match &m.mirror {
         Mirror::Host => {
             let release = host_release(Path::new("/etc/os-release"));
@@ -129,6 +148,27 @@ fn apt_sources(m: &Mmdebstrap) -> Result<Vec<String>> {
             ])
         }
     }
+}
+
+/// The `deb` entries of the file `PARKBENCH_APT_SOURCES` names, if it is set (an empty file: no
+/// sources at all, so that only the cache serves packages).
+pub fn sources_from_env() -> Result<Option<Vec<String>>> {
+    let Some(file) = std::env::var_os(SOURCES_VAR).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(&file).with_context(|| {
+        format!(
+            "reading the apt sources file {SOURCES_VAR}={}",
+            Path::new(&file).display()
+        )
+    })?;
+    let lines = text
+        .lines()
+        .map(|l| l.trim())
+        .filter(|l| l.starts_with("deb "))
+        .map(str::to_owned)
+        .collect();
+    Ok(Some(lines))
 }
 
 /// The host's `deb` sources for `suite`, `suite-updates` and `suite-security` with component

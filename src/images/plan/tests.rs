@@ -14,6 +14,7 @@ fn pin(name: &str, source: Source) -> Pin {
         sha256: SHA.into(),
         sources: vec![source],
         notes: vec![],
+        lock: None,
     }
 }
 

@@ -59,6 +59,12 @@ pub async fn images(
         return load(source).await;
     }
     eprintln!("the archive carries no images: rebuilding them from its sources and pins");
+    if let Some(dir) = source.debs_dir() {
+        let cache = crate::images::cache::Cache::from_env()?;
+        let added =
+            crate::images::artifact::import_debs(&cache, &dir, &source.path.display().to_string())?;
+        eprintln!("the archive's locked .debs: {added} added to the cache");
+    }
     let Prepared {
         engine, manifest, ..
     } = prepare(

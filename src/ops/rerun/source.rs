@@ -12,8 +12,14 @@ use crate::outputs::archive::{self, Unpack};
 use crate::run::run_dir::{self, BinaryDifference, Origin, RerunOf, RunFiles};
 use crate::study::Study;
 
-/// The archive members a rerun unpacks: the source bundle, the exported images, the seccomp profile.
-const UNPACKED: [&str; 3] = ["source", "images", run_dir::SECCOMP];
+/// The archive members a rerun unpacks: the source bundle, the exported images, the locked
+/// `.deb`s, the seccomp profile.
+const UNPACKED: [&str; 4] = [
+    "source",
+    "images",
+    crate::ops::archive::DEBS,
+    run_dir::SECCOMP,
+];
 
 /// An archive, checked and unpacked into a temporary folder that lives as long as this value.
 pub struct Source {
@@ -125,6 +131,12 @@ impl Source {
             .join("images")
             .join(format!("{name}.tar"));
         path.is_file().then_some(path)
+    }
+
+    /// The archive's locked `.deb`s (`debs/`), when it carries them.
+    pub fn debs_dir(&self) -> Option<PathBuf> {
+        let path = self.unpacked.path().join(crate::ops::archive::DEBS);
+        path.is_dir().then_some(path)
     }
 
     /// True when the archive carries its images (then it carries every one the study runs, its

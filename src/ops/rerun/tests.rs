@@ -32,6 +32,7 @@ fn manifest(images: Vec<BuiltImage>) -> Manifest {
         images,
         unavailable: vec![],
         failed: vec![],
+        drift: Vec::new(),
     }
 }
 

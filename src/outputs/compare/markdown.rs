@@ -2,7 +2,9 @@
 
 use std::fmt::Write as _;
 
-use super::{CellRow, Headline, LoneCell, RULE, Side, cells, claims, lone_cells, same_binaries};
+use super::{
+    CellRow, Headline, LoneCell, RULE, Side, cells, claims, lone_cells, rootfs_drift, same_binaries,
+};
 use crate::outputs::outcome::Outcome;
 use crate::outputs::provenance;
 use crate::outputs::report::number::{grouped, measured, mib, ratio, scale_label};
@@ -18,6 +20,9 @@ pub fn markdown(a: &Side, b: &Side) -> String {
         md(&oa.run_id)
     );
     let _ = writeln!(out, "- B: {} (run {})", code(&b.path), md(&ob.run_id));
+    if let Some(d) = rootfs_drift(a, b) {
+        let _ = writeln!(out, "- Root filesystems: {}", md(&d));
+    }
     if oa.study.id != ob.study.id {
         let _ = writeln!(
             out,

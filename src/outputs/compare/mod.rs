@@ -224,13 +224,21 @@ pub fn over_threshold(a: &Summary, b: &Summary, percent: f64) -> Vec<String> {
     paired.chain(lost).collect()
 }
 
-/// The comparison in one line: cells beyond dispersion (and the one that moved most), cells in
-/// one run only, claims with the same finding, and whether the same binaries ran.
+/// The comparison in one line: how the root filesystems differ by package, first, when they do;
+/// cells beyond dispersion (and the one that moved most), cells in one run only, claims with the
+/// same finding, and whether the same binaries ran.
 pub fn one_line(a: &Side, b: &Side) -> String {
     let (sa, sb) = (&a.outcome.summary, &b.outcome.summary);
     let rows = cells(sa, sb);
     let beyond: Vec<&CellRow> = rows.iter().filter(|r| r.beyond_dispersion()).collect();
-    let mut out = format!("{} of {} cells beyond dispersion", beyond.len(), rows.len());
+    let mut out = rootfs_drift(a, b)
+        .map(|d| format!("{d}; "))
+        .unwrap_or_default();
+    out.push_str(&format!(
+        "{} of {} cells beyond dispersion",
+        beyond.len(),
+        rows.len()
+    ));
     let moved = |r: &&CellRow| r.ratio().map_or(f64::INFINITY, |x| (x.ln()).abs());
     if let Some(most) = beyond.iter().max_by(|x, y| moved(x).total_cmp(&moved(y))) {
         let ratio = most.ratio().map_or("—".into(), |r| format!("{r:.3}"));
@@ -254,6 +262,28 @@ pub fn one_line(a: &Side, b: &Side) -> String {
         out.push_str(&classes::one_line(&p));
     }
     out
+}
+
+/// How the two runs' root filesystems differ by package (the drift from its lock each build
+/// recorded), when they do: a factor that can move every figure, named before any cell.
+pub fn rootfs_drift(a: &Side, b: &Side) -> Option<String> {
+    let (ma, mb) = (a.manifest.as_ref()?, b.manifest.as_ref()?);
+    if ma.drift == mb.drift {
+        return None;
+    }
+    let said = |m: &Manifest| {
+        if m.drift.is_empty() {
+            "as pinned".to_owned()
+        } else {
+            let each: Vec<String> = m.drift.iter().map(|d| d.deviation()).collect();
+            each.join("; ")
+        }
+    };
+    Some(format!(
+        "the root filesystems differ by package: A {}; B {}",
+        said(ma),
+        said(mb)
+    ))
 }
 
 /// Claims judged in both runs, by claim id, in A's order.

@@ -49,6 +49,7 @@ fn manifest(binary: &str) -> Manifest {
         images,
         unavailable: vec![],
         failed: vec![],
+        drift: Vec::new(),
     }
 }
 
@@ -519,4 +520,31 @@ fn a_run_of_one_machine_compares_with_the_same_class_of_a_run_of_several() {
     );
     assert!(md.contains("- A's class B (CPU Y)"), "{md}");
     assert!(!md.contains("B's class B"), "{md}");
+}
+
+#[test]
+fn drifted_root_filesystems_are_named_first() {
+    let summary = fixture::summary();
+    let a = side("a", summary.clone(), Some(manifest("x")));
+    let mut drifted = manifest("x");
+    drifted.drift = vec![crate::images::pin::Drift {
+        pin: "debian-base".into(),
+        packages: 137,
+        moved: vec![crate::images::pin::Moved {
+            package: "libc6".into(),
+            locked: "2.36-9+deb12u14".into(),
+            served: Some("2.36-9+deb12u15".into()),
+        }],
+        sha256: "ab".repeat(32),
+    }];
+    let b = side("b", summary, Some(drifted));
+    assert_eq!(rootfs_drift(&a, &a), None);
+    let line = one_line(&a, &b);
+    assert!(
+        line.starts_with(
+            "the root filesystems differ by package: A as pinned; B rootfs debian-base: 1 of 137"
+        ) && line.contains("libc6 2.36-9+deb12u14 → 2.36-9+deb12u15"),
+        "{line}"
+    );
+    assert!(markdown(&a, &b).contains("- Root filesystems: the root filesystems differ"));
 }

@@ -16,11 +16,17 @@ pub(super) fn same_binaries(parsed: &[Parsed]) -> Result<Manifest> {
         images: Vec::new(),
         unavailable: Vec::new(),
         failed: Vec::new(),
+        drift: Vec::new(),
     };
     // image → (the run that first listed it, path → sha256)
     let mut seen: BTreeMap<&str, (&str, &BTreeMap<String, String>)> = BTreeMap::new();
     for p in parsed {
         let name = p.input.name.as_str();
+        for d in &p.manifest.drift {
+            if !union.drift.contains(d) {
+                union.drift.push(d.clone());
+            }
+        }
         for image in &p.manifest.images {
             let Some((first, binaries)) = seen.get(image.name.as_str()).copied() else {
                 seen.insert(&image.name, (name, &image.binaries));

@@ -40,6 +40,7 @@ fn manifest_of(probes: &[&str], binary_sha: &str) -> String {
         images,
         unavailable: vec![],
         failed: vec![],
+        drift: Vec::new(),
     })
     .unwrap()
 }

@@ -15,6 +15,7 @@ use crate::run::process::now;
 use crate::run::run_dir::{self, RerunOf, RunDir, RunState, Status};
 use crate::run::seccomp::Profile;
 use crate::run::shard::{self, Shard, ShardRecord};
+use crate::run::warning::{Touches, Warning};
 use crate::study::cpuset;
 use crate::study::{Repeats, Study};
 
@@ -86,6 +87,7 @@ impl Run {
         let study = &study;
         let dir = folder()?;
         let mut state = new_state(&dir.id(), study, &cpus, deviations);
+        state.warnings.extend(drift_warnings(manifest));
         state.status = Status::Incomplete;
         state.rerun_of = rerun_of;
         if let Some(s) = fresh.shard {
@@ -217,15 +219,37 @@ pub(super) fn seccomp_of(study: &Study, dir: &RunDir) -> Result<Option<Profile>>
 }
 
 /// What the images of the study's probes ask a run to report: their recipes' notes and declared
-/// patches (the manifest's `notes`), once each.
+/// patches (the manifest's `notes`), once each; and every root filesystem built with packages
+/// that moved from its pin's lock.
 pub fn image_deviations(study: &Study, manifest: &Manifest) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+    let mut out: Vec<String> = manifest.drift.iter().map(|d| d.deviation()).collect();
     for probe in &study.probes {
         let notes = manifest.get(&probe.image).map(|i| i.notes.as_slice());
         for note in notes.unwrap_or_default() {
             if !out.contains(note) {
                 out.push(note.clone());
             }
+        }
+    }
+    out
+}
+
+/// A validity warning per root filesystem whose moved packages include one the probes link or
+/// run with (the C library, the compiler runtime, a language runtime): the figures may have moved
+/// with it.
+pub fn drift_warnings(manifest: &Manifest) -> Vec<Warning> {
+    let mut out = Vec::new();
+    for d in &manifest.drift {
+        let touching: Vec<String> = d.touching_probes().iter().map(|m| m.to_string()).collect();
+        if !touching.is_empty() {
+            out.push(Warning {
+                what: format!(
+                    "rootfs {} differs from its pin in packages the probes link or run with: {}",
+                    d.pin,
+                    touching.join(", ")
+                ),
+                touches: Touches::All,
+            });
         }
     }
     out
@@ -278,6 +302,7 @@ mod tests {
             images: images.collect(),
             unavailable: vec![],
             failed: vec![],
+            drift: Vec::new(),
         }
     }
 
@@ -295,6 +320,41 @@ mod tests {
             ..m.images[0].clone()
         });
         assert_eq!(image_deviations(&study, &m), [patch]);
+    }
+
+    #[test]
+    fn drift_is_a_deviation_and_warns_when_the_probes_use_a_moved_package() {
+        use crate::images::pin::{Drift, Moved};
+        let study = Study::default_study();
+        let mut m = manifest(&study);
+        let moved = |package: &str| Moved {
+            package: package.into(),
+            locked: "1".into(),
+            served: Some("2".into()),
+        };
+        m.drift = vec![Drift {
+            pin: "debian-base".into(),
+            packages: 137,
+            moved: vec![moved("base-files")],
+            sha256: "ab".repeat(32),
+        }];
+        let deviations = image_deviations(&study, &m);
+        assert_eq!(deviations.len(), 1, "{deviations:?}");
+        assert!(
+            deviations[0].starts_with("rootfs debian-base: 1 of 137 packages differ from the pin")
+                && deviations[0].contains("base-files 1 → 2"),
+            "{deviations:?}"
+        );
+        assert!(drift_warnings(&m).is_empty(), "base-files moves no figure");
+        m.drift[0].moved.push(moved("libc6"));
+        let warnings = drift_warnings(&m);
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].what.contains("libc6 1 → 2") && !warnings[0].what.contains("base-files"),
+            "{:?}",
+            warnings[0]
+        );
+        assert_eq!(warnings[0].touches, Touches::All);
     }
 
     fn env_step() -> Step {
