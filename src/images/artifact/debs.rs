@@ -153,7 +153,7 @@ pub fn refusal(pin: &str, total: usize, moved: &[Moved]) -> String {
     format!(
         "{} of {total} locked packages are no longer served and not in the cache \
          (--strict-pins):\n{}\nEither bring the locked .debs: rerun from an archive made with \
-         `parkbench archive --with-debs` (or `--with-images`) where they were cached \
+         `parkbench archive RUN_DIR --with-debs` (or `--with-images`) where they were cached \
          (`parkbench rerun <archive>`), or accept the served set: `parkbench pin lock {pin}` \
          writes a new lock and sha256. Without --strict-pins the build goes on with the \
          served versions and records the drift.",
