@@ -18,7 +18,9 @@ use clap::{Parser, Subcommand};
 pub use author::{NewCommand, NewProbeArgs, NewStudyArgs, PlanArgs};
 pub use bench::{BenchCommand, FidelityArgs};
 pub use doctor::DoctorArgs;
-pub use files::{ArchiveArgs, CheckArgs, CleanArgs, CompareArgs, ReportArgs, VerifyArgs};
+pub use files::{
+    ArchiveArgs, CheckArgs, CleanArgs, CompareArgs, ReportArgs, SignArgs, SigningArgs, VerifyArgs,
+};
 pub use fleet::{ExportCommand, KubernetesArgs, MergeArgs};
 pub use rerun::{ExplainArgs, RerunArgs};
 pub use run::{BuildArgs, ReproduceArgs, RunArgs};
@@ -58,6 +60,8 @@ pub enum Command {
     Archive(ArchiveArgs),
     /// Verify an archive: every SHA256SUMS line and its structure. Offline; nothing is extracted.
     Check(CheckArgs),
+    /// Sign an archive with an SSH key: `<archive>.sig`, as `ssh-keygen -Y sign -n parkbench` writes it.
+    Sign(SignArgs),
     /// Recompute statistics and verdicts from an archive or run directory, offline, and print them.
     Verify(VerifyArgs),
     /// Compare two runs (run folders or archives, any mix), each recomputed from its raw samples.

@@ -70,8 +70,15 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
         Command::Archive(a) => ops::archive::archive(repo, &a.run_dir, a.contents())
             .await
             .map(|_| Ending::Ok),
-        Command::Check(a) => ops::verify::check(&a.archive),
-        Command::Verify(a) => ops::verify::verify(&a.path),
+        Command::Check(a) => {
+            ops::sign::check_signature(&a.archive, &a.signing.into())?;
+            ops::verify::check(&a.archive)
+        }
+        Command::Sign(a) => ops::sign::sign(&a.archive, a.key.as_deref()),
+        Command::Verify(a) => {
+            ops::sign::check_signature(&a.path, &a.signing.into())?;
+            ops::verify::verify(&a.path)
+        }
         Command::Compare(a) => ops::compare::compare(&a.a, &a.b, a.out.as_deref(), a.fail_above),
         Command::Reproduce(a) => ops::reproduce::command(paths, &a.into(), interrupt).await,
         Command::Rerun(a) => ops::rerun::command(paths, &a.into(), interrupt).await,

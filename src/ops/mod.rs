@@ -21,6 +21,7 @@ pub mod report;
 pub mod reproduce;
 pub mod rerun;
 pub mod run;
+pub mod sign;
 pub mod verify;
 
 use std::path::PathBuf;

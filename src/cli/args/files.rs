@@ -39,12 +39,47 @@ impl ArchiveArgs {
 pub struct CheckArgs {
     /// The archive (`<run-id>.tar.gz`).
     pub archive: PathBuf,
+    #[command(flatten)]
+    pub signing: SigningArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// An archive (`<run-id>.tar.gz`) or a run directory.
     pub path: PathBuf,
+    #[command(flatten)]
+    pub signing: SigningArgs,
+}
+
+/// The signature `check` and `verify` require when given an allowed-signers file.
+#[derive(Debug, Args)]
+pub struct SigningArgs {
+    /// Require the archive's signature (`<archive>.sig`, SSHSIG, namespace `parkbench`) by a key this
+    /// allowed-signers file lists (git's and `ssh-keygen -Y verify`'s format), and print who signed.
+    #[arg(long, value_name = "FILE")]
+    pub allowed_signers: Option<PathBuf>,
+    /// The signature, when it is not beside the archive as `<archive>.sig`.
+    #[arg(long, value_name = "SIG", requires = "allowed_signers")]
+    pub signature: Option<PathBuf>,
+}
+
+impl From<SigningArgs> for crate::ops::sign::Signing {
+    fn from(a: SigningArgs) -> Self {
+        crate::ops::sign::Signing {
+            allowed_signers: a.allowed_signers,
+            signature: a.signature,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SignArgs {
+    /// The archive (`<run-id>.tar.gz`); the signature goes beside it as `<run-id>.tar.gz.sig`.
+    pub archive: PathBuf,
+    /// The private key (OpenSSH format, no passphrase); default: the first of ~/.ssh/id_ed25519,
+    /// ~/.ssh/id_ecdsa, ~/.ssh/id_rsa.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
