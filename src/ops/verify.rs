@@ -18,6 +18,10 @@ use crate::study::sample;
 pub fn check(path: &Path) -> Result<Ending> {
     let report = archive::check(path).with_context(|| format!("checking {}", path.display()))?;
     println!("{report}");
+    match &report.driver {
+        Some(driver) => println!("{driver}"),
+        None => println!("driver: none inside"),
+    }
     Ok(Ending::Ok)
 }
 
