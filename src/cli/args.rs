@@ -19,7 +19,8 @@ pub use author::{NewCommand, NewProbeArgs, NewStudyArgs, PlanArgs};
 pub use bench::{BenchCommand, FidelityArgs};
 pub use doctor::DoctorArgs;
 pub use files::{
-    ArchiveArgs, CheckArgs, CleanArgs, CompareArgs, ReportArgs, SignArgs, SigningArgs, VerifyArgs,
+    ArchiveArgs, CheckArgs, CleanArgs, CompareArgs, DriverArgs, ReportArgs, SignArgs, SigningArgs,
+    VerifyArgs,
 };
 pub use fleet::{ExportCommand, KubernetesArgs, MergeArgs};
 pub use rerun::{ExplainArgs, RerunArgs};
@@ -83,6 +84,9 @@ pub enum Command {
     /// Remove parkbench's images (`--images`), its artifact cache (`--cache`), or dead runs' leases on
     /// hosts (`--leases`). Runs are never touched.
     Clean(CleanArgs),
+    /// Build the driver in the pinned Rust toolchain image: the same file on every machine from the
+    /// same sources (`just driver`).
+    Driver(DriverArgs),
     /// Benchmarks of the kit itself.
     #[command(subcommand)]
     Bench(BenchCommand),

@@ -9,6 +9,7 @@ pub mod bench;
 pub mod clean;
 pub mod compare;
 pub mod doctor;
+pub mod driver;
 pub mod explain;
 pub mod export;
 pub mod fleet;

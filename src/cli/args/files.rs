@@ -49,6 +49,24 @@ pub struct VerifyArgs {
     pub path: PathBuf,
     #[command(flatten)]
     pub signing: SigningArgs,
+    /// Instead of the verdicts: rebuild the archive's driver from its `source/` in the pinned Rust
+    /// toolchain image (needs an Engine) and say whether it is the same file as its `parkbench`.
+    #[arg(long)]
+    pub rebuild_driver: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DriverArgs {
+    /// Where to write the driver.
+    #[arg(long, default_value = "target/driver/parkbench")]
+    pub out: PathBuf,
+    /// Compile everything again, whatever this machine built before.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// With no Engine to build in, copy this (self-contained) driver instead; its archives say it
+    /// is a host build.
+    #[arg(long)]
+    pub or_host: bool,
 }
 
 /// The signature `check` and `verify` require when given an allowed-signers file.

@@ -5,12 +5,22 @@ use std::path::Path;
 use anyhow::{Result, ensure};
 
 use super::driver;
-use super::scan::{CheckReport, scan};
+use super::scan::{CheckReport, Scan, Unpack, scan, scan_unpacking};
 
 /// Checks `archive` (see the module docs), and that the driver it carries is the one its record
 /// names; never writes anything.
 pub fn check(archive: &Path) -> Result<CheckReport> {
-    let scan = scan(archive, &[driver::RECORD])?;
+    with_driver(scan(archive, &[driver::RECORD])?)
+}
+
+/// [`check`], also unpacking the members `unpack` names in the same pass. On an error the unpack
+/// folder holds a partial tree: discard it.
+pub fn check_unpacking(archive: &Path, unpack: Unpack) -> Result<CheckReport> {
+    with_driver(scan_unpacking(archive, &[driver::RECORD], unpack)?)
+}
+
+/// The scan's report, with the driver it carries checked against its record.
+fn with_driver(scan: Scan) -> Result<CheckReport> {
     ensure!(
         !scan.too_large.contains_key(driver::RECORD),
         "{}: larger than a driver's record: {}",

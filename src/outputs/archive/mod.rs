@@ -19,7 +19,7 @@ mod write;
 mod fixture;
 
 pub use {
-    check::check,
+    check::{check, check_unpacking},
     folder::{Integrity, check_folder},
     run_files::{read_run, read_run_dir, read_run_unpacking},
     scan::{CheckReport, Unpack},
