@@ -61,15 +61,19 @@ pub async fn build(engine: &Engine, repo: &Path, out: &Path, fresh: Fresh) -> Re
     let cache = Cache::from_env()?;
     let toolchain = toolchain_image(engine, &cache, repo).await?;
     let scratch = cache.scratch()?;
-    let ctx = build_context(&cache, repo, scratch.path())?;
+    // The tag is named after the sources and the toolchain image; the crates are Cargo.lock's.
+    let sources = sources_context(repo, scratch.path())?;
     let tag = format!(
         "{}/driver:{}",
         manifest::namespace(),
-        &digest::bytes(format!("{}\n{toolchain}", ctx.sha256).as_bytes())[..16]
+        &digest::bytes(format!("{}\n{toolchain}", sources.sha256).as_bytes())[..16]
     );
     let reused = fresh == Fresh::Reuse && engine.image(&tag).await?.is_some();
     if !reused {
-        eprintln!("building the driver in {toolchain}");
+        eprintln!(
+            "building the driver in {toolchain}: its crates (unless built before), then the driver"
+        );
+        let ctx = build_context(&cache, repo, scratch.path())?;
         let spec = BuildSpec {
             context: ctx.path.clone(),
             tag: tag.clone(),
@@ -115,6 +119,30 @@ async fn toolchain_image(engine: &Engine, cache: &Cache, repo: &Path) -> Result<
 /// The build context: the Dockerfile, cargo's configuration, the driver's sources and its crates
 /// vendored (once per `Cargo.lock`, into the cache).
 fn build_context(cache: &Cache, repo: &Path, scratch: &Path) -> Result<context::Context> {
+    let mut extra = source_entries(repo, scratch)?;
+    extra.push(("vendor".to_string(), vendored(cache, repo, scratch)?));
+    context::write(
+        &scratch.join("files"),
+        &extra,
+        &[],
+        &scratch.join("driver-context.tar"),
+    )
+}
+
+/// [`build_context`] without the crates: small, and as telling (`Cargo.lock` names every crate).
+fn sources_context(repo: &Path, scratch: &Path) -> Result<context::Context> {
+    let extra = source_entries(repo, scratch)?;
+    context::write(
+        &scratch.join("files"),
+        &extra,
+        &[],
+        &scratch.join("driver-sources.tar"),
+    )
+}
+
+/// The Dockerfile and cargo's configuration (written below `scratch/files`, the context's folder),
+/// and the driver's sources, as context entries.
+fn source_entries(repo: &Path, scratch: &Path) -> Result<Vec<(String, PathBuf)>> {
     let files = scratch.join("files");
     std::fs::create_dir_all(&files).with_context(|| format!("creating {}", files.display()))?;
     std::fs::write(files.join("Dockerfile"), DOCKERFILE)?;
@@ -130,8 +158,7 @@ fn build_context(cache: &Cache, repo: &Path, scratch: &Path) -> Result<context::
         );
         extra.push((source.to_string(), path));
     }
-    extra.push(("vendor".to_string(), vendored(cache, repo, scratch)?));
-    context::write(&files, &extra, &[], &scratch.join("driver-context.tar"))
+    Ok(extra)
 }
 
 /// The crates of `repo`'s Cargo.lock, vendored once into the cache.
@@ -161,4 +188,65 @@ fn write_executable(out: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("setting the mode of {}", part.display()))?;
     std::fs::rename(&part, out).with_context(|| format!("writing {}", out.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_context_holds_the_driver_sources_its_crates_and_nothing_else() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        for (file, text) in [
+            ("Cargo.toml", "[package]\n"),
+            ("Cargo.lock", "# lock\n"),
+            ("build.rs", "fn main() {}\n"),
+            ("src/main.rs", "fn main() {}\n"),
+            ("results/wait-1m/study.yaml", "id: wait-1m\n"),
+            ("results/other/study.yaml", "id: other\n"),
+            ("docker/go/Dockerfile", "FROM x\n"),
+            ("target/debug/parkbench", "built\n"),
+        ] {
+            let path = repo.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let cache = Cache::open(&tmp.path().join("cache")).unwrap();
+        let vendor = build::vendor_dir(&cache, &repo).unwrap();
+        std::fs::create_dir_all(vendor.join("anyhow")).unwrap();
+        std::fs::write(vendor.join("anyhow/lib.rs"), "// a crate\n").unwrap();
+        let scratch = tmp.path().join("scratch");
+        let ctx = build_context(&cache, &repo, &scratch).unwrap();
+        let mut tar = tar::Archive::new(std::fs::File::open(&ctx.path).unwrap());
+        let mut files: Vec<String> = (tar.entries().unwrap())
+            .map(|e| e.unwrap())
+            .filter(|e| e.header().entry_type().is_file())
+            .map(|e| e.path().unwrap().display().to_string())
+            .collect();
+        files.sort();
+        assert_eq!(
+            files,
+            [
+                "Cargo.lock",
+                "Cargo.toml",
+                "Dockerfile",
+                "build.rs",
+                "cargo-config.toml",
+                "results/wait-1m/study.yaml",
+                "src/main.rs",
+                "vendor/anyhow/lib.rs"
+            ]
+        );
+        // The same sources elsewhere give the same context, byte for byte.
+        let moved = tmp.path().join("elsewhere/repo");
+        std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
+        std::fs::rename(&repo, &moved).unwrap();
+        let again = build_context(&cache, &moved, &tmp.path().join("scratch2")).unwrap();
+        assert_eq!(again.sha256, ctx.sha256);
+
+        std::fs::remove_file(moved.join("build.rs")).unwrap();
+        let err = build_context(&cache, &moved, &tmp.path().join("scratch3")).unwrap_err();
+        assert!(format!("{err:#}").contains("build.rs: missing"), "{err:#}");
+    }
 }
