@@ -63,6 +63,9 @@ impl DriverRecord {
 /// [`DriverRecord::built_in`] of a build in the pinned toolchain image.
 pub const PINNED: &str = "pinned";
 
+/// Where this driver was built (`PARKBENCH_BUILT_IN` when it was compiled: [`PINNED`] or `host`).
+const BUILT_IN: &str = env!("PARKBENCH_BUILT_IN");
+
 /// The driver an archive carries, as `check` found it: its file's sha256 is the one its record
 /// names.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,6 +138,11 @@ pub fn carried(member: Option<&str>, record: Option<&[u8]>) -> Result<Option<Car
 pub const BUILD_COMMAND: &str = "RUSTFLAGS='-C target-feature=+crt-static' cargo build --locked \
      --profile driver --target x86_64-unknown-linux-gnu (`just driver`)";
 
+/// How the driver is built in the pinned toolchain image: what `built_with` says of such a build.
+pub const PINNED_COMMAND: &str = "parkbench driver (the second step of `just driver`): cargo build \
+     --locked --offline --profile driver --target x86_64-unknown-linux-gnu in the pinned Rust \
+     toolchain image, from source/ and its vendored crates";
+
 /// True when this build is self-contained: glibc linked statically.
 pub const SELF_CONTAINED: bool = cfg!(target_feature = "crt-static");
 
@@ -161,8 +169,13 @@ fn record(exe: &Path) -> Result<DriverRecord> {
         rustc: env!("PARKBENCH_RUSTC").into(),
         opt_level: env!("PARKBENCH_OPT_LEVEL").into(),
         rustflags: env!("PARKBENCH_RUSTFLAGS").into(),
-        built_with: BUILD_COMMAND.into(),
-        built_in: env!("PARKBENCH_BUILT_IN").into(),
+        built_with: if BUILT_IN == PINNED {
+            PINNED_COMMAND
+        } else {
+            BUILD_COMMAND
+        }
+        .into(),
+        built_in: BUILT_IN.into(),
     })
 }
 
