@@ -266,6 +266,16 @@ fn keys_parkbench_cannot_use_are_refused_with_the_ssh_keygen_command_instead() {
     );
     assert!(!dir.join("run.tar.gz.sig").exists());
 
+    // `reproduce --sign` reads the key before it runs anything.
+    let out = parkbench()
+        .args(["reproduce", "--sign"])
+        .arg(&locked)
+        .env("DOCKER_HOST", "unix:///nonexistent.sock")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(text(&out.stderr).contains("passphrase"), "{}", describe(&out));
+
     // With no key named, the usual ones are tried and the one used is named.
     let home = dir.join("home");
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
