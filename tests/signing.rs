@@ -274,7 +274,11 @@ fn keys_parkbench_cannot_use_are_refused_with_the_ssh_keygen_command_instead() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
-    assert!(text(&out.stderr).contains("passphrase"), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("passphrase"),
+        "{}",
+        describe(&out)
+    );
 
     // With no key named, the usual ones are tried and the one used is named.
     let home = dir.join("home");

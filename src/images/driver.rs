@@ -48,7 +48,8 @@ pub struct Built {
 pub enum Fresh {
     /// The driver image of the same sources, when there is one (`just driver` with nothing changed).
     Reuse,
-    /// A build, its crates' layer from the Engine's build cache when the crates are the same.
+    /// A build that compiles the driver's own crate again, its crates' layer from the Engine's build
+    /// cache when the crates are the same.
     Build,
     /// Everything compiled again.
     Everything,
@@ -77,7 +78,11 @@ pub async fn build(engine: &Engine, repo: &Path, out: &Path, fresh: Fresh) -> Re
         let spec = BuildSpec {
             context: ctx.path.clone(),
             tag: tag.clone(),
-            buildargs: [("RUST".to_string(), toolchain.clone())].into(),
+            buildargs: [
+                ("RUST".to_string(), toolchain.clone()),
+                ("REBUILD".to_string(), rebuild_mark(fresh)),
+            ]
+            .into(),
             labels: [("parkbench.role".to_string(), "driver".to_string())].into(),
             no_cache,
         };
@@ -98,6 +103,22 @@ pub async fn build(engine: &Engine, repo: &Path, out: &Path, fresh: Fresh) -> Re
         tag,
         reused,
     })
+}
+
+/// The Dockerfile's `REBUILD`: empty (the Engine's build cache may hold every layer), or for
+/// [`Fresh::Build`] a value no build used before, so that the driver's crate is compiled again.
+fn rebuild_mark(fresh: Fresh) -> String {
+    match fresh {
+        Fresh::Build => format!(
+            "{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or_default()
+        ),
+        Fresh::Reuse | Fresh::Everything => String::new(),
+    }
 }
 
 /// The pinned toolchain image of `repo`, built (or reused) with what it is built from.

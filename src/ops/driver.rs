@@ -67,9 +67,9 @@ fn host_instead(out: &Path, why: &anyhow::Error) -> Result<Ending> {
 }
 
 /// `verify --rebuild-driver`: checks `archive`, unpacks its `source/` in the same pass, rebuilds the
-/// driver from it in the pinned toolchain image (the crates' layer from the Engine's build cache when
-/// this machine built the same crates before) and says whether it is the file the archive carries;
-/// a different file fails.
+/// driver from it in the pinned toolchain image (its own crate compiled again; the crates' layer from
+/// the Engine's build cache when this machine built the same crates before) and says whether it is
+/// the file the archive carries; a different file fails.
 pub async fn rebuild(archive: &Path) -> Result<Ending> {
     let tmp = tempfile::tempdir().context("creating a folder for the archive's sources")?;
     let unpack = Unpack {
