@@ -197,7 +197,8 @@ fn vendored(cache: &Cache, repo: &Path, scratch: &Path) -> Result<PathBuf> {
     Ok(vendor)
 }
 
-fn write_executable(out: &Path, bytes: &[u8]) -> Result<()> {
+/// Writes `bytes` to `out`, mode 0755, through a part file renamed over it.
+pub fn write_executable(out: &Path, bytes: &[u8]) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

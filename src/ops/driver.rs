@@ -14,14 +14,18 @@ use crate::outputs::archive::driver::{MEMBER, PINNED, SELF_CONTAINED};
 use crate::outputs::archive::{self, Unpack};
 
 /// `driver`: builds the driver from `repo` in the pinned toolchain image and writes it to `out`.
-/// With `or_host` and no Engine to build in, the running driver (a host build) is copied instead,
-/// and says so: the archives it writes say it is not the reproducible one.
+/// With `or_host`, when it cannot be built there (no Engine; the toolchain image cannot be built on
+/// this machine yet, which `parkbench doctor` explains), the running driver (a host build) is copied
+/// instead, and says so: the archives it writes say it is not the reproducible one.
 pub async fn build(repo: &Path, out: &Path, no_cache: bool, or_host: bool) -> Result<Ending> {
-    let engine = match Engine::connect().await {
-        Ok(engine) => engine,
-        Err(e) if or_host => return host_instead(out, &e),
-        Err(e) => return Err(e),
-    };
+    match pinned(repo, out, no_cache).await {
+        Err(e) if or_host => host_instead(out, &e),
+        done => done,
+    }
+}
+
+async fn pinned(repo: &Path, out: &Path, no_cache: bool) -> Result<Ending> {
+    let engine = Engine::connect().await?;
     let started = Instant::now();
     let fresh = if no_cache {
         Fresh::Everything
@@ -44,23 +48,21 @@ pub async fn build(repo: &Path, out: &Path, no_cache: bool, or_host: bool) -> Re
     Ok(Ending::Ok)
 }
 
-/// No Engine: the running driver, when self-contained, copied to `out`.
+/// The running driver, when self-contained, copied to `out`: the pinned build could not be made.
 fn host_instead(out: &Path, why: &anyhow::Error) -> Result<Ending> {
     if !SELF_CONTAINED {
         bail!(
-            "no Engine to build the driver in ({why:#}), and this parkbench is not self-contained"
+            "the driver cannot be built in the pinned toolchain image ({why:#}), and this \
+             parkbench is not self-contained"
         );
     }
     let exe = std::env::current_exe().context("finding the running parkbench")?;
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    std::fs::copy(&exe, out)
-        .with_context(|| format!("copying {} to {}", exe.display(), out.display()))?;
+    let bytes = std::fs::read(&exe).with_context(|| format!("reading {}", exe.display()))?;
+    driver::write_executable(out, &bytes)?;
     eprintln!(
-        "driver: no Engine to build it in the pinned toolchain image ({why:#}): {} is this host's \
-         build, which no other machine is claimed to reproduce; archives it writes say so \
-         (`built_in: host`)",
+        "warning: the driver cannot be built in the pinned toolchain image: {why:#}\n\
+         driver: {} is this host's build instead, which no other machine is claimed to reproduce; \
+         the archives it writes say so (`built_in: host`)",
         out.display()
     );
     Ok(Ending::Ok)

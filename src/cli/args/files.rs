@@ -63,8 +63,8 @@ pub struct DriverArgs {
     /// Compile everything again, whatever this machine built before.
     #[arg(long)]
     pub no_cache: bool,
-    /// With no Engine to build in, copy this (self-contained) driver instead; its archives say it
-    /// is a host build.
+    /// When it cannot be built in the pinned image (no Engine, or the image cannot be built here
+    /// yet), copy this self-contained driver instead, saying why; its archives say it is a host build.
     #[arg(long)]
     pub or_host: bool,
 }
