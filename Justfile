@@ -2,15 +2,19 @@
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
-bin := "target/x86_64-unknown-linux-gnu/driver/parkbench"
+bin := "target/driver/parkbench"
+host_bin := "target/x86_64-unknown-linux-gnu/driver/parkbench"
 
 # List the recipes.
 default:
     @just --list
 
-# Build the driver: self-contained (glibc linked statically) and small, the one archives carry.
+# Build the driver archives carry, self-contained (glibc linked statically): first with this host's cargo,
+# then with it in the pinned Rust toolchain image, offline, so that the same sources give the same file on
+# every machine (`target/driver/parkbench`; with no Engine, the host's build, and its archives say so).
 driver:
     RUSTFLAGS="-C target-feature=+crt-static" cargo build --locked --quiet --profile driver --target x86_64-unknown-linux-gnu
+    {{host_bin}} driver --or-host --out {{bin}}
 
 # Check this machine: Engine, cgroups, CPUs, disk, tools.
 doctor: driver
@@ -374,11 +378,13 @@ bench-fresh *VARIANTS="old new":
             *) echo "bench-fresh: unknown variant $v (old or new)" >&2; exit 2 ;;
         esac
         export PARKBENCH_NAMESPACE="parkbench-fresh-$v" PARKBENCH_CACHE="$tmp/cache-$v"
-        target="$tmp/target-$v"; bin="$target/x86_64-unknown-linux-gnu/driver/parkbench"
+        target="$tmp/target-$v"; bin="$target/driver/parkbench"
         cleanup() { [ -x "$bin" ] && "$bin" clean --images --cache >/dev/null 2>&1 || true; }
         t0=$(date +%s.%N)
+        # As `just driver`: the host's build, then the pinned one (with the toolchain image it needs).
         (cd "$tmp/repo" && env "${profile[@]}" RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR="$target" \
-            cargo build --locked --quiet --profile driver --target x86_64-unknown-linux-gnu)
+            cargo build --locked --quiet --profile driver --target x86_64-unknown-linux-gnu \
+            && "$target/x86_64-unknown-linux-gnu/driver/parkbench" driver --out "$bin")
         t1=$(date +%s.%N)
         # Every line of reproduce, stamped with the seconds since it started.
         (cd "$tmp/repo" && "$bin" reproduce --cpus auto 2>&1) \

@@ -64,10 +64,10 @@ fn reproduce_then_check_and_verify_the_archive() {
         assert!(run.join(file).is_file(), "{file} is written");
     }
     assert!(archive.is_file());
-    assert!(
-        std::fs::metadata(&archive).unwrap().len() < 2 << 20,
-        "the archive stays under 2 MB"
-    );
+    // Without a driver (a test build carries none) the archive is the run and its sources: the
+    // issue's bound for a whole archive of the default study, driver included, is 3 MB.
+    let size = std::fs::metadata(&archive).unwrap().len();
+    assert!(size < 3 << 20, "the archive stays under 3 MB: {size} B");
 
     let out = parkbench().arg("check").arg(&archive).output().unwrap();
     assert!(out.status.success(), "{}", describe(&out));

@@ -19,7 +19,10 @@ use clap::{Parser, Subcommand};
 pub use author::{NewCommand, NewProbeArgs, NewStudyArgs, PlanArgs};
 pub use bench::{BenchCommand, FidelityArgs};
 pub use doctor::DoctorArgs;
-pub use files::{ArchiveArgs, CheckArgs, CleanArgs, CompareArgs, ReportArgs, VerifyArgs};
+pub use files::{
+    ArchiveArgs, CheckArgs, CleanArgs, CompareArgs, DriverArgs, ReportArgs, SignArgs, SigningArgs,
+    VerifyArgs,
+};
 pub use fleet::{ExportArgs, ExportCommand, KubernetesArgs, MergeArgs, SlurmArgs};
 pub use pin::{PinCommand, PinLockArgs};
 pub use rerun::{ExplainArgs, RerunArgs};
@@ -63,6 +66,8 @@ pub enum Command {
     Archive(ArchiveArgs),
     /// Verify an archive: every SHA256SUMS line and its structure. Offline; nothing is extracted.
     Check(CheckArgs),
+    /// Sign an archive with an SSH key: `<archive>.sig`, as `ssh-keygen -Y sign -n parkbench` writes it.
+    Sign(SignArgs),
     /// Recompute statistics and verdicts from an archive or run directory, offline, and print them.
     Verify(VerifyArgs),
     /// Compare two runs (run folders or archives, any mix), each recomputed from its raw samples.
@@ -84,6 +89,9 @@ pub enum Command {
     /// Remove parkbench's images (`--images`), its artifact cache (`--cache`), or dead runs' leases on
     /// hosts (`--leases`). Runs are never touched.
     Clean(CleanArgs),
+    /// Build the driver in the pinned Rust toolchain image: the same file on every machine from the
+    /// same sources (`just driver`).
+    Driver(DriverArgs),
     /// Benchmarks of the kit itself.
     #[command(subcommand)]
     Bench(BenchCommand),

@@ -75,8 +75,20 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
         Command::Archive(a) => ops::archive::archive(repo, &a.run_dir, a.contents())
             .await
             .map(|_| Ending::Ok),
-        Command::Check(a) => ops::verify::check(&a.archive),
-        Command::Verify(a) => ops::verify::verify(&a.path, repo, a.strict),
+        Command::Check(a) => {
+            ops::sign::check_signature(&a.archive, &a.signing.into())?;
+            ops::verify::check(&a.archive)
+        }
+        Command::Sign(a) => ops::sign::sign(&a.archive, a.key.as_deref()),
+        Command::Verify(a) => {
+            ops::sign::check_signature(&a.path, &a.signing.into())?;
+            if a.rebuild_driver {
+                ops::driver::rebuild(&a.path).await
+            } else {
+                ops::verify::verify(&a.path, repo, a.strict)
+            }
+        }
+        Command::Driver(a) => ops::driver::build(repo, &a.out, a.no_cache, a.or_host).await,
         Command::Compare(a) => ops::compare::compare(&a.a, &a.b, a.out.as_deref(), a.fail_above),
         Command::Reproduce(a) => ops::reproduce::command(paths, &a.into(), interrupt).await,
         Command::Rerun(a) => ops::rerun::command(paths, &a.into(), interrupt).await,

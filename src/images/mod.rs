@@ -22,6 +22,7 @@ pub use build::failure::plain_text;
 pub mod cache;
 pub mod context;
 pub mod digest;
+pub mod driver;
 pub mod erofs;
 pub mod initramfs;
 pub mod lint;

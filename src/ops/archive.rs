@@ -227,20 +227,13 @@ async fn export_images(repo: &Path, run: &RunDir, dir: &Path) -> Result<Vec<(Str
 /// The source bundle of an archive: the repository parts needed to rebuild and rerun, and the
 /// checksums of every vendored crate.
 fn sources(repo: &Path) -> Result<Vec<(String, PathBuf)>> {
-    let mut out: Vec<(String, PathBuf)> = [
-        "Cargo.toml",
-        "Cargo.lock",
-        "build.rs",
-        "Justfile",
-        "README.md",
-        "src",
-        "docker",
-        "toolchains",
-    ]
-    .iter()
-    .map(|p| (p.to_string(), repo.join(p)))
-    .filter(|(_, p)| p.exists())
-    .collect();
+    // The driver's own sources (`verify --rebuild-driver` builds it from them), then what the images
+    // are built from.
+    let mut out: Vec<(String, PathBuf)> = (images::driver::SOURCES.iter())
+        .chain(&["Justfile", "README.md", "docker", "toolchains"])
+        .map(|p| (p.to_string(), repo.join(p)))
+        .filter(|(_, p)| p.exists())
+        .collect();
     // An unpacked archive's source bundle (a rerun's) carries the checksums it was written with.
     let carried = repo.join(VENDOR_CHECKSUMS);
     if carried.is_dir() {

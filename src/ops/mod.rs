@@ -9,6 +9,7 @@ pub mod bench;
 pub mod clean;
 pub mod compare;
 pub mod doctor;
+pub mod driver;
 pub mod explain;
 pub mod export;
 pub mod fleet;
@@ -22,6 +23,7 @@ pub mod report;
 pub mod reproduce;
 pub mod rerun;
 pub mod run;
+pub mod sign;
 pub mod verify;
 
 use std::path::PathBuf;

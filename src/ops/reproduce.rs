@@ -2,13 +2,14 @@
 //! `results/` followed by `results/index.md`. Each run ends compared with its study's reference
 //! run, and `--reference` makes it the new one.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
 use super::archive::{Contents, archive, archive_to};
 use super::doctor::doctor_brief;
 use super::report;
+use super::sign::SigningKey;
 use super::{Ending, Interrupt, Paths, run};
 use crate::outputs::outcome::Outcome;
 use crate::outputs::{compare, reference};
@@ -29,14 +30,21 @@ pub struct Options {
     pub reference: bool,
     /// Every study in `results/` in turn, then `results/index.md`.
     pub all: bool,
+    /// Sign each archive with this SSH private key (`<archive>.sig`, as `parkbench sign` writes it).
+    pub sign: Option<PathBuf>,
 }
 
 pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Result<Ending> {
+    // A key that cannot sign fails now, not after the run.
+    let key = (args.sign.as_deref())
+        .map(|k| SigningKey::find(Some(k), Path::new("<run-id>.tar.gz")))
+        .transpose()?;
+    let key = key.as_ref();
     if doctor_brief().await? != Ending::Ok {
         bail!("the machine is not ready (see the FAIL lines above)");
     }
     if !args.all {
-        return one(paths, args, &args.run, interrupt).await;
+        return one(paths, args, &args.run, key, interrupt).await;
     }
     let files = crate::outputs::index::studies(&paths.results)?;
     eprintln!("reproducing {} studies", files.len());
@@ -47,7 +55,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
             study: Some(file.clone()),
             ..args.run.clone()
         };
-        match one(paths, args, &run, interrupt).await {
+        match one(paths, args, &run, key, interrupt).await {
             Ok(e @ (Ending::Interrupted | Ending::HostsLost)) => return Ok(e),
             Ok(ending) => worst = worse(worst, ending),
             Err(e) => {
@@ -72,6 +80,7 @@ async fn one(
     paths: &Paths,
     args: &Options,
     run_args: &run::Options,
+    key: Option<&SigningKey>,
     interrupt: &Interrupt,
 ) -> Result<Ending> {
     let run = run::run(paths, run_args, interrupt).await?;
@@ -82,6 +91,9 @@ async fn one(
     let outcome = report::write(run.dir.path(), false)?;
     compare_with_reference(&paths.results, &run.study.id, run.dir.path());
     let info = archive(&paths.repo, run.dir.path(), args.contents).await?;
+    if let Some(key) = key {
+        key.sign(&info.path)?;
+    }
     // `archive` said where it wrote it, with its size and sha256.
     println!("check it with: parkbench check {}", info.path.display());
     if args.reference {

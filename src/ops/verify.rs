@@ -20,6 +20,10 @@ use crate::text::printable;
 pub fn check(path: &Path) -> Result<Ending> {
     let report = archive::check(path).with_context(|| format!("checking {}", path.display()))?;
     println!("{report}");
+    match &report.driver {
+        Some(driver) => println!("{driver}"),
+        None => println!("driver: none inside"),
+    }
     Ok(Ending::Ok)
 }
 

@@ -45,6 +45,8 @@ impl ArchiveArgs {
 pub struct CheckArgs {
     /// The archive (`<run-id>.tar.gz`).
     pub archive: PathBuf,
+    #[command(flatten)]
+    pub signing: SigningArgs,
 }
 
 #[derive(Debug, Args)]
@@ -54,6 +56,57 @@ pub struct VerifyArgs {
     /// Exit with code 4 when a claim, as recomputed, is not reproduced.
     #[arg(long)]
     pub strict: bool,
+    #[command(flatten)]
+    pub signing: SigningArgs,
+    /// Instead of the verdicts: rebuild the archive's driver from its `source/` in the pinned Rust
+    /// toolchain image (needs an Engine) and say whether it is the same file as its `parkbench`.
+    #[arg(long)]
+    pub rebuild_driver: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DriverArgs {
+    /// Where to write the driver.
+    #[arg(long, default_value = "target/driver/parkbench")]
+    pub out: PathBuf,
+    /// Compile everything again, whatever this machine built before.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// When it cannot be built in the pinned image (no Engine, or the image cannot be built here
+    /// yet), copy this self-contained driver instead, saying why; its archives say it is a host build.
+    #[arg(long)]
+    pub or_host: bool,
+}
+
+/// The signature `check` and `verify` require when given an allowed-signers file.
+#[derive(Debug, Args)]
+pub struct SigningArgs {
+    /// Require the archive's signature (`<archive>.sig`, SSHSIG, namespace `parkbench`) by a key this
+    /// allowed-signers file lists (git's and `ssh-keygen -Y verify`'s format), and print who signed.
+    #[arg(long, value_name = "FILE")]
+    pub allowed_signers: Option<PathBuf>,
+    /// The signature, when it is not beside the archive as `<archive>.sig`.
+    #[arg(long, value_name = "SIG", requires = "allowed_signers")]
+    pub signature: Option<PathBuf>,
+}
+
+impl From<SigningArgs> for crate::ops::sign::Signing {
+    fn from(a: SigningArgs) -> Self {
+        crate::ops::sign::Signing {
+            allowed_signers: a.allowed_signers,
+            signature: a.signature,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SignArgs {
+    /// The archive (`<run-id>.tar.gz`); the signature goes beside it as `<run-id>.tar.gz.sig`.
+    pub archive: PathBuf,
+    /// The private key (OpenSSH format, no passphrase); default: the first of ~/.ssh/id_ed25519,
+    /// ~/.ssh/id_ecdsa, ~/.ssh/id_rsa.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -133,6 +133,9 @@ pub struct ReproduceArgs {
     /// Reproduce every study in `results/` in turn, then write `results/index.md`.
     #[arg(long, conflicts_with_all = ["study", "resume"])]
     pub all: bool,
+    /// Sign the archive with this SSH private key, as `parkbench sign --key KEY` does.
+    #[arg(long, value_name = "KEY")]
+    pub sign: Option<std::path::PathBuf>,
 }
 
 impl BuildArgs {
@@ -184,6 +187,7 @@ impl From<ReproduceArgs> for reproduce::Options {
             },
             reference: a.reference,
             all: a.all,
+            sign: a.sign,
         }
     }
 }

@@ -2,13 +2,36 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Result, ensure};
 
-use super::scan::{CheckReport, scan};
+use super::driver;
+use super::scan::{CheckReport, Scan, Unpack, scan, scan_unpacking};
 
-/// Checks `archive` (see the module docs); never writes anything.
+/// Checks `archive` (see the module docs), and that the driver it carries is the one its record
+/// names; never writes anything.
 pub fn check(archive: &Path) -> Result<CheckReport> {
-    Ok(scan(archive, &[])?.report)
+    with_driver(scan(archive, &[driver::RECORD])?)
+}
+
+/// [`check`], also unpacking the members `unpack` names in the same pass. On an error the unpack
+/// folder holds a partial tree: discard it.
+pub fn check_unpacking(archive: &Path, unpack: Unpack) -> Result<CheckReport> {
+    with_driver(scan_unpacking(archive, &[driver::RECORD], unpack)?)
+}
+
+/// The scan's report, with the driver it carries checked against its record.
+fn with_driver(scan: Scan) -> Result<CheckReport> {
+    ensure!(
+        !scan.too_large.contains_key(driver::RECORD),
+        "{}: larger than a driver's record: {}",
+        driver::RECORD,
+        super::MODIFIED
+    );
+    let member = scan.files.get(driver::MEMBER).map(String::as_str);
+    let record = scan.kept.get(driver::RECORD).map(Vec::as_slice);
+    let mut report = scan.report;
+    report.driver = driver::carried(member, record)?;
+    Ok(report)
 }
 
 #[cfg(test)]
@@ -60,6 +83,80 @@ mod tests {
         );
         assert!(report.missing_optional.is_empty());
         assert!(report.to_string().starts_with("run-1: OK, "), "{report}");
+    }
+
+    /// The fixture's archive with a driver (`bytes`) and its record (`json`, or none) as extras.
+    fn with_driver(fx: &Fixture, bytes: Option<&[u8]>, json: Option<&str>) -> Result<CheckReport> {
+        let mut extras = Vec::new();
+        if let Some(bytes) = bytes {
+            fs::write(fx.path("parkbench"), bytes).unwrap();
+            extras.push((driver::MEMBER.to_string(), fx.path("parkbench")));
+        }
+        if let Some(json) = json {
+            fs::write(fx.path("parkbench.json"), json).unwrap();
+            extras.push((driver::RECORD.to_string(), fx.path("parkbench.json")));
+        }
+        let out = fx.path("with-driver.tar.gz");
+        super::super::write_with(&fx.run_dir, &fx.sources, &extras, &out).unwrap();
+        check(&out)
+    }
+
+    fn record(sha256: &str, rustc: &str) -> String {
+        format!(
+            r#"{{"sha256":"{sha256}","version":"0.1.0","target":"x86_64-unknown-linux-gnu",
+            "linking":"static","rustc":"{rustc}","opt_level":"0","rustflags":"",
+            "built_with":"just driver","built_in":"pinned"}}"#
+        )
+    }
+
+    #[test]
+    fn the_driver_is_checked_against_its_record_and_named() {
+        let fx = Fixture::new();
+        let sha = crate::images::digest::bytes(b"a driver");
+        let good =
+            with_driver(&fx, Some(b"a driver"), Some(&record(&sha, "rustc 1.95.0"))).unwrap();
+        let carried = good.driver.unwrap();
+        assert_eq!(carried.sha256, sha);
+        let line = carried.to_string();
+        assert!(line.contains(&format!("sha256 {sha}")), "{line}");
+        assert!(line.contains("--rebuild-driver"), "{line}");
+        assert_eq!(check(&fx.write().path).unwrap().driver, None);
+
+        let other = crate::images::digest::bytes(b"another driver");
+        let cases = [
+            (
+                with_driver(
+                    &fx,
+                    Some(b"a driver"),
+                    Some(&record(&other, "rustc 1.95.0")),
+                ),
+                "is not the one its record describes",
+            ),
+            (
+                with_driver(&fx, Some(b"a driver"), None),
+                "a driver without its record",
+            ),
+            (
+                with_driver(&fx, None, Some(&record(&sha, "rustc 1.95.0"))),
+                "a driver's record without the driver",
+            ),
+            (
+                with_driver(&fx, Some(b"a driver"), Some("{}")),
+                "not a driver record",
+            ),
+            (
+                with_driver(
+                    &fx,
+                    Some(b"a driver"),
+                    Some(&record(&sha, "rustc\\u001b[2J")),
+                ),
+                "printable ASCII",
+            ),
+        ];
+        for (checked, wanted) in cases {
+            let err = format!("{:#}", checked.unwrap_err());
+            assert!(err.contains(wanted), "{err:?} lacks {wanted:?}");
+        }
     }
 
     #[test]

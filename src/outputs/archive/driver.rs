@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 
 use crate::images::digest;
@@ -36,11 +36,112 @@ pub struct DriverRecord {
     pub rustflags: String,
     /// The command that builds the same driver from the archive's `source/`.
     pub built_with: String,
+    /// Where it was built: `pinned`, in the pinned Rust toolchain image (`just driver`), which
+    /// `parkbench verify --rebuild-driver` rebuilds bit for bit from `source/`; `host`, with the
+    /// machine's own cargo (no Engine at hand), which no other machine is claimed to reproduce.
+    /// Empty in archives written before the field.
+    #[serde(default)]
+    pub built_in: String,
+}
+
+impl DriverRecord {
+    fn fields(&self) -> [&str; 9] {
+        [
+            &self.sha256,
+            &self.version,
+            &self.target,
+            &self.linking,
+            &self.rustc,
+            &self.opt_level,
+            &self.rustflags,
+            &self.built_with,
+            &self.built_in,
+        ]
+    }
+}
+
+/// [`DriverRecord::built_in`] of a build in the pinned toolchain image.
+pub const PINNED: &str = "pinned";
+
+/// Where this driver was built (`PARKBENCH_BUILT_IN` when it was compiled: [`PINNED`] or `host`).
+const BUILT_IN: &str = env!("PARKBENCH_BUILT_IN");
+
+/// The driver an archive carries, as `check` found it: its file's sha256 is the one its record
+/// names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Carried {
+    /// SHA-256 of `<run-id>/parkbench`.
+    pub sha256: String,
+    /// `<run-id>/parkbench.json`.
+    pub record: DriverRecord,
+}
+
+impl std::fmt::Display for Carried {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = &self.record;
+        let built = if r.built_in == PINNED {
+            "built in the pinned Rust toolchain image: `parkbench verify --rebuild-driver` rebuilds it"
+        } else {
+            "a host build, not the reproducible one: no rebuild is claimed to give the same file"
+        };
+        write!(
+            f,
+            "driver: {MEMBER} sha256 {}, the one {RECORD} names ({} {}, {} linking, {}; {built})",
+            self.sha256, r.version, r.target, r.linking, r.rustc,
+        )
+    }
+}
+
+/// The driver an archive carries, from the sha256 of its `parkbench` file (`None` when there is no
+/// such file) and the bytes of its `parkbench.json` (`None` when absent): both or neither, and the
+/// record must name the file's sha256.
+pub fn carried(member: Option<&str>, record: Option<&[u8]>) -> Result<Option<Carried>> {
+    let (sha256, record) = match (member, record) {
+        (None, None) => return Ok(None),
+        (Some(_), None) => {
+            bail!(
+                "{MEMBER}: a driver without its record {RECORD}: {}",
+                super::MODIFIED
+            )
+        }
+        (None, Some(_)) => bail!(
+            "{RECORD}: a driver's record without the driver ({MEMBER} is missing or not a file): {}",
+            super::MODIFIED
+        ),
+        (Some(sha256), Some(record)) => (sha256, record),
+    };
+    let record: DriverRecord = serde_json::from_slice(record)
+        .with_context(|| format!("{RECORD}: not a driver record: {}", super::MODIFIED))?;
+    ensure!(
+        record
+            .fields()
+            .iter()
+            .all(|f| f.bytes().all(|b| (b' '..=b'~').contains(&b))),
+        "{RECORD}: a field holds other characters than printable ASCII, which the kit never \
+         writes there: {}",
+        super::MODIFIED
+    );
+    ensure!(
+        record.sha256 == sha256,
+        "{MEMBER}: sha256 {sha256}, but {RECORD} names {}: the driver is not the one its record \
+         describes; {}",
+        record.sha256,
+        super::MODIFIED
+    );
+    Ok(Some(Carried {
+        sha256: sha256.to_string(),
+        record,
+    }))
 }
 
 /// The command that builds the driver archives carry (the Justfile's `driver` recipe).
 pub const BUILD_COMMAND: &str = "RUSTFLAGS='-C target-feature=+crt-static' cargo build --locked \
      --profile driver --target x86_64-unknown-linux-gnu (`just driver`)";
+
+/// How the driver is built in the pinned toolchain image: what `built_with` says of such a build.
+pub const PINNED_COMMAND: &str = "parkbench driver (the second step of `just driver`): cargo build \
+     --locked --offline --profile driver --target x86_64-unknown-linux-gnu in the pinned Rust \
+     toolchain image, from source/ and its vendored crates";
 
 /// True when this build is self-contained: glibc linked statically.
 pub const SELF_CONTAINED: bool = cfg!(target_feature = "crt-static");
@@ -68,7 +169,13 @@ fn record(exe: &Path) -> Result<DriverRecord> {
         rustc: env!("PARKBENCH_RUSTC").into(),
         opt_level: env!("PARKBENCH_OPT_LEVEL").into(),
         rustflags: env!("PARKBENCH_RUSTFLAGS").into(),
-        built_with: BUILD_COMMAND.into(),
+        built_with: if BUILT_IN == PINNED {
+            PINNED_COMMAND
+        } else {
+            BUILD_COMMAND
+        }
+        .into(),
+        built_in: BUILT_IN.into(),
     })
 }
 

@@ -1,7 +1,8 @@
 //! The run archive: one `.tar.gz` per run (`results/<study>/runs/<run-id>.tar.gz`) that anyone can
 //! check offline. [`write`] builds it deterministically, [`check`] validates it without extracting,
 //! [`read_run`] returns the small files `parkbench verify` needs; [`driver`] is the self-contained
-//! `parkbench` an archive carries.
+//! `parkbench` an archive carries; [`signature`] signs an archive and checks a signature against the
+//! [`signers`] a reviewer allows.
 
 mod check;
 pub mod driver;
@@ -9,6 +10,8 @@ mod folder;
 mod plan;
 mod run_files;
 mod scan;
+pub mod signature;
+pub mod signers;
 mod sums;
 mod write;
 
@@ -18,7 +21,7 @@ mod fixture;
 mod tools;
 
 pub use {
-    check::check,
+    check::{check, check_unpacking},
     folder::{Integrity, check_folder, read_folder},
     run_files::{read_run, read_run_dir, read_run_unpacking},
     scan::{CheckReport, Unpack},

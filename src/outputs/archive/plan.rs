@@ -13,6 +13,9 @@ use crate::run::run_dir::{FLEET, HOSTS};
 /// Folders never taken from a source tree: build output, vendored crates, Git metadata.
 const SKIPPED_SOURCE_DIRS: [&str; 3] = ["target", "vendor", ".git"];
 
+/// The driver's own code, whose `vendor` folder is a module of it (`src/images/vendor/`), not crates.
+const DRIVER_CODE: &str = "src";
+
 /// Gathers the entries of `run_dir`, `sources` (under `source/`) and `extras` (see `write_with`).
 pub(super) fn collect(
     run_dir: &Path,
@@ -30,8 +33,9 @@ pub(super) fn collect(
         let prefix = member_name(&format!("source/{name}"))
             .with_context(|| format!("source {name:?} ({})", disk.display()))?;
         fs::metadata(disk).with_context(|| format!("reading source {}", disk.display()))?;
+        let code = name == DRIVER_CODE;
         plan.add(disk, &prefix, &|name, _| {
-            SKIPPED_SOURCE_DIRS.contains(&name)
+            SKIPPED_SOURCE_DIRS.contains(&name) && !(code && name == "vendor")
         })?;
     }
     for (name, disk) in extras {

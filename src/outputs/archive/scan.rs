@@ -27,6 +27,8 @@ pub struct Scan {
     pub kept: BTreeMap<String, Vec<u8>>,
     /// Members asked for but over their [`load_limit`], with their sizes.
     pub too_large: BTreeMap<String, u64>,
+    /// Every file, by path relative to the root, with its SHA-256 (hard links share their target's).
+    pub files: BTreeMap<String, String>,
 }
 
 /// Members to write to disk during the scan: every file, folder and symlink whose path relative to
@@ -354,11 +356,13 @@ impl Seen {
             bytes: self.bytes,
             verified,
             missing_optional,
+            driver: None,
         };
         Ok(Scan {
             report,
             kept: self.kept,
             too_large: self.too_large,
+            files: self.files,
         })
     }
 }
@@ -411,6 +415,8 @@ pub struct CheckReport {
     pub verified: usize,
     /// Optional run files the archive lacks (e.g. `report.md`), relative to the root.
     pub missing_optional: Vec<String>,
+    /// The driver the archive carries, checked against its record; `None` when it carries none.
+    pub driver: Option<super::driver::Carried>,
 }
 
 impl fmt::Display for CheckReport {

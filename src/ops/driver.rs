@@ -1,0 +1,118 @@
+//! `parkbench driver`: the driver built in the pinned Rust toolchain image (what `just driver` runs);
+//! and `parkbench verify --rebuild-driver`: an archive's driver rebuilt from its own `source/` the
+//! same way, and compared with the one it carries.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use super::Ending;
+use crate::engine::Engine;
+use crate::images::driver::{self, Fresh};
+use crate::outputs::archive::driver::{MEMBER, PINNED, SELF_CONTAINED};
+use crate::outputs::archive::{self, Unpack};
+
+/// `driver`: builds the driver from `repo` in the pinned toolchain image and writes it to `out`.
+/// With `or_host`, when it cannot be built there (no Engine; the toolchain image cannot be built on
+/// this machine yet, which `parkbench doctor` explains), the running driver (a host build) is copied
+/// instead, and says so: the archives it writes say it is not the reproducible one.
+pub async fn build(repo: &Path, out: &Path, no_cache: bool, or_host: bool) -> Result<Ending> {
+    match pinned(repo, out, no_cache).await {
+        Err(e) if or_host => host_instead(out, &e),
+        done => done,
+    }
+}
+
+async fn pinned(repo: &Path, out: &Path, no_cache: bool) -> Result<Ending> {
+    let engine = Engine::connect().await?;
+    let started = Instant::now();
+    let fresh = if no_cache {
+        Fresh::Everything
+    } else {
+        Fresh::Reuse
+    };
+    let built = driver::build(&engine, repo, out, fresh).await?;
+    eprintln!(
+        "driver: {} in {} ({}, {:.0} s)",
+        out.display(),
+        built.tag,
+        if built.reused {
+            "reused: nothing changed"
+        } else {
+            "built"
+        },
+        started.elapsed().as_secs_f64()
+    );
+    println!("{}  {}", built.sha256, out.display());
+    Ok(Ending::Ok)
+}
+
+/// The running driver, when self-contained, copied to `out`: the pinned build could not be made.
+fn host_instead(out: &Path, why: &anyhow::Error) -> Result<Ending> {
+    if !SELF_CONTAINED {
+        bail!(
+            "the driver cannot be built in the pinned toolchain image ({why:#}), and this \
+             parkbench is not self-contained"
+        );
+    }
+    let exe = std::env::current_exe().context("finding the running parkbench")?;
+    let bytes = std::fs::read(&exe).with_context(|| format!("reading {}", exe.display()))?;
+    driver::write_executable(out, &bytes)?;
+    eprintln!(
+        "warning: the driver cannot be built in the pinned toolchain image: {why:#}\n\
+         driver: {} is this host's build instead, which no other machine is claimed to reproduce; \
+         the archives it writes say so (`built_in: host`)",
+        out.display()
+    );
+    Ok(Ending::Ok)
+}
+
+/// `verify --rebuild-driver`: checks `archive`, unpacks its `source/` in the same pass, rebuilds the
+/// driver from it in the pinned toolchain image (its own crate compiled again; the crates' layer from
+/// the Engine's build cache when this machine built the same crates before) and says whether it is
+/// the file the archive carries; a different file fails.
+pub async fn rebuild(archive: &Path) -> Result<Ending> {
+    let tmp = tempfile::tempdir().context("creating a folder for the archive's sources")?;
+    let unpack = Unpack {
+        dest: tmp.path().to_owned(),
+        members: vec!["source".into()],
+    };
+    let report = archive::check_unpacking(archive, unpack)
+        .with_context(|| format!("checking {}", archive.display()))?;
+    let Some(carried) = report.driver else {
+        bail!(
+            "{}: carries no driver: there is nothing to rebuild",
+            archive.display()
+        );
+    };
+    println!("{carried}");
+    let source = tmp.path().join("source");
+    let engine = Engine::connect().await?;
+    let started = Instant::now();
+    let rebuilt = tmp.path().join("rebuilt");
+    let built = driver::build(&engine, &source, &rebuilt, Fresh::Build).await?;
+    eprintln!(
+        "rebuilt from the archive's source/ in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    if built.sha256 == carried.sha256 {
+        println!(
+            "rebuilt driver: sha256 {}: the same file as the archive's {MEMBER}",
+            built.sha256
+        );
+        return Ok(Ending::Ok);
+    }
+    let expected = if carried.record.built_in == PINNED {
+        "its record says it was built in the pinned toolchain image, so the archive's driver is \
+         not the one its sources give: do not run it"
+    } else {
+        "its record says it is a host build, which no rebuild is claimed to reproduce: check and \
+         verify with a driver you built yourself (`just driver`), not with this one"
+    };
+    bail!(
+        "rebuilt driver: sha256 {}, but the archive's {MEMBER} has sha256 {}: not the same file; {expected}",
+        built.sha256,
+        carried.sha256
+    )
+}
