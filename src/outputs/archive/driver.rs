@@ -80,7 +80,7 @@ impl std::fmt::Display for Carried {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let r = &self.record;
         let built = if r.built_in == PINNED {
-            "built in the pinned Rust toolchain image: `parkbench verify --rebuild-driver` rebuilds it"
+            "built in the pinned Rust toolchain image: `parkbench verify --rebuild-driver ARCHIVE` rebuilds it"
         } else {
             "a host build, not the reproducible one: no rebuild is claimed to give the same file"
         };
