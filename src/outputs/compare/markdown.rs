@@ -118,9 +118,9 @@ pub(super) fn cell_table(rows: &[CellRow], lone: &[LoneCell]) -> String {
 /// The statistic's name, with the unit the table prints it in.
 fn statistic(h: &Headline) -> String {
     if h.is_bytes() {
-        format!("{} (MiB)", h.name)
+        format!("{} (MiB)", md(&h.name))
     } else {
-        h.name.clone()
+        md(&h.name)
     }
 }
 

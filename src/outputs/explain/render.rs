@@ -16,12 +16,17 @@ pub fn markdown(e: &Explanation) -> String {
             format!("{:.1} %", (v * 1000.0).round() / 10.0 + 0.0)
         })
     };
-    let mut out = format!("# Explaining {}\n\n> {}\n\n", e.claim, e.text);
+    let mut out = format!(
+        "# Explaining {}\n\n> {}\n\n",
+        crate::text::markdown_code(&e.claim),
+        crate::text::markdown(&e.text)
+    );
     let _ = writeln!(
         out,
-        "Explained run: `{}`. Sweep run: `{}` (its own archive holds every variant's manifest, \
+        "Explained run: {}. Sweep run: {} (its own archive holds every variant's manifest, \
          samples and environment).\n",
-        e.explained_run, e.sweep_run
+        crate::text::markdown_code(&e.explained_run),
+        crate::text::markdown_code(&e.sweep_run)
     );
     let _ = writeln!(out, "**{}**\n", e.finding);
     if !e.skipped.is_empty() {
