@@ -127,3 +127,43 @@ fn compare_names_the_claims_whose_published_values_differ() {
         .unwrap();
     assert!(!text(&same.stdout).contains("Published values differ"));
 }
+
+/// The reference run of wait-1m as if measured under two kernels: run.json names them, every
+/// sample is there once per kernel (`go@host`, `go@debian-6.1`), and the report is written again.
+fn under_two_kernels(into: &Path) -> PathBuf {
+    let run = reference_folder("wait-1m", into);
+    let path = run.join("run.json");
+    let mut state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    state["kernels"] = serde_json::json!(["host", "debian-6.1"]);
+    std::fs::write(&path, state.to_string()).unwrap();
+    let samples = std::fs::read_to_string(run.join("samples.jsonl")).unwrap();
+    let mut lines = String::new();
+    for line in samples.lines() {
+        for kernel in ["host", "debian-6.1"] {
+            let mut sample: serde_json::Value = serde_json::from_str(line).unwrap();
+            sample["probe"] = format!("{}@{kernel}", sample["probe"].as_str().unwrap()).into();
+            lines.push_str(&format!("{sample}\n"));
+        }
+    }
+    std::fs::write(run.join("samples.jsonl"), lines).unwrap();
+    let out = parkbench().arg("report").arg(&run).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    run
+}
+
+#[test]
+fn a_run_under_several_kernels_matches_the_study_it_was_made_from() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = under_two_kernels(tmp.path());
+    let out = parkbench().arg("verify").arg(&run).output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", describe(&out));
+    // The verdicts are per kernel, the provenance is of the study as written.
+    assert!(stdout.contains("go-rss-1m@debian-6.1"), "{stdout}");
+    assert!(
+        stdout.contains("published values, units and tolerances match")
+            && !stdout.contains("is only in"),
+        "{stdout}"
+    );
+}

@@ -60,7 +60,10 @@ pub fn verify(path: &Path, repo: &Path, strict: bool) -> Result<Ending> {
         ),
     }
     verify_classes(&files, &outcome)?;
-    let edited = provenance(&files, &outcome.study, repo)?;
+    // The study as its file says, not as the run laid it out per kernel (`<id>@<kernel>`) or
+    // restricted it to a shard: the checkout's copy is read the same way.
+    let written = Study::parse(&files.study_yaml).context("in the run's study.yaml")?;
+    let edited = provenance(&files, &written, repo)?;
     if strict && (outcome.claims_differ() || edited) {
         eprintln!(
             "--strict: some claims, as recomputed, were not reproduced, or their published values \
