@@ -35,8 +35,8 @@ pub fn markdown(a: &Side, b: &Side) -> String {
     if !published.is_empty() {
         let _ = writeln!(
             out,
-            "- Published values differ between the two runs' studies (their verdicts judge \
-             different claims):"
+            "- The two runs' studies differ in published values, claims, probes or protocol \
+             (their verdicts judge different claims):"
         );
         for line in &published {
             let _ = writeln!(out, "  - {}", md(line));
