@@ -157,7 +157,7 @@ fn dropped_lines(cells: &[&Cell], target: Option<f64>) -> String {
     let lines: Vec<String> = cells
         .iter()
         .filter_map(|c| super::dropped::line(c, target))
-        .map(|l| format!("- {l}\n"))
+        .map(|l| format!("- {}\n", cell_text(&l)))
         .collect();
     match lines.is_empty() {
         true => String::new(),
