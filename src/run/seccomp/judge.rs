@@ -151,8 +151,10 @@ fn looser(default: &Document, name: &str, rule: &Syscall, args: &[Arg]) -> Strin
     } else {
         "does not allow it".to_string()
     };
+    // The name is the archive's text: printable, so that it cannot forge a line of the refusal.
     format!(
-        "it allows {name}{theirs} ({}), where the Engine's default profile {default_says}",
+        "it allows {}{theirs} ({}), where the Engine's default profile {default_says}",
+        crate::text::printable(name),
         rule.action
     )
 }

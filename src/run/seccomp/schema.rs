@@ -118,10 +118,12 @@ impl Document {
     /// Parses `json` strictly (see the module's doc) and checks what the Engine would refuse.
     pub fn parse(json: &str) -> Result<Document> {
         let doc: Document = serde_json::from_str(json).map_err(|e| {
+            // serde quotes a key it refuses as written: printable, on one line.
             anyhow::anyhow!(
-                "{e}: a seccomp profile here has only the Engine's keys, each once and spelt \
+                "{}: a seccomp profile here has only the Engine's keys, each once and spelt \
                  exactly (defaultAction, defaultErrnoRet, architectures, archMap, syscalls; a rule's \
-                 name or names, action, errnoRet, args, comment, includes, excludes)"
+                 name or names, action, errnoRet, args, comment, includes, excludes)",
+                crate::text::printable(&e.to_string())
             )
         })?;
         doc.check()?;

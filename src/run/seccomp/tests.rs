@@ -329,3 +329,25 @@ fn an_argument_index_beyond_the_sixth_is_refused() {
     let five = json.replace("\"index\":6", "\"index\":5");
     assert!(Profile::parse("seccomp.json", five.as_bytes()).is_ok());
 }
+
+/// A refusal quotes the archive's text on one line: a syscall name or a key cannot forge a line.
+#[test]
+fn archive_text_in_a_refusal_stays_on_its_line() {
+    let found = beyond(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["mount\nerror: nothing wrong\u001b[2K"],"action":"SCMP_ACT_ALLOW"}]}"#,
+    );
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        !found[0].contains(['\n', '\x1b']) && found[0].contains("mount\\x0aerror: nothing wrong"),
+        "{found:?}"
+    );
+    let json = r#"{"defaultAction":"SCMP_ACT_ERRNO","x\nerror: forged":1}"#;
+    let e = format!(
+        "{:#}",
+        Profile::parse("seccomp.json", json.as_bytes()).unwrap_err()
+    );
+    assert!(
+        !e.contains('\n') && e.contains("x\\x0aerror: forged"),
+        "{e}"
+    );
+}
