@@ -28,11 +28,11 @@ pub fn markdown(e: &Explanation) -> String {
         crate::text::markdown_code(&e.explained_run),
         crate::text::markdown_code(&e.sweep_run)
     );
-    let _ = writeln!(out, "**{}**\n", e.finding);
+    let _ = writeln!(out, "**{}**\n", crate::text::markdown(&e.finding));
     if !e.skipped.is_empty() {
         out.push_str("Not swept, their images would take long to build here:\n\n");
         for line in &e.skipped {
-            let _ = writeln!(out, "- {line}");
+            let _ = writeln!(out, "- {}", crate::text::markdown(line));
         }
         out.push('\n');
     }
@@ -69,14 +69,16 @@ pub fn markdown(e: &Explanation) -> String {
             }
         });
         let status = match &r.note {
-            Some(n) if r.value.is_none() => format!("{} ({n})", r.status.label()),
+            Some(n) if r.value.is_none() => {
+                format!("{} ({})", r.status.label(), number::cell_text(n))
+            }
             _ => r.status.label().to_string(),
         };
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {change} | {} | {status} |",
-            r.factor,
-            r.level,
+            number::cell_text(&r.factor),
+            number::cell_text(&r.level),
             show(r.value),
             pct(r.spread),
             pct(r.closes)
