@@ -226,3 +226,24 @@ fn strict_exits_4_when_only_the_provenance_differs() {
     );
     assert_eq!(out.status.code(), Some(4), "{}", describe(&out));
 }
+
+/// `compare` compares the two runs' studies as their files say: a run under two kernels and the
+/// same run under one have the same study.
+#[test]
+fn compare_of_runs_under_other_kernels_compares_their_studies_as_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = reference_folder("wait-1m", &tmp.path().join("plain"));
+    let kernels = under_two_kernels(&tmp.path().join("kernels"));
+    let out = parkbench()
+        .arg("compare")
+        .arg(&plain)
+        .arg(&kernels)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        !text(&out.stdout).contains("The two runs' studies differ"),
+        "{}",
+        describe(&out)
+    );
+}

@@ -31,7 +31,7 @@ pub fn markdown(a: &Side, b: &Side) -> String {
             let _ = writeln!(out, "- {name} is partial: {}", md(p));
         }
     }
-    let published = provenance::differences(&oa.study, "A", &ob.study, "B");
+    let published = provenance::differences(&a.written, "A", &b.written, "B");
     if !published.is_empty() {
         let _ = writeln!(
             out,
