@@ -82,8 +82,15 @@ const HOSTILE: [&str; 5] = [
     "<https://evil.example/auto>",
 ];
 
-/// The run folder `run` with every hostile text in its deviations, warnings, a sample's notes, a
-/// claim's text and a claim's id.
+/// An id, or a key, that is a link and raw HTML, unique by `n`.
+fn hostile_id(n: usize) -> String {
+    format!("[x{n}](https://evil.example/{n})<img src=x onerror=alert({n})>")
+}
+
+/// The run folder `run` with a hostile text in every string of its study and samples a reader can
+/// be shown: deviations, warnings, the study's title and source, every probe's id, every claim's
+/// id and text, every sample's notes, metrics' names, hardware class and host (two of each, so
+/// that the claims are judged per class).
 fn hostile_run(run: &Path) {
     let all = HOSTILE.join(" ");
     edit_run_json(run, |j| {
@@ -92,21 +99,64 @@ fn hostile_run(run: &Path) {
         }
         j["warnings"][0]["what"] = all.clone().into();
     });
-    let study = std::fs::read_to_string(run.join("study.yaml")).unwrap();
-    let id = "[x](https://evil.example/id)<img src=x onerror=alert(4)>";
-    let text = study
-        .lines()
-        .find(|l| l.starts_with("    text: At 1M tasks Go's"))
-        .unwrap();
-    let study = study
-        .replacen("  - id: go-rss-1m", &format!("  - id: {id:?}"), 1)
-        .replacen(text, &format!("    text: {all:?}"), 1);
-    std::fs::write(run.join("study.yaml"), study).unwrap();
+    let path = run.join("study.yaml");
+    let mut study: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut probes = std::collections::BTreeMap::new();
+    for (i, probe) in study["probes"]
+        .as_sequence_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        let new = hostile_id(i);
+        probes.insert(probe["id"].as_str().unwrap().to_string(), new.clone());
+        probe["id"] = new.into();
+    }
+    let renamed = |v: &serde_yaml::Value| probes[v.as_str().unwrap()].clone();
+    for (i, claim) in study["claims"]
+        .as_sequence_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        claim["id"] = hostile_id(100 + i).into();
+        claim["text"] = all.clone().into();
+        claim["probe"] = renamed(&claim["probe"]).into();
+        if claim.get("than").is_some() {
+            claim["than"] = renamed(&claim["than"]).into();
+        }
+        if let Some(metric) = claim.get("metric").and_then(|m| m.as_str()) {
+            claim["metric"] = format!("{}{metric}", hostile_id(200)).into();
+        }
+    }
+    for factor in study["factors"].as_sequence_mut().into_iter().flatten() {
+        factor["probe"] = renamed(&factor["probe"]).into();
+    }
+    study["title"] = all.clone().into();
+    study["source"]["article"] = all.clone().into();
+    study["source"]["environment"] = all.clone().into();
+    std::fs::write(&path, serde_yaml::to_string(&study).unwrap()).unwrap();
+
     let samples = std::fs::read_to_string(run.join("samples.jsonl")).unwrap();
-    let (first, rest) = samples.split_once('\n').unwrap();
-    let mut first: Value = serde_json::from_str(first).unwrap();
-    first["notes"] = serde_json::json!([all]);
-    std::fs::write(run.join("samples.jsonl"), format!("{first}\n{rest}")).unwrap();
+    let mut lines = String::new();
+    for (i, line) in samples.lines().enumerate() {
+        let mut sample: Value = serde_json::from_str(line).unwrap();
+        // Two hardware classes, so that the claims are judged per class (classes.md).
+        sample["hardware"] = hostile_id(300 + i % 2).into();
+        sample["host"] = hostile_id(400 + i % 2).into();
+        let probe = probes[sample["probe"].as_str().unwrap()].clone();
+        sample["probe"] = probe.into();
+        sample["notes"] = serde_json::json!([all]);
+        let metrics = sample["metrics"].as_object_mut().unwrap();
+        let renamed: serde_json::Map<String, Value> = std::mem::take(metrics)
+            .into_iter()
+            .map(|(k, v)| (format!("{}{k}", hostile_id(200)), v))
+            .collect();
+        *metrics = renamed;
+        lines.push_str(&format!("{sample}\n"));
+    }
+    std::fs::write(run.join("samples.jsonl"), lines).unwrap();
 }
 
 /// True when `html` has a live link, tag or handler from the hostile texts.
@@ -147,6 +197,18 @@ fn archive_text_in_reports_never_becomes_a_link_or_html() {
     assert!(
         html.contains("&lt;script&gt;alert(2)&lt;/script&gt;"),
         "shown as text"
+    );
+    let classes = std::fs::read_to_string(run.join("classes.md")).unwrap();
+    let mut rendered = String::new();
+    pulldown_cmark::html::push_html(&mut rendered, pulldown_cmark::Parser::new(&classes));
+    assert!(
+        live(&rendered).is_empty(),
+        "classes.md: {:?}\n{classes}",
+        live(&rendered)
+    );
+    assert!(
+        md.contains("evil.example/0") && md.contains("evil.example/100"),
+        "{md}"
     );
     // The kit's own links still are.
     assert!(html.contains("<a href=\"summary.json\">"), "{html}");

@@ -186,7 +186,10 @@ fn compare_with_archive(source: &Source, run_dir: &Path) -> Result<()> {
     let b = compare::load(run_dir)?;
     let dir = RunDir::open(run_dir)?;
     let (md, path) = compare::write_all(dir.path(), &a, &b)?;
-    print!("\n{md}");
+    println!();
+    for line in md.lines() {
+        println!("{}", crate::text::printable(line));
+    }
     eprintln!("comparison: {}", path.display());
     Ok(())
 }

@@ -64,19 +64,23 @@ pub fn verify(path: &Path, repo: &Path, strict: bool) -> Result<Ending> {
         ),
     }
     verify_classes(&files, &outcome)?;
-    let edited = provenance(&files, &outcome.study, repo)?;
+    // The study as its file says, not as the run laid it out per kernel (`<id>@<kernel>`) or
+    // restricted it to a shard: the checkout's copy is read the same way.
+    let written = Study::parse(&files.study_yaml).context("in the run's study.yaml")?;
+    let edited = provenance(&files, &written, repo)?;
     if strict && (outcome.claims_differ() || edited) {
         eprintln!(
-            "--strict: some claims, as recomputed, were not reproduced, or their published values \
-             differ from the checkout's study"
+            "--strict: some claims, as recomputed, were not reproduced, or the study differs from \
+             the checkout's (a claim, a probe or the protocol)"
         );
         return Ok(Ending::ClaimsDiffer);
     }
     Ok(Ending::Ok)
 }
 
-/// Prints the study's sha256 and, when the checkout at `repo` holds the study, every claim whose
-/// published value, unit or tolerance differs from it; true when one does.
+/// Prints the study's sha256 and, when the checkout at `repo` holds the study, what differs from it
+/// ([`provenance::differences`]: a claim's published value or anything it judges by, a probe, the
+/// protocol); true when something does.
 fn provenance(files: &RunFiles, study: &Study, repo: &Path) -> Result<bool> {
     let sha = provenance::sha256(&files.study_yaml);
     println!("\nstudy {} sha256 {sha}", printable(&study.id));
@@ -93,14 +97,15 @@ fn provenance(files: &RunFiles, study: &Study, repo: &Path) -> Result<bool> {
     if found.is_empty() {
         let same = provenance::sha256(&text) == sha;
         println!(
-            "published values, units and tolerances match {}{}",
+            "claims (published values, units, tolerances and what they judge), probes and protocol \
+             match {}{}",
             path.display(),
             if same { " (the same file)" } else { "" }
         );
         return Ok(false);
     }
     println!(
-        "the archive's study differs from {} (sha256 {}) in {} published claim(s):",
+        "the archive's study differs from {} (sha256 {}) in {} place(s):",
         path.display(),
         provenance::sha256(&text),
         found.len()

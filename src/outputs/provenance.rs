@@ -1,7 +1,8 @@
-//! Where a run's published values come from: its study file's sha256, and the claims whose published
-//! value, unit or tolerance differ between two copies of a study — an archive's and the one a
-//! checkout holds (`verify`), or two runs' (`compare`). A claim edited to match its measurement is
-//! then named, however well it reproduces.
+//! Where a run's published values come from: its study file's sha256, and what differs between
+//! two copies of a study — an archive's and the one a checkout holds (`verify`), or two runs'
+//! (`compare`): a claim's published value, unit or tolerance, anything else a claim judges by (its
+//! text aside), a probe's definition or the protocol. A claim edited to match its measurement, or
+//! pointed at another probe, scale or statistic, is then named, however well it reproduces.
 
 use std::path::{Path, PathBuf};
 
@@ -32,20 +33,29 @@ pub fn checkout(repo: &Path, study: &Study) -> Result<Option<(PathBuf, String, S
 }
 
 /// One line per claim whose published value, unit or tolerance differs between `a` and `b`
-/// (named `a_name` and `b_name`), and per claim only one of them makes; empty when they agree.
+/// (named `a_name` and `b_name`), per other field of a claim that differs (what it judges: probe,
+/// tasks, stat, metric, than, percentile, requires, …; only its `text`, the article's words, may
+/// differ), per field of a probe or of the protocol that differs (what is measured: image,
+/// program, args, env, scales, …), and per claim or probe only one of them has; empty when they
+/// agree.
 pub fn differences(a: &Study, a_name: &str, b: &Study, b_name: &str) -> Vec<String> {
     let mut out = Vec::new();
     for ca in &a.claims {
-        match b.claims.iter().find(|cb| cb.id == ca.id) {
-            None => out.push(format!("claim {:?} is only in {a_name}", ca.id)),
-            Some(cb) if published(ca) != published(cb) => out.push(format!(
+        let Some(cb) = b.claims.iter().find(|cb| cb.id == ca.id) else {
+            out.push(format!("claim {:?} is only in {a_name}", ca.id));
+            continue;
+        };
+        if published(ca) != published(cb) {
+            out.push(format!(
                 "claim {:?}: published {} in {a_name}, {} in {b_name}",
                 ca.id,
                 published(ca),
                 published(cb)
-            )),
-            Some(_) => {}
+            ));
         }
+        let what = format!("claim {:?}", ca.id);
+        let skip = ["id", "text", "expected", "unit", "tolerance"];
+        out.extend(fields(&what, ca, a_name, cb, b_name, &skip));
     }
     for cb in b
         .claims
@@ -54,7 +64,56 @@ pub fn differences(a: &Study, a_name: &str, b: &Study, b_name: &str) -> Vec<Stri
     {
         out.push(format!("claim {:?} is only in {b_name}", cb.id));
     }
+    for pa in &a.probes {
+        let Some(pb) = b.probes.iter().find(|pb| pb.id == pa.id) else {
+            out.push(format!("probe {:?} is only in {a_name}", pa.id));
+            continue;
+        };
+        let what = format!("probe {:?}", pa.id);
+        out.extend(fields(&what, pa, a_name, pb, b_name, &["id"]));
+    }
+    for pb in b
+        .probes
+        .iter()
+        .filter(|pb| !a.probes.iter().any(|pa| pa.id == pb.id))
+    {
+        out.push(format!("probe {:?} is only in {b_name}", pb.id));
+    }
+    out.extend(fields(
+        "protocol",
+        &a.protocol,
+        a_name,
+        &b.protocol,
+        b_name,
+        &[],
+    ));
     out
+}
+
+/// One line per field, but those in `skip`, whose serialised value differs between `a` and `b`
+/// (a field only one of them writes counts as null in the other).
+fn fields<T: serde::Serialize>(
+    what: &str,
+    a: &T,
+    a_name: &str,
+    b: &T,
+    b_name: &str,
+    skip: &[&str],
+) -> Vec<String> {
+    let object = |v: &T| match serde_json::to_value(v) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    let (a, b) = (object(a), object(b));
+    let null = serde_json::Value::Null;
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .filter(|k| !skip.contains(&k.as_str()))
+        .filter_map(|k| {
+            let (va, vb) = (a.get(k).unwrap_or(&null), b.get(k).unwrap_or(&null));
+            (va != vb).then(|| format!("{what}: {k} {va} in {a_name}, {vb} in {b_name}"))
+        })
+        .collect()
 }
 
 /// A claim's published value, unit and tolerance as one comparable text.
@@ -104,5 +163,40 @@ mod tests {
         assert_eq!(found[2], "claim \"go-stack-2m\" is only in the archive");
         assert_eq!(found[3], "claim \"go-stack-1m\" is only in the checkout");
         assert_eq!(sha256("x").len(), 64);
+    }
+
+    #[test]
+    fn a_claim_re_pointed_or_a_probe_redefined_is_named() {
+        let ours = Study::parse(DEFAULT_STUDY).unwrap();
+        let go_rss = "    text: At 1M tasks Go's process RSS is about 2.56 GiB (median of 3 processes).\n    stat: rss_median\n    probe: go\n";
+        assert!(DEFAULT_STUDY.contains(go_rss));
+        let edited = DEFAULT_STUDY
+            // Another text, the same claim: not a difference.
+            .replacen(
+                "At 1M tasks Go's process RSS is about 2.56 GiB",
+                "Go's RSS at 1M tasks is about 2.56 GiB",
+                1,
+            )
+            // The Rust claim judged on the Go probe, at another scale, by another statistic.
+            .replacen(
+                "    stat: rss_median\n    probe: rust-tokio\n    tasks: 1000000\n",
+                "    stat: baseline_median\n    probe: go\n    tasks: 500000\n",
+                1,
+            )
+            .replacen("      GOGC: \"100\"", "      GOGC: \"off\"", 1)
+            .replacen("  repeats: 3\n", "  repeats: 5\n", 1);
+        let theirs = Study::parse(&edited).unwrap();
+        let found = differences(&theirs, "A", &ours, "B");
+        let has = |s: &str| found.iter().any(|l| l.contains(s));
+        assert!(
+            has("claim \"rust-rss-1m\": probe \"go\" in A, \"rust-tokio\" in B")
+                && has("claim \"rust-rss-1m\": tasks 500000 in A, 1000000 in B")
+                && has("claim \"rust-rss-1m\": stat \"baseline_median\" in A, \"rss_median\" in B")
+                && has("probe \"go\": env {\"GOGC\":\"off\",\"GOMAXPROCS\":\"{workers}\"} in A")
+                && has("protocol: repeats 5 in A, 3 in B"),
+            "{found:#?}"
+        );
+        assert_eq!(found.len(), 5, "{found:#?}");
+        assert!(!has("go-rss-1m"), "only its text changed: {found:#?}");
     }
 }

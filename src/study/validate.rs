@@ -351,7 +351,6 @@ fn about(mut e: Invalid, what: &str, id: &str) -> Invalid {
     e
 }
 
-/// A study id is one plain folder name: `[a-z0-9][a-z0-9._-]*` (so never `..`, `/` or absolute).
 /// A probe's or a claim's id, which every table, report and terminal shows: not empty, and nothing
 /// in it a terminal would act on or that reorders text ([`crate::text::printable`]).
 fn printable_id(what: &str, id: &str) -> anyhow::Result<()> {
@@ -365,6 +364,7 @@ fn printable_id(what: &str, id: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A study id is one plain folder name: `[a-z0-9][a-z0-9._-]*` (so never `..`, `/` or absolute).
 pub(super) fn valid_id(id: &str) -> bool {
     let mut chars = id.chars();
     chars

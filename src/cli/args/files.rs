@@ -53,7 +53,9 @@ pub struct CheckArgs {
 pub struct VerifyArgs {
     /// An archive (`<run-id>.tar.gz`) or a run directory.
     pub path: PathBuf,
-    /// Exit with code 4 when a claim, as recomputed, is not reproduced.
+    /// Exit with code 4 when a claim, as recomputed, is not reproduced, or when the study differs
+    /// from the checkout's results/<study>/study.yaml (a claim's published value or what it
+    /// judges, a probe, the protocol).
     #[arg(long)]
     pub strict: bool,
     #[command(flatten)]

@@ -37,6 +37,75 @@ impl Format for Kubernetes {
     }
 }
 
+/// Refuses `image` unless it is an image reference as the Engine reads one
+/// (`[host[:port]/]name[/name…][:tag][@algorithm:hex]`, the name's components lowercase), so that
+/// nothing but a reference reaches the manifest's YAML.
+fn image_reference(image: &str) -> Result<()> {
+    let refused = || {
+        anyhow::anyhow!(
+            "--image {:?} is not an image reference ([host[:port]/]name[:tag][@sha256:…], as \
+             `parkbench/kit:{}`)",
+            crate::text::printable(image),
+            env!("CARGO_PKG_VERSION")
+        )
+    };
+    let (named, digest) = match image.split_once('@') {
+        Some((n, d)) => (n, Some(d)),
+        None => (image, None),
+    };
+    if let Some(d) = digest {
+        let (algorithm, hex) = d.split_once(':').ok_or_else(refused)?;
+        let algorithm_ok = !algorithm.is_empty()
+            && algorithm
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+._-".contains(c));
+        let hex_ok = hex.len() >= 32 && hex.chars().all(|c| c.is_ascii_hexdigit());
+        if !algorithm_ok || !hex_ok {
+            return Err(refused());
+        }
+    }
+    // The tag follows the last ':' after the last '/' (a ':' before it is a registry's port).
+    let last = named.rfind('/').map_or(0, |i| i + 1);
+    let (name, tag) = match named[last..].find(':') {
+        Some(i) => (&named[..last + i], Some(&named[last + i + 1..])),
+        None => (named, None),
+    };
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    if let Some(t) = tag {
+        let ok =
+            t.len() <= 128 && t.starts_with(word) && t.chars().all(|c| word(c) || ".-".contains(c));
+        if !ok {
+            return Err(refused());
+        }
+    }
+    let mut parts: Vec<&str> = name.split('/').collect();
+    // A first part with a '.' or ':', or `localhost`, is a registry host.
+    if parts.len() > 1 && (parts[0].contains(['.', ':']) || parts[0] == "localhost") {
+        let host = parts.remove(0);
+        let (host, port) = host.split_once(':').unwrap_or((host, "0"));
+        let host_ok = !host.is_empty()
+            && host.split('.').all(|l| {
+                !l.is_empty()
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+                    && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            });
+        if !host_ok || port.parse::<u16>().is_err() {
+            return Err(refused());
+        }
+    }
+    let component = |p: &str| {
+        let lower = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+        p.starts_with(lower)
+            && p.ends_with(lower)
+            && p.chars().all(|c| lower(c) || "._-".contains(c))
+    };
+    if name.len() > 255 || parts.is_empty() || !parts.iter().all(|p| component(p)) {
+        return Err(refused());
+    }
+    Ok(())
+}
+
 /// The study file's path inside the repository, which the kit's image holds at [`KIT_REPO`].
 pub(super) fn in_repo(repo: &Path, study: &Path) -> Result<String> {
     let canon =
@@ -55,6 +124,7 @@ pub(super) fn in_repo(repo: &Path, study: &Path) -> Result<String> {
 
 /// The Indexed Job manifest.
 pub fn manifest(job: &Job, study_path: &str, image: &str) -> Result<String> {
+    image_reference(image)?;
     let (study, shards) = (job.study, job.shards);
     let flags = reproduce_flags(job);
     let pinned = cpuset::parse(&study.protocol.cpus)?.len() as u64;

@@ -231,3 +231,35 @@ fn the_slurm_script_names_absolute_paths_and_makes_the_results_folder() {
     let err = format!("{:#}", Slurm::default().write(&paths, &job).unwrap_err());
     assert!(err.contains("characters a shell would read"), "{err}");
 }
+
+/// `--image` reaches the manifest's YAML only as an image reference.
+#[test]
+fn the_image_is_an_image_reference() {
+    let study = Study::default_study();
+    let with = |image: &str| manifest(&job(&study, 2), "results/wait-1m/study.yaml", image);
+    for good in [
+        "parkbench/kit:0.1.0",
+        "kit",
+        "registry.example:5000/team/parkbench-kit:v1.2_rc",
+        "localhost/kit@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+    ] {
+        let yaml = with(good).unwrap_or_else(|e| panic!("{good}: {e:#}"));
+        assert!(yaml.contains(&format!("image: {good}\n")), "{good}");
+    }
+    for bad in [
+        "",
+        "kit\n          securityContext: {privileged: true}",
+        "kit # comment",
+        "Kit:1",
+        "kit:",
+        "kit:-1",
+        "\"kit\"",
+        "kit@sha256:xyz",
+        "-kit",
+        "host:notaport/kit",
+    ] {
+        let e = format!("{:#}", with(bad).unwrap_err());
+        assert!(e.contains("is not an image reference"), "{bad:?}: {e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+}

@@ -35,7 +35,8 @@ pub fn judge(source: &Source, accept: bool) -> Result<Seccomp> {
     }
     let named = format!(
         "the archive's seccomp profile {} (sha256 {})",
-        profile.record.file, profile.record.sha256
+        crate::text::printable(&profile.record.file),
+        profile.record.sha256
     );
     if !accept {
         let lines: Vec<String> = beyond.iter().map(|b| format!("  - {b}")).collect();

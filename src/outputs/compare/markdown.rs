@@ -36,12 +36,12 @@ pub fn markdown(a: &Side, b: &Side) -> String {
             let _ = writeln!(out, "- {name} is partial: {}", md(p));
         }
     }
-    let published = provenance::differences(&oa.study, "A", &ob.study, "B");
+    let published = provenance::differences(&a.written, "A", &b.written, "B");
     if !published.is_empty() {
         let _ = writeln!(
             out,
-            "- Published values differ between the two runs' studies (their verdicts judge \
-             different claims):"
+            "- The two runs' studies differ in published values, claims, probes or protocol \
+             (their verdicts judge different claims):"
         );
         for line in &published {
             let _ = writeln!(out, "  - {}", md(line));
@@ -123,9 +123,9 @@ pub(super) fn cell_table(rows: &[CellRow], lone: &[LoneCell]) -> String {
 /// The statistic's name, with the unit the table prints it in.
 fn statistic(h: &Headline) -> String {
     if h.is_bytes() {
-        format!("{} (MiB)", h.name)
+        format!("{} (MiB)", md(&h.name))
     } else {
-        h.name.clone()
+        md(&h.name)
     }
 }
 

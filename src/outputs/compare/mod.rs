@@ -20,6 +20,7 @@ pub use crate::outputs::summary::Headline;
 use crate::outputs::summary::Summary;
 use crate::outputs::verdict::Verdict;
 use crate::run::run_dir::{self, RunFiles};
+use crate::study::Study;
 
 pub use markdown::markdown;
 pub use svg::figure;
@@ -61,6 +62,9 @@ pub struct Side {
     pub outcome: Outcome,
     /// The run's build manifest; `None` when the run has no manifest.json.
     pub manifest: Option<Manifest>,
+    /// The study as its file says, not laid out per kernel nor restricted to a shard: what the
+    /// two runs' studies are compared by ([`crate::outputs::provenance::differences`]).
+    pub written: Study,
 }
 
 /// Reads and recomputes a run folder or archive; errors name `path`.
@@ -92,10 +96,13 @@ pub fn from_files(shown: String, files: &RunFiles) -> Result<Side> {
         .map(serde_json::from_str)
         .transpose()
         .with_context(|| format!("{shown}: parsing manifest.json"))?;
+    let written = Study::parse(&files.study_yaml)
+        .with_context(|| format!("{shown}: in the run's study.yaml"))?;
     Ok(Side {
         path: shown,
         outcome,
         manifest,
+        written,
     })
 }
 

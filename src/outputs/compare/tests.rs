@@ -25,6 +25,7 @@ fn side(path: &str, summary: Summary, manifest: Option<Manifest>) -> Side {
             per_class: None,
             shard: None,
         },
+        written: fixture::study(),
         manifest,
     }
 }

@@ -16,18 +16,23 @@ pub fn markdown(e: &Explanation) -> String {
             format!("{:.1} %", (v * 1000.0).round() / 10.0 + 0.0)
         })
     };
-    let mut out = format!("# Explaining {}\n\n> {}\n\n", e.claim, e.text);
+    let mut out = format!(
+        "# Explaining {}\n\n> {}\n\n",
+        crate::text::markdown_code(&e.claim),
+        crate::text::markdown(&e.text)
+    );
     let _ = writeln!(
         out,
-        "Explained run: `{}`. Sweep run: `{}` (its own archive holds every variant's manifest, \
+        "Explained run: {}. Sweep run: {} (its own archive holds every variant's manifest, \
          samples and environment).\n",
-        e.explained_run, e.sweep_run
+        crate::text::markdown_code(&e.explained_run),
+        crate::text::markdown_code(&e.sweep_run)
     );
-    let _ = writeln!(out, "**{}**\n", e.finding);
+    let _ = writeln!(out, "**{}**\n", crate::text::markdown(&e.finding));
     if !e.skipped.is_empty() {
         out.push_str("Not swept, their images would take long to build here:\n\n");
         for line in &e.skipped {
-            let _ = writeln!(out, "- {line}");
+            let _ = writeln!(out, "- {}", crate::text::markdown(line));
         }
         out.push('\n');
     }
@@ -64,14 +69,16 @@ pub fn markdown(e: &Explanation) -> String {
             }
         });
         let status = match &r.note {
-            Some(n) if r.value.is_none() => format!("{} ({n})", r.status.label()),
+            Some(n) if r.value.is_none() => {
+                format!("{} ({})", r.status.label(), number::cell_text(n))
+            }
             _ => r.status.label().to_string(),
         };
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} | {change} | {} | {status} |",
-            r.factor,
-            r.level,
+            number::cell_text(&r.factor),
+            number::cell_text(&r.level),
             show(r.value),
             pct(r.spread),
             pct(r.closes)

@@ -355,17 +355,40 @@ pub fn markdown(judged: &Judged) -> String {
     let mut out = String::from("# Claims per hardware class\n\n");
     out.push_str(&summary_markdown(judged, "##"));
     let full = |out: &mut String, title: String, verdicts: &[Verdict]| {
-        let _ = write!(out, "\n## {title}\n\n```\n");
-        out.push_str(&crate::outputs::report::terminal::verdict_table(verdicts));
-        out.push_str("```\n");
+        let table = crate::outputs::report::terminal::verdict_table(verdicts);
+        // A fence longer than any run of backticks in the table (claim ids may hold some), so
+        // that no line of it closes the block.
+        let fence = "`".repeat(longest_backticks(&table).max(2) + 1);
+        let _ = write!(out, "\n## {title}\n\n{fence}\n{table}{fence}\n");
     };
     for c in &judged.classes {
-        let title = format!("{}: {} ({} samples)", c.label, c.class, c.samples);
+        let title = format!(
+            "{}: {} ({} samples)",
+            cell_text(&c.label),
+            cell_text(&c.class),
+            c.samples
+        );
         full(&mut out, title, &c.verdicts);
     }
     for x in &judged.hosts {
-        let title = format!("host {} (class {}, {} samples)", x.host, x.class, x.samples);
+        let title = format!(
+            "host {} (class {}, {} samples)",
+            cell_text(&x.host),
+            cell_text(&x.class),
+            x.samples
+        );
         full(&mut out, title, &x.verdicts);
     }
     out
+}
+
+/// The longest run of backticks in `text`.
+fn longest_backticks(text: &str) -> usize {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
 }

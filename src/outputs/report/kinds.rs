@@ -85,14 +85,14 @@ fn table(tasks: u64, cells: &[&Cell], summary: &Summary, target_cv: Option<f64>)
         grouped(tasks as f64, 0)
     );
     for n in &names {
-        let _ = write!(out, " {n} |");
+        let _ = write!(out, " {} |", cell_text(n));
     }
     out.push_str(" Per task |\n|---|--:|");
     out.push_str(&"--:|".repeat(names.len() + 1));
     out.push('\n');
     for c in cells {
         let of = summary.processes_of(c);
-        let _ = write!(out, "| {} | {} of {of} |", c.probe, c.valid);
+        let _ = write!(out, "| {} | {} of {of} |", cell_text(&c.probe), c.valid);
         let flagged = c.above_target_cv(target_cv);
         for n in &names {
             let mut cell = c.stats.get(*n).map_or("—".into(), |s| spread(n, s));
@@ -121,7 +121,9 @@ fn precision(cells: &[&Cell]) -> String {
                 let intervals: Vec<String> = p
                     .intervals
                     .iter()
-                    .map(|(k, [lo, hi])| format!("{k} {}–{}", number(*lo), number(*hi)))
+                    .map(|(k, [lo, hi])| {
+                        format!("{} {}–{}", cell_text(k), number(*lo), number(*hi))
+                    })
                     .collect();
                 let dropped = p
                     .dropped
@@ -142,7 +144,7 @@ fn precision(cells: &[&Cell]) -> String {
             out,
             "{}- {}: {}",
             if out.is_empty() { "\n" } else { "" },
-            c.probe,
+            cell_text(&c.probe),
             each.join("; ")
         );
     }
@@ -155,7 +157,7 @@ fn dropped_lines(cells: &[&Cell], target: Option<f64>) -> String {
     let lines: Vec<String> = cells
         .iter()
         .filter_map(|c| super::dropped::line(c, target))
-        .map(|l| format!("- {l}\n"))
+        .map(|l| format!("- {}\n", cell_text(&l)))
         .collect();
     match lines.is_empty() {
         true => String::new(),
@@ -213,7 +215,7 @@ pub(crate) fn probe_notes(cells: &[&Cell]) -> String {
         let _ = writeln!(
             out,
             "- Notes of {} at {} tasks: {}",
-            c.probe,
+            cell_text(&c.probe),
             grouped(c.tasks as f64, 0),
             notes.join("; ")
         );
@@ -240,12 +242,16 @@ fn cell_row(c: &Cell, repeats: usize) -> String {
             } else {
                 String::new()
             };
-            format!("{name} {}{share}", metric_value(name, m.median))
+            format!(
+                "{} {}{share}",
+                cell_text(name),
+                metric_value(name, m.median)
+            )
         })
         .collect();
     format!(
         "| {} | {} of {repeats} | {} | {} | {} | {} | {} | {} | {} |\n",
-        c.probe,
+        cell_text(&c.probe),
         c.valid,
         if processes.is_empty() {
             "—".into()

@@ -222,13 +222,13 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
         samples.iter().map(|s| s.cpus_pinned.as_str()).collect();
     let pinned = pinned
         .into_iter()
-        .map(|c| format!("`{c}`"))
+        .map(text::markdown_code)
         .collect::<Vec<_>>()
         .join(", ");
     let _ = writeln!(
         out,
-        "- CPUs: the study pins every probe to `{}`; this run pinned to {} (sched_setaffinity; no CPU or memory limit).",
-        p.cpus,
+        "- CPUs: the study pins every probe to {}; this run pinned to {} (sched_setaffinity; no CPU or memory limit).",
+        text::markdown_code(&p.cpus),
         if pinned.is_empty() {
             "—".to_string()
         } else {
@@ -345,7 +345,7 @@ fn precision(summary: &Summary) -> String {
         let stat = if p.stat.is_empty() {
             "—".to_string()
         } else {
-            format!("`{}`", p.stat)
+            text::markdown_code(&p.stat)
         };
         let _ = writeln!(
             out,

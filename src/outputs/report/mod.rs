@@ -9,7 +9,7 @@ mod html;
 
 pub use dropped::line as dropped_line;
 mod json;
-mod kinds;
+pub(crate) mod kinds;
 pub(crate) mod markdown;
 pub(crate) mod number;
 pub(crate) mod svg;

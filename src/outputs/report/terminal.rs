@@ -58,9 +58,10 @@ pub fn timed_precision(study: &Study, summary: &Summary) -> String {
             };
             let _ = writeln!(
                 out,
-                "  {} × {} tasks  {key} median {:.3}  {cv} over {}{flag}",
-                c.probe,
+                "  {} × {} tasks  {} median {:.3}  {cv} over {}{flag}",
+                printable(&c.probe),
                 c.tasks,
+                printable(key),
                 s.median,
                 match s.values.len() {
                     1 => "1 process".to_string(),
@@ -74,7 +75,7 @@ pub fn timed_precision(study: &Study, summary: &Summary) -> String {
         .iter()
         .filter_map(|c| super::dropped::line(c, target))
     {
-        let _ = writeln!(out, "  {line}");
+        let _ = writeln!(out, "  {}", printable(&line));
     }
     if out.is_empty() {
         return out;
@@ -100,7 +101,11 @@ pub fn precision(summary: &Summary) -> String {
         let _ = writeln!(
             out,
             "  {} × {} tasks  {cv} over {} valid of {} processes (max {})",
-            p.probe, p.tasks, p.valid, p.processes, p.max
+            printable(&p.probe),
+            p.tasks,
+            p.valid,
+            p.processes,
+            p.max
         );
     }
     out

@@ -359,3 +359,41 @@ fn a_process_whose_batches_were_mostly_disturbed_keeps_them_all_stays_valid_and_
         "{line}"
     );
 }
+
+/// A result key is archive text: the terminal shows its control characters as escapes, report.md
+/// its Markdown as text.
+#[test]
+fn a_result_key_reaches_the_terminal_and_the_report_escaped() {
+    let study = Study::parse(TIMED).unwrap();
+    let key = "ns\x1b]52;c;cm0=\x07[x](https://evil.example/)";
+    let rekey = |mut s: Sample| {
+        for batch in &mut s.results {
+            let v = batch.remove("ns").unwrap();
+            batch.insert(key.to_string(), v);
+        }
+        s
+    };
+    let samples = vec![
+        rekey(with_counters(
+            timed("sw", 1, 1, &[30.0, 30.0, 30.0, 10.0, 10.0], &[]),
+            &[5.0, 5.0, 0.0, 0.0, 0.0],
+        )),
+        rekey(with_counters(
+            timed("sw", 1, 2, &[10.0, 10.0, 10.0], &[]),
+            &[0.0; 3],
+        )),
+    ];
+    let s = summarize(&study, &samples);
+    let shown = crate::outputs::report::terminal::timed_precision(&study, &s);
+    assert!(shown.contains("ns\\x1b]52;c;cm0=\\x07"), "{shown}");
+    assert!(
+        shown.contains("dropped") && !shown.contains(['\x1b', '\x07']),
+        "{shown}"
+    );
+    let md = crate::outputs::report::kinds::tables(&study, &s);
+    assert!(md.contains("Dropped batches"), "{md}");
+    assert!(
+        !md.contains("[x](") && md.contains("\\[x\\](https\\://evil.example/)"),
+        "{md}"
+    );
+}

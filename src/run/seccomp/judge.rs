@@ -2,7 +2,9 @@
 //! pinned copy of that profile (`engine-default.json`, its source and sha256 in
 //! `engine-default.md`) by allow-list: every syscall the profile lets through must be one the
 //! default lets through too, under an argument filter at least as strict as one of the default's
-//! (the default's comparisons all among the profile's, which adds only conditions). A profile is
+//! (the default's comparisons all among the profile's, which adds only conditions). A filter with
+//! two comparisons on the same argument is read as the runtime reads it: one filter per
+//! comparison, any of which lets the syscall through, each judged alone. A profile is
 //! judged for the containers the kit starts (no capability) and for a container with the Engine's
 //! default capabilities, on `amd64` (the kit's only architecture), on a kernel recent enough for
 //! every `minKernel` the default names; a rule of the profile that applies only from a kernel on,
@@ -73,12 +75,14 @@ pub fn beyond_default(doc: &Document) -> Vec<String> {
         let rules = doc.rules().iter();
         for rule in rules.filter(|r| r.allows() && applies(r, caps, Side::Judged)) {
             for name in rule.syscalls() {
-                if granted(default, name, rule.filter(), caps) {
-                    continue;
-                }
-                let line = looser(default, name, rule);
-                if !found.contains(&line) {
-                    found.push(line);
+                for args in rule.filters() {
+                    if granted(default, name, args, caps) {
+                        continue;
+                    }
+                    let line = looser(default, name, rule, args);
+                    if !found.contains(&line) {
+                        found.push(line);
+                    }
                 }
             }
         }
@@ -87,13 +91,16 @@ pub fn beyond_default(doc: &Document) -> Vec<String> {
 }
 
 /// True when some rule of the default lets `name` through for a container with `caps`, under a
-/// filter whose every comparison is among `args`.
+/// filter whose every comparison is among `args`. `args` is one filter the runtime adds (see
+/// [`Syscall::filters`]), the default's rules are read the same way.
 fn granted(default: &Document, name: &str, args: &[Arg], caps: &[&str]) -> bool {
     default.rules().iter().any(|r| {
         r.allows()
             && r.syscalls().contains(&name)
             && applies(r, caps, Side::Default)
-            && r.filter().iter().all(|a| args.contains(a))
+            && r.filters()
+                .iter()
+                .any(|f| f.iter().all(|a| args.contains(a)))
     })
 }
 
@@ -113,9 +120,9 @@ fn applies(rule: &Syscall, caps: &[&str], side: Side) -> bool {
     included && !excluded && has_caps && kernel
 }
 
-/// The line naming a rule that lets `name` through beyond the default.
-fn looser(default: &Document, name: &str, rule: &Syscall) -> String {
-    let theirs = match rule.filter() {
+/// The line naming a rule that lets `name` through beyond the default, under the filter `args`.
+fn looser(default: &Document, name: &str, rule: &Syscall, args: &[Arg]) -> String {
+    let theirs = match args {
         [] => String::new(),
         args => format!(" when {}", describe(args)),
     };
@@ -144,8 +151,10 @@ fn looser(default: &Document, name: &str, rule: &Syscall) -> String {
     } else {
         "does not allow it".to_string()
     };
+    // The name is the archive's text: printable, so that it cannot forge a line of the refusal.
     format!(
-        "it allows {name}{theirs} ({}), where the Engine's default profile {default_says}",
+        "it allows {}{theirs} ({}), where the Engine's default profile {default_says}",
+        crate::text::printable(name),
         rule.action
     )
 }

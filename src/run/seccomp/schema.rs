@@ -41,6 +41,9 @@ const OPERATORS: [&str; 7] = [
     "SCMP_CMP_MASKED_EQ",
 ];
 
+/// How many arguments a syscall has, so how many an argument filter can compare.
+const ARGUMENTS: u32 = 6;
+
 /// A profile: what a syscall no rule names gets, and the rules.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -66,8 +69,8 @@ pub struct Architecture {
     pub sub_architectures: Option<Vec<String>>,
 }
 
-/// One rule: the syscalls it names, its action, its argument filter (all of them must hold) and
-/// when it applies.
+/// One rule: the syscalls it names, its action, its argument filter (all of them must hold,
+/// unless two compare the same argument: see [`Syscall::filters`]) and when it applies.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Syscall {
@@ -115,10 +118,12 @@ impl Document {
     /// Parses `json` strictly (see the module's doc) and checks what the Engine would refuse.
     pub fn parse(json: &str) -> Result<Document> {
         let doc: Document = serde_json::from_str(json).map_err(|e| {
+            // serde quotes a key it refuses as written: printable, on one line.
             anyhow::anyhow!(
-                "{e}: a seccomp profile here has only the Engine's keys, each once and spelt \
+                "{}: a seccomp profile here has only the Engine's keys, each once and spelt \
                  exactly (defaultAction, defaultErrnoRet, architectures, archMap, syscalls; a rule's \
-                 name or names, action, errnoRet, args, comment, includes, excludes)"
+                 name or names, action, errnoRet, args, comment, includes, excludes)",
+                crate::text::printable(&e.to_string())
             )
         })?;
         doc.check()?;
@@ -142,6 +147,15 @@ impl Document {
             }
             for arg in rule.args.iter().flatten() {
                 known("op", &arg.op, &OPERATORS).with_context(at)?;
+                if arg.index >= ARGUMENTS {
+                    bail!(
+                        "{}: an argument filter compares argument index {}; a syscall has \
+                         arguments 0 to {}",
+                        at(),
+                        arg.index,
+                        ARGUMENTS - 1
+                    );
+                }
             }
             for filter in [&rule.includes, &rule.excludes].into_iter().flatten() {
                 if let Some(k) = &filter.min_kernel {
@@ -174,6 +188,23 @@ impl Syscall {
     /// Its argument filter; empty when the rule has none.
     pub fn filter(&self) -> &[Arg] {
         self.args.as_deref().unwrap_or_default()
+    }
+
+    /// The argument filters the runtime adds for this rule, each one holding for the syscall to
+    /// match it: the whole filter, or, when two comparisons are on the same argument, one filter
+    /// per comparison (runc's `matchCall` then adds one rule per comparison, so they are ORed).
+    /// None when the rule has no filter.
+    pub fn filters(&self) -> Vec<&[Arg]> {
+        let args = self.filter();
+        let repeated = args
+            .iter()
+            .enumerate()
+            .any(|(i, a)| args[..i].iter().any(|b| b.index == a.index));
+        if repeated {
+            args.chunks(1).collect()
+        } else {
+            vec![args]
+        }
     }
 
     /// True when its action lets the syscall through.

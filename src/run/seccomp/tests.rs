@@ -270,3 +270,84 @@ fn every_allowed_syscall_and_filter_is_judged_against_the_default() {
         1
     );
 }
+
+/// The runtime splits a filter with two comparisons on the same argument into one rule per
+/// comparison, so they are ORed: each is judged alone, and must be as strict as the default.
+#[test]
+fn two_comparisons_of_one_argument_are_judged_one_by_one() {
+    let rule = |args: &str| {
+        beyond(&format!(
+            r#"{{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{{"names":["clone","personality"],"action":"SCMP_ACT_ALLOW","args":[{args}]}}]}}"#
+        ))
+    };
+    // The default's own clone filter ORed with an always-true one allows every namespace flag.
+    let clone = rule(
+        r#"{"index":0,"value":2114060288,"op":"SCMP_CMP_MASKED_EQ"},{"index":0,"value":0,"op":"SCMP_CMP_MASKED_EQ"}"#,
+    );
+    assert!(
+        clone
+            .iter()
+            .any(|l| l.contains("it allows clone when arg0 & 0x0 == 0x0 (")),
+        "{clone:?}"
+    );
+    // personality 8 or 9: read as both at once it could never hold, as the runtime reads it 9 passes.
+    let personality = rule(
+        r#"{"index":0,"value":8,"op":"SCMP_CMP_EQ"},{"index":0,"value":9,"op":"SCMP_CMP_EQ"}"#,
+    );
+    assert!(
+        personality
+            .iter()
+            .any(|l| l.contains("it allows personality when arg0 == 0x9 (")),
+        "{personality:?}"
+    );
+    // A comparison on another argument does not narrow the others once they are split.
+    let split = rule(
+        r#"{"index":0,"value":8,"op":"SCMP_CMP_EQ"},{"index":0,"value":8,"op":"SCMP_CMP_EQ"},{"index":1,"value":0,"op":"SCMP_CMP_EQ"}"#,
+    );
+    assert!(
+        split
+            .iter()
+            .any(|l| l.contains("it allows personality when arg1 == 0x0 (")),
+        "{split:?}"
+    );
+    // Two comparisons each as strict as the default's pass.
+    let both = beyond(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["personality"],"action":"SCMP_ACT_ALLOW","args":[
+            {"index":0,"value":8,"op":"SCMP_CMP_EQ"},{"index":0,"value":0,"op":"SCMP_CMP_EQ"}]}]}"#,
+    );
+    assert!(both.is_empty(), "{both:?}");
+}
+
+#[test]
+fn an_argument_index_beyond_the_sixth_is_refused() {
+    let json = r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["clone"],"action":"SCMP_ACT_ALLOW","args":[{"index":6,"value":0,"op":"SCMP_CMP_EQ"}]}]}"#;
+    let e = format!(
+        "{:#}",
+        Profile::parse("seccomp.json", json.as_bytes()).unwrap_err()
+    );
+    assert!(e.contains("argument index 6"), "{e}");
+    let five = json.replace("\"index\":6", "\"index\":5");
+    assert!(Profile::parse("seccomp.json", five.as_bytes()).is_ok());
+}
+
+/// A refusal quotes the archive's text on one line: a syscall name or a key cannot forge a line.
+#[test]
+fn archive_text_in_a_refusal_stays_on_its_line() {
+    let found = beyond(
+        r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["mount\nerror: nothing wrong\u001b[2K"],"action":"SCMP_ACT_ALLOW"}]}"#,
+    );
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        !found[0].contains(['\n', '\x1b']) && found[0].contains("mount\\x0aerror: nothing wrong"),
+        "{found:?}"
+    );
+    let json = r#"{"defaultAction":"SCMP_ACT_ERRNO","x\nerror: forged":1}"#;
+    let e = format!(
+        "{:#}",
+        Profile::parse("seccomp.json", json.as_bytes()).unwrap_err()
+    );
+    assert!(
+        !e.contains('\n') && e.contains("x\\x0aerror: forged"),
+        "{e}"
+    );
+}
