@@ -232,23 +232,39 @@ fn header_name(header: &Header) -> Result<Vec<u8>> {
 }
 
 /// The size field, refused unless it is plain octal digits (optionally after spaces, then NULs or
-/// spaces) or base-256: readers accept different odd spellings (`+7`, `0o7`, `1_0`).
+/// spaces) or base-256 as the `tar` crate and GNU tar write it (`0x80`, three zero bytes, then the
+/// size in eight bytes, at most `i64::MAX`): readers accept different odd spellings (`+7`, `0o7`,
+/// `1_0`), and read other base-256 fields differently (a sign byte, bytes the `tar` crate skips).
 fn strict_size(header: &Header) -> Result<u64> {
     let field = &header.as_bytes()[124..136];
-    if field[0] & 0x80 == 0 {
-        let text = field.trim_ascii_start();
-        let digits = text
-            .iter()
-            .take_while(|b| (b'0'..=b'7').contains(b))
-            .count();
-        let rest = &text[digits..];
+    if field[0] & 0x80 != 0 {
+        let value = u64::from_be_bytes(field[4..12].try_into().expect("eight bytes"));
         ensure!(
-            digits > 0 && rest.iter().all(|&b| b == 0 || b == b' '),
-            "{}: the size field {:?} is not plain octal: {AGREE}",
+            field[0] == 0x80 && field[1..4] == [0, 0, 0] && value <= i64::MAX as u64,
+            "{}: the size field {:?} is base-256 in a form readers disagree on (negative, over \
+             64 bits): {AGREE}",
             shown(&header.path_bytes()),
             field.escape_ascii().to_string()
         );
+        ensure!(
+            header.entry_size()? == value,
+            "{}: the size field is read two ways: {AGREE}",
+            shown(&header.path_bytes())
+        );
+        return Ok(value);
     }
+    let text = field.trim_ascii_start();
+    let digits = text
+        .iter()
+        .take_while(|b| (b'0'..=b'7').contains(b))
+        .count();
+    let rest = &text[digits..];
+    ensure!(
+        digits > 0 && rest.iter().all(|&b| b == 0 || b == b' '),
+        "{}: the size field {:?} is not plain octal: {AGREE}",
+        shown(&header.path_bytes()),
+        field.escape_ascii().to_string()
+    );
     Ok(header.entry_size()?)
 }
 

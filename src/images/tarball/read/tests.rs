@@ -278,3 +278,36 @@ fn too_many_members_are_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn base_256_sizes_other_readers_read_otherwise_are_refused() {
+    // The reviewer's case: a sign byte and bytes the `tar` crate skips, whose low eight bytes say
+    // 1024 where GNU tar reads a negative size and takes the data for headers.
+    let mut split = header(b"run-1/a", b'0', 0);
+    split.as_old_mut().size = [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 4, 0];
+    split.set_cksum();
+    let mut tar = Vec::new();
+    put(&mut tar, &split, &[0; 1024]);
+    assert!(refused(&end(tar)).contains("base-256"));
+
+    // Over 64 bits, and negative, in the low bytes alone.
+    for size in [
+        [0x80, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1],
+        [0x80, 0, 0, 0, 0x80, 0, 0, 0, 0, 0, 0, 1],
+    ] {
+        let mut odd = header(b"run-1/a", b'0', 0);
+        odd.as_old_mut().size = size;
+        odd.set_cksum();
+        let mut tar = Vec::new();
+        put(&mut tar, &odd, b"x");
+        assert!(refused(&end(tar)).contains("base-256"), "{size:?}");
+    }
+
+    // The form the `tar` crate and GNU tar write is read as it says.
+    let mut plain = header(b"run-1/a", b'0', 0);
+    plain.as_old_mut().size = [0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+    plain.set_cksum();
+    let mut tar = Vec::new();
+    put(&mut tar, &plain, b"x");
+    assert_eq!(members(&end(tar)).unwrap()[0].2, b"x");
+}
