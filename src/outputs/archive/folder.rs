@@ -36,6 +36,33 @@ pub fn check_folder(dir: &Path) -> Result<Integrity> {
     };
     let root = dir.display().to_string();
     let lines = sums::parse(&root, &text)?;
+    // The folder is walked first, links not followed: a linked folder (`source` → `/`) or file,
+    // a FIFO or a device anywhere is refused by name before any listed file is opened, so that no
+    // path through a link is read.
+    let listed: BTreeSet<&str> = lines.iter().map(|l| l.path.as_str()).collect();
+    let (mut added, mut odd) = (Vec::new(), Vec::new());
+    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
+        let rel = rel.to_string_lossy().into_owned();
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            continue;
+        }
+        if !kind.is_file() {
+            odd.push(rel);
+        } else if rel != NAME && !listed.contains(rel.as_str()) {
+            added.push(rel);
+        }
+    }
+    if !odd.is_empty() {
+        bail!(
+            "{}: links, FIFOs or devices where a run folder holds regular files only: {}; \
+             refused unread: unpack the archive again",
+            dir.display(),
+            first_few(&odd)
+        );
+    }
     let (mut changed, mut missing) = (Vec::new(), Vec::new());
     for line in &lines {
         let path = dir.join(&line.path);
@@ -53,19 +80,6 @@ pub fn check_folder(dir: &Path) -> Result<Integrity> {
             }
             Ok(_) => changed.push(line.path.clone()),
             Err(_) => missing.push(line.path.clone()),
-        }
-    }
-    let listed: BTreeSet<&str> = lines.iter().map(|l| l.path.as_str()).collect();
-    let mut added = Vec::new();
-    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
-        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
-        if entry.file_type().is_dir() {
-            continue;
-        }
-        let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
-        let rel = rel.to_string_lossy();
-        if rel != NAME && !listed.contains(rel.as_ref()) {
-            added.push(rel.into_owned());
         }
     }
     let mut said = Vec::new();
@@ -156,7 +170,23 @@ mod tests {
         std::os::unix::fs::symlink(elsewhere.path(), &target).unwrap();
         let err = format!("{:#}", check_folder(dir.path()).unwrap_err());
         assert!(
-            err.contains("changed since the archive was written: source/a.txt"),
+            err.contains("links, FIFOs or devices") && err.contains("source/a.txt"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_linked_folder_is_refused_before_a_listed_file_through_it_is_read() {
+        // `source` → a folder outside whose `a.txt` says what SHA256SUMS lists: read through the
+        // link, it would match.
+        let dir = folder();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("a.txt"), "a").unwrap();
+        std::fs::remove_dir_all(dir.path().join("source")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("source")).unwrap();
+        let err = format!("{:#}", check_folder(dir.path()).unwrap_err());
+        assert!(
+            err.contains("links, FIFOs or devices") && err.contains("source"),
             "{err}"
         );
     }
