@@ -193,7 +193,9 @@ fn next_steps(out: &std::process::Output) -> Vec<Vec<String>> {
     let mut steps = Vec::new();
     for line in text.lines() {
         for (at, _) in line.match_indices("parkbench ") {
-            let rest = &line[at..];
+            // The program as printed: `parkbench`, or the driver's path when it is not on PATH.
+            let program = line[..at].rfind([' ', ':', '`']).map_or(0, |i| i + 1);
+            let rest = &line[program..];
             let word = rest.split_whitespace().nth(1).unwrap_or("");
             if !subcommands.iter().any(|s| s == word) {
                 continue;
@@ -212,10 +214,18 @@ fn next_steps(out: &std::process::Output) -> Vec<Vec<String>> {
     steps
 }
 
-/// Runs a printed command as a user would, from the repository, with the test's results folder.
+/// Runs a printed command as a user would, from the repository, with the test's results folder:
+/// `parkbench` as the driver on PATH, a path to the driver as printed.
 fn run_step(step: &[String], results: &std::path::Path) -> std::process::Output {
-    assert_eq!(step[0], "parkbench");
-    parkbench()
+    let mut command = match step[0].as_str() {
+        "parkbench" => parkbench(),
+        path => {
+            let mut c = std::process::Command::new(path);
+            c.current_dir(common::repo());
+            c
+        }
+    };
+    command
         .env("PARKBENCH_RESULTS", results)
         .args(&step[1..])
         .output()

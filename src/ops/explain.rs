@@ -382,9 +382,12 @@ async fn publish(
     );
     for a in &archives {
         println!(
-            "archive: {}\ncheck it with: parkbench verify {}",
-            a.display(),
-            a.display()
+            "{}",
+            super::next_step::runnable(&format!(
+                "archive: {}\ncheck it with: parkbench verify {}",
+                a.display(),
+                a.display()
+            ))
         );
     }
     Ok(())

@@ -16,6 +16,7 @@ pub mod fleet;
 pub mod interrupt;
 pub mod merge;
 pub mod new;
+pub mod next_step;
 pub mod pin;
 pub mod plan;
 pub mod prepare;

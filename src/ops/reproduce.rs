@@ -95,12 +95,21 @@ async fn one(
         key.sign(&info.path)?;
     }
     // `archive` said where it wrote it, with its size and sha256.
-    println!("check it with: parkbench check {}", info.path.display());
+    println!(
+        "{}",
+        super::next_step::runnable(&format!(
+            "check it with: parkbench check {}",
+            info.path.display()
+        ))
+    );
     if args.reference {
         make_reference(paths, &outcome, run.dir.path()).await?;
     }
     if let Some(claim) = super::explain::first_explainable(paths, run.dir.path(), &outcome).await {
-        println!("{}", explain_hint(run.dir.path(), &claim));
+        println!(
+            "{}",
+            super::next_step::runnable(&explain_hint(run.dir.path(), &claim))
+        );
     }
     if args.strict && outcome.claims_differ() {
         eprintln!("--strict: some claims were not reproduced");

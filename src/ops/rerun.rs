@@ -101,9 +101,12 @@ async fn rerun(
     compare_with_archive(source, run.dir.path())?;
     let info = archive(&source.repo(), run.dir.path(), Contents::DEFAULT).await?;
     println!(
-        "\narchive: {}\ncheck it with: parkbench check {}",
-        info.path.display(),
-        info.path.display()
+        "{}",
+        super::next_step::runnable(&format!(
+            "\narchive: {}\ncheck it with: parkbench check {}",
+            info.path.display(),
+            info.path.display()
+        ))
     );
     Ok(Ending::of_run(&run))
 }

@@ -53,7 +53,10 @@ pub struct Options {
 pub async fn command(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<Ending> {
     let result = run(paths, options, interrupt).await?;
     if !result.incomplete() {
-        eprint!("{}", next_steps(result.dir.path()));
+        eprint!(
+            "{}",
+            super::next_step::runnable(&next_steps(result.dir.path()))
+        );
     }
     Ok(Ending::of_run(&result))
 }

@@ -44,9 +44,12 @@ pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
     println!("wrote {}", file.display());
     println!("wrote {}", readme.display());
     println!(
-        "next: parkbench plan {}   (checks it without building), then parkbench reproduce {} --cpus auto",
-        file.display(),
-        file.display()
+        "{}",
+        crate::ops::next_step::runnable(&format!(
+            "next: parkbench plan {}   (checks it without building), then parkbench reproduce {} --cpus auto",
+            file.display(),
+            file.display()
+        ))
     );
     Ok(Ending::Ok)
 }

@@ -1,0 +1,75 @@
+//! A command the user is told to run next, named so that it runs as printed: `parkbench` when that
+//! name on `PATH` is this very driver, else the driver's own path (`target/driver/parkbench` when
+//! `just` built it and it is not on `PATH` yet).
+
+use std::path::{Path, PathBuf};
+
+/// `line` with each `parkbench` that starts a command (at the line's start, or after a space, a
+/// colon or a backtick) written as this driver is run from here.
+pub fn runnable(line: &str) -> String {
+    named(line, &driver())
+}
+
+/// How to name this driver in a command line.
+fn driver() -> String {
+    let Ok(me) = std::env::current_exe().and_then(|p| p.canonicalize()) else {
+        return "parkbench".into();
+    };
+    if on_path("parkbench").is_some_and(|p| p == me) {
+        return "parkbench".into();
+    }
+    let here = std::env::current_dir().ok();
+    match here.as_deref().and_then(|h| me.strip_prefix(h).ok()) {
+        Some(rel) => rel.display().to_string(),
+        None => me.display().to_string(),
+    }
+}
+
+/// The file `name` runs as from `PATH`, resolved.
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| is_executable(p))
+        .and_then(|p| p.canonicalize().ok())
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `line` with each command-starting `parkbench ` written as `driver `.
+fn named(line: &str, driver: &str) -> String {
+    const WORD: &str = "parkbench ";
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find(WORD) {
+        let starts = at == 0 && out.is_empty()
+            || rest[..at].ends_with([' ', ':', '`', '\n'])
+            || (at == 0 && out.ends_with([' ', ':', '`', '\n']));
+        out.push_str(&rest[..at]);
+        out.push_str(if starts { driver } else { "parkbench" });
+        out.push(' ');
+        rest = &rest[at + WORD.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_is_named_as_the_driver_runs_and_a_path_is_left_alone() {
+        let line = "check it with: parkbench check /tmp/parkbench x.tar.gz\nparkbench verify `parkbench report r`";
+        assert_eq!(
+            named(line, "target/driver/parkbench"),
+            "check it with: target/driver/parkbench check /tmp/parkbench x.tar.gz\n\
+             target/driver/parkbench verify `target/driver/parkbench report r`"
+        );
+        assert_eq!(named("a/parkbench b", "d"), "a/parkbench b");
+    }
+}
