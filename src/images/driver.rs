@@ -324,28 +324,14 @@ pub fn check_sources(repo: &Path, ours: &Path) -> Result<()> {
             }
         }
     }
-    let lock_sources = |path: &Path| -> Result<Vec<(String, Option<String>, Option<String>)>> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let doc: toml::Table =
-            toml::from_str(&text).with_context(|| format!("{}: not valid TOML", path.display()))?;
-        let packages = doc.get("package").and_then(toml::Value::as_array);
-        Ok(packages
-            .into_iter()
-            .flatten()
-            .filter_map(toml::Value::as_table)
-            .map(|p| {
-                let s = |k: &str| p.get(k).and_then(toml::Value::as_str).map(str::to_owned);
-                (s("name").unwrap_or_default(), s("source"), s("checksum"))
-            })
-            .collect())
-    };
-    let registries: Vec<String> = lock_sources(ours)?
-        .into_iter()
-        .filter_map(|(_, source, _)| source)
-        .collect();
+    let registries: Vec<String> = locked(ours)?.into_iter().filter_map(|p| p.source).collect();
     let lock = repo.join("Cargo.lock");
-    for (name, source, checksum) in lock_sources(&lock)? {
+    for Locked {
+        name,
+        source,
+        checksum,
+    } in locked(&lock)?
+    {
         let refused = |what: &str| {
             anyhow::anyhow!(
                 "{}: refused: {name} {what}: a rebuild vendors only locked crates of the registry",
@@ -368,6 +354,35 @@ pub fn check_sources(repo: &Path, ours: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// One `[[package]]` of a `Cargo.lock`.
+struct Locked {
+    name: String,
+    source: Option<String>,
+    checksum: Option<String>,
+}
+
+/// The packages of the `Cargo.lock` at `path`.
+fn locked(path: &Path) -> Result<Vec<Locked>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let doc: toml::Table =
+        toml::from_str(&text).with_context(|| format!("{}: not valid TOML", path.display()))?;
+    let packages = doc.get("package").and_then(toml::Value::as_array);
+    Ok(packages
+        .into_iter()
+        .flatten()
+        .filter_map(toml::Value::as_table)
+        .map(|p| {
+            let s = |k: &str| p.get(k).and_then(toml::Value::as_str).map(str::to_owned);
+            Locked {
+                name: s("name").unwrap_or_default(),
+                source: s("source"),
+                checksum: s("checksum"),
+            }
+        })
+        .collect())
 }
 
 /// Writes `bytes` to `out`, mode 0755, through a part file renamed over it.
