@@ -267,7 +267,7 @@ pub fn toolchain_differences(ours: &Path, theirs: &Path) -> Result<Vec<String>> 
 /// the build use anything but the crates `Cargo.lock` names from the registry whose sources
 /// `ours` (the repository's own `Cargo.lock`) names, each with its checksum (which `cargo vendor`
 /// checks): a `.cargo/` folder, a `rust-toolchain` file, a path, git or other-registry dependency,
-/// `[patch]` or `[replace]` in `Cargo.toml`, a locked crate from another source or without a checksum.
+/// `[patch]` or `[replace]` in `Cargo.toml` or a package that names a workspace elsewhere, a locked crate from another source or without a checksum.
 pub fn check_sources(repo: &Path, ours: &Path) -> Result<()> {
     for name in [".cargo", "rust-toolchain", "rust-toolchain.toml"] {
         let path = repo.join(name);
@@ -294,6 +294,12 @@ pub fn check_sources(repo: &Path, ours: &Path) -> Result<()> {
         if doc.contains_key(table) {
             return Err(refuse(format!("it has a [{table}] table")));
         }
+    }
+    let package = doc.get("package").and_then(toml::Value::as_table);
+    if package.is_some_and(|p| p.contains_key("workspace")) {
+        return Err(refuse(
+            "its package names a workspace elsewhere".to_string(),
+        ));
     }
     let mut tables: Vec<(String, &toml::Value)> = Vec::new();
     let kinds = ["dependencies", "dev-dependencies", "build-dependencies"];
@@ -611,6 +617,15 @@ mod tests {
             "locked-path",
             &replace("Cargo.lock", "source = \"registry+", "x = \"registry+"),
             "a path dependency",
+        );
+        refused(
+            "workspace",
+            &replace(
+                "Cargo.toml",
+                "[package]\n",
+                "[package]\nworkspace = \"..\"\n",
+            ),
+            "a workspace elsewhere",
         );
         refused(
             "unchecked",
