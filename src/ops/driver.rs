@@ -89,7 +89,7 @@ pub async fn rebuild(archive: &Path, repo: &Path) -> Result<Ending> {
             archive.display()
         );
     };
-    println!("{carried}");
+    println!("{}", carried.line(Some(archive)));
     let source = tmp.path().join("source");
     driver::check_sources(&source, &repo.join("Cargo.lock"))
         .with_context(|| format!("{}: the driver's sources", archive.display()))?;
