@@ -83,7 +83,7 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
         Command::Verify(a) => {
             ops::sign::check_signature(&a.path, &a.signing.into())?;
             if a.rebuild_driver {
-                ops::driver::rebuild(&a.path).await
+                ops::driver::rebuild(&a.path, repo).await
             } else {
                 ops::verify::verify(&a.path, repo, a.strict)
             }

@@ -2,13 +2,18 @@
 //! machine (`just driver`, `parkbench verify --rebuild-driver`). The crates are vendored on the host
 //! once per `Cargo.lock` (as for the Rust probes), the build runs with no network from a context of
 //! the driver's sources alone ([`SOURCES`]), and the image it leaves holds the one file.
+//!
+//! The toolchain image always comes from the repository of the parkbench that builds (`--repo`):
+//! a rebuild takes only the driver's own sources from an archive ([`check_sources`] refuses those
+//! that could fetch or substitute anything but the locked registry crates).
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 use super::cache::Cache;
-use super::{BuildOptions, artifact, build, context, digest, manifest, pin};
+use super::plan::{Graph, Node};
+use super::{BuildOptions, artifact, build, context, digest, manifest, pin, recipe};
 use crate::engine::{BuildSpec, Engine};
 
 /// What the driver is built from, relative to the repository (or to an archive's `source/`).
@@ -55,12 +60,19 @@ pub enum Fresh {
     Everything,
 }
 
-/// Builds the driver from the sources below `repo` (whose `docker/` and `toolchains/` give the
-/// toolchain image) and writes it to `out`, mode 0755.
-pub async fn build(engine: &Engine, repo: &Path, out: &Path, fresh: Fresh) -> Result<Built> {
+/// Builds the driver from the sources below `repo` in the toolchain image of `toolchain_repo`
+/// (whose `docker/` and `toolchains/` give it; the same folder for `parkbench driver`, the
+/// reviewer's own for a rebuild) and writes it to `out`, mode 0755.
+pub async fn build(
+    engine: &Engine,
+    toolchain_repo: &Path,
+    repo: &Path,
+    out: &Path,
+    fresh: Fresh,
+) -> Result<Built> {
     let no_cache = fresh == Fresh::Everything;
     let cache = Cache::from_env()?;
-    let toolchain = toolchain_image(engine, &cache, repo).await?;
+    let toolchain = toolchain_image(engine, &cache, toolchain_repo).await?;
     let scratch = cache.scratch()?;
     // The tag is named after the sources and the toolchain image; the crates are Cargo.lock's.
     let sources = sources_context(repo, scratch.path())?;
@@ -197,6 +209,188 @@ fn vendored(cache: &Cache, repo: &Path, scratch: &Path) -> Result<PathBuf> {
     Ok(vendor)
 }
 
+/// The files below `repo` that the toolchain image and every image it is built from are made of:
+/// their pins (`toolchains/<pin>.yaml`, and `.lock` where there is one) and their `docker/` folders.
+pub fn toolchain_files(repo: &Path) -> Result<Vec<String>> {
+    let pins = pin::load_all(&repo.join("toolchains"))?;
+    let docker = repo.join("docker");
+    let graph = Graph::new(recipe::discover(&docker)?, &pins)?.only(&[TOOLCHAIN.to_string()])?;
+    let mut files = std::collections::BTreeSet::new();
+    for node in graph.nodes() {
+        for pin in node.pins() {
+            for ext in ["yaml", "lock"] {
+                let file = format!("toolchains/{pin}.{ext}");
+                if ext == "yaml" || repo.join(&file).is_file() {
+                    files.insert(file);
+                }
+            }
+        }
+        if let Node::Recipe(r) = node {
+            let mut folders = vec![docker.join(&r.name), r.base_folder(&docker)];
+            folders.extend(r.shared_files(&docker).into_iter().map(|(_, f)| f));
+            for folder in folders {
+                for entry in walkdir::WalkDir::new(&folder) {
+                    let entry = entry.with_context(|| format!("reading {}", folder.display()))?;
+                    if entry.file_type().is_dir() {
+                        continue;
+                    }
+                    let rel = entry.path().strip_prefix(repo).context("a recipe file")?;
+                    files.insert(rel.to_string_lossy().into_owned());
+                }
+            }
+        }
+    }
+    Ok(files.into_iter().collect())
+}
+
+/// The files the toolchain image is made of (per [`toolchain_files`] of both) that differ between
+/// `ours` and `theirs`, or that one of them lacks: empty when both give the same toolchain image.
+pub fn toolchain_differences(ours: &Path, theirs: &Path) -> Result<Vec<String>> {
+    let mut files = toolchain_files(ours)?;
+    // Their listing may fail (no such pins, a broken recipe): every file of ours is compared anyway.
+    files.extend(toolchain_files(theirs).unwrap_or_default());
+    files.sort();
+    files.dedup();
+    Ok(files
+        .into_iter()
+        .filter(|f| {
+            let read = |root: &Path| std::fs::read(root.join(f)).ok();
+            match (read(ours), read(theirs)) {
+                (Some(a), Some(b)) => a != b,
+                _ => true,
+            }
+        })
+        .collect())
+}
+
+/// Refuses driver sources below `repo` (an archive's `source/`) that could make the host fetch or
+/// the build use anything but the crates `Cargo.lock` names from the registry whose sources
+/// `ours` (the repository's own `Cargo.lock`) names, each with its checksum (which `cargo vendor`
+/// checks): a `.cargo/` folder, a `rust-toolchain` file, a path, git or other-registry dependency,
+/// `[patch]` or `[replace]` in `Cargo.toml` or a package that names a workspace elsewhere, a locked crate from another source or without a checksum.
+pub fn check_sources(repo: &Path, ours: &Path) -> Result<()> {
+    for name in [".cargo", "rust-toolchain", "rust-toolchain.toml"] {
+        let path = repo.join(name);
+        if path.symlink_metadata().is_ok() {
+            bail!(
+                "{}: refused: the driver's sources may not carry it (it could change where cargo \
+                 takes crates or which toolchain builds)",
+                path.display()
+            );
+        }
+    }
+    let manifest = repo.join("Cargo.toml");
+    let text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("reading {}", manifest.display()))?;
+    let doc: toml::Table =
+        toml::from_str(&text).with_context(|| format!("{}: not valid TOML", manifest.display()))?;
+    let refuse = |what: String| -> anyhow::Error {
+        anyhow::anyhow!(
+            "{}: refused: {what}: a rebuild vendors only locked crates of the registry",
+            manifest.display()
+        )
+    };
+    for table in ["patch", "replace"] {
+        if doc.contains_key(table) {
+            return Err(refuse(format!("it has a [{table}] table")));
+        }
+    }
+    let package = doc.get("package").and_then(toml::Value::as_table);
+    if package.is_some_and(|p| p.contains_key("workspace")) {
+        return Err(refuse(
+            "its package names a workspace elsewhere".to_string(),
+        ));
+    }
+    let mut tables: Vec<(String, &toml::Value)> = Vec::new();
+    let kinds = ["dependencies", "dev-dependencies", "build-dependencies"];
+    for kind in kinds {
+        tables.extend(doc.get(kind).map(|v| (kind.to_string(), v)));
+    }
+    if let Some(ws) = doc.get("workspace").and_then(toml::Value::as_table) {
+        tables.extend(
+            ws.get("dependencies")
+                .map(|v| ("workspace.dependencies".into(), v)),
+        );
+    }
+    if let Some(targets) = doc.get("target").and_then(toml::Value::as_table) {
+        for (target, t) in targets {
+            for kind in kinds {
+                let t = t.as_table().and_then(|t| t.get(kind));
+                tables.extend(t.map(|v| (format!("target.{target}.{kind}"), v)));
+            }
+        }
+    }
+    for (at, deps) in tables {
+        for (name, dep) in deps.as_table().into_iter().flatten() {
+            let Some(dep) = dep.as_table() else { continue };
+            for key in ["path", "git", "registry", "registry-index"] {
+                if dep.contains_key(key) {
+                    return Err(refuse(format!("[{at}] {name} has `{key}`")));
+                }
+            }
+        }
+    }
+    let registries: Vec<String> = locked(ours)?.into_iter().filter_map(|p| p.source).collect();
+    let lock = repo.join("Cargo.lock");
+    for Locked {
+        name,
+        source,
+        checksum,
+    } in locked(&lock)?
+    {
+        let refused = |what: &str| {
+            anyhow::anyhow!(
+                "{}: refused: {name} {what}: a rebuild vendors only locked crates of the registry",
+                lock.display()
+            )
+        };
+        match source {
+            None if name == "parkbench" => {}
+            None => return Err(refused("is not from the registry (a path dependency)")),
+            Some(s) if !registries.contains(&s) => {
+                return Err(refused(&format!("comes from {s}")));
+            }
+            Some(_) => {
+                let ok = checksum
+                    .is_some_and(|c| c.len() == 64 && c.bytes().all(|b| b.is_ascii_hexdigit()));
+                if !ok {
+                    return Err(refused("has no checksum"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One `[[package]]` of a `Cargo.lock`.
+struct Locked {
+    name: String,
+    source: Option<String>,
+    checksum: Option<String>,
+}
+
+/// The packages of the `Cargo.lock` at `path`.
+fn locked(path: &Path) -> Result<Vec<Locked>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let doc: toml::Table =
+        toml::from_str(&text).with_context(|| format!("{}: not valid TOML", path.display()))?;
+    let packages = doc.get("package").and_then(toml::Value::as_array);
+    Ok(packages
+        .into_iter()
+        .flatten()
+        .filter_map(toml::Value::as_table)
+        .map(|p| {
+            let s = |k: &str| p.get(k).and_then(toml::Value::as_str).map(str::to_owned);
+            Locked {
+                name: s("name").unwrap_or_default(),
+                source: s("source"),
+                checksum: s("checksum"),
+            }
+        })
+        .collect())
+}
+
 /// Writes `bytes` to `out`, mode 0755, through a part file renamed over it.
 pub fn write_executable(out: &Path, bytes: &[u8]) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -270,5 +464,173 @@ mod tests {
         std::fs::remove_file(moved.join("build.rs")).unwrap();
         let err = build_context(&cache, &moved, &tmp.path().join("scratch3")).unwrap_err();
         assert!(format!("{err:#}").contains("build.rs: missing"), "{err:#}");
+    }
+
+    /// A copy of this repository's toolchain files (every pin, the toolchain image's recipe) and
+    /// driver manifest below `to`.
+    fn toolchain_repo(to: &Path) {
+        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        for dir in ["toolchains", "docker/toolchain-rust"] {
+            std::fs::create_dir_all(to.join(dir)).unwrap();
+            for entry in std::fs::read_dir(here.join(dir)).unwrap() {
+                let entry = entry.unwrap();
+                std::fs::copy(entry.path(), to.join(dir).join(entry.file_name())).unwrap();
+            }
+        }
+        for file in ["Cargo.toml", "Cargo.lock"] {
+            std::fs::copy(here.join(file), to.join(file)).unwrap();
+        }
+    }
+
+    #[test]
+    fn an_archives_own_toolchain_files_are_named_and_never_built_from() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (ours, theirs) = (tmp.path().join("ours"), tmp.path().join("theirs"));
+        toolchain_repo(&ours);
+        toolchain_repo(&theirs);
+        let files = toolchain_files(&ours).unwrap();
+        for file in [
+            "docker/toolchain-rust/Dockerfile",
+            "toolchains/rust.yaml",
+            "toolchains/debian-base.yaml",
+            "toolchains/debian-base.lock",
+        ] {
+            assert!(files.iter().any(|f| f == file), "{file}: {files:?}");
+        }
+        assert!(!files.iter().any(|f| f.contains("go")), "{files:?}");
+        assert_eq!(
+            toolchain_differences(&ours, &theirs).unwrap(),
+            [] as [&str; 0]
+        );
+
+        // A forged toolchain recipe and pin in the archive are named...
+        let dockerfile = theirs.join("docker/toolchain-rust/Dockerfile");
+        let mut text = std::fs::read_to_string(&dockerfile).unwrap();
+        text.push_str("RUN cp /forged /opt/rust/bin/cargo\n");
+        std::fs::write(&dockerfile, text).unwrap();
+        let pin = theirs.join("toolchains/rust.yaml");
+        let text = std::fs::read_to_string(&pin).unwrap();
+        std::fs::write(&pin, text.replacen("sha256: ", "sha256: 0", 1)).unwrap();
+        assert_eq!(
+            toolchain_differences(&ours, &theirs).unwrap(),
+            ["docker/toolchain-rust/Dockerfile", "toolchains/rust.yaml"]
+        );
+        // ...and are not what the toolchain image is made of: that is ours, unchanged.
+        assert_eq!(toolchain_files(&ours).unwrap(), files);
+        for file in &files {
+            let read = |root: &Path| std::fs::read(root.join(file)).unwrap();
+            let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+            assert_eq!(read(&ours), read(here), "{file}");
+        }
+        // Nor does the driver's build context hold any of them.
+        std::fs::create_dir_all(theirs.join("src")).unwrap();
+        std::fs::create_dir_all(theirs.join("results/wait-1m")).unwrap();
+        std::fs::write(theirs.join("src/main.rs"), "fn main() {}\n").unwrap();
+        std::fs::write(theirs.join("build.rs"), "fn main() {}\n").unwrap();
+        std::fs::write(theirs.join("results/wait-1m/study.yaml"), "id: x\n").unwrap();
+        let ctx = sources_context(&theirs, &tmp.path().join("scratch")).unwrap();
+        let mut tar = tar::Archive::new(std::fs::File::open(&ctx.path).unwrap());
+        for entry in tar.entries().unwrap() {
+            let path = entry.unwrap().path().unwrap().display().to_string();
+            assert!(
+                !path.starts_with("docker") && !path.starts_with("toolchains"),
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn driver_sources_that_could_fetch_or_substitute_crates_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ours = tmp.path().join("ours");
+        toolchain_repo(&ours);
+        let lock = ours.join("Cargo.lock");
+        check_sources(&ours, &lock).unwrap();
+        let refused = |name: &str, edit: &dyn Fn(&Path), says: &str| {
+            let theirs = tmp.path().join(name);
+            toolchain_repo(&theirs);
+            edit(&theirs);
+            let err = check_sources(&theirs, &lock).unwrap_err();
+            assert!(format!("{err:#}").contains(says), "{name}: {err:#}");
+        };
+        let append = |file: &'static str, text: &'static str| {
+            move |root: &Path| {
+                let mut old = std::fs::read_to_string(root.join(file)).unwrap();
+                old.push_str(text);
+                std::fs::write(root.join(file), old).unwrap();
+            }
+        };
+        let replace = |file: &'static str, from: &'static str, to: &'static str| {
+            move |root: &Path| {
+                let old = std::fs::read_to_string(root.join(file)).unwrap();
+                assert!(old.contains(from), "{from}");
+                std::fs::write(root.join(file), old.replacen(from, to, 1)).unwrap();
+            }
+        };
+        refused(
+            "config",
+            &|root| {
+                std::fs::create_dir_all(root.join(".cargo")).unwrap();
+                std::fs::write(root.join(".cargo/config.toml"), "").unwrap();
+            },
+            ".cargo: refused",
+        );
+        refused(
+            "toolchain",
+            &|root| std::fs::write(root.join("rust-toolchain.toml"), "").unwrap(),
+            "rust-toolchain.toml: refused",
+        );
+        refused(
+            "git",
+            &append(
+                "Cargo.toml",
+                "\n[dependencies.evil]\ngit = \"https://example.invalid/evil\"\n",
+            ),
+            "evil has `git`",
+        );
+        refused(
+            "path",
+            &append(
+                "Cargo.toml",
+                "\n[build-dependencies]\nevil = { path = \"src/evil\" }\n",
+            ),
+            "evil has `path`",
+        );
+        refused(
+            "patch",
+            &append(
+                "Cargo.toml",
+                "\n[patch.crates-io]\nanyhow = { path = \"x\" }\n",
+            ),
+            "[patch] table",
+        );
+        refused(
+            "locked-git",
+            &replace(
+                "Cargo.lock",
+                "source = \"registry+",
+                "source = \"git+https://example.invalid/evil#0\"\nx = \"registry+",
+            ),
+            "comes from git+",
+        );
+        refused(
+            "locked-path",
+            &replace("Cargo.lock", "source = \"registry+", "x = \"registry+"),
+            "a path dependency",
+        );
+        refused(
+            "workspace",
+            &replace(
+                "Cargo.toml",
+                "[package]\n",
+                "[package]\nworkspace = \"..\"\n",
+            ),
+            "a workspace elsewhere",
+        );
+        refused(
+            "unchecked",
+            &replace("Cargo.lock", "checksum = ", "x = "),
+            "has no checksum",
+        );
     }
 }

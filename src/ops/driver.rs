@@ -1,6 +1,6 @@
 //! `parkbench driver`: the driver built in the pinned Rust toolchain image (what `just driver` runs);
-//! and `parkbench verify --rebuild-driver`: an archive's driver rebuilt from its own `source/` the
-//! same way, and compared with the one it carries.
+//! and `parkbench verify --rebuild-driver`: an archive's driver rebuilt from its own sources in the
+//! toolchain image of the reviewer's repository, and compared with the one it carries.
 
 use std::path::Path;
 use std::time::Instant;
@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 
 use super::Ending;
 use crate::engine::Engine;
-use crate::images::driver::{self, Fresh};
+use crate::images::driver::{self, Fresh, SOURCES};
 use crate::outputs::archive::driver::{MEMBER, PINNED, SELF_CONTAINED};
 use crate::outputs::archive::{self, Unpack};
 
@@ -32,7 +32,7 @@ async fn pinned(repo: &Path, out: &Path, no_cache: bool) -> Result<Ending> {
     } else {
         Fresh::Reuse
     };
-    let built = driver::build(&engine, repo, out, fresh).await?;
+    let built = driver::build(&engine, repo, repo, out, fresh).await?;
     eprintln!(
         "driver: {} in {} ({}, {:.0} s)",
         out.display(),
@@ -69,10 +69,13 @@ fn host_instead(out: &Path, why: &anyhow::Error) -> Result<Ending> {
 }
 
 /// `verify --rebuild-driver`: checks `archive`, unpacks its `source/` in the same pass, rebuilds the
-/// driver from it in the pinned toolchain image (its own crate compiled again; the crates' layer from
-/// the Engine's build cache when this machine built the same crates before) and says whether it is
-/// the file the archive carries; a different file fails.
-pub async fn rebuild(archive: &Path) -> Result<Ending> {
+/// driver from the driver's sources there (refused when they could fetch or substitute anything but
+/// the locked registry crates) in the toolchain image of `repo`, the reviewer's own (never the
+/// archive's: its recipe could forge the result; its own toolchain files, when they differ, are
+/// named), its own crate compiled again (the crates' layer from the Engine's build cache when this
+/// machine built the same crates before), and says whether it is the file the archive carries; a
+/// different file fails.
+pub async fn rebuild(archive: &Path, repo: &Path) -> Result<Ending> {
     let tmp = tempfile::tempdir().context("creating a folder for the archive's sources")?;
     let unpack = Unpack {
         dest: tmp.path().to_owned(),
@@ -86,14 +89,18 @@ pub async fn rebuild(archive: &Path) -> Result<Ending> {
             archive.display()
         );
     };
-    println!("{carried}");
+    println!("{}", carried.line(Some(archive)));
     let source = tmp.path().join("source");
+    driver::check_sources(&source, &repo.join("Cargo.lock"))
+        .with_context(|| format!("{}: the driver's sources", archive.display()))?;
+    let differ = toolchain_note(repo, &source)?;
     let engine = Engine::connect().await?;
     let started = Instant::now();
     let rebuilt = tmp.path().join("rebuilt");
-    let built = driver::build(&engine, &source, &rebuilt, Fresh::Build).await?;
+    let built = driver::build(&engine, repo, &source, &rebuilt, Fresh::Build).await?;
     eprintln!(
-        "rebuilt from the archive's source/ in {:.0} s",
+        "rebuilt from the archive's driver sources ({}) in this repository's toolchain image in {:.0} s",
+        SOURCES.join(", "),
         started.elapsed().as_secs_f64()
     );
     if built.sha256 == carried.sha256 {
@@ -103,7 +110,11 @@ pub async fn rebuild(archive: &Path) -> Result<Ending> {
         );
         return Ok(Ending::Ok);
     }
-    let expected = if carried.record.built_in == PINNED {
+    let expected = if !differ.is_empty() {
+        "the archive was built with another toolchain than this repository's (above), so this \
+         may be that toolchain rather than a forged driver: rebuild with a checkout of the \
+         archive's parkbench version, or do not run it"
+    } else if carried.record.built_in == PINNED {
         "its record says it was built in the pinned toolchain image, so the archive's driver is \
          not the one its sources give: do not run it"
     } else {
@@ -115,4 +126,20 @@ pub async fn rebuild(archive: &Path) -> Result<Ending> {
         built.sha256,
         carried.sha256
     )
+}
+
+/// Says which of the files the toolchain image is made of differ between the reviewer's `repo` and
+/// the archive's `source`, and returns them: the rebuild uses the reviewer's.
+fn toolchain_note(repo: &Path, source: &Path) -> Result<Vec<String>> {
+    let differ = driver::toolchain_differences(repo, source)
+        .with_context(|| format!("reading the toolchain recipe of {}", repo.display()))?;
+    if !differ.is_empty() {
+        eprintln!(
+            "note: the archive's toolchain files differ from this repository's ({}): the rebuild \
+             uses this repository's toolchain image, not the archive's; a different driver may \
+             then mean a different toolchain",
+            differ.join(", ")
+        );
+    }
+    Ok(differ)
 }

@@ -21,7 +21,7 @@ pub fn check(path: &Path) -> Result<Ending> {
     let report = archive::check(path).with_context(|| format!("checking {}", path.display()))?;
     println!("{report}");
     match &report.driver {
-        Some(driver) => println!("{driver}"),
+        Some(driver) => println!("{}", driver.line(Some(path))),
         None => println!("driver: none inside"),
     }
     Ok(Ending::Ok)

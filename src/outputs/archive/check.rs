@@ -119,7 +119,12 @@ mod tests {
         assert_eq!(carried.sha256, sha);
         let line = carried.to_string();
         assert!(line.contains(&format!("sha256 {sha}")), "{line}");
-        assert!(line.contains("--rebuild-driver"), "{line}");
+        assert!(line.contains("--rebuild-driver ARCHIVE`"), "{line}");
+        let named = carried.line(Some(std::path::Path::new("runs/a b.tar.zst")));
+        assert!(
+            named.contains("--rebuild-driver 'runs/a b.tar.zst'`"),
+            "{named}"
+        );
         assert_eq!(check(&fx.write().path).unwrap().driver, None);
 
         let other = crate::images::digest::bytes(b"another driver");

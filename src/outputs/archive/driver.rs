@@ -76,19 +76,33 @@ pub struct Carried {
     pub record: DriverRecord,
 }
 
-impl std::fmt::Display for Carried {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Carried {
+    /// The line `check` prints: the command that rebuilds it names `archive` when given (quoted
+    /// for a shell), else `ARCHIVE`.
+    pub fn line(&self, archive: Option<&std::path::Path>) -> String {
         let r = &self.record;
         let built = if r.built_in == PINNED {
-            "built in the pinned Rust toolchain image: `parkbench verify --rebuild-driver ARCHIVE` rebuilds it"
+            let name = archive
+                .map(|p| p.to_string_lossy().into_owned())
+                .and_then(|p| shlex::try_quote(&p).ok().map(|q| q.into_owned()))
+                .unwrap_or_else(|| "ARCHIVE".to_string());
+            format!(
+                "built in the pinned Rust toolchain image: `parkbench verify --rebuild-driver {name}` rebuilds it"
+            )
         } else {
             "a host build, not the reproducible one: no rebuild is claimed to give the same file"
+                .to_string()
         };
-        write!(
-            f,
+        format!(
             "driver: {MEMBER} sha256 {}, the one {RECORD} names ({} {}, {} linking, {}; {built})",
             self.sha256, r.version, r.target, r.linking, r.rustc,
         )
+    }
+}
+
+impl std::fmt::Display for Carried {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line(None))
     }
 }
 
