@@ -238,6 +238,11 @@ fn locks_are_honoured_drift_is_recorded_and_debs_rebuild_offline() {
     assert_eq!(drift["pin"], "test-rootfs", "{json:#}");
     assert_eq!(drift["moved"][0]["package"], "libc6", "{json:#}");
     assert_eq!(drift["moved"][0]["served"], format!("{}+test1", libc6.1));
+    let stand_in = drift["moved"][0]["sha256"].as_str().unwrap_or_default();
+    assert!(
+        blob(&cache_c, stand_in).is_file(),
+        "the stand-in is recorded: {json:#}"
+    );
     let drifted = drift["sha256"].as_str().unwrap().to_owned();
     assert_ne!(drifted, pinned, "the drifted tar is not the pinned one");
     assert!(

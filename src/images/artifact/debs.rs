@@ -73,6 +73,7 @@ pub fn resolve(
         }
         let served = versions.first().cloned();
         moved.push(Moved {
+            sha256: None,
             package: locked.name.clone(),
             locked: locked.version.clone(),
             served: served.clone(),
@@ -103,6 +104,13 @@ pub fn resolve(
         };
         // A stand-in keeps the locked package's priority: it decides what the variant installs.
         got.priority = locked.priority.clone();
+        // The drift records what stood in, so that an archive can carry what the run installed.
+        if let Some(m) = moved
+            .iter_mut()
+            .find(|m| m.package == got.name && m.served.as_ref() == Some(&got.version))
+        {
+            m.sha256 = Some(got.sha256.clone());
+        }
         if got.version == locked.version && got.sha256 != locked.sha256 {
             return Err(HashMismatch {
                 what: format!("pin {pin}, package {} {}", got.name, got.version),
@@ -491,6 +499,7 @@ mod tests {
     #[test]
     fn the_refusal_names_the_packages_and_both_ways() {
         let moved = [Moved {
+            sha256: None,
             package: "libc6".into(),
             locked: "2.36-9+deb12u14".into(),
             served: Some("2.36-9+deb12u15".into()),

@@ -44,6 +44,10 @@ pub struct Moved {
     /// The version the apt sources serve now; `None` when they serve the package in no version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served: Option<String>,
+    /// sha256 of the served `.deb` that stood in: what the run installed (absent in manifests
+    /// written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 /// How the root filesystem of a pin differs from its lock: the packages that moved, and the tar
@@ -262,6 +266,7 @@ mod tests {
     #[test]
     fn moved_reads_as_an_arrow() {
         let m = Moved {
+            sha256: None,
             package: "libc6".into(),
             locked: "2.36-9+deb12u14".into(),
             served: Some("2.36-9+deb12u15".into()),
