@@ -152,7 +152,7 @@ fn archived_debs(env: &Env, tmp: &Path, cache: &Path, count: usize) -> PathBuf {
     let out = env.run(cache, None, &args);
     eprintln!("archive --with-debs:\n{}", describe(&out));
     assert!(out.status.success(), "{}", describe(&out));
-    let said = format!("carries {count} of the {count} locked .debs of test-rootfs");
+    let said = format!("carries {count} of the {count} .debs the run installed for test-rootfs");
     assert!(text(&out.stderr).contains(&said), "{}", describe(&out));
     let archive = run.with_extension("tar.gz");
     let unpacked = common::archive::unpack(&archive, &tmp.join("unpacked"));
