@@ -152,7 +152,7 @@ fn archived_debs(env: &Env, tmp: &Path, cache: &Path, count: usize) -> PathBuf {
     let out = env.run(cache, None, &args);
     eprintln!("archive --with-debs:\n{}", describe(&out));
     assert!(out.status.success(), "{}", describe(&out));
-    let said = format!("carries {count} of the {count} locked .debs of test-rootfs");
+    let said = format!("carries {count} of the {count} .debs the run installed for test-rootfs");
     assert!(text(&out.stderr).contains(&said), "{}", describe(&out));
     let archive = run.with_extension("tar.gz");
     let unpacked = common::archive::unpack(&archive, &tmp.join("unpacked"));
@@ -238,6 +238,11 @@ fn locks_are_honoured_drift_is_recorded_and_debs_rebuild_offline() {
     assert_eq!(drift["pin"], "test-rootfs", "{json:#}");
     assert_eq!(drift["moved"][0]["package"], "libc6", "{json:#}");
     assert_eq!(drift["moved"][0]["served"], format!("{}+test1", libc6.1));
+    let stand_in = drift["moved"][0]["sha256"].as_str().unwrap_or_default();
+    assert!(
+        blob(&cache_c, stand_in).is_file(),
+        "the stand-in is recorded: {json:#}"
+    );
     let drifted = drift["sha256"].as_str().unwrap().to_owned();
     assert_ne!(drifted, pinned, "the drifted tar is not the pinned one");
     assert!(
@@ -251,13 +256,17 @@ fn locks_are_honoured_drift_is_recorded_and_debs_rebuild_offline() {
     // The .debs a `--with-debs` archive carries, no apt source at all: the pinned tar, bit for bit.
     let debs = archived_debs(&env, tmp.path(), &cache_a, packages.len());
     let cache_d = tmp.path().join("cache-d");
+    // Only the .debs this checkout's lock names by sha256 are taken from an archive.
+    let trusted = packages.iter().map(|(_, _, sha)| sha.clone()).collect();
     let imported = parkbench::images::artifact::import_debs(
         &parkbench::images::cache::Cache::open(&cache_d).unwrap(),
         &debs,
         "a test archive",
+        &trusted,
     )
     .unwrap();
-    assert_eq!(imported, packages.len());
+    assert_eq!(imported.added, packages.len());
+    assert!(imported.refused.is_empty(), "{:?}", imported.refused);
     let none = tmp.path().join("no-sources.list");
     std::fs::write(&none, "# no apt sources\n").unwrap();
     let out = env.run(

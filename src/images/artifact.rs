@@ -9,7 +9,7 @@ mod node;
 mod rootfs;
 mod rust;
 
-pub use debs::import as import_debs;
+pub use debs::{Imported, import as import_debs, locked_sha256s};
 pub use locked::{build_exact as build_from_lock, make as make_lock};
 pub use rootfs::SOURCES_VAR;
 

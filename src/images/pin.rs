@@ -313,15 +313,24 @@ impl Source {
             Source::Mmdebstrap(m) => m.validate(),
             Source::Rustup(r) => r.validate(),
             Source::Pip(p) => {
+                // Both reach pip's command line as `<package>==<version>`.
                 ensure_at!(
-                    !p.package.is_empty(),
+                    is_python_name(&p.package),
                     "package",
-                    "package and version are required"
+                    "package {:?} is not a Python package name (letters, digits and `._-`, \
+                     starting and ending with a letter or digit)",
+                    p.package
                 );
+                let version_ok = p.version.starts_with(|c: char| c.is_ascii_alphanumeric())
+                    && p.version
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || ".+!_-".contains(c));
                 ensure_at!(
-                    !p.version.is_empty(),
+                    version_ok,
                     "version",
-                    "package and version are required"
+                    "version {:?} is not a Python package version (letters, digits and `.+!_-`, \
+                     starting with a letter or digit)",
+                    p.version
                 );
                 check_sha256(&p.sha256)
                     .context("field sha256 (of the wheel)")
@@ -331,17 +340,15 @@ impl Source {
                 ensure_at!(
                     is_package_name(&d.package),
                     "package",
-                    "package {:?} is not a Debian package name",
+                    "package {:?} is not a Debian package name (a lowercase letter or digit, \
+                     then lowercase letters, digits and `+.-`)",
                     d.package
                 );
-                let version_ok = !d.version.is_empty()
-                    && d.version
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || ".+~:-".contains(c));
                 ensure_at!(
-                    version_ok,
+                    lock::is_version(&d.version),
                     "version",
-                    "version {:?} is not a Debian version",
+                    "version {:?} is not a Debian version (a letter or digit, then letters, \
+                     digits and `.+~:-`)",
                     d.version
                 );
                 Ok(())
@@ -362,8 +369,22 @@ impl Source {
 
 impl Mmdebstrap {
     fn validate(&self) -> Result<(), Invalid> {
-        ensure_at!(!self.suite.is_empty(), "suite", "suite is empty");
-        ensure_at!(!self.variant.is_empty(), "variant", "variant is empty");
+        // Both reach mmdebstrap's command line: a value like `--customize-hook=…` would be an
+        // option there, so only plain lowercase words are accepted.
+        ensure_at!(
+            is_word(&self.suite),
+            "suite",
+            "suite {:?} is not a Debian suite name: allowed are lowercase letters, digits, `.` \
+             and `-`, starting with a letter or digit (`bookworm`)",
+            self.suite
+        );
+        ensure_at!(
+            is_word(&self.variant),
+            "variant",
+            "variant {:?} is not an mmdebstrap variant: allowed are lowercase letters, digits, \
+             `.` and `-`, starting with a letter or digit (`minbase`)",
+            self.variant
+        );
         ensure_at!(
             self.source_date_epoch > 0,
             "source_date_epoch",
@@ -373,7 +394,8 @@ impl Mmdebstrap {
             ensure_at!(
                 is_package_name(p),
                 format!("packages[{j}]"),
-                "packages: {p:?} is not a Debian package name"
+                "packages: {p:?} is not a Debian package name (a lowercase letter or digit, \
+                 then lowercase letters, digits and `+.-`)"
             );
         }
         for (j, path) in self.remove.iter().enumerate() {
@@ -508,10 +530,29 @@ fn is_rootfs_path(s: &str) -> bool {
             .all(|part| !part.is_empty() && part != "." && part != ".." && part.bytes().all(safe))
 }
 
+/// A Debian binary package name: at least two characters, a lowercase letter or digit first, then
+/// lowercase letters, digits and `+.-` (so it can never read as a command-line option).
 fn is_package_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+-.".contains(&b))
+    let lower_digit = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    s.len() >= 2
+        && s.bytes().next().is_some_and(lower_digit)
+        && s.bytes().all(|b| lower_digit(b) || b"+-.".contains(&b))
+}
+
+/// A word that goes onto a command line as is (a suite, a variant): `[a-z0-9][a-z0-9.-]*`.
+fn is_word(s: &str) -> bool {
+    let lower_digit = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    s.bytes().next().is_some_and(lower_digit)
+        && s.bytes().all(|b| lower_digit(b) || b"-.".contains(&b))
+}
+
+/// A Python package name as PEP 508 allows it: letters, digits and `._-`, starting and ending
+/// with a letter or digit.
+fn is_python_name(s: &str) -> bool {
+    let alnum = |b: &u8| b.is_ascii_alphanumeric();
+    s.bytes().next().as_ref().is_some_and(alnum)
+        && s.bytes().last().as_ref().is_some_and(alnum)
+        && s.bytes().all(|b| alnum(&b) || b"._-".contains(&b))
 }
 
 #[cfg(test)]

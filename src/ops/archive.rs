@@ -138,34 +138,28 @@ fn deb_members(repo: &Path, run: &RunDir) -> Result<Vec<(String, PathBuf)>> {
             );
             continue;
         };
-        let mut missing = Vec::new();
-        for l in &lock.packages {
-            match cache.get(&l.sha256)? {
-                Some(path) => {
-                    let file = format!(
-                        "{}_{}_{}.deb",
-                        l.name,
-                        l.version.replace(':', "%3a"),
-                        l.arch
-                    );
-                    out.push((format!("{DEBS}/{file}"), path));
-                }
-                None => missing.push(format!("{} {}", l.name, l.version)),
+        // A drifted run installed the served stand-ins, not the locked packages: carry those.
+        let drift = manifest.drift.iter().find(|d| d.pin == pin.name);
+        let (debs, mut missing) = installed_debs(lock, drift);
+        let wanted = debs.len() + missing.len();
+        for (file, sha256) in debs {
+            match cache.get(&sha256)? {
+                Some(path) => out.push((format!("{DEBS}/{file}"), path)),
+                None => missing.push(format!("{file} (not in the cache)")),
             }
         }
         eprintln!(
-            "archive: carries {} of the {} locked .debs of {}{}",
-            lock.packages.len() - missing.len(),
-            lock.packages.len(),
+            "archive: carries {} of the {wanted} .debs the run installed for {}{}{}",
+            wanted - missing.len(),
             pin.name,
+            drift.map_or(String::new(), |d| format!(
+                " ({} of them stand-ins for moved locked packages)",
+                d.moved.len()
+            )),
             match missing.len() {
                 0 => String::new(),
-                n if n > 5 => format!(
-                    " (not in the cache: {}, and {} more)",
-                    missing[..5].join(", "),
-                    n - 5
-                ),
-                _ => format!(" (not in the cache: {})", missing.join(", ")),
+                n if n > 5 => format!("; missing: {}, and {} more", missing[..5].join(", "), n - 5),
+                _ => format!("; missing: {}", missing.join(", ")),
             }
         );
     }
@@ -185,6 +179,33 @@ fn deb_members(repo: &Path, run: &RunDir) -> Result<Vec<(String, PathBuf)>> {
     out.sort();
     out.dedup_by(|a, b| a.0 == b.0);
     Ok(out)
+}
+
+/// The `.deb`s a run installed for a root filesystem with this `lock`, as (archive file name,
+/// sha256): each locked package, or, where the run's `drift` says it moved, the served `.deb`
+/// that stood in. Second, the stand-ins whose sha256 the drift does not record (named).
+fn installed_debs(
+    lock: &pin::Lock,
+    drift: Option<&pin::Drift>,
+) -> (Vec<(String, String)>, Vec<String>) {
+    let file = |name: &str, version: &str, arch: &str| {
+        format!("{name}_{}_{arch}.deb", version.replace(':', "%3a"))
+    };
+    let mut debs = Vec::new();
+    let mut unrecorded = Vec::new();
+    for l in &lock.packages {
+        let moved = drift.and_then(|d| d.moved.iter().find(|m| m.package == l.name));
+        match moved {
+            None => debs.push((file(&l.name, &l.version, &l.arch), l.sha256.clone())),
+            Some(pin::Moved {
+                served: Some(version),
+                sha256: Some(sha256),
+                ..
+            }) => debs.push((file(&l.name, version, &l.arch), sha256.clone())),
+            Some(m) => unrecorded.push(format!("{m} (its sha256 is not recorded in the manifest)")),
+        }
+    }
+    (debs, unrecorded)
 }
 
 /// Whether an image of the manifest has the artifact of pin `name` among its inputs.
@@ -242,4 +263,78 @@ fn sources(repo: &Path) -> Result<Vec<(String, PathBuf)>> {
         out.extend(images::vendored_checksums(&Cache::from_env()?, repo)?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::images::pin::{Drift, Lock, Locked, Moved};
+
+    fn sha(c: char) -> String {
+        c.to_string().repeat(64)
+    }
+
+    fn locked(name: &str, version: &str, c: char) -> Locked {
+        Locked {
+            name: name.into(),
+            version: version.into(),
+            arch: "amd64".into(),
+            priority: "required".into(),
+            sha256: sha(c),
+        }
+    }
+
+    #[test]
+    fn a_drifted_run_carries_the_debs_it_installed() {
+        let lock = Lock::new(vec![
+            locked("libc6", "2.36-9", 'a'),
+            locked("zlib1g", "1:1.2", 'b'),
+        ]);
+        let (debs, unrecorded) = installed_debs(&lock, None);
+        assert_eq!(
+            debs,
+            [
+                ("libc6_2.36-9_amd64.deb".to_string(), sha('a')),
+                ("zlib1g_1%3a1.2_amd64.deb".to_string(), sha('b')),
+            ]
+        );
+        assert!(unrecorded.is_empty());
+        let moved = Moved {
+            package: "libc6".into(),
+            locked: "2.36-9".into(),
+            served: Some("2.36-10".into()),
+            sha256: Some(sha('c')),
+        };
+        let drift = Drift {
+            pin: "debian-base".into(),
+            packages: 2,
+            moved: vec![moved.clone()],
+            sha256: sha('d'),
+        };
+        let (debs, unrecorded) = installed_debs(&lock, Some(&drift));
+        assert_eq!(
+            debs,
+            [
+                ("libc6_2.36-10_amd64.deb".to_string(), sha('c')),
+                ("zlib1g_1%3a1.2_amd64.deb".to_string(), sha('b')),
+            ]
+        );
+        assert!(unrecorded.is_empty());
+        // A manifest that names the stand-in's version but not its sha256: named, never the
+        // locked .deb in its place.
+        let old = Drift {
+            moved: vec![Moved {
+                sha256: None,
+                ..moved
+            }],
+            ..drift
+        };
+        let (debs, unrecorded) = installed_debs(&lock, Some(&old));
+        assert_eq!(debs, [("zlib1g_1%3a1.2_amd64.deb".to_string(), sha('b'))]);
+        assert_eq!(unrecorded.len(), 1);
+        assert!(
+            unrecorded[0].contains("libc6 2.36-9 → 2.36-10"),
+            "{unrecorded:?}"
+        );
+    }
 }

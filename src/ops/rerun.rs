@@ -71,7 +71,13 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         .as_deref()
         .map(|d| lifecycle::rerun_folder(d, &source.path, &source.sha256))
         .transpose()?;
-    let images = images(&source, args.accept_different_binaries, args.strict_build).await?;
+    let images = images(
+        &source,
+        &paths.repo,
+        args.accept_different_binaries,
+        args.strict_build,
+    )
+    .await?;
     // An error or an interrupt from here on still ends with the images removed: here, or by the
     // guard they are held by when this command is dropped.
     let ended = rerun(paths, args, &source, &images, seccomp, resumed, interrupt).await;

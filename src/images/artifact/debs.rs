@@ -73,6 +73,7 @@ pub fn resolve(
         }
         let served = versions.first().cloned();
         moved.push(Moved {
+            sha256: None,
             package: locked.name.clone(),
             locked: locked.version.clone(),
             served: served.clone(),
@@ -103,6 +104,13 @@ pub fn resolve(
         };
         // A stand-in keeps the locked package's priority: it decides what the variant installs.
         got.priority = locked.priority.clone();
+        // The drift records what stood in, so that an archive can carry what the run installed.
+        if let Some(m) = moved
+            .iter_mut()
+            .find(|m| m.package == got.name && m.served.as_ref() == Some(&got.version))
+        {
+            m.sha256 = Some(got.sha256.clone());
+        }
         if got.version == locked.version && got.sha256 != locked.sha256 {
             return Err(HashMismatch {
                 what: format!("pin {pin}, package {} {}", got.name, got.version),
@@ -129,12 +137,33 @@ pub fn resolve(
     Ok(Resolved { debs, moved })
 }
 
-/// Puts every `.deb` of `dir` (an archive's `debs/`) into the cache under its own sha256; a lock
-/// uses one only when it names that sha256. Returns how many were new to the cache.
-pub fn import(cache: &Cache, dir: &Path, from: &str) -> Result<usize> {
-    let mut added = 0;
+/// What [`import`] did with an archive's `.deb`s.
+#[derive(Debug, Default)]
+pub struct Imported {
+    /// How many were new to the cache.
+    pub added: usize,
+    /// The file names of those no trusted lock names by sha256: left out of the cache.
+    pub refused: Vec<String>,
+}
+
+/// Puts every `.deb` of `dir` (an archive's `debs/`) whose sha256 is in `trusted` (the sha256s
+/// of the reviewer's own locks) into the cache under that sha256. The others are refused and left
+/// out: an archive's lock and `.deb`s are its own word, and a `.deb`'s maintainer scripts run as
+/// root when it is installed.
+pub fn import(
+    cache: &Cache,
+    dir: &Path,
+    from: &str,
+    trusted: &std::collections::BTreeSet<String>,
+) -> Result<Imported> {
+    let mut imported = Imported::default();
     for file in deb_files(dir)? {
         let sha256 = digest::file(&file)?;
+        if !trusted.contains(&sha256) {
+            let name = file.file_name().unwrap_or_default().to_string_lossy();
+            imported.refused.push(name.into_owned());
+            continue;
+        }
         if cache.get(&sha256)?.is_some() {
             continue;
         }
@@ -142,9 +171,24 @@ pub fn import(cache: &Cache, dir: &Path, from: &str) -> Result<usize> {
             std::fs::File::open(&file).with_context(|| format!("reading {}", file.display()))?;
         cache.put(&sha256, &format!("{} from {from}", file.display()), reader)?;
         cache.set_provenance(&sha256, &format!("deb from {from}"))?;
-        added += 1;
+        imported.added += 1;
     }
-    Ok(added)
+    Ok(imported)
+}
+
+/// The sha256 of every `.deb` `pins` name: the packages of their locks, and the `.deb` of each
+/// `deb` pin (a kernel).
+pub fn locked_sha256s(pins: &crate::images::pin::Pins) -> std::collections::BTreeSet<String> {
+    use crate::images::pin::Source;
+    let locked = pins
+        .iter()
+        .filter_map(|p| p.lock.as_ref())
+        .flat_map(|l| l.packages.iter().map(|p| p.sha256.clone()));
+    let deb_pins = pins
+        .iter()
+        .filter(|p| p.sources.iter().any(|s| matches!(s, Source::Deb(_))))
+        .map(|p| p.sha256.clone());
+    locked.chain(deb_pins).collect()
 }
 
 /// The message of `--strict-pins` when locked packages moved: which, and the two ways forward.
@@ -392,6 +436,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn import_takes_only_the_debs_a_trusted_lock_names() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (archive, cache) = (tmp.path().join("debs"), tmp.path().join("cache"));
+        std::fs::create_dir_all(&archive).unwrap();
+        let locked = archive.join("libc6_2.36-9_amd64.deb");
+        let crafted = archive.join("evil_1.0_amd64.deb");
+        std::fs::write(&locked, b"the locked package").unwrap();
+        std::fs::write(&crafted, b"a package with a postinst").unwrap();
+        let trusted = std::collections::BTreeSet::from([digest::file(&locked).unwrap()]);
+        let cache = Cache::open(&cache).unwrap();
+        let imported = import(&cache, &archive, "an archive", &trusted).unwrap();
+        assert_eq!(imported.added, 1);
+        assert_eq!(imported.refused, ["evil_1.0_amd64.deb"]);
+        let crafted_sha = digest::file(&crafted).unwrap();
+        assert!(
+            cache.get(&crafted_sha).unwrap().is_none(),
+            "the crafted .deb stays out"
+        );
+        assert!(
+            cache
+                .get(&digest::file(&locked).unwrap())
+                .unwrap()
+                .is_some()
+        );
+        // An archive cannot vouch for its own .deb: trusting nothing imports nothing.
+        let fresh = Cache::open(&tmp.path().join("fresh")).unwrap();
+        let none = import(&fresh, &archive, "an archive", &Default::default()).unwrap();
+        assert_eq!((none.added, none.refused.len()), (0, 2));
+    }
+
+    #[test]
     fn the_index_takes_the_locked_priority() {
         let locked = Locked {
             name: "apt".into(),
@@ -424,6 +499,7 @@ mod tests {
     #[test]
     fn the_refusal_names_the_packages_and_both_ways() {
         let moved = [Moved {
+            sha256: None,
             package: "libc6".into(),
             locked: "2.36-9+deb12u14".into(),
             served: Some("2.36-9+deb12u15".into()),

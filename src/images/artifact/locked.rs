@@ -188,7 +188,8 @@ pub fn make(cache: &Cache, m: &Mmdebstrap) -> Result<Lock> {
         r#"--customize-hook=chroot "$1" dpkg-query -W -f='${{Package}} ${{Version}} ${{Architecture}}\n' > {}"#,
         listing.display()
     ));
-    args.extend([m.suite.clone(), "/dev/null".to_owned()]);
+    // Nothing after `--` is read as an option, whatever the pin or the sources say.
+    args.extend(["--".to_owned(), m.suite.clone(), "/dev/null".to_owned()]);
     args.extend(sources);
     let log = scratch.path().join("mmdebstrap.log");
     let status = Command::new("mmdebstrap")

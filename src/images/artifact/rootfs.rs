@@ -101,6 +101,8 @@ pub fn arguments(name: &str, m: &Mmdebstrap, sources: &[String]) -> Vec<String> 
     ];
     let hooks = hooks.into_iter().chain(remove_hook(&m.remove));
     args.extend(hooks.map(|h| format!("--customize-hook={h}")));
+    // Nothing after `--` is read as an option, whatever the pin or the sources say.
+    args.push("--".to_owned());
     args.push(m.suite.clone());
     args.push("-".to_owned());
     args.extend(sources.iter().cloned());
@@ -443,8 +445,13 @@ deb http://x.example/apt cloud-sdk-bookworm main
             ]
         );
         assert_eq!(
-            args[args.len() - 3..],
-            ["bookworm", "-", "deb http://m.example/debian bookworm main"]
+            args[args.len() - 4..],
+            [
+                "--",
+                "bookworm",
+                "-",
+                "deb http://m.example/debian bookworm main"
+            ]
         );
         // Exactly the hooks toolchains/debian-base.yaml was recorded with: any change to them
         // changes its tar.

@@ -44,6 +44,10 @@ pub struct Moved {
     /// The version the apt sources serve now; `None` when they serve the package in no version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served: Option<String>,
+    /// sha256 of the served `.deb` that stood in: what the run installed (absent in manifests
+    /// written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 /// How the root filesystem of a pin differs from its lock: the packages that moved, and the tar
@@ -130,8 +134,11 @@ impl Lock {
                     i + 1
                 );
             };
+            // Every field reaches a command line (`apt-get download <name>=<version>`): none
+            // may start like an option.
             let word = |w: &str| {
-                !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                w.starts_with(|c: char| c.is_ascii_alphanumeric())
+                    && w.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
             };
             let ok = is_package_name(name) && is_version(version) && word(arch) && word(priority);
             if !ok {
@@ -183,7 +190,7 @@ impl Lock {
 
 /// A Debian version as the lock and `deb` pins write it.
 pub fn is_version(v: &str) -> bool {
-    !v.is_empty()
+    v.starts_with(|c: char| c.is_ascii_alphanumeric())
         && v.chars()
             .all(|c| c.is_ascii_alphanumeric() || ".+~:-".contains(c))
 }
@@ -230,14 +237,36 @@ mod tests {
             let err = format!("{:#}", Lock::parse(&bad.replace("SHA", SHA)).unwrap_err());
             assert!(err.contains(says), "{bad}: {err}");
         }
-        let twice = format!("a 1 amd64 required {SHA}\na 2 amd64 required {SHA}\n");
+        let twice = format!("ab 1 amd64 required {SHA}\nab 2 amd64 required {SHA}\n");
         let err = Lock::parse(&twice).unwrap_err().to_string();
-        assert!(err.contains("a:amd64 is listed twice"), "{err}");
+        assert!(err.contains("ab:amd64 is listed twice"), "{err}");
+    }
+
+    #[test]
+    fn no_field_can_read_as_an_option() {
+        // Each line reaches `apt-get download <name>=<version>`: a leading `-` would be an option.
+        for bad in [
+            "-oAPT::Get::Foo=1 2.36 amd64 optional SHA",
+            "--print-uris 2.36 amd64 optional SHA",
+            "+libc6 2.36 amd64 optional SHA",
+            ".libc6 2.36 amd64 optional SHA",
+            "a 2.36 amd64 optional SHA",
+            "libc6 -2.36 amd64 optional SHA",
+            "libc6 :2.36 amd64 optional SHA",
+            "libc6 2.36 -amd64 optional SHA",
+            "libc6 2.36 amd64 -optional SHA",
+        ] {
+            let err = format!("{:#}", Lock::parse(&bad.replace("SHA", SHA)).unwrap_err());
+            assert!(err.contains("names no Debian package"), "{bad}: {err}");
+        }
+        let good = format!("libstdc++6 1:2.36-9+deb12u14~x amd64 optional {SHA}\n");
+        assert_eq!(Lock::parse(&good).unwrap().packages.len(), 1);
     }
 
     #[test]
     fn moved_reads_as_an_arrow() {
         let m = Moved {
+            sha256: None,
             package: "libc6".into(),
             locked: "2.36-9+deb12u14".into(),
             served: Some("2.36-9+deb12u15".into()),

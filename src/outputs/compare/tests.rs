@@ -532,6 +532,7 @@ fn drifted_root_filesystems_are_named_first() {
         pin: "debian-base".into(),
         packages: 137,
         moved: vec![crate::images::pin::Moved {
+            sha256: None,
             package: "libc6".into(),
             locked: "2.36-9+deb12u14".into(),
             served: Some("2.36-9+deb12u15".into()),

@@ -328,6 +328,7 @@ mod tests {
         let study = Study::default_study();
         let mut m = manifest(&study);
         let moved = |package: &str| Moved {
+            sha256: None,
             package: package.into(),
             locked: "1".into(),
             served: Some("2".into()),
