@@ -108,6 +108,10 @@ fn signatures_cross_between_parkbench_and_ssh_keygen_for_each_kind_of_key() {
             "{}",
             describe(&out)
         );
+        // Published beside the archive, the signature is readable by all.
+        let sig = std::path::PathBuf::from(format!("{}.sig", ours.display()));
+        let mode = std::os::unix::fs::PermissionsExt::mode(&sig.metadata().unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o644, "{}", sig.display());
         let out = openssh_verifies(dir, &allowed, &principal, &ours);
         assert!(
             out.status.success(),

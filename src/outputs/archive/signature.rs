@@ -126,6 +126,10 @@ pub fn sign(archive: &Path, key_path: &Path, key: &PrivateKey) -> Result<Signed>
         .context("encoding the signature")?;
     let out = path_for(archive);
     crate::images::cache::write_atomic(&out, pem.as_bytes())?;
+    // A signature is published beside its archive: readable by all, as ssh-keygen writes it.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o644))
+        .with_context(|| format!("making {} readable", out.display()))?;
     Ok(Signed {
         sig: out,
         key: key_path.to_owned(),
