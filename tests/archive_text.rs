@@ -5,25 +5,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use common::archive::reference_folder;
 use common::*;
 use serde_json::Value;
-
-/// `results/<study>/reference/run.tar.gz` unpacked into `into`, without its SHA256SUMS (so the
-/// altered folder is read, not refused): the run folder.
-fn reference_folder(study: &str, into: &Path) -> PathBuf {
-    let archive = repo().join(format!("results/{study}/reference/run.tar.gz"));
-    let gz = flate2::read::GzDecoder::new(std::fs::File::open(&archive).unwrap());
-    tar::Archive::new(gz).unpack(into).unwrap();
-    let run = std::fs::read_dir(into)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.is_dir())
-        .unwrap();
-    std::fs::remove_file(run.join("SHA256SUMS")).unwrap();
-    run
-}
 
 /// Edits `run.json` of the run folder `run`.
 fn edit_run_json(run: &Path, edit: impl FnOnce(&mut Value)) {

@@ -8,22 +8,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::archive::reference_folder;
 use common::*;
-
-/// `results/<study>/reference/run.tar.gz` unpacked into `into`, without its SHA256SUMS: the run
-/// folder.
-fn reference_folder(study: &str, into: &Path) -> PathBuf {
-    let archive = repo().join(format!("results/{study}/reference/run.tar.gz"));
-    let gz = flate2::read::GzDecoder::new(std::fs::File::open(&archive).unwrap());
-    tar::Archive::new(gz).unpack(into).unwrap();
-    let run = std::fs::read_dir(into)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.is_dir())
-        .unwrap();
-    std::fs::remove_file(run.join("SHA256SUMS")).unwrap();
-    run
-}
 
 /// The reference run of wait-1m with rust-rss-1m's published 0.36 GiB edited to 0.42 (what it
 /// measured), and its report and verdicts written again from the edited study.

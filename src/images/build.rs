@@ -434,11 +434,24 @@ fn write_context<E: Images>(
 /// The crates of `dir`'s Cargo.lock, vendored once per lockfile into the cache; `cargo vendor`
 /// failing is the recipe's fault.
 fn vendored(cache: &Cache, recipe: &Recipe, dir: &Path, scratch: &Path) -> Result<PathBuf> {
+    vendored_with(cache, dir, scratch, |e| {
+        vendor::fault(recipe, Tool::Cargo, e)
+    })
+}
+
+/// The crates of `dir`'s Cargo.lock, vendored once into the cache; a failure to vendor is told by
+/// `fault`.
+pub fn vendored_with(
+    cache: &Cache,
+    dir: &Path,
+    scratch: &Path,
+    fault: impl FnOnce(anyhow::Error) -> anyhow::Error,
+) -> Result<PathBuf> {
     let vendor = vendor_dir(cache, dir)?;
     if !vendor.is_dir() {
         // Vendored into a scratch folder and renamed, so an interrupted vendoring leaves nothing.
         let tmp = scratch.join("vendor");
-        artifact::vendor(dir, &tmp).map_err(|e| vendor::fault(recipe, Tool::Cargo, e))?;
+        artifact::vendor(dir, &tmp).map_err(fault)?;
         let parent = vendor.parent().context("vendor folder")?;
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;

@@ -194,3 +194,18 @@ pub fn saved_image(out: &Path, tags: &[&str], entries: &[Entry], second: Option<
         layer: format!("sha256:{diff}"),
     }
 }
+
+/// `results/<study>/reference/run.tar.gz` unpacked into `into`, without its SHA256SUMS (so an
+/// altered folder is read, not refused): the run folder.
+pub fn reference_folder(study: &str, into: &Path) -> std::path::PathBuf {
+    let archive = super::repo().join(format!("results/{study}/reference/run.tar.gz"));
+    let gz = flate2::read::GzDecoder::new(std::fs::File::open(&archive).unwrap());
+    tar::Archive::new(gz).unpack(into).unwrap();
+    let run = std::fs::read_dir(into)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    std::fs::remove_file(run.join("SHA256SUMS")).unwrap();
+    run
+}
