@@ -168,11 +168,18 @@ fn cpus_of(facts: &EngineFacts) -> Vec<usize> {
 #[derive(Clone)]
 pub struct Engine {
     docker: Docker,
+    /// Podman's Docker-compatible API answers: containers are confined as
+    /// [`Isolation::for_podman`] says.
+    podman: bool,
 }
 
 /// What the Engine says about itself (part of the environment record).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineFacts {
+    /// Which Engine answers: `Docker Engine`, or `Podman Engine` (its Docker-compatible API), as
+    /// its version's components name it; empty in records older than the field (a Docker Engine).
+    #[serde(default)]
+    pub product: String,
     /// Engine version (e.g. `20.10.24+dfsg1`).
     pub version: String,
     /// Engine API version.
@@ -322,6 +329,33 @@ pub struct ContainerOutcome {
     pub elapsed: Duration,
 }
 
+/// The names an Engine's version gives itself among its components.
+pub const DOCKER: &str = "Docker Engine";
+pub const PODMAN: &str = "Podman Engine";
+
+impl EngineFacts {
+    /// `Docker Engine` or `Podman Engine`: a record older than the product's name was a Docker
+    /// Engine's.
+    pub fn product(&self) -> &str {
+        if self.product.is_empty() {
+            DOCKER
+        } else {
+            &self.product
+        }
+    }
+
+    /// Podman's Docker-compatible API answers.
+    pub fn is_podman(&self) -> bool {
+        self.product == PODMAN
+    }
+}
+
+/// Whether a version answer is Podman's: it names itself among its components.
+fn is_podman(version: &bollard::models::SystemVersion) -> bool {
+    let components = version.components.iter().flatten();
+    components.into_iter().any(|c| c.name == PODMAN)
+}
+
 /// How long one request to the Engine may take before it counts as not answering.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -342,7 +376,7 @@ impl Engine {
             .map_err(|e| unreachable(&e))?
             .with_timeout(REQUEST_TIMEOUT);
         docker.ping().await.map_err(|e| unreachable(&e))?;
-        Ok(Self { docker })
+        Self::answering(docker).await
     }
 
     /// Connects to the Engine at `endpoint` (called `name` in messages) and checks it answers.
@@ -391,7 +425,17 @@ impl Engine {
         }
         .map_err(|e| unreachable(&e))?;
         docker.ping().await.map_err(|e| unreachable(&e))?;
-        Ok(Self { docker })
+        Self::answering(docker).await
+    }
+
+    /// The Engine behind a connection that answered: which product it is.
+    async fn answering(docker: Docker) -> Result<Self> {
+        let version = docker
+            .version()
+            .await
+            .context("asking the Engine for its version")?;
+        let podman = is_podman(&version);
+        Ok(Self { docker, podman })
     }
 
     /// Version, API, cgroups, security and storage facts.
@@ -409,6 +453,7 @@ impl Engine {
         let mut runtimes: Vec<String> = i.runtimes.unwrap_or_default().into_keys().collect();
         runtimes.sort();
         Ok(EngineFacts {
+            product: if is_podman(&v) { PODMAN } else { DOCKER }.to_string(),
             version: v.version.unwrap_or_default(),
             api_version: v.api_version.unwrap_or_default(),
             kernel: i.kernel_version.unwrap_or_default(),

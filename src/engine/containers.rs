@@ -40,7 +40,7 @@ impl Engine {
     /// Creates the container of `spec`, not started.
     pub async fn create_container(&self, spec: &ContainerSpec) -> Result<Created<Engine>> {
         let began = Instant::now();
-        let guard = self.create(create_body(spec)).await?;
+        let guard = self.create(create_body(spec, self.podman)).await?;
         Ok(Created {
             guard,
             spec: spec.clone(),
@@ -243,6 +243,16 @@ impl ContainerOutcome {
 /// ([`super::CommandFailed`]); any other refusal is the Engine's.
 fn missing_program(e: BollardError) -> anyhow::Error {
     let message = e.to_string();
+    if message.contains("error setting rlimit") {
+        // runc under Podman: the service asks for its default limits, above its own hard ones.
+        return anyhow::anyhow!(
+            "the Engine could not start a container ({message}): it asks for more open files or \
+             processes than its own service may have. For Podman, set `default_ulimits = \
+             [\"nofile=N:N\", \"nproc=N:N\"]`, with N within the service's hard limits (`ulimit -Hn`, \
+             `ulimit -Hu`), in the [containers] table of its containers.conf, or start the service \
+             with higher hard limits; then run the command again"
+        );
+    }
     if message.contains("executable file not found")
         || message.contains("no such file or directory")
     {
@@ -252,8 +262,11 @@ fn missing_program(e: BollardError) -> anyhow::Error {
     }
 }
 
-fn create_body(spec: &ContainerSpec) -> ContainerCreateBody {
-    let isolation = Isolation::of(spec);
+fn create_body(spec: &ContainerSpec, podman: bool) -> ContainerCreateBody {
+    let isolation = match podman {
+        false => Isolation::of(spec),
+        true => Isolation::of(spec).for_podman(),
+    };
     ContainerCreateBody {
         image: Some(spec.image.clone()),
         cmd: Some(spec.cmd.clone()),
@@ -323,7 +336,7 @@ mod tests {
 
     #[test]
     fn a_probe_container_is_confined() {
-        let body = create_body(&probe_spec());
+        let body = create_body(&probe_spec(), false);
         let host = body.host_config.unwrap();
         assert_eq!(body.user.as_deref(), Some("65534:65534"));
         assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
@@ -365,7 +378,7 @@ mod tests {
             vm_spec(),
             ContainerSpec::command("i", &["go", "version"], "version"),
         ] {
-            let body = create_body(&spec);
+            let body = create_body(&spec, false);
             let host = body.host_config.unwrap();
             assert_eq!(body.user, None, "the image's own user");
             assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
@@ -379,7 +392,7 @@ mod tests {
                 Some(vec!["no-new-privileges:true".to_string()])
             );
         }
-        let vm = create_body(&vm_spec()).host_config.unwrap();
+        let vm = create_body(&vm_spec(), false).host_config.unwrap();
         assert_eq!(vm.binds, Some(vec!["/k:/guest/vmlinuz:ro".to_string()]));
         assert_eq!(
             vm.devices.unwrap()[0].path_on_host.as_deref(),
@@ -388,9 +401,41 @@ mod tests {
     }
 
     #[test]
+    fn on_podman_nothing_but_tmp_is_writable_and_nothing_there_runs() {
+        let spec = probe_spec();
+        let docker = create_body(&spec, false).host_config.unwrap();
+        let podman = create_body(&spec, true).host_config.unwrap();
+        let tmpfs = podman.tmpfs.clone().unwrap();
+        for path in ["/run", "/var/tmp"] {
+            let options: Vec<&str> = tmpfs[path].split(',').collect();
+            assert!(
+                options.contains(&"ro") && options.contains(&"noexec"),
+                "{path}: {tmpfs:?}"
+            );
+        }
+        assert!(tmpfs["/tmp"].split(',').any(|o| o == "noexec"), "{tmpfs:?}");
+        assert_eq!(
+            docker.tmpfs.unwrap().len(),
+            1,
+            "the Docker Engine mounts nothing more"
+        );
+        // Everything else is asked alike of both.
+        assert_eq!(
+            HostConfig {
+                tmpfs: None,
+                ..podman
+            },
+            HostConfig {
+                tmpfs: None,
+                ..docker
+            }
+        );
+    }
+
+    #[test]
     fn the_engines_report_reads_back_as_what_was_asked() {
         let spec = probe_spec();
-        let body = create_body(&spec);
+        let body = create_body(&spec, false);
         let inspected = ContainerInspectResponse {
             config: Some(ContainerConfig {
                 user: body.user.clone(),

@@ -180,6 +180,7 @@ pub fn sampler_json_rss(tasks: u64, rss_kib: u64) -> String {
 impl Containers for FakeEngine {
     async fn facts(&self) -> Result<EngineFacts> {
         Ok(EngineFacts {
+            product: super::DOCKER.into(),
             version: "fake".into(),
             api_version: "1.41".into(),
             kernel: "fake".into(),

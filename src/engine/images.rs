@@ -20,6 +20,22 @@ use tokio_util::io::ReaderStream;
 
 use super::{BuildSpec, Engine, ImageFacts};
 
+/// A tag as the kit writes it (`parkbench/go:…`): Podman names the images it imports, builds and
+/// loads with a registry in front (`docker.io/parkbench/go:…`, `localhost/parkbench/go:…`), which
+/// the Docker Engine leaves out.
+pub(super) fn local_name(tag: &str) -> String {
+    ["docker.io/", "localhost/"]
+        .iter()
+        .find_map(|registry| tag.strip_prefix(registry))
+        .filter(|rest| rest.contains('/'))
+        .unwrap_or(tag)
+        .to_string()
+}
+
+fn local_names(tags: Vec<String>) -> Vec<String> {
+    tags.iter().map(|t| local_name(t)).collect()
+}
+
 impl Engine {
     /// The image behind a tag, or `None` when there is no such tag.
     pub async fn image(&self, tag: &str) -> Result<Option<ImageFacts>> {
@@ -52,8 +68,23 @@ impl Engine {
             .tag(tag)
             .build();
         let mut stream = self.docker.create_image(Some(options), Some(body), None);
+        let mut id = None;
         while let Some(info) = stream.next().await {
-            info.with_context(|| format!("importing {} as {repo}:{tag}", rootfs.display()))?;
+            let info =
+                info.with_context(|| format!("importing {} as {repo}:{tag}", rootfs.display()))?;
+            id = info.status.filter(|s| s.starts_with("sha256:")).or(id);
+        }
+        // Podman files an import as `repo:latest` whatever tag was asked for: the tag is set on the
+        // ID the import reports, and a `latest` the Engine added on its own is taken off again.
+        let Some(id) = id else { return Ok(()) };
+        let wanted = format!("{repo}:{tag}");
+        let tags = self.repo_tags(&id).await?.unwrap_or_default();
+        if !tags.contains(&wanted) {
+            self.set_tag(&id, &wanted).await?;
+            let latest = format!("{repo}:latest");
+            if tag != "latest" && tags.contains(&latest) {
+                self.remove_tag(&latest).await?;
+            }
         }
         Ok(())
     }
@@ -150,7 +181,7 @@ impl Engine {
             .list_images(None::<bollard::query_parameters::ListImagesOptions>)
             .await
             .context("listing images")?;
-        let tags = images.into_iter().flat_map(|i| i.repo_tags);
+        let tags = images.into_iter().flat_map(|i| local_names(i.repo_tags));
         // An untagged image is listed with this placeholder.
         Ok(tags.filter(|t| t != "<none>:<none>").collect())
     }
@@ -166,7 +197,10 @@ impl Engine {
             .list_images(Some(options))
             .await
             .context("listing images")?;
-        Ok(images.into_iter().flat_map(|i| i.repo_tags).collect())
+        Ok(images
+            .into_iter()
+            .flat_map(|i| local_names(i.repo_tags))
+            .collect())
     }
 
     /// Removes every image whose tags start with `repo_prefix/` (e.g. `parkbench/`); returns the tags removed.
@@ -214,7 +248,7 @@ impl Engine {
                 let named = line
                     .strip_prefix("Loaded image ID: ")
                     .or_else(|| line.strip_prefix("Loaded image: "));
-                loaded.extend(named.map(|n| n.trim().to_string()));
+                loaded.extend(named.map(|n| local_name(n.trim())));
             }
         }
         Ok(loaded)
@@ -231,7 +265,8 @@ impl Engine {
         Ok(images
             .into_iter()
             .map(|i| {
-                let tags = i.repo_tags.into_iter().filter(|t| t != "<none>:<none>");
+                let tags = local_names(i.repo_tags).into_iter();
+                let tags = tags.filter(|t| t != "<none>:<none>");
                 (i.id, tags.collect())
             })
             .collect())
@@ -264,7 +299,7 @@ impl Engine {
     /// such image.
     pub async fn repo_tags(&self, reference: &str) -> Result<Option<Vec<String>>> {
         match self.docker.inspect_image(reference).await {
-            Ok(img) => Ok(Some(img.repo_tags.unwrap_or_default())),
+            Ok(img) => Ok(Some(local_names(img.repo_tags.unwrap_or_default()))),
             Err(BollardError::DockerResponseServerError {
                 status_code: 404, ..
             }) => Ok(None),

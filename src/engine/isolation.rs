@@ -20,6 +20,9 @@ pub const NOBODY: &str = "65534:65534";
 pub const TMP: &str = "/tmp";
 pub const TMP_OPTIONS: &str = "size=256m,nosuid,nodev";
 
+/// The tmpfs mounts Podman adds, writable, to a container with a read-only root.
+const PODMAN_WRITABLE: [&str; 2] = ["/run", "/var/tmp"];
+
 /// `no-new-privileges`: nothing the container runs can gain a privilege by exec (set-user-ID
 /// files, file capabilities).
 const NO_NEW_PRIVILEGES: &str = "no-new-privileges:true";
@@ -70,6 +73,20 @@ impl Isolation {
             no_new_privileges: true,
             privileged: false,
         }
+    }
+
+    /// The same confinement on Podman, whose API leaves two things of a read-only root otherwise:
+    /// it mounts writable tmpfs on `/run` and `/var/tmp` (here read-only, and empty, as the image's
+    /// would be), and does not add `noexec` to a tmpfs as the Docker Engine does (here asked for).
+    pub fn for_podman(mut self) -> Isolation {
+        if let Some(tmp) = self.tmpfs.get_mut(TMP) {
+            *tmp = format!("{tmp},noexec");
+        }
+        for path in PODMAN_WRITABLE {
+            self.tmpfs
+                .insert(path.into(), "ro,nosuid,nodev,noexec".into());
+        }
+        self
     }
 
     /// The Engine's settings for this confinement; a seccomp profile (its JSON) replaces the

@@ -256,7 +256,7 @@ fn environment_labels(e: &Environment) -> Vec<(String, String)> {
                 .unwrap_or_else(|| "not visible".into()),
         ),
         (
-            "Docker Engine".into(),
+            e.engine.product().into(),
             format!("{} (API {})", e.engine.version, e.engine.api_version),
         ),
         (
@@ -269,6 +269,9 @@ fn environment_labels(e: &Environment) -> Vec<(String, String)> {
             crate::run::seccomp::describe(e.seccomp.as_ref()),
         ),
     ];
+    if !e.container.limits.is_empty() {
+        out.push(("Container limits".into(), e.container.limits.clone()));
+    }
     for (k, v) in &e.toolchains {
         out.push((k.clone(), v.lines().next().unwrap_or_default().to_string()));
     }

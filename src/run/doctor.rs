@@ -66,18 +66,23 @@ pub async fn run(cache_dir: &Path) -> Vec<Check> {
 async fn engine_checks() -> Vec<Check> {
     let engine = match Engine::connect().await {
         Ok(e) => e,
-        Err(e) => return vec![check("Docker Engine", false, format!("{e:#}"))],
+        Err(e) => return vec![check("Engine", false, format!("{e:#}"))],
     };
     let facts = match engine.facts().await {
         Ok(f) => f,
-        Err(e) => return vec![check("Docker Engine", false, format!("{e:#}"))],
+        Err(e) => return vec![check("Engine", false, format!("{e:#}"))],
     };
     let seccomp = facts.security_options.iter().any(|o| o.contains("seccomp"));
     let mut out = vec![
         check(
-            "Docker Engine",
+            "Engine",
             true,
-            format!("{} (API {})", facts.version, facts.api_version),
+            format!(
+                "{} {} (API {})",
+                facts.product(),
+                facts.version,
+                facts.api_version
+            ),
         ),
         check(
             "cgroups",
@@ -337,7 +342,7 @@ fn host_lines(row: &HostRow) -> Vec<Vec<String>> {
     };
     let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
     let mut lines = vec![
-        line("reachable", format!("yes, Engine {}", f.version)),
+        line("reachable", format!("yes, {} {}", f.product(), f.version)),
         line("API version", f.api_version.clone()),
         line(
             "cgroup version",
@@ -388,6 +393,7 @@ mod tests {
     #[test]
     fn a_host_that_does_not_answer_fails_its_row_by_name_one_without_images_says_so() {
         let facts = EngineFacts {
+            product: crate::engine::DOCKER.into(),
             version: "29.1".into(),
             api_version: "1.52".into(),
             kernel: "6.1.0".into(),

@@ -90,6 +90,11 @@ pub struct ContainerView {
     pub cpus_allowed: String,
     /// First line of `ldd --version` (the image's glibc).
     pub glibc: String,
+    /// The open-files and processes limits a container process starts with, soft:hard (`nofile
+    /// 1048576:1048576, nproc unlimited:unlimited`): Engines set them differently (the Docker
+    /// Engine passes on its own, Podman sets its defaults). Empty in records older than the field.
+    #[serde(default)]
+    pub limits: String,
 }
 
 /// Takes the environment record, running one short container from `probe_image`, confined as a
@@ -109,21 +114,27 @@ pub async fn record(
     for img in &manifest.images {
         toolchains.extend(locked_runtimes(&docker, &img.name));
     }
-    let script = "uname -a; grep Cpus_allowed_list /proc/self/status | cut -f2; ldd --version 2>&1 | head -n1";
+    let script = "uname -a; grep Cpus_allowed_list /proc/self/status | cut -f2; \
+                  ldd --version 2>&1 | head -n1; grep -E '^Max (open files|processes) ' /proc/self/limits";
     let view = process::Host::confine(
         ContainerSpec::command(probe_image, &["/bin/sh", "-c", script], "env"),
         protocol,
     );
+    let facts = engine.facts().await?;
+    let isolation = match facts.is_podman() {
+        false => Isolation::of(&view),
+        true => Isolation::of(&view).for_podman(),
+    };
     Ok(Environment {
         recorded_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         parkbench_version: env!("CARGO_PKG_VERSION").into(),
         host: host(),
-        engine: engine.facts().await?,
+        engine: facts,
         images: manifest.clone(),
         toolchains,
         container: container_view(engine, &view).await?,
         seccomp: None,
-        isolation: Some(Isolation::of(&view)),
+        isolation: Some(isolation),
     })
 }
 
@@ -136,7 +147,26 @@ async fn container_view(engine: &impl Containers, spec: &ContainerSpec) -> Resul
         uname: lines.next().unwrap_or_default(),
         cpus_allowed: lines.next().unwrap_or_default(),
         glibc: lines.next().unwrap_or_default(),
+        limits: limits(lines),
     })
+}
+
+/// `nofile S:H, nproc S:H` from the `Max open files` and `Max processes` lines of
+/// `/proc/self/limits` (soft, hard, units).
+fn limits(lines: impl Iterator<Item = String>) -> String {
+    let mut out = Vec::new();
+    for line in lines {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (name, rest) = match words.as_slice() {
+            ["Max", "open", "files", rest @ ..] => ("nofile", rest),
+            ["Max", "processes", rest @ ..] => ("nproc", rest),
+            _ => continue,
+        };
+        if let [soft, hard, ..] = rest {
+            out.push(format!("{name} {soft}:{hard}"));
+        }
+    }
+    out.join(", ")
 }
 
 /// The async runtimes a Rust image's Cargo.lock pins, whose versions a run records beside the
@@ -370,6 +400,18 @@ fn meminfo_total(text: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_containers_limits_are_read_soft_and_hard_from_proc_self_limits() {
+        let proc_limits = "Max processes             unlimited            unlimited            processes\n\
+                           Max open files            1024                 524288               files";
+        let lines = proc_limits.lines().map(str::to_owned);
+        assert_eq!(
+            limits(lines),
+            "nproc unlimited:unlimited, nofile 1024:524288"
+        );
+        assert_eq!(limits(std::iter::empty()), "");
+    }
 
     #[test]
     fn parses_os_release_and_meminfo() {

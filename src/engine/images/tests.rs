@@ -41,3 +41,17 @@ fn what_a_load_added_or_moved_is_told_from_what_others_made() {
     );
     assert_eq!(others, ["mine:1", "sha256:built", "someone/else:2"]);
 }
+
+#[test]
+fn podmans_registry_prefix_is_taken_off_the_kits_tags_and_nothing_else() {
+    assert_eq!(local_name("docker.io/parkbench/go:1"), "parkbench/go:1");
+    assert_eq!(local_name("localhost/parkbench/go:1"), "parkbench/go:1");
+    assert_eq!(local_name("parkbench/go:1"), "parkbench/go:1");
+    // A registry's own short name keeps its registry: it is not one of the kit's tags.
+    assert_eq!(local_name("docker.io/debian:12"), "docker.io/debian:12");
+    assert_eq!(
+        local_name("example.org/parkbench/go:1"),
+        "example.org/parkbench/go:1"
+    );
+    assert_eq!(local_name("<none>:<none>"), "<none>:<none>");
+}
