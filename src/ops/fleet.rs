@@ -370,6 +370,7 @@ fn new_host(s: &Surveyed, shard: Option<crate::run::shard::Shard>) -> HostRecord
         folder: record::folder_name(&s.entry.name),
         address: s.entry.endpoint.url(),
         class: s.class.clone(),
+        engine: format!("{} {}", s.facts.product(), s.facts.version),
         plain_tcp: s.entry.endpoint.is_plain_tcp(),
         boot_id: s.boot_id.clone(),
         shard,

@@ -346,13 +346,10 @@ impl Summary {
     }
 
     /// The processes a cell was to have: the planned count, or as many as it ran when processes
-    /// came on demand.
+    /// came on demand or several runs were merged (hosts, shards, reruns: each its repeats).
     pub fn processes_of(&self, cell: &Cell) -> usize {
         let planned = self.repeats as usize;
-        match self.precision.is_empty() {
-            true => planned,
-            false => planned.max(cell.valid + cell.invalid),
-        }
+        planned.max(cell.valid + cell.invalid)
     }
 
     /// The all-scale summary of a probe, if the study has it.

@@ -184,7 +184,10 @@ fn fleet_deviations(fleet: &FleetRecord) -> Vec<String> {
         if fleet.hosts.len() == 1 { "" } else { "s" },
         fleet.mode,
         (fleet.hosts.iter())
-            .map(|h| format!("{} ({})", h.name, h.class))
+            .map(|h| match h.engine.is_empty() {
+                true => format!("{} ({})", h.name, h.class),
+                false => format!("{} ({}; {})", h.name, h.class, h.engine),
+            })
             .collect::<Vec<_>>()
             .join(", ")
     )];

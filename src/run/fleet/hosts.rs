@@ -19,6 +19,16 @@ pub use file::{HostSpec, HostsFile, Tls, TlsPaths};
 /// The name of a hosts file, in a study's folder or in the user's configuration folder.
 pub const HOSTS_FILE: &str = "hosts.yaml";
 
+/// The name of Podman's Docker-compatible API on this machine, and where its rootful service
+/// listens when started by its systemd socket unit.
+pub const PODMAN: &str = "podman";
+const PODMAN_ROOTFUL: &str = "/run/podman/podman.sock";
+
+fn effective_uid_is_root() -> bool {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// One host of a fleet: the name it was given and how to reach its Engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostEntry {
@@ -40,6 +50,10 @@ pub struct Sources {
     pub cert_path: Option<PathBuf>,
     /// `$DOCKER_HOST`: where `local` is.
     pub docker_host: Option<String>,
+    /// Where `podman` is, unless a hosts file or a context names it: the socket of Podman's own
+    /// `podman.socket` unit, rootful (`/run/podman/podman.sock`) for root, else the user's
+    /// (`$XDG_RUNTIME_DIR/podman/podman.sock`).
+    pub podman_socket: Option<PathBuf>,
 }
 
 impl Sources {
@@ -63,6 +77,10 @@ impl Sources {
                 .collect(),
             cert_path: var("DOCKER_CERT_PATH"),
             docker_host: std::env::var("DOCKER_HOST").ok().filter(|h| !h.is_empty()),
+            podman_socket: match effective_uid_is_root() {
+                true => Some(PathBuf::from(PODMAN_ROOTFUL)),
+                false => var("XDG_RUNTIME_DIR").map(|d| d.join("podman/podman.sock")),
+            },
         }
     }
 }
@@ -142,6 +160,15 @@ fn endpoint_of(
     if let Some(endpoint) = contexts.endpoint(name, allow_plain_tcp)? {
         return Ok(endpoint);
     }
+    if name == PODMAN {
+        let Some(socket) = &sources.podman_socket else {
+            bail!(
+                "host `podman`: no socket for it (XDG_RUNTIME_DIR is not set); name its socket \
+                 instead (`--hosts unix:///…/podman.sock`) or in a hosts file (docs/fleet.md, Podman)"
+            );
+        };
+        return Ok(Endpoint::Unix(socket.clone()));
+    }
     bail!("{}", unknown(name, &contexts, files))
 }
 
@@ -187,7 +214,7 @@ fn from_files(
 fn unknown(name: &str, contexts: &context::Contexts, files: &[file::Loaded]) -> String {
     let known = contexts.names();
     let mut message = format!(
-        "no host `{name}`: it is not `local`, not a URL (unix:///…, tcp://host:port, \
+        "no host `{name}`: it is not `local` or `podman`, not a URL (unix:///…, tcp://host:port, \
          ssh://user@host), not a Docker context ({}: {}) and not a name in a hosts file",
         contexts.folder_display(),
         list(&known)

@@ -37,6 +37,10 @@ pub struct HostRecord {
     pub address: String,
     /// Its hardware class (CPU model, logical CPUs, memory band, kernel).
     pub class: String,
+    /// Its Engine and version (`Docker Engine 20.10.24`, `Podman Engine 4.3.1`); empty in records
+    /// older than the field.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub engine: String,
     /// Reached over `tcp://` without TLS (`--allow-plain-tcp`); the report warns.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub plain_tcp: bool,
@@ -211,6 +215,7 @@ mod tests {
                 class: "X".into(),
                 plain_tcp: false,
                 boot_id: "id".into(),
+                engine: String::new(),
                 shard: Some(Shard { index: 1, count: 2 }),
                 status: HostStatus::Lost,
                 reason: Some("host `b` stopped answering: gone".into()),

@@ -44,6 +44,7 @@ fn setup() -> Setup {
         ],
         cert_path: None,
         docker_host: None,
+        podman_socket: Some(PathBuf::from("/run/user/1000/podman/podman.sock")),
     };
     Setup { dir, sources }
 }
@@ -335,4 +336,29 @@ fn a_name_two_files_or_a_file_and_a_context_define_differently_is_refused_naming
     );
     s.write("study", "hosts:\n  box:\n    context: box\n");
     assert!(s.resolve(&["box"], false).is_ok());
+}
+
+#[test]
+fn podman_is_its_own_socket_unless_a_hosts_file_names_it() {
+    let s = setup();
+    let hosts = resolve_in(&["local".into(), "podman".into()], &s.sources, false).unwrap();
+    assert_eq!(
+        hosts[1].endpoint,
+        Endpoint::Unix("/run/user/1000/podman/podman.sock".into())
+    );
+    s.write(
+        "user",
+        "hosts:\n  podman: {url: unix:///var/tmp/p/podman.sock}\n",
+    );
+    let hosts = resolve_in(&["podman".into()], &s.sources, false).unwrap();
+    assert_eq!(
+        hosts[0].endpoint,
+        Endpoint::Unix("/var/tmp/p/podman.sock".into())
+    );
+    let none = Sources {
+        podman_socket: None,
+        ..setup().sources
+    };
+    let e = resolve_in(&["podman".into()], &none, false).unwrap_err();
+    assert!(format!("{e:#}").contains("unix:///…/podman.sock"), "{e:#}");
 }
