@@ -129,7 +129,7 @@ impl Drop for ExtraEngine {
 }
 
 /// SIGTERM to the group, then SIGKILL after 20 s.
-fn stop(child: &mut Child) {
+pub fn stop(child: &mut Child) {
     signal_group(child.id(), libc::SIGTERM);
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
@@ -152,7 +152,7 @@ fn signal_group(pid: u32, signal: i32) {
 }
 
 /// Unmounts whatever a killed Engine left mounted under `dir` (overlay layers, its exec root).
-fn unmount_under(dir: &Path) {
+pub fn unmount_under(dir: &Path) {
     let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
         return;
     };

@@ -3,6 +3,7 @@
 
 pub mod archive;
 pub mod dockerd;
+pub mod podman;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
