@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use endpoint::{Endpoint, TlsFiles};
 pub use guard::{ContainerGuard, Created, settle};
-pub use images::ImageGuard;
+pub use images::{ImageGuard, local_name};
 pub use isolation::{Isolation, NOBODY, TMP, TMP_OPTIONS};
 pub use volumes::{RunningContainer, VolumeFacts, VolumeGuard};
 

@@ -23,7 +23,7 @@ use super::{BuildSpec, Engine, ImageFacts};
 /// A tag as the kit writes it (`parkbench/go:…`): Podman names the images it imports, builds and
 /// loads with a registry in front (`docker.io/parkbench/go:…`, `localhost/parkbench/go:…`), which
 /// the Docker Engine leaves out.
-pub(super) fn local_name(tag: &str) -> String {
+pub fn local_name(tag: &str) -> String {
     ["docker.io/", "localhost/"]
         .iter()
         .find_map(|registry| tag.strip_prefix(registry))

@@ -10,6 +10,8 @@
 //!   its name (the image ID); `<64 hex>/` with `VERSION`, `json` and `layer.tar` for each layer, where a
 //!   `layer.tar` may be a symbolic link to another layer's (`../<64 hex>/layer.tar`), as the Engine
 //!   writes a repeated layer; `repositories`, the tags again, left out of the loaded copy;
+//! - Podman's form of the older layout: each layer as `<64 hex>.tar`, named by its own sha256 (which
+//!   it must hash to), the layers' `layer.tar` links to it (`../<64 hex>.tar`);
 //! - the OCI layout (Engines from 25 on): `oci-layout`, `index.json` (its image names are rewritten in
 //!   the copy), and `blobs/sha256/<64 hex>`, each of which must hash to its name.
 //!
@@ -203,7 +205,8 @@ impl<'a> Pass<'a> {
     /// configuration and every layer, and every link's target.
     fn image(&mut self, shown: &str) -> Result<SavedImage> {
         for (link, target) in &self.links {
-            // The form is checked already: `../<64 hex>/layer.tar`, beside the link's own folder.
+            // The form is checked already: `../<64 hex>/layer.tar` or `../<64 hex>.tar`, beside
+            // the link's own folder.
             let resolved = target.trim_start_matches("../");
             ensure!(
                 self.files.contains(resolved),
@@ -220,7 +223,9 @@ impl<'a> Pass<'a> {
             entries.len()
         );
         let entry = entries.remove(0);
-        let id = self_named(&entry.config).with_context(|| {
+        // A configuration, never a layer: `<64 hex>.json` or an OCI blob.
+        let configuration = Some(&entry.config).filter(|c| !c.ends_with(".tar"));
+        let id = configuration.and_then(|c| self_named(c)).with_context(|| {
             format!(
                 "{shown}: manifest.json names the configuration {:?}",
                 entry.config
@@ -314,9 +319,11 @@ impl<R: Read> Read for Hashing<R> {
     }
 }
 
-/// The hash a member's name says it has: `<64 hex>.json` (a configuration) or `blobs/sha256/<64 hex>`.
+/// The hash a member's name says it has: `<64 hex>.json` (a configuration), `<64 hex>.tar` (a layer,
+/// as Podman names it) or `blobs/sha256/<64 hex>`.
 fn self_named(name: &str) -> Option<&str> {
     name.strip_suffix(".json")
+        .or_else(|| name.strip_suffix(".tar"))
         .filter(|h| is_hex64(h))
         .or_else(|| name.strip_prefix("blobs/sha256/").filter(|h| is_hex64(h)))
 }
@@ -331,7 +338,7 @@ fn member_allowed(name: &str, kind: EntryType, link: Option<&str>) -> Result<Opt
         (EntryType::Regular, ["manifest.json" | "repositories" | "index.json" | "oci-layout"]) => {
             true
         }
-        (EntryType::Regular, [config]) => config.strip_suffix(".json").is_some_and(is_hex64),
+        (EntryType::Regular, [file]) => self_named(file).is_some(),
         (EntryType::Regular, [dir, "VERSION" | "json" | "layer.tar"]) => is_hex64(dir),
         (EntryType::Regular, ["blobs", "sha256", blob]) => is_hex64(blob),
         (EntryType::Symlink, [dir, "layer.tar"]) if is_hex64(dir) => {
@@ -339,10 +346,13 @@ fn member_allowed(name: &str, kind: EntryType, link: Option<&str>) -> Result<Opt
             let ok = target.as_deref().is_some_and(|t| {
                 matches!(t.split('/').collect::<Vec<_>>().as_slice(),
                     ["..", other, "layer.tar"] if is_hex64(other))
+                    || matches!(t.split('/').collect::<Vec<_>>().as_slice(),
+                    ["..", layer] if layer.strip_suffix(".tar").is_some_and(is_hex64))
             });
             ensure!(
                 ok,
-                "the link {name} points at {target:?}, not at another layer's layer.tar"
+                "the link {name} points at {target:?}, not at another layer's layer.tar or a \
+                 layer file"
             );
             return Ok(target);
         }

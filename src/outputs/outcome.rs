@@ -256,8 +256,13 @@ fn environment_labels(e: &Environment) -> Vec<(String, String)> {
                 .unwrap_or_else(|| "not visible".into()),
         ),
         (
-            e.engine.product().into(),
-            format!("{} (API {})", e.engine.version, e.engine.api_version),
+            "Engine".into(),
+            format!(
+                "{} {} (API {})",
+                e.engine.product(),
+                e.engine.version,
+                e.engine.api_version
+            ),
         ),
         (
             "cgroups".into(),

@@ -275,3 +275,45 @@ fn the_oci_layout_is_read_and_its_copy_names_one_image() {
     let e = refused(&bad);
     assert!(e.contains("not its name"), "{e}");
 }
+
+/// An image file in Podman's form: the layer as `<its sha256>.tar`, its folder's `layer.tar` a link to it.
+fn podman_image(layer_data: &[u8], layer_name: Option<&str>) -> Vec<Member> {
+    let layer = hex::encode(Sha256::digest(layer_data));
+    let layer_name = layer_name.map_or(format!("{layer}.tar"), str::to_string);
+    let config = br#"{"architecture":"amd64","os":"linux"}"#;
+    let id = hex::encode(Sha256::digest(config));
+    let manifest = serde_json::json!([{
+        "Config": format!("{id}.json"),
+        "RepoTags": ["docker.io/parkbench/go:1"],
+        "Layers": [&layer_name],
+    }]);
+    vec![
+        file(&layer_name, layer_data),
+        file(&format!("{id}.json"), config),
+        Member {
+            name: format!("{LAYER}/layer.tar"),
+            kind: EntryType::Symlink,
+            data: vec![],
+            link: Some(format!("../{layer_name}")),
+        },
+        file(&format!("{LAYER}/VERSION"), b"1.0"),
+        file(&format!("{LAYER}/json"), b"{}"),
+        file("manifest.json", manifest.to_string().as_bytes()),
+        file("repositories", br#"{"docker.io/parkbench/go":{"1":"x"}}"#),
+    ]
+}
+
+#[test]
+fn podmans_layer_files_are_read_and_each_must_hash_to_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), &podman_image(&[7u8; 1024], None));
+    let image = inspect(&path).unwrap();
+    assert_eq!(image.tags, ["docker.io/parkbench/go:1"]);
+    let copy = dir.path().join("copy.tar");
+    quarantine(&path, "parkbench-rerun/a/go:1", &copy).unwrap();
+    assert_eq!(inspect(&copy).unwrap().tags, ["parkbench-rerun/a/go:1"]);
+
+    let altered = format!("{}.tar", hex::encode(Sha256::digest([8u8; 1024])));
+    let e = refused(&podman_image(&[7u8; 1024], Some(&altered)));
+    assert!(e.contains("not its name"), "{e}");
+}

@@ -83,10 +83,10 @@ pub async fn load(
 }
 
 /// Refuses an exported image that names any tag but `tag` (or none): the tag inside the file must
-/// be the one the archive's manifest names.
+/// be the one the archive's manifest names (with the registry Podman puts in front of it, or not).
 pub fn check_saved_tags(name: &str, tag: &str, tags: &[String]) -> Result<()> {
     ensure!(
-        tags == [tag],
+        tags.len() == 1 && crate::engine::local_name(&tags[0]) == tag,
         "images/{name}.tar names the tag(s) [{}], but the archive's manifest names only {tag}: \
          refused, the archive was altered",
         tags.join(", ")

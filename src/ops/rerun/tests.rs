@@ -292,9 +292,16 @@ fn an_exported_image_may_name_only_its_own_tag() {
         err.contains("parkbench/base:feed") && err.contains("refused"),
         "{err}"
     );
-    for other in [&[][..], &["debian:latest"][..]] {
+    for other in [
+        &[][..],
+        &["debian:latest"][..],
+        &["example.org/parkbench/go:0123"][..],
+    ] {
         assert!(check_saved_tags("go", "parkbench/go:0123", &tags(other)).is_err());
     }
+    // As Podman saves it.
+    let podman = tags(&["docker.io/parkbench/go:0123"]);
+    check_saved_tags("go", "parkbench/go:0123", &podman).unwrap();
 }
 
 #[test]
