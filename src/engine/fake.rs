@@ -177,9 +177,10 @@ pub fn sampler_json_rss(tasks: u64, rss_kib: u64) -> String {
     )
 }
 
-impl Containers for FakeEngine {
-    async fn facts(&self) -> Result<EngineFacts> {
-        Ok(EngineFacts {
+impl FakeEngine {
+    /// What the fake says of itself: a Docker Engine with 2 CPUs.
+    pub fn default_facts() -> EngineFacts {
+        EngineFacts {
             product: super::DOCKER.into(),
             version: "fake".into(),
             api_version: "1.41".into(),
@@ -194,7 +195,13 @@ impl Containers for FakeEngine {
             ncpu: 2,
             mem_total_bytes: 1 << 30,
             root_dir: "/fake".into(),
-        })
+        }
+    }
+}
+
+impl Containers for FakeEngine {
+    async fn facts(&self) -> Result<EngineFacts> {
+        Ok(Self::default_facts())
     }
 
     async fn create_container(&self, spec: &ContainerSpec) -> Result<Created<Self>> {
