@@ -21,7 +21,6 @@ mod build;
 pub use build::failure::plain_text;
 pub mod cache;
 pub mod context;
-pub mod digest;
 pub mod driver;
 pub mod erofs;
 pub mod initramfs;
@@ -34,7 +33,6 @@ pub mod plan;
 pub mod recipe;
 pub mod saved;
 pub mod tags;
-pub mod tarball;
 pub mod timing;
 pub mod vendor;
 

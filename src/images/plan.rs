@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Result, bail};
 
+use super::context::RECIPE;
 use super::manifest::FailedImage;
-use super::recipe::{FILE, Recipe};
+use super::recipe::Recipe;
 use crate::images::pin::{Pin, Pins};
 use crate::yaml::{Doc, Invalid};
 
@@ -165,7 +166,7 @@ fn check_references(r: &Recipe, images: &BTreeSet<String>, pins: &Pins) -> Resul
         let file = r
             .file
             .clone()
-            .unwrap_or_else(|| format!("docker/{}/{FILE}", r.name).into());
+            .unwrap_or_else(|| format!("docker/{}/{RECIPE}", r.name).into());
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         Doc::new(file.display().to_string(), &text).error(&Invalid::new(path, message))
     };
@@ -175,7 +176,7 @@ fn check_references(r: &Recipe, images: &BTreeSet<String>, pins: &Pins) -> Resul
                 format!("parents.{arg}"),
                 format!(
                     "parents.{arg} names image {parent:?}, which nothing builds; known images: {}. \
-                     Fix the name, or add docker/{parent}/ with {FILE}",
+                     Fix the name, or add docker/{parent}/ with {RECIPE}",
                     images.iter().cloned().collect::<Vec<_>>().join(", ")
                 ),
             ));
@@ -203,7 +204,7 @@ fn order(nodes: Vec<Node>) -> Result<Vec<Node>> {
             .partition(|n| n.parents().iter().all(|p| done.contains(*p)));
         if ready.is_empty() {
             bail!(
-                "image recipes form a cycle: {}; break it in their {FILE} parents",
+                "image recipes form a cycle: {}; break it in their {RECIPE} parents",
                 cycle(&rest).join(" → ")
             );
         }

@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail, ensure};
 use super::archive::{Contents, archive};
 use super::report::report;
 use super::{Ending, Interrupt, Paths, run};
-use crate::images::cache::write_atomic;
+use crate::files::write_atomic;
 use crate::images::recipe;
 use crate::outputs::explain::{self, Explanation, Sweep};
 use crate::outputs::outcome::{self, Outcome};

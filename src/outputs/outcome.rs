@@ -168,9 +168,9 @@ impl Outcome {
         report::write_all(dir, &self.report_input())?;
         if let Some(j) = &self.judged {
             let json = serde_json::to_string_pretty(j)? + "\n";
-            crate::images::cache::write_atomic(&dir.join(run_dir::CLASSES_JSON), json.as_bytes())?;
+            crate::files::write_atomic(&dir.join(run_dir::CLASSES_JSON), json.as_bytes())?;
             let md = merge::classes::markdown(j);
-            crate::images::cache::write_atomic(&dir.join(run_dir::CLASSES_MD), md.as_bytes())?;
+            crate::files::write_atomic(&dir.join(run_dir::CLASSES_MD), md.as_bytes())?;
         }
         link_explanations(dir)
     }
@@ -382,7 +382,7 @@ pub fn link_explanations(dir: &Path) -> Result<()> {
          accounts for each difference: [{0}]({0}).\n",
         run_dir::EXPLANATIONS
     ));
-    crate::images::cache::write_atomic(&path, text.as_bytes())
+    crate::files::write_atomic(&path, text.as_bytes())
 }
 
 #[cfg(test)]

@@ -314,7 +314,7 @@ impl RunDir {
 
     /// Writes one of the run's files whole or not at all.
     pub fn write(&self, name: &str, bytes: &[u8]) -> Result<()> {
-        crate::images::cache::write_atomic(&self.file(name), bytes)
+        crate::files::write_atomic(&self.file(name), bytes)
     }
 
     /// Writes a value as pretty JSON to one of the run's files.

@@ -282,13 +282,13 @@ fn an_unknown_parent_of_a_recipe_read_from_its_file_names_line_and_column() {
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("Dockerfile"), "FROM scratch\n").unwrap();
     std::fs::write(
-        dir.join(FILE),
+        dir.join(RECIPE),
         "# Go.\nprobe: true\nparents:\n  BASE: base\n  GO: toolchain-go\n",
     )
     .unwrap();
     let mut recipes = kit();
     recipes.push(Recipe::load(&dir).unwrap());
     let err = format!("{:#}", Graph::new(recipes, &pins()).unwrap_err());
-    let want = format!("{}:5:7: parents.GO names image", dir.join(FILE).display());
+    let want = format!("{}:5:7: parents.GO names image", dir.join(RECIPE).display());
     assert!(err.starts_with(&want), "{err}");
 }

@@ -94,7 +94,7 @@ pub fn write_all(dir: &Path, input: &ReportInput) -> Result<Vec<PathBuf>> {
             .render(input)
             .with_context(|| format!("rendering {}", format.name()))?;
         let path = dir.join(format.name());
-        crate::images::cache::write_atomic(&path, &bytes)?;
+        crate::files::write_atomic(&path, &bytes)?;
         written.push(path);
     }
     Ok(written)
