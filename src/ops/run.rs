@@ -187,7 +187,7 @@ pub async fn measure(engine: &Engine, mut run: Run, interrupt: &Interrupt) -> Re
 pub(super) fn said(result: &RunResult) -> String {
     let (dir, study) = (&result.dir, &result.study);
     let mut out = String::new();
-    if let Ok((samples, _)) = study::sample::read_all(&dir.file(run_dir::SAMPLES)) {
+    if let Ok((samples, _)) = dir.samples() {
         let summary = summary::summarize(study, &samples);
         out.push_str(&terminal::timed_precision(study, &summary));
         out.push_str(&terminal::precision(&summary));

@@ -286,7 +286,7 @@ impl Run {
             .iter()
             .filter(|p| self.manifest.get(&p.image).is_none())
             .map(|p| p.id.clone());
-        let latest = latest.map(|l| plan::Estimates::from_run(&l));
+        let latest = latest.map(|l| RunDir::at(&l).estimates());
         let estimates = match (latest, &self.earlier) {
             (Some(e), _) if e.source.is_some() => e,
             (_, Some(earlier)) => earlier.clone(),
