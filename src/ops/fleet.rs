@@ -29,22 +29,7 @@ use crate::run::run_dir::{self, RunDir};
 use crate::run::seccomp::Profile;
 use crate::study::Study;
 
-use super::run::Options;
-
-/// `--hosts` and how to use them.
-#[derive(Debug, Clone, Default)]
-pub struct Hosts {
-    /// The hosts as named (`local`, URLs); empty: this machine's Engine alone.
-    pub names: Vec<String>,
-    /// Every cell on every host (`--across`, the default).
-    pub across: bool,
-    /// The matrix dealt over the hosts (`--spread`).
-    pub spread: bool,
-    /// Build the images on each host instead of shipping them (`--images build`).
-    pub build: bool,
-    /// Accept plain `tcp://` (`--allow-plain-tcp`).
-    pub allow_plain_tcp: bool,
-}
+use super::launch::{Options, load, said, study_text};
 
 /// A run across hosts: `--hosts` given, or a run folder to resume that holds a fleet.json.
 pub fn is_fleet(options: &Options) -> bool {
@@ -88,7 +73,7 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     if let Some(dir) = &options.resume {
         return resume(paths, options, dir, interrupt).await;
     }
-    let (study, file) = super::run::load(paths, options, None)?;
+    let (study, file) = load(paths, options, None)?;
     needs::check_probe_images(&paths.repo, &study, file.as_deref())?;
     let f = &options.fleet;
     let entries = names::resolve(
@@ -111,7 +96,7 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     let p = &study.protocol;
     let repeats = options.repeats.map(|c| c.apply(p.repeats, p.target_cv));
     let common = Common {
-        text: super::run::study_text(options)?,
+        text: study_text(options)?,
         study,
         manifest,
         cpus: options.cpus.clone().unwrap_or(CpuChoice::Auto),
@@ -142,7 +127,7 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     let result = start(&top, lay, mode, common, interrupt).await;
     hosts::release(leases).await;
     let result = result.map_err(|e| abandon(&top, e))?;
-    eprint!("{}", super::run::said(&result));
+    eprint!("{}", said(&result));
     Ok(result)
 }
 
@@ -329,7 +314,7 @@ async fn resume(
     .await;
     hosts::release(leases).await;
     let result = result?;
-    eprint!("{}", super::run::said(&result));
+    eprint!("{}", said(&result));
     Ok(result)
 }
 
