@@ -2,7 +2,8 @@
 //! every row names a field (both sides derived from the serde types themselves); every value of the
 //! study's enums is written down; the kinds × stats table matches the kinds; `docs/development.md`
 //! names every folder of `src/` and every top-level entry of the repository; every relative link
-//! resolves to a file, and every `#anchor` to a heading. No Engine needed.
+//! resolves to a file, and every `#anchor` to a heading; the README stays a first read; imports point down
+//! the floors of `src/`, and no files of it import each other in a circle. No Engine needed.
 
 mod common;
 #[path = "docs/floors.rs"]
@@ -452,5 +453,24 @@ fn imports_only_point_down_the_floors() {
         wrong.is_empty(),
         "imports that point up the floors:\n{}",
         wrong.join("\n")
+    );
+}
+
+/// No two files of `src/` import each other, straight or round a circle: each file stands on the
+/// ones it imports.
+#[test]
+fn no_circle_of_files() {
+    let krate = floors::read(&common::repo().join("src"));
+    let circles = krate.circles();
+    assert!(
+        circles.is_empty(),
+        "circles of files in src/: {} (move what both need to the lower one, or below both):\n{}",
+        circles.len(),
+        circles
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("circle {}:\n  {}", i + 1, c.join("\n  ")))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }

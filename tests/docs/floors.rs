@@ -539,6 +539,110 @@ fn arrows(files: &[File]) -> Vec<BTreeMap<usize, BTreeSet<String>>> {
 }
 
 impl Crate {
+    /// Whether file `a` is one of the parts of the module file `b` (`b` is `x.rs` or `x/mod.rs`, `a`
+    /// is under `x/`): a part may take the folder's shared types from its face.
+    fn inside(&self, a: usize, b: usize) -> bool {
+        let (a, b) = (&self.files[a].module, &self.files[b].module);
+        a.len() > b.len() && a.starts_with(b)
+    }
+
+    /// The circles of files: each strongly connected set of two files or more, with the arrows
+    /// between its files (`a -> b: names`). An arrow from a part of a folder to the folder's own
+    /// face (`super::`) is the folder's inside, not a circle between files.
+    pub fn circles(&self) -> Vec<Vec<String>> {
+        let arrows: Vec<BTreeMap<usize, BTreeSet<String>>> = self
+            .arrows
+            .iter()
+            .enumerate()
+            .map(|(a, to)| {
+                to.iter()
+                    .filter(|(b, _)| !self.inside(a, **b))
+                    .map(|(b, names)| (*b, names.clone()))
+                    .collect()
+            })
+            .collect();
+        let n = self.files.len();
+        let mut index = vec![usize::MAX; n];
+        let mut low = vec![0; n];
+        let mut on_stack = vec![false; n];
+        let mut stack = Vec::new();
+        let mut next = 0;
+        let mut sets = Vec::new();
+        #[allow(clippy::too_many_arguments)]
+        fn visit(
+            v: usize,
+            arrows: &[BTreeMap<usize, BTreeSet<String>>],
+            index: &mut [usize],
+            low: &mut [usize],
+            on_stack: &mut [bool],
+            stack: &mut Vec<usize>,
+            next: &mut usize,
+            sets: &mut Vec<Vec<usize>>,
+        ) {
+            index[v] = *next;
+            low[v] = *next;
+            *next += 1;
+            stack.push(v);
+            on_stack[v] = true;
+            for &w in arrows[v].keys() {
+                if index[w] == usize::MAX {
+                    visit(w, arrows, index, low, on_stack, stack, next, sets);
+                    low[v] = low[v].min(low[w]);
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+            }
+            if low[v] == index[v] {
+                let mut set = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    set.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if set.len() > 1 {
+                    set.sort();
+                    sets.push(set);
+                }
+            }
+        }
+        for v in 0..n {
+            if index[v] == usize::MAX {
+                visit(
+                    v,
+                    &arrows,
+                    &mut index,
+                    &mut low,
+                    &mut on_stack,
+                    &mut stack,
+                    &mut next,
+                    &mut sets,
+                );
+            }
+        }
+        sets.sort();
+        sets.iter()
+            .map(|set| {
+                let mut lines = Vec::new();
+                for &a in set {
+                    for (b, names) in &arrows[a] {
+                        if set.contains(b) {
+                            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                            lines.push(format!(
+                                "{} -> {}: {}",
+                                self.shown(a),
+                                self.shown(*b),
+                                names.join(", ")
+                            ));
+                        }
+                    }
+                }
+                lines
+            })
+            .collect()
+    }
+
     /// A file's path from the repository's root.
     pub fn shown(&self, file: usize) -> String {
         let path = &self.files[file].path;
