@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use super::{
     CellRow, Headline, LoneCell, RULE, Side, cells, claims, lone_cells, rootfs_drift, same_binaries,
 };
+use crate::outputs::number::{grouped, measured, mib, ratio, scale_label};
 use crate::outputs::outcome::Outcome;
 use crate::outputs::provenance;
-use crate::outputs::report::number::{grouped, measured, mib, ratio, scale_label};
 use crate::outputs::verdict::Verdict;
 use crate::text::{markdown as md, markdown_code as code};
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use crate::engine::{NOBODY, TMP, TMP_OPTIONS};
-use crate::outputs::report::number::{self, cell_text, grouped, mib};
+use crate::outputs::number::{self, cell_text, grouped, mib};
 use crate::outputs::report::{Format, ReportInput, kinds};
 use crate::outputs::summary::Summary;
 use crate::outputs::verdict::Verdict;

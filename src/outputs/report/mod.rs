@@ -11,7 +11,6 @@ pub use dropped::line as dropped_line;
 mod json;
 pub(crate) mod kinds;
 pub(crate) mod markdown;
-pub(crate) mod number;
 pub(crate) mod svg;
 pub mod terminal;
 
