@@ -16,7 +16,8 @@ use crate::images::cache::Cache;
 use crate::images::context;
 use crate::images::patch;
 use crate::images::pin::Pins;
-use crate::images::vendor::{self, Tool};
+use crate::images::recipe::Tool;
+use crate::images::vendor;
 
 pub mod failure;
 

@@ -9,10 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::images::context::RECIPE;
 use crate::images::patch::{self, Patch};
-use crate::images::vendor::tool::{Tool, Vendor};
 use crate::yaml::{Doc, Invalid, ensure_at};
 
+mod vendor;
 mod versions;
+pub use vendor::{Tool, Vendor};
 pub use versions::VersionCommand;
 
 /// `docker/<name>/image.yaml`: how to build the image `<name>`. Unknown fields are errors with line

@@ -7,7 +7,6 @@
 mod go;
 mod npm;
 mod pip;
-pub mod tool;
 
 use std::path::{Path, PathBuf};
 
@@ -18,9 +17,7 @@ use crate::files::write_atomic;
 use crate::images::cache::Cache;
 use crate::images::context;
 use crate::images::pin::Pins;
-use crate::images::recipe::Recipe;
-
-pub use tool::{Tool, Vendor};
+use crate::images::recipe::{Recipe, Tool};
 
 /// A tree vendored for a recipe, ready to lay into its build context.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

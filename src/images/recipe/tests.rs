@@ -25,7 +25,7 @@ fn parses_every_field() {
     );
     assert_eq!(r.artifacts["rust.tar"], "rust");
     assert_eq!(r.shared["src/lib.rs"], "probe-lib/lib.rs");
-    assert!(r.vendor.has(crate::images::vendor::Tool::Cargo) && r.probe);
+    assert!(r.vendor.has(Tool::Cargo) && r.probe);
     assert_eq!(
         r.binaries,
         ["/usr/local/bin/probe", "/usr/local/bin/sampler"]

@@ -10,9 +10,6 @@ use anyhow::Result;
 
 use crate::files::digest;
 
-/// Where the cache and npm go in the build context.
-pub const FOLDER: &str = "npm-vendor";
-
 /// The program that runs npm on the host (`PARKBENCH_NPM`, else `npm`).
 fn npm() -> String {
     std::env::var("PARKBENCH_NPM").unwrap_or_else(|_| "npm".to_string())

@@ -10,11 +10,7 @@ use std::process::Command;
 use anyhow::{Context, Result};
 
 use crate::files::digest;
-
-/// The requirements file of the image folder.
-pub const REQUIREMENTS: &str = "requirements.txt";
-/// Where the wheels go in the build context.
-pub const WHEELHOUSE: &str = "wheelhouse";
+use crate::images::recipe::Tool;
 
 /// The program that runs pip on the host (`PARKBENCH_PYTHON`, else `python3`).
 fn python() -> String {
@@ -45,7 +41,7 @@ fn abi(version: &str) -> String {
 /// The cache key: the requirements (their hashes pin every wheel), the image's Python and the
 /// wheels' platforms.
 pub fn key(dir: &Path, pip_python: Option<&str>) -> Result<String> {
-    let requirements = digest::file(&dir.join(REQUIREMENTS))?;
+    let requirements = digest::file(&dir.join(Tool::Pip.lockfile()))?;
     let version = pip_python.unwrap_or_default();
     let platforms = platforms(std::env::consts::ARCH).join(" ");
     Ok(digest::bytes(
@@ -64,7 +60,7 @@ pub fn download(dir: &Path, pip_python: Option<&str>, out: &Path) -> Result<Stri
         "vendor: pip runs pip on this host: install Python 3 with pip, or name the Python that \
          has it in PARKBENCH_PYTHON",
     )?;
-    let requirements = dir.join(REQUIREMENTS);
+    let requirements = dir.join(Tool::Pip.lockfile());
     super::run(
         Command::new(&python)
             .args([

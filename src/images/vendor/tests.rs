@@ -107,7 +107,7 @@ fn a_vendored_tree_changed_since_it_was_made_is_not_trusted() {
     let scratch = cache.scratch().unwrap();
     let tar = context::write(&tree, &[], &[], &scratch.path().join("t.tar")).unwrap();
     let made = Vendored {
-        at: npm::FOLDER.into(),
+        at: Tool::Npm.context_path().into(),
         dir: tree.clone(),
         sha256: tar.sha256,
         by: "npm 10 (on the host)".into(),

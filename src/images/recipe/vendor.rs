@@ -37,7 +37,7 @@ impl Tool {
     pub fn lockfile(self) -> &'static str {
         match self {
             Tool::Cargo => "Cargo.lock",
-            Tool::Pip => super::pip::REQUIREMENTS,
+            Tool::Pip => "requirements.txt",
             Tool::Go => "go.mod",
             Tool::Npm => "package-lock.json",
         }
@@ -47,8 +47,8 @@ impl Tool {
     pub fn context_path(self) -> &'static str {
         match self {
             Tool::Cargo | Tool::Go => "vendor",
-            Tool::Pip => super::pip::WHEELHOUSE,
-            Tool::Npm => super::npm::FOLDER,
+            Tool::Pip => "wheelhouse",
+            Tool::Npm => "npm-vendor",
         }
     }
 
