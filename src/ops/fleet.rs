@@ -23,11 +23,12 @@ use crate::run::fleet::host_run::Common;
 use crate::run::fleet::hosts as names;
 use crate::run::fleet::record::{self, FleetRecord, HostRecord, HostStatus};
 use crate::run::fleet::survey::{self, Surveyed};
-use crate::run::lifecycle::{CpuChoice, RunResult};
+use crate::run::lifecycle::RunResult;
 use crate::run::needs;
 use crate::run::run_dir::{self, RunDir};
 use crate::run::seccomp::Profile;
 use crate::study::Study;
+use crate::study::cpus::CpuChoice;
 
 use super::launch::{Options, load, said, study_text};
 

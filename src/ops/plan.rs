@@ -16,10 +16,10 @@ use crate::images::cache::Cache;
 use crate::images::plan::{Graph, Node};
 use crate::images::tags::{self, Planned};
 use crate::images::{self, lint, pin, timing};
-use crate::run::lifecycle::{CpuChoice, choose_cpus};
 use crate::run::plan::{clock, describe, matrix};
 use crate::run::run_dir::{self, RunDir};
 use crate::run::{guest, needs};
+use crate::study::cpus::{CpuChoice, choose_cpus};
 use crate::study::{Study, cpuset};
 use crate::yaml::{Doc, Invalid};
 

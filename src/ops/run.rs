@@ -11,11 +11,12 @@ pub use super::launch::Options;
 use crate::engine::Engine;
 use crate::images::BuildOptions;
 use crate::images::cache::Cache;
-use crate::run::lifecycle::{CpuChoice, Fresh, Run, RunResult, choose_cpus};
+use crate::run::lifecycle::{Fresh, Run, RunResult};
 use crate::run::needs;
 use crate::run::run_dir::RunDir;
 use crate::run::seccomp::Profile;
 use crate::study::Study;
+use crate::study::cpus::{CpuChoice, choose_cpus};
 
 pub async fn command(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<Ending> {
     let result = run(paths, options, interrupt).await?;

@@ -4,7 +4,6 @@
 //! ([`Run::measure`]): each process in its own fresh container or VM, with the study's protocol,
 //! each sample appended the moment it exists. An interrupted run resumes.
 
-mod cpus;
 mod measuring;
 mod rerun;
 mod rounds;
@@ -26,7 +25,6 @@ use crate::study::sample::{Sample, SampleLog};
 use crate::study::{Study, cpuset};
 use measuring::Measuring;
 
-pub use cpus::{CpuChoice, choose_cpus};
 pub use rerun::{differences, rerun_folder};
 pub use setup::{Fresh, new_state};
 

@@ -6,8 +6,8 @@ use clap::Args;
 
 use crate::images::BuildOptions;
 use crate::ops::{launch, reproduce, run};
-use crate::run::lifecycle::CpuChoice;
 use crate::run::shard::Shard;
+use crate::study::cpus::CpuChoice;
 use crate::study::repeats::RepeatsChoice;
 
 #[derive(Debug, Default, Args)]

@@ -15,11 +15,12 @@ use crate::images::Manifest;
 use crate::images::cache::Cache;
 use crate::run::env::{self, Environment};
 use crate::run::guest::Guests;
-use crate::run::lifecycle::{CpuChoice, Fresh, Run, RunResult};
+use crate::run::lifecycle::{Fresh, Run, RunResult};
 use crate::run::process::Setting;
 use crate::run::run_dir::{self, RunDir};
 use crate::run::seccomp::Profile;
 use crate::run::shard::Shard;
+use crate::study::cpus::CpuChoice;
 use crate::study::sample::SampleLog;
 use crate::study::{Repeats, Study};
 

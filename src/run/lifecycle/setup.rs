@@ -6,7 +6,6 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::Run;
-use super::cpus::{CpuChoice, choose_cpus};
 use crate::engine::Containers;
 use crate::files::is_disk_full;
 use crate::images::Manifest;
@@ -16,6 +15,7 @@ use crate::run::run_dir::{self, RerunOf, RunDir, RunState, Status};
 use crate::run::seccomp::Profile;
 use crate::run::shard::{self, Shard, ShardRecord};
 use crate::run::warning::{Touches, Warning};
+use crate::study::cpus::{CpuChoice, choose_cpus};
 use crate::study::cpuset;
 use crate::study::{Repeats, Study};
 
