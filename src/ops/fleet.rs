@@ -15,7 +15,8 @@ use anyhow::{Context, Result, bail};
 
 use super::{Interrupt, Paths, Prepared, prepare};
 use crate::engine::Engine;
-use crate::images::pin;
+use crate::images::cache::Cache;
+use crate::images::pin::{self, Pins};
 use crate::images::place::{Placement, Sources};
 use crate::images::{BuildOptions, Manifest};
 use crate::run::fleet::assign::{self, Mode};
@@ -27,8 +28,8 @@ use crate::run::lifecycle::RunResult;
 use crate::run::needs;
 use crate::run::run_dir::{self, RunDir};
 use crate::run::seccomp::Profile;
-use crate::study::Study;
 use crate::study::cpus::CpuChoice;
+use crate::study::{Repeats, Study};
 
 use super::launch::{Options, load, said, study_text};
 
@@ -83,28 +84,11 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         f.allow_plain_tcp,
     )?;
     let reached = hosts::connect(&entries).await?;
-    let Prepared {
-        engine,
-        manifest,
-        cache,
-    } = prepare(&paths.repo, &for_study(&study, options)).await?;
-    needs::check_runnable(&study, &manifest)?;
-    let pins = pin::load_all(&paths.repo.join("toolchains"))?;
-    let seccomp = match &study.protocol.seccomp {
-        Some(file) => Some(Profile::load(&paths.repo, file)?),
-        None => None,
-    };
     let p = &study.protocol;
     let repeats = options.repeats.map(|c| c.apply(p.repeats, p.target_cv));
-    let common = Common {
-        text: study_text(options)?,
-        study,
-        manifest,
-        cpus: options.cpus.clone().unwrap_or(CpuChoice::Auto),
-        seccomp,
-        repo: paths.repo.clone(),
-        repeats,
-    };
+    let text = study_text(options)?;
+    let (engine, cache, pins, common) = prepared(paths, options, study, text, repeats).await?;
+    needs::check_runnable(&common.study, &common.manifest)?;
     let top = RunDir::create(&paths.results, &common.study.id)?;
     let written = (|| {
         top.write(run_dir::STUDY, common.text.as_bytes())?;
@@ -130,6 +114,36 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     let result = result.map_err(|e| abandon(&top, e))?;
     eprint!("{}", said(&result));
     Ok(result)
+}
+
+/// The images of a fleet run built here, the pins, and what every host's sub-run shares.
+async fn prepared(
+    paths: &Paths,
+    options: &Options,
+    study: Study,
+    text: String,
+    repeats: Option<Repeats>,
+) -> Result<(Engine, Cache, Pins, Common)> {
+    let Prepared {
+        engine,
+        manifest,
+        cache,
+    } = prepare(&paths.repo, &for_study(&study, options)).await?;
+    let pins = pin::load_all(&paths.repo.join("toolchains"))?;
+    let seccomp = match &study.protocol.seccomp {
+        Some(file) => Some(Profile::load(&paths.repo, file)?),
+        None => None,
+    };
+    let common = Common {
+        text,
+        study,
+        manifest,
+        cpus: options.cpus.clone().unwrap_or(CpuChoice::Auto),
+        seccomp,
+        repo: paths.repo.clone(),
+        repeats,
+    };
+    Ok((engine, cache, pins, common))
 }
 
 /// The hosts of this invocation, reached and leased, and how images reach them.
@@ -255,26 +269,9 @@ async fn resume(
         false => names::resolve(&names, None, f.allow_plain_tcp)?,
     };
     let reached = hosts::connect(&entries).await?;
-    let Prepared {
-        engine,
-        manifest,
-        cache,
-    } = prepare(&paths.repo, &for_study(&study, options)).await?;
-    same_images(&top, &study, &manifest)?;
-    let pins = pin::load_all(&paths.repo.join("toolchains"))?;
-    let seccomp = match &study.protocol.seccomp {
-        Some(file) => Some(Profile::load(&paths.repo, file)?),
-        None => None,
-    };
-    let common = Common {
-        text: top.read(run_dir::STUDY)?,
-        study,
-        manifest,
-        cpus: options.cpus.clone().unwrap_or(CpuChoice::Auto),
-        seccomp,
-        repo: paths.repo.clone(),
-        repeats: None,
-    };
+    let text = top.read(run_dir::STUDY)?;
+    let (engine, cache, pins, common) = prepared(paths, options, study, text, None).await?;
+    same_images(&top, &common.study, &common.manifest)?;
     let leases = hosts::take(&reached, &top.id()).await?;
     let how = match fleet.images.as_str() {
         "build" => Placement::Build,
