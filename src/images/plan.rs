@@ -373,36 +373,5 @@ pub fn pin_reason(pin: &str, why: &str) -> String {
     format!("pin {pin} (toolchains/{pin}.yaml) cannot be produced here; its sources failed:\n{why}")
 }
 
-/// What a build does when the pins in `unavailable` (name → why) cannot be produced: every image
-/// in build order with `None` when it is built, or the reason it is not.
-pub fn simulate(
-    graph: &Graph,
-    unavailable: &BTreeMap<String, String>,
-) -> Vec<(String, Option<String>)> {
-    let mut schedule = Schedule::new(graph);
-    loop {
-        let ready = schedule.ready();
-        if ready.is_empty() {
-            break;
-        }
-        for node in ready {
-            match node
-                .pins()
-                .into_iter()
-                .find(|p| unavailable.contains_key(*p))
-            {
-                Some(pin) => schedule.unavailable(node.name(), pin_reason(pin, &unavailable[pin])),
-                None => schedule.built(node.name()),
-            }
-        }
-    }
-    let lost: BTreeMap<String, String> = schedule.unavailable_images().into_iter().collect();
-    graph
-        .nodes
-        .iter()
-        .map(|n| (n.name().to_owned(), lost.get(n.name()).cloned()))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use crate::outputs::merge;
 use crate::outputs::report::{self, ReportInput};
 use crate::outputs::summary::{self, Summary};
-use crate::outputs::verdict::{self, Status, Verdict, VerdictFile};
+use crate::outputs::verdict::{self, Status, Verdict};
 use crate::run::env::Environment;
 use crate::run::run_dir::{self, RunFiles, RunState};
 use crate::run::warning::Warning;
@@ -202,15 +202,6 @@ impl Outcome {
     /// True when any claim was not reproduced.
     pub fn claims_differ(&self) -> bool {
         self.verdicts.iter().any(|v| v.status != Status::Reproduced)
-    }
-
-    /// The verdicts file as written in the run (for comparing with a recomputation).
-    pub fn verdict_file(&self) -> VerdictFile {
-        VerdictFile {
-            partial: self.partial.is_some(),
-            partial_reason: self.partial.clone(),
-            verdicts: self.verdicts.clone(),
-        }
     }
 }
 
