@@ -4,7 +4,7 @@
 //!
 //! | floor | folder | produces |
 //! | --- | --- | --- |
-//! | 1 | `stats`, `yaml`, `text` | median, CV, percentiles, bootstrap; YAML loading with exact error locations; aligned text columns |
+//! | 1 | `files`, `stats`, `yaml`, `text` | sha256, tar, atomic writes; median, CV, percentiles, bootstrap; YAML loading with exact error locations; aligned text columns |
 //! | 2 | `study` | the schema: a study, its probes, claims, kinds, factors, and the sample record |
 //! | 2 | `engine` | the one door to the Docker Engine, and its fake for unit tests |
 //! | 3 | `images` | pins → artifacts → build contexts → pinned images and their manifest |
@@ -15,6 +15,7 @@
 
 pub mod cli;
 pub mod engine;
+pub mod files;
 pub mod images;
 pub mod ops;
 pub mod outputs;

@@ -90,9 +90,9 @@ fn the_archives_own_driver_checks_and_verifies_it_in_a_bare_container() {
     let good = share.join("good.tar.gz");
     std::fs::copy(run.with_extension("tar.gz"), &good).unwrap();
     let root = unpack(&good, &share.join("x"));
-    let sha = parkbench::images::digest::file(&driver).unwrap();
+    let sha = parkbench::files::digest::file(&driver).unwrap();
     assert_eq!(
-        parkbench::images::digest::file(&root.join("parkbench")).unwrap(),
+        parkbench::files::digest::file(&root.join("parkbench")).unwrap(),
         sha
     );
     let sums = std::fs::read_to_string(root.join("SHA256SUMS")).unwrap();

@@ -158,8 +158,8 @@ impl Fixture {
                     if i["name"] == "go" {
                         i["layers"] = serde_json::json!([s.layer]);
                         i["binaries"] = serde_json::json!({
-                            PROBE: parkbench::images::digest::bytes(FOREIGN),
-                            SAMPLER: parkbench::images::digest::bytes(FOREIGN),
+                            PROBE: parkbench::files::digest::bytes(FOREIGN),
+                            SAMPLER: parkbench::files::digest::bytes(FOREIGN),
                         });
                     }
                 }
@@ -187,7 +187,7 @@ impl Fixture {
 
 /// The quarantine namespace of `archive`'s images.
 fn quarantine(archive: &Path) -> String {
-    let sha = parkbench::images::digest::file(archive).unwrap();
+    let sha = parkbench::files::digest::file(archive).unwrap();
     format!("{}-rerun/{}/", parkbench::images::namespace(), &sha[..12])
 }
 

@@ -305,7 +305,7 @@ async fn tamper(extra: &ExtraEngine, tag: &str, path: &str) -> String {
         .await
         .unwrap();
     remove(&docker, &id).await;
-    parkbench::images::digest::bytes(data)
+    parkbench::files::digest::bytes(data)
 }
 
 /// Ships article 000's images to a fresh Engine over loopback mutual TLS and prints the bytes, the

@@ -69,7 +69,7 @@ fn the_image_recipe_example_parses_with_every_field() {
     let example = block_after("docs/images.md", "<!-- image-recipe -->");
     let recipe = Recipe::parse("example", &example)
         .expect("the image.yaml example in docs/images.md parses");
-    assert!(recipe.vendor.has(parkbench::images::vendor::Tool::Cargo) && recipe.probe);
+    assert!(recipe.vendor.has(parkbench::images::recipe::Tool::Cargo) && recipe.probe);
     assert!(!recipe.parents.is_empty() && !recipe.artifacts.is_empty());
     assert!(!recipe.binaries.is_empty() && !recipe.versions.is_empty());
 }

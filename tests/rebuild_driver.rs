@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use common::archive::tar;
 use common::*;
-use parkbench::images::digest;
+use parkbench::files::digest;
 
 /// Copies what the driver and its toolchain image are built from into `to`.
 fn copy_sources(to: &Path) {

@@ -67,7 +67,7 @@ fn rerun_an_archive_with_and_without_images() {
     let of = &state(&run)["rerun_of"];
     assert_eq!(
         of["sha256"].as_str().unwrap(),
-        parkbench::images::digest::file(&with_images).unwrap()
+        parkbench::files::digest::file(&with_images).unwrap()
     );
     assert_eq!(of["images"], "loaded");
     assert!(run.join("compare.md").is_file() && run.join("compare.svg").is_file());

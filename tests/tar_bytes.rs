@@ -8,8 +8,9 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use parkbench::images::tarball::{Layout, Tree, Writer};
-use parkbench::images::{context, digest};
+use parkbench::files::digest;
+use parkbench::files::tarball::{Layout, Tree, Writer};
+use parkbench::images::context;
 use parkbench::outputs::archive;
 
 /// Build context of the fixture's `probe/` folder plus a vendored folder and a blob.

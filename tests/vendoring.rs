@@ -115,7 +115,7 @@ fn patched_and_vendored_probes_build_offline_and_run_their_dependencies() {
     let diff = repo.join("docker/go-third-party/unused-import.diff");
     assert_eq!(
         go["inputs"]["patch unused-import.diff"],
-        parkbench::images::digest::file(&diff).unwrap()
+        parkbench::files::digest::file(&diff).unwrap()
     );
     let notes = go["notes"].to_string();
     assert!(
@@ -202,7 +202,7 @@ probes:
     let folder = unpacked.join("source/docker/go-third-party");
     let recipe = parkbench::images::recipe::Recipe::load(&folder).unwrap();
     let patch = &recipe.patches[0];
-    let published = parkbench::images::digest::file(&folder.join("main.go")).unwrap();
+    let published = parkbench::files::digest::file(&folder.join("main.go")).unwrap();
     assert_eq!(
         published, patch.sha256_before,
         "the archive keeps main.go as published"
@@ -231,7 +231,7 @@ fn a_published_file_that_changed_fails_its_image_naming_the_recipe_and_both_hash
         err.contains("sha256_before") || err.contains("not the"),
         "{err}"
     );
-    let found = parkbench::images::digest::bytes(changed.as_bytes());
+    let found = parkbench::files::digest::bytes(changed.as_bytes());
     let before = "ca99faacf77f650f9116f0ea0969d3283bc7a26b273e6d97b011cf063cff696d";
     assert!(err.contains(&found) && err.contains(before), "{err}");
 }

@@ -19,9 +19,9 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+use crate::files::tarball::{self, Layout, Tree};
 use crate::images::cache::{Cache, HashMismatch};
 use crate::images::pin::{Drift, Pin, Source, UrlFormat, WheelLayout};
-use crate::images::tarball::{self, Layout, Tree};
 
 /// A pinned artifact on disk, its bytes verified against the pin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -400,7 +400,7 @@ pub(crate) mod tests {
     fn cached_blob_is_used_without_running_sources() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
-        let sha = crate::images::digest::bytes(b"tar");
+        let sha = crate::files::digest::bytes(b"tar");
         cache.put(&sha, "test", &b"tar"[..]).unwrap();
         let pin = Pin {
             name: "go".into(),
@@ -469,7 +469,7 @@ pub(crate) mod tests {
             let scratch = tempfile::tempdir_in(&keep).unwrap();
             let path = keep.join(format!("{name}-{round}.tar"));
             let file = std::fs::File::create(&path).unwrap();
-            let mut out = crate::images::digest::Writer::new(std::io::BufWriter::new(file));
+            let mut out = crate::files::digest::Writer::new(std::io::BufWriter::new(file));
             write_source(&pin, &pin.sources[0], scratch.path(), &mut out).unwrap();
             let (mut file, sha, size) = out.finish();
             file.flush().unwrap();

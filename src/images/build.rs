@@ -6,16 +6,18 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, ensure};
 
+use super::context::RECIPE;
 use super::manifest::{BuildOptions, BuiltImage, Manifest, Outcome, namespace};
-use super::recipe::{FILE, Recipe};
+use super::recipe::Recipe;
 use crate::engine::{BuildFailed, BuildSpec, CommandFailed, ImageFacts, Images};
+use crate::files::digest;
 use crate::images::artifact::{self, EnsureError};
 use crate::images::cache::Cache;
 use crate::images::context;
-use crate::images::digest;
 use crate::images::patch;
 use crate::images::pin::Pins;
-use crate::images::vendor::{self, Tool};
+use crate::images::recipe::Tool;
+use crate::images::vendor;
 
 pub mod failure;
 
@@ -276,7 +278,7 @@ pub(super) fn inputs(
     let mut inputs = BTreeMap::new();
     let mut trees = Vec::new();
     let scratch = cache.scratch()?;
-    let tree = context::write(dir, &[], &[FILE], &scratch.path().join("source-tree.tar"))?;
+    let tree = context::write(dir, &[], &[RECIPE], &scratch.path().join("source-tree.tar"))?;
     let vendored = match vendoring {
         Vendoring::Make => vendor::vendor_all(cache, pins, recipe, dir, &tree.sha256)?
             .into_iter()
@@ -380,7 +382,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
         );
         if entry.file_type().is_dir() {
             std::fs::create_dir_all(&dest)?;
-        } else if rel != Path::new(FILE) {
+        } else if rel != Path::new(RECIPE) {
             std::fs::copy(entry.path(), &dest)
                 .with_context(|| format!("copying {}", entry.path().display()))?;
         }
@@ -420,7 +422,7 @@ fn write_context<E: Images>(
     }
     extra.extend(trees.iter().map(|t| (t.at.clone(), t.dir.clone())));
     let patched = patch::apply_all(&recipe.patches, dir, recipe.file.as_deref(), scratch)?;
-    let mut skip = vec![FILE];
+    let mut skip = vec![RECIPE];
     skip.extend(patched.iter().map(|(at, _)| at.as_str()));
     extra.extend(patched.iter().cloned());
     context::write(
@@ -537,6 +539,6 @@ async fn contents<E: Images>(
         }
     }
     let found = (binaries, versions);
-    crate::images::cache::write_atomic(&memo, serde_json::to_string_pretty(&found)?.as_bytes())?;
+    crate::files::write_atomic(&memo, serde_json::to_string_pretty(&found)?.as_bytes())?;
     Ok(Ok(found))
 }

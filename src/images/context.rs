@@ -7,8 +7,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, ensure};
 
-use crate::images::digest;
-use crate::images::tarball::{self, Layout, Tree};
+use crate::files::digest;
+use crate::files::tarball::{self, Layout, Tree};
+
+/// The recipe file in every image folder (`image.yaml`): never one of its context's sources.
+pub const RECIPE: &str = "image.yaml";
 
 /// A build context written to disk.
 #[derive(Debug, Clone, PartialEq, Eq)]

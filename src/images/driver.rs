@@ -13,8 +13,9 @@ use anyhow::{Context, Result, bail};
 
 use super::cache::Cache;
 use super::plan::{Graph, Node};
-use super::{BuildOptions, build, context, digest, manifest, pin, recipe};
+use super::{BuildOptions, build, context, manifest, pin, recipe};
 use crate::engine::{BuildSpec, Engine};
+use crate::files::digest;
 
 /// What the driver is built from, relative to the repository (or to an archive's `source/`).
 pub const SOURCES: [&str; 5] = [

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail, ensure};
 use tar::EntryType;
 
-use crate::images::digest;
+use crate::files::digest;
 
 /// Folders the guest's init mounts on, with the modes they get when the export lacks them.
 const MOUNT_POINTS: [(&str, u32); 4] = [

@@ -21,7 +21,6 @@ mod build;
 pub use build::failure::plain_text;
 pub mod cache;
 pub mod context;
-pub mod digest;
 pub mod driver;
 pub mod erofs;
 pub mod initramfs;
@@ -34,7 +33,6 @@ pub mod plan;
 pub mod recipe;
 pub mod saved;
 pub mod tags;
-pub mod tarball;
 pub mod timing;
 pub mod vendor;
 
@@ -232,7 +230,7 @@ pub fn vendored_checksums(cache: &Cache, repo: &Path) -> Result<Vec<(String, Pat
     let mut out = Vec::new();
     for recipe in recipe::discover(&repo.join("docker"))?
         .iter()
-        .filter(|r| r.vendor.has(vendor::Tool::Cargo))
+        .filter(|r| r.vendor.has(recipe::Tool::Cargo))
     {
         let lock = recipe.cargo_lock(&repo.join("docker"));
         let vendor = build::vendor_dir(cache, lock.parent().context("a Cargo.lock's folder")?)?;

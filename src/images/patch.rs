@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::images::digest;
+use crate::files::digest;
 use crate::yaml::Invalid;
 
 /// One entry of a recipe's `patches:`: a unified diff (`diff -u`, `git diff`) of one file.
@@ -58,13 +58,13 @@ pub fn validate(patches: &[Patch]) -> Result<(), Invalid> {
     for (i, p) in patches.iter().enumerate() {
         let at = |field: &str| format!("patches[{i}].{field}");
         for (field, path) in [("patch", &p.patch), ("file", &p.file)] {
-            if !is_relative(path) || path == crate::images::recipe::FILE {
+            if !is_relative(path) || path == crate::images::context::RECIPE {
                 return Err(Invalid::new(
                     at(field),
                     format!(
                         "patches: {path:?} must be a relative path in the image folder, without \
                          `..`, and not its {}",
-                        crate::images::recipe::FILE
+                        crate::images::context::RECIPE
                     ),
                 ));
             }

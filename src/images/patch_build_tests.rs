@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::engine::fake::FakeEngine;
-use crate::images::digest;
+use crate::files::digest;
 
 const PUBLISHED: &[u8] = include_bytes!("patch/testdata/published.go");
 const TWO_HUNKS: &[u8] = include_bytes!("patch/testdata/two-hunks.diff");
@@ -23,7 +23,7 @@ fn repo() -> tempfile::TempDir {
         "probe: true\npatches:\n  - patch: fix.diff\n    file: main.go\n    sha256_before: {BEFORE}\n    \
          sha256_after: {AFTER}\n    reason: the published main.go does not compile\n"
     );
-    std::fs::write(folder.join(recipe::FILE), recipe).unwrap();
+    std::fs::write(folder.join(crate::images::context::RECIPE), recipe).unwrap();
     std::fs::create_dir_all(dir.path().join("toolchains")).unwrap();
     dir
 }
@@ -70,8 +70,12 @@ async fn a_patch_is_an_input_and_its_reason_a_note() {
     let after = digest::bytes(&patch::apply(PUBLISHED, one_hunk.as_bytes()).unwrap());
     let folder = repo.path().join("docker/probe");
     std::fs::write(folder.join("fix.diff"), &one_hunk).unwrap();
-    let recipe = std::fs::read_to_string(folder.join(recipe::FILE)).unwrap();
-    std::fs::write(folder.join(recipe::FILE), recipe.replace(AFTER, &after)).unwrap();
+    let recipe = std::fs::read_to_string(folder.join(crate::images::context::RECIPE)).unwrap();
+    std::fs::write(
+        folder.join(crate::images::context::RECIPE),
+        recipe.replace(AFTER, &after),
+    )
+    .unwrap();
     let changed = build(repo.path(), &engine).await.unwrap();
     let changed = changed.get("probe").unwrap();
     assert_ne!(changed.tag, image.tag);
@@ -83,7 +87,7 @@ fn sibling(repo: &Path, name: &str, recipe: &str, files: &[(&str, &str)]) {
     let folder = repo.join("docker").join(name);
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::write(folder.join("Dockerfile"), "FROM scratch\n").unwrap();
-    std::fs::write(folder.join(recipe::FILE), recipe).unwrap();
+    std::fs::write(folder.join(crate::images::context::RECIPE), recipe).unwrap();
     for (file, text) in files {
         std::fs::write(folder.join(file), text).unwrap();
     }

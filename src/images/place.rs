@@ -12,8 +12,9 @@ use anyhow::{Context, Result, bail};
 
 use super::cache::Cache;
 use super::pin::Pins;
-use super::{BuildOptions, BuiltImage, Manifest, digest};
+use super::{BuildOptions, BuiltImage, Manifest};
 use crate::engine::{Engine, Images};
+use crate::files::digest;
 
 /// How the images get to a host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Result, bail};
 
+use super::context::RECIPE;
 use super::manifest::FailedImage;
-use super::recipe::{FILE, Recipe};
+use super::recipe::Recipe;
 use crate::images::pin::{Pin, Pins};
 use crate::yaml::{Doc, Invalid};
 
@@ -165,7 +166,7 @@ fn check_references(r: &Recipe, images: &BTreeSet<String>, pins: &Pins) -> Resul
         let file = r
             .file
             .clone()
-            .unwrap_or_else(|| format!("docker/{}/{FILE}", r.name).into());
+            .unwrap_or_else(|| format!("docker/{}/{RECIPE}", r.name).into());
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         Doc::new(file.display().to_string(), &text).error(&Invalid::new(path, message))
     };
@@ -175,7 +176,7 @@ fn check_references(r: &Recipe, images: &BTreeSet<String>, pins: &Pins) -> Resul
                 format!("parents.{arg}"),
                 format!(
                     "parents.{arg} names image {parent:?}, which nothing builds; known images: {}. \
-                     Fix the name, or add docker/{parent}/ with {FILE}",
+                     Fix the name, or add docker/{parent}/ with {RECIPE}",
                     images.iter().cloned().collect::<Vec<_>>().join(", ")
                 ),
             ));
@@ -203,7 +204,7 @@ fn order(nodes: Vec<Node>) -> Result<Vec<Node>> {
             .partition(|n| n.parents().iter().all(|p| done.contains(*p)));
         if ready.is_empty() {
             bail!(
-                "image recipes form a cycle: {}; break it in their {FILE} parents",
+                "image recipes form a cycle: {}; break it in their {RECIPE} parents",
                 cycle(&rest).join(" → ")
             );
         }
@@ -370,37 +371,6 @@ impl<'g> Schedule<'g> {
 /// one `  - <source>: <error>` line per source).
 pub fn pin_reason(pin: &str, why: &str) -> String {
     format!("pin {pin} (toolchains/{pin}.yaml) cannot be produced here; its sources failed:\n{why}")
-}
-
-/// What a build does when the pins in `unavailable` (name → why) cannot be produced: every image
-/// in build order with `None` when it is built, or the reason it is not.
-pub fn simulate(
-    graph: &Graph,
-    unavailable: &BTreeMap<String, String>,
-) -> Vec<(String, Option<String>)> {
-    let mut schedule = Schedule::new(graph);
-    loop {
-        let ready = schedule.ready();
-        if ready.is_empty() {
-            break;
-        }
-        for node in ready {
-            match node
-                .pins()
-                .into_iter()
-                .find(|p| unavailable.contains_key(*p))
-            {
-                Some(pin) => schedule.unavailable(node.name(), pin_reason(pin, &unavailable[pin])),
-                None => schedule.built(node.name()),
-            }
-        }
-    }
-    let lost: BTreeMap<String, String> = schedule.unavailable_images().into_iter().collect();
-    graph
-        .nodes
-        .iter()
-        .map(|n| (n.name().to_owned(), lost.get(n.name()).cloned()))
-        .collect()
 }
 
 #[cfg(test)]

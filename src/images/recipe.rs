@@ -7,15 +7,14 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 
+use crate::images::context::RECIPE;
 use crate::images::patch::{self, Patch};
-use crate::images::vendor::{Tool, Vendor};
 use crate::yaml::{Doc, Invalid, ensure_at};
 
+mod vendor;
 mod versions;
+pub use vendor::{Tool, Vendor};
 pub use versions::VersionCommand;
-
-/// The recipe file in every image folder.
-pub const FILE: &str = "image.yaml";
 
 /// `docker/<name>/image.yaml`: how to build the image `<name>`. Unknown fields are errors with line
 /// and column. Every field may be left out; an empty file builds the folder's Dockerfile as it is.
@@ -144,7 +143,7 @@ impl Recipe {
     /// Parses and checks recipe YAML for the image `name`; an error leads with
     /// `docker/<name>/image.yaml:line:column` of the node at fault.
     pub fn parse(name: &str, text: &str) -> Result<Self> {
-        Self::parse_named(name, &format!("docker/{name}/{FILE}"), text)
+        Self::parse_named(name, &format!("docker/{name}/{RECIPE}"), text)
     }
 
     /// [`Recipe::parse`] of the text of `file`, which errors name.
@@ -159,7 +158,7 @@ impl Recipe {
 
     /// Reads `docker/<name>/image.yaml` and checks it against its folder.
     pub fn load(dir: &Path) -> Result<Self> {
-        let file = dir.join(FILE);
+        let file = dir.join(RECIPE);
         let name = dir
             .file_name()
             .and_then(|n| n.to_str())
@@ -174,11 +173,11 @@ impl Recipe {
             Some(base) => dir.with_file_name(base),
             None => dir.to_owned(),
         };
-        if !from.join(FILE).is_file() {
+        if !from.join(RECIPE).is_file() {
             return Err(doc.error(&Invalid::new(
                 "variant_of",
                 format!(
-                    "variant_of: {:?} is not an image folder under {} (no {FILE} there)",
+                    "variant_of: {:?} is not an image folder under {} (no {RECIPE} there)",
                     recipe.variant_of.as_deref().unwrap_or_default(),
                     dir.parent().unwrap_or(dir).display()
                 ),
@@ -187,7 +186,7 @@ impl Recipe {
         ensure!(
             // A variant's base folder is checked as an image of its own (see `check_variants`).
             dir.join("Dockerfile").is_file() || recipe.variant_of.is_some(),
-            "{} has {FILE} but no Dockerfile: add the Dockerfile, or remove the folder",
+            "{} has {RECIPE} but no Dockerfile: add the Dockerfile, or remove the folder",
             dir.display()
         );
         for tool in &recipe.vendor.0 {
@@ -251,10 +250,10 @@ impl Recipe {
             let at = format!("artifacts.{file}");
             let plain = relative_parts(file).is_some_and(|parts| parts.len() == 1);
             ensure_at!(
-                plain && file != "vendor" && file != FILE && file != "Dockerfile",
+                plain && file != "vendor" && file != RECIPE && file != "Dockerfile",
                 &at,
                 "artifacts: {file:?} must be a plain file name in the context \
-                 (not vendor, Dockerfile or {FILE})"
+                 (not vendor, Dockerfile or {RECIPE})"
             );
             ensure_at!(!pin.is_empty(), &at, "artifacts: {file:?} names no pin");
         }
@@ -262,14 +261,14 @@ impl Recipe {
             let path = format!("shared.{at}");
             let kept = |parts: Vec<&str>| {
                 parts[0] != "vendor"
-                    && parts != [FILE]
+                    && parts != [RECIPE]
                     && !parts.iter().any(|p| [".git", "target"].contains(p))
             };
             ensure_at!(
                 relative_parts(at).is_some_and(kept) && !self.artifacts.contains_key(at),
                 &path,
                 "shared: {at:?} must be a relative path in the build context, not under vendor/, \
-                 target/ or .git/, not {FILE}, and not an artifact's name"
+                 target/ or .git/, not {RECIPE}, and not an artifact's name"
             );
             ensure_at!(
                 relative_parts(shared).is_some(),
@@ -407,11 +406,11 @@ pub fn discover(docker_dir: &Path) -> Result<Vec<Recipe>> {
     dirs.sort();
     let mut recipes = Vec::new();
     for dir in dirs {
-        if dir.join(FILE).is_file() {
+        if dir.join(RECIPE).is_file() {
             recipes.push(Recipe::load(&dir)?);
         } else if dir.join("Dockerfile").is_file() {
             bail!(
-                "{} has a Dockerfile but no {FILE}: add {FILE} (its fields are documented on \
+                "{} has a Dockerfile but no {RECIPE}: add {RECIPE} (its fields are documented on \
                  `Recipe` in src/images/recipe.rs), or move the Dockerfile out of docker/",
                 dir.display()
             );
@@ -454,7 +453,7 @@ fn check_variants(docker_dir: &Path, recipes: &[Recipe]) -> Result<()> {
                 )
             }
         };
-        let file = docker_dir.join(&r.name).join(FILE);
+        let file = docker_dir.join(&r.name).join(RECIPE);
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("reading image recipe {}", file.display()))?;
         let doc = Doc::new(file.display().to_string(), &text);

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tar::EntryType;
 
-use crate::images::tarball;
+use crate::files::tarball;
 
 /// The most a `manifest.json` or `index.json` may hold: a few hundred bytes per image.
 const INDEX_MAX: u64 = 1 << 20;

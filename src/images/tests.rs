@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::engine::fake::{Build, FakeEngine};
-use crate::images::digest;
+use crate::files::digest;
 use crate::images::pin::{Mirror, Mmdebstrap, Pin, Source};
 
 /// The bytes of the base image's root filesystem and of the toolchain artifact.
@@ -66,7 +66,7 @@ impl Repo {
             let folder = dir.path().join("docker").join(name);
             std::fs::create_dir_all(&folder).unwrap();
             std::fs::write(folder.join("Dockerfile"), format!("# {name}\n")).unwrap();
-            std::fs::write(folder.join(recipe::FILE), recipe).unwrap();
+            std::fs::write(folder.join(crate::images::context::RECIPE), recipe).unwrap();
         }
         let cache_dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(cache_dir.path()).unwrap();
@@ -298,7 +298,7 @@ async fn a_shared_file_is_an_input_of_the_tags_of_the_images_that_lay_it_in() {
     let docker = repo.dir.path().join("docker");
     std::fs::create_dir_all(docker.join("probe-lib")).unwrap();
     std::fs::write(docker.join("probe-lib/lib.rs"), "pub fn one() {}\n").unwrap();
-    let recipe = docker.join("probe-b").join(recipe::FILE);
+    let recipe = docker.join("probe-b").join(crate::images::context::RECIPE);
     let text = std::fs::read_to_string(&recipe).unwrap();
     std::fs::write(&recipe, text + "shared: {src/lib.rs: probe-lib/lib.rs}\n").unwrap();
     let engine = FakeEngine::default();

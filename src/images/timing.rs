@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::images::cache::{Cache, write_atomic};
+use crate::files::write_atomic;
+use crate::images::cache::Cache;
 use crate::images::plan::Node;
 use crate::images::recipe::BuildEstimate;
 

@@ -9,8 +9,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::prepare::for_study;
 use super::{Ending, Prepared, prepare};
-use crate::run::lifecycle::{self, CpuChoice};
+use crate::run::lifecycle;
 use crate::run::{bench, guest};
+use crate::study::cpus::{CpuChoice, choose_cpus};
 use crate::study::{Repeats, Study};
 
 /// What `bench fidelity` measures.
@@ -51,7 +52,7 @@ pub async fn fidelity(repo: &Path, args: &Fidelity) -> Result<Ending> {
         cache,
     } = prepare(repo, &build).await?;
     let available = engine.cpus().await?;
-    let (cpus, deviations) = lifecycle::choose_cpus(&study.protocol.cpus, &available, &args.cpus)?;
+    let (cpus, deviations) = choose_cpus(&study.protocol.cpus, &available, &args.cpus)?;
     let state = lifecycle::new_state("bench-fidelity", &study, &cpus, deviations);
     let guests = match &in_vm {
         Some(s) => {

@@ -61,7 +61,7 @@ pub fn export(paths: &Paths, options: &Options, format: &dyn Format) -> Result<E
     let text = format.write(paths, &job)?;
     match &options.out {
         Some(file) => {
-            crate::images::cache::write_atomic(file, text.as_bytes())?;
+            crate::files::write_atomic(file, text.as_bytes())?;
             eprintln!(
                 "wrote {} ({}: {} shards of study {})",
                 file.display(),

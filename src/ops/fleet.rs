@@ -15,7 +15,8 @@ use anyhow::{Context, Result, bail};
 
 use super::{Interrupt, Paths, Prepared, prepare};
 use crate::engine::Engine;
-use crate::images::pin;
+use crate::images::cache::Cache;
+use crate::images::pin::{self, Pins};
 use crate::images::place::{Placement, Sources};
 use crate::images::{BuildOptions, Manifest};
 use crate::run::fleet::assign::{self, Mode};
@@ -23,28 +24,14 @@ use crate::run::fleet::host_run::Common;
 use crate::run::fleet::hosts as names;
 use crate::run::fleet::record::{self, FleetRecord, HostRecord, HostStatus};
 use crate::run::fleet::survey::{self, Surveyed};
-use crate::run::lifecycle::{CpuChoice, RunResult};
+use crate::run::lifecycle::RunResult;
 use crate::run::needs;
 use crate::run::run_dir::{self, RunDir};
 use crate::run::seccomp::Profile;
-use crate::study::Study;
+use crate::study::cpus::CpuChoice;
+use crate::study::{Repeats, Study};
 
-use super::run::Options;
-
-/// `--hosts` and how to use them.
-#[derive(Debug, Clone, Default)]
-pub struct Hosts {
-    /// The hosts as named (`local`, URLs); empty: this machine's Engine alone.
-    pub names: Vec<String>,
-    /// Every cell on every host (`--across`, the default).
-    pub across: bool,
-    /// The matrix dealt over the hosts (`--spread`).
-    pub spread: bool,
-    /// Build the images on each host instead of shipping them (`--images build`).
-    pub build: bool,
-    /// Accept plain `tcp://` (`--allow-plain-tcp`).
-    pub allow_plain_tcp: bool,
-}
+use super::launch::{Options, load, said, study_text};
 
 /// A run across hosts: `--hosts` given, or a run folder to resume that holds a fleet.json.
 pub fn is_fleet(options: &Options) -> bool {
@@ -88,7 +75,7 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     if let Some(dir) = &options.resume {
         return resume(paths, options, dir, interrupt).await;
     }
-    let (study, file) = super::run::load(paths, options, None)?;
+    let (study, file) = load(paths, options, None)?;
     needs::check_probe_images(&paths.repo, &study, file.as_deref())?;
     let f = &options.fleet;
     let entries = names::resolve(
@@ -97,28 +84,11 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         f.allow_plain_tcp,
     )?;
     let reached = hosts::connect(&entries).await?;
-    let Prepared {
-        engine,
-        manifest,
-        cache,
-    } = prepare(&paths.repo, &for_study(&study, options)).await?;
-    needs::check_runnable(&study, &manifest)?;
-    let pins = pin::load_all(&paths.repo.join("toolchains"))?;
-    let seccomp = match &study.protocol.seccomp {
-        Some(file) => Some(Profile::load(&paths.repo, file)?),
-        None => None,
-    };
     let p = &study.protocol;
     let repeats = options.repeats.map(|c| c.apply(p.repeats, p.target_cv));
-    let common = Common {
-        text: super::run::study_text(options)?,
-        study,
-        manifest,
-        cpus: options.cpus.clone().unwrap_or(CpuChoice::Auto),
-        seccomp,
-        repo: paths.repo.clone(),
-        repeats,
-    };
+    let text = study_text(options)?;
+    let (engine, cache, pins, common) = prepared(paths, options, study, text, repeats).await?;
+    needs::check_runnable(&common.study, &common.manifest)?;
     let top = RunDir::create(&paths.results, &common.study.id)?;
     let written = (|| {
         top.write(run_dir::STUDY, common.text.as_bytes())?;
@@ -142,8 +112,38 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     let result = start(&top, lay, mode, common, interrupt).await;
     hosts::release(leases).await;
     let result = result.map_err(|e| abandon(&top, e))?;
-    eprint!("{}", super::run::said(&result));
+    eprint!("{}", said(&result));
     Ok(result)
+}
+
+/// The images of a fleet run built here, the pins, and what every host's sub-run shares.
+async fn prepared(
+    paths: &Paths,
+    options: &Options,
+    study: Study,
+    text: String,
+    repeats: Option<Repeats>,
+) -> Result<(Engine, Cache, Pins, Common)> {
+    let Prepared {
+        engine,
+        manifest,
+        cache,
+    } = prepare(&paths.repo, &for_study(&study, options)).await?;
+    let pins = pin::load_all(&paths.repo.join("toolchains"))?;
+    let seccomp = match &study.protocol.seccomp {
+        Some(file) => Some(Profile::load(&paths.repo, file)?),
+        None => None,
+    };
+    let common = Common {
+        text,
+        study,
+        manifest,
+        cpus: options.cpus.clone().unwrap_or(CpuChoice::Auto),
+        seccomp,
+        repo: paths.repo.clone(),
+        repeats,
+    };
+    Ok((engine, cache, pins, common))
 }
 
 /// The hosts of this invocation, reached and leased, and how images reach them.
@@ -269,26 +269,9 @@ async fn resume(
         false => names::resolve(&names, None, f.allow_plain_tcp)?,
     };
     let reached = hosts::connect(&entries).await?;
-    let Prepared {
-        engine,
-        manifest,
-        cache,
-    } = prepare(&paths.repo, &for_study(&study, options)).await?;
-    same_images(&top, &study, &manifest)?;
-    let pins = pin::load_all(&paths.repo.join("toolchains"))?;
-    let seccomp = match &study.protocol.seccomp {
-        Some(file) => Some(Profile::load(&paths.repo, file)?),
-        None => None,
-    };
-    let common = Common {
-        text: top.read(run_dir::STUDY)?,
-        study,
-        manifest,
-        cpus: options.cpus.clone().unwrap_or(CpuChoice::Auto),
-        seccomp,
-        repo: paths.repo.clone(),
-        repeats: None,
-    };
+    let text = top.read(run_dir::STUDY)?;
+    let (engine, cache, pins, common) = prepared(paths, options, study, text, None).await?;
+    same_images(&top, &common.study, &common.manifest)?;
     let leases = hosts::take(&reached, &top.id()).await?;
     let how = match fleet.images.as_str() {
         "build" => Placement::Build,
@@ -329,7 +312,7 @@ async fn resume(
     .await;
     hosts::release(leases).await;
     let result = result?;
-    eprint!("{}", super::run::said(&result));
+    eprint!("{}", said(&result));
     Ok(result)
 }
 

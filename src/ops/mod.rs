@@ -14,6 +14,7 @@ pub mod explain;
 pub mod export;
 pub mod fleet;
 pub mod interrupt;
+pub mod launch;
 pub mod merge;
 pub mod new;
 pub mod next_step;

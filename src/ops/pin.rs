@@ -8,8 +8,9 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::Ending;
+use crate::files::write_atomic;
 use crate::images::artifact;
-use crate::images::cache::{self, Cache};
+use crate::images::cache::Cache;
 use crate::images::pin::{Lock, Pin, Source};
 
 /// Locks pin `name` of the repository's `toolchains/`.
@@ -38,7 +39,7 @@ pub fn lock(repo: &Path, name: &str) -> Result<Ending> {
     let (_, sha256) = artifact::build_from_lock(&cache, &pin.name, m, &lock)
         .with_context(|| format!("pin {name}: building the root filesystem from the new lock"))?;
     let lock_file = Lock::path_beside(&pin_file);
-    cache::write_atomic(&lock_file, lock.to_text(name).as_bytes())?;
+    write_atomic(&lock_file, lock.to_text(name).as_bytes())?;
     if sha256 != pin.sha256 {
         set_sha256(&pin_file, &pin.sha256, &sha256)?;
     }
@@ -106,7 +107,7 @@ fn set_sha256(pin_file: &Path, old: &str, new: &str) -> Result<()> {
             }
         })
         .collect();
-    cache::write_atomic(pin_file, text.as_bytes())
+    write_atomic(pin_file, text.as_bytes())
 }
 
 #[cfg(test)]

@@ -16,9 +16,10 @@ use crate::images::cache::Cache;
 use crate::images::plan::{Graph, Node};
 use crate::images::tags::{self, Planned};
 use crate::images::{self, lint, pin, timing};
-use crate::run::lifecycle::{CpuChoice, choose_cpus};
-use crate::run::plan::{Estimates, clock, describe, matrix};
-use crate::run::{guest, needs, run_dir};
+use crate::run::plan::{clock, describe, matrix};
+use crate::run::run_dir::{self, RunDir};
+use crate::run::{guest, needs};
+use crate::study::cpus::{CpuChoice, choose_cpus};
 use crate::study::{Study, cpuset};
 use crate::yaml::{Doc, Invalid};
 
@@ -65,9 +66,9 @@ pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
         .join(&study.id)
         .join("runs")
         .join(run_dir::LATEST);
-    let estimates = match Estimates::from_run(&latest) {
+    let estimates = match RunDir::at(&latest).estimates() {
         e if e.source.is_some() => e,
-        e => super::run::reference_estimates(&paths.results, &study.id).unwrap_or(e),
+        e => super::launch::reference_estimates(&paths.results, &study.id).unwrap_or(e),
     };
     let cells = matrix(&study);
     print!("{}", said_matrix(&study, &cells));

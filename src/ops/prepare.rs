@@ -7,7 +7,8 @@ use anyhow::{Result, bail};
 
 use super::Ending;
 use crate::engine::Engine;
-use crate::images::cache::{self, Cache};
+use crate::files::write_atomic;
+use crate::images::cache::Cache;
 use crate::images::pin;
 use crate::images::{self, BuildOptions, Manifest};
 use crate::run::needs;
@@ -42,7 +43,7 @@ pub async fn build(repo: &Path, options: &BuildOptions, manifest: Option<&Path>)
     let prepared = prepare(repo, options).await?;
     if let Some(path) = manifest {
         let json = serde_json::to_string_pretty(&prepared.manifest)?;
-        cache::write_atomic(path, json.as_bytes())?;
+        write_atomic(path, json.as_bytes())?;
         eprintln!("manifest written to {}", path.display());
     }
     let failed: Vec<&str> = (prepared.manifest.failed.iter())

@@ -20,9 +20,10 @@ use super::archive::{Contents, archive};
 use super::report::report;
 use super::{Ending, Interrupt, Paths, run};
 use crate::outputs::compare;
-use crate::run::lifecycle::{self, CpuChoice, Fresh, Run};
+use crate::run::lifecycle::{self, Fresh, Run};
 use crate::run::needs::check_runnable;
 use crate::run::run_dir::{self, RunDir, RunState};
+use crate::study::cpus::CpuChoice;
 use crate::study::repeats::{Repeats, RepeatsChoice};
 
 pub use images::{Images, images, refuse, verify_loaded};

@@ -10,8 +10,8 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::outputs::number;
 use crate::outputs::outcome::Outcome;
-use crate::outputs::report::number;
 use crate::outputs::summary::Summary;
 use crate::outputs::verdict::{Measured, Status, Verdict};
 use crate::study::factor::{Factor, Level, declared_id};

@@ -43,11 +43,11 @@ pub fn write(results: &Path) -> Result<PathBuf> {
         out.push_str(&section(results, &file));
     }
     let path = results.join("index.md");
-    crate::images::cache::write_atomic(&path, out.as_bytes())?;
+    crate::files::write_atomic(&path, out.as_bytes())?;
     // The page links each run's page, not its Markdown.
     let md = out.replace("/report.md)", "/report.html)");
     let html = crate::outputs::html::page("Studies", &crate::outputs::html::markdown(&md, &[]));
-    crate::images::cache::write_atomic(&results.join("index.html"), html.as_bytes())?;
+    crate::files::write_atomic(&results.join("index.html"), html.as_bytes())?;
     Ok(path)
 }
 

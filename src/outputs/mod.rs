@@ -3,7 +3,7 @@
 //! index of studies (`index`), runs joined into one (`merge`), a claim's explanation (`explain`) and a
 //! study's committed reference run (`reference`); `outcome` recomputes them all.
 //!
-//! May import: `run` (the run folder and its records), `images` (hashing, tar), `study`, `stats`.
+//! May import: `run` (the run folder and its records), `images`, `study`, `files` (hashing, tar), `stats`.
 
 pub mod archive;
 pub mod compare;
@@ -12,6 +12,7 @@ pub mod figure;
 pub mod html;
 pub mod index;
 pub mod merge;
+pub mod number;
 pub mod outcome;
 pub mod provenance;
 pub mod reference;

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use crate::outputs::merge;
 use crate::outputs::report::{self, ReportInput};
 use crate::outputs::summary::{self, Summary};
-use crate::outputs::verdict::{self, Status, Verdict, VerdictFile};
+use crate::outputs::verdict::{self, Status, Verdict};
 use crate::run::env::Environment;
 use crate::run::run_dir::{self, RunFiles, RunState};
 use crate::run::warning::Warning;
@@ -168,9 +168,9 @@ impl Outcome {
         report::write_all(dir, &self.report_input())?;
         if let Some(j) = &self.judged {
             let json = serde_json::to_string_pretty(j)? + "\n";
-            crate::images::cache::write_atomic(&dir.join(run_dir::CLASSES_JSON), json.as_bytes())?;
+            crate::files::write_atomic(&dir.join(run_dir::CLASSES_JSON), json.as_bytes())?;
             let md = merge::classes::markdown(j);
-            crate::images::cache::write_atomic(&dir.join(run_dir::CLASSES_MD), md.as_bytes())?;
+            crate::files::write_atomic(&dir.join(run_dir::CLASSES_MD), md.as_bytes())?;
         }
         link_explanations(dir)
     }
@@ -202,15 +202,6 @@ impl Outcome {
     /// True when any claim was not reproduced.
     pub fn claims_differ(&self) -> bool {
         self.verdicts.iter().any(|v| v.status != Status::Reproduced)
-    }
-
-    /// The verdicts file as written in the run (for comparing with a recomputation).
-    pub fn verdict_file(&self) -> VerdictFile {
-        VerdictFile {
-            partial: self.partial.is_some(),
-            partial_reason: self.partial.clone(),
-            verdicts: self.verdicts.clone(),
-        }
     }
 }
 
@@ -390,7 +381,7 @@ pub fn link_explanations(dir: &Path) -> Result<()> {
          accounts for each difference: [{0}]({0}).\n",
         run_dir::EXPLANATIONS
     ));
-    crate::images::cache::write_atomic(&path, text.as_bytes())
+    crate::files::write_atomic(&path, text.as_bytes())
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::study::{Claim, Study};
 
 /// The sha256 of a study file's text, hex.
 pub fn sha256(study_yaml: &str) -> String {
-    crate::images::digest::bytes(study_yaml.as_bytes())
+    crate::files::digest::bytes(study_yaml.as_bytes())
 }
 
 /// `results/<study>/study.yaml` under `repo`, when the checkout holds it.

@@ -178,7 +178,7 @@ fn measure_native(
     let probe = &study.probes[cell.probe];
     let words = process::placeholders(probe, state, cell.tasks).map_err(anyhow::Error::msg)?;
     let output = Command::new(dir.join("sampler"))
-        .args(process::sampler_args(
+        .args(crate::run::execution::sampler_args(
             probe,
             &study.protocol,
             &crate::study::cpuset::format(&words.cpus),

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{ContainerSpec, Containers, EngineFacts, Isolation};
 use crate::images::Manifest;
-use crate::run::process;
+use crate::run::execution;
 use crate::study::Protocol;
 
 /// `env.json`: where a run was measured.
@@ -121,7 +121,7 @@ pub async fn record(
     let script = "uname -a; grep Cpus_allowed_list /proc/self/status | cut -f2; \
                   ldd --version 2>&1 | head -n1; grep -E '^Max (open files|processes) ' /proc/self/limits; \
                   echo \"pids.max $(cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids.max 2>/dev/null | head -n1)\"";
-    let view = process::Host::confine(
+    let view = execution::Host::confine(
         ContainerSpec::command(probe_image, &["/bin/sh", "-c", script], "env"),
         protocol,
     );

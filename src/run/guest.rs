@@ -21,9 +21,9 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{Containers, Images};
+use crate::files::digest;
 use crate::images::Manifest;
 use crate::images::cache::Cache;
-use crate::images::digest;
 use crate::images::recipe::{self, KERNEL_CONFIG, KERNEL_FILE, KERNEL_PREFIX};
 use crate::study::Study;
 use crate::study::kernel::{Accel, HOST};
@@ -392,7 +392,7 @@ async fn kernel(
     let sha = digest::bytes(&vmlinuz);
     let file = dir.join(format!("vmlinuz-{sha}"));
     if !file.exists() {
-        crate::images::cache::write_atomic(&file, &vmlinuz)?;
+        crate::files::write_atomic(&file, &vmlinuz)?;
     }
     let record = GuestKernel {
         name: name.to_string(),

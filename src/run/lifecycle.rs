@@ -4,7 +4,6 @@
 //! ([`Run::measure`]): each process in its own fresh container or VM, with the study's protocol,
 //! each sample appended the moment it exists. An interrupted run resumes.
 
-mod cpus;
 mod measuring;
 mod rerun;
 mod rounds;
@@ -26,7 +25,6 @@ use crate::study::sample::{Sample, SampleLog};
 use crate::study::{Study, cpuset};
 use measuring::Measuring;
 
-pub use cpus::{CpuChoice, choose_cpus};
 pub use rerun::{differences, rerun_folder};
 pub use setup::{Fresh, new_state};
 
@@ -286,7 +284,7 @@ impl Run {
             .iter()
             .filter(|p| self.manifest.get(&p.image).is_none())
             .map(|p| p.id.clone());
-        let latest = latest.map(|l| plan::Estimates::from_run(&l));
+        let latest = latest.map(|l| RunDir::at(&l).estimates());
         let estimates = match (latest, &self.earlier) {
             (Some(e), _) if e.source.is_some() => e,
             (_, Some(earlier)) => earlier.clone(),

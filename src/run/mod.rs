@@ -7,6 +7,7 @@ pub mod bench;
 pub mod cpu_lock;
 pub mod doctor;
 pub mod env;
+pub mod execution;
 pub mod fleet;
 pub mod guest;
 pub mod hardware;

@@ -3,7 +3,6 @@
 //! the processes it has finished; with neither, the plan says the time is not known yet.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use crate::stats::median;
@@ -62,17 +61,6 @@ pub struct Estimates {
 }
 
 impl Estimates {
-    /// From a finished or partial run folder's samples; empty when it has none.
-    pub fn from_run(dir: &Path) -> Self {
-        let Ok((samples, _)) = sample::read_all(&dir.join(crate::run::run_dir::SAMPLES)) else {
-            return Self::default();
-        };
-        let source = std::fs::canonicalize(dir)
-            .ok()
-            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
-        Self::from_samples(&samples, source)
-    }
-
     /// From the samples of a run named `source` (`None`: no estimate is said to come from it).
     pub fn from_samples(samples: &[sample::Sample], source: Option<String>) -> Self {
         let mut times: BTreeMap<(String, u64), Vec<f64>> = BTreeMap::new();

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::run::plan::Estimates;
+use crate::study::sample::{self, BadLines, Sample};
 use crate::study::{Repeats, Study};
 
 mod read;
@@ -290,6 +292,22 @@ impl RunDir {
         }
     }
 
+    /// Every sample of `samples.jsonl`, with its malformed lines beside them.
+    pub fn samples(&self) -> Result<(Vec<Sample>, BadLines)> {
+        sample::read_all(&self.file(SAMPLES))
+    }
+
+    /// The expected time of each cell, from this run's samples so far; empty when it has none.
+    pub fn estimates(&self) -> Estimates {
+        let Ok((samples, _)) = self.samples() else {
+            return Estimates::default();
+        };
+        let source = std::fs::canonicalize(&self.path)
+            .ok()
+            .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
+        Estimates::from_samples(&samples, source)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -314,7 +332,7 @@ impl RunDir {
 
     /// Writes one of the run's files whole or not at all.
     pub fn write(&self, name: &str, bytes: &[u8]) -> Result<()> {
-        crate::images::cache::write_atomic(&self.file(name), bytes)
+        crate::files::write_atomic(&self.file(name), bytes)
     }
 
     /// Writes a value as pretty JSON to one of the run's files.

@@ -65,7 +65,7 @@ impl Profile {
         Ok(Profile {
             record: Seccomp {
                 file: file.to_string(),
-                sha256: crate::images::digest::bytes(bytes),
+                sha256: crate::files::digest::bytes(bytes),
             },
             json: document.canonical(),
             document,

@@ -14,6 +14,7 @@ use std::path::Path;
 
 pub mod bounded;
 pub mod claim;
+pub mod cpus;
 pub mod cpuset;
 pub mod factor;
 pub mod kernel;

@@ -55,7 +55,7 @@ pub fn repack(root: &Path, out: &Path) -> PathBuf {
             file.is_file().then(|| {
                 format!(
                     "{}  {path}\n",
-                    parkbench::images::digest::file(&file).unwrap()
+                    parkbench::files::digest::file(&file).unwrap()
                 )
             })
         })
@@ -143,7 +143,7 @@ pub fn saved_image(out: &Path, tags: &[&str], entries: &[Entry], second: Option<
         append(&mut layer, e);
     }
     layer.into_inner().unwrap();
-    let diff = parkbench::images::digest::file(&layer_path).unwrap();
+    let diff = parkbench::files::digest::file(&layer_path).unwrap();
     let config = serde_json::json!({
         "architecture": "amd64",
         "os": "linux",

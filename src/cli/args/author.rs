@@ -7,8 +7,8 @@ use clap::{Args, Subcommand};
 
 use crate::ops::new::Lang;
 use crate::ops::plan;
-use crate::run::lifecycle::CpuChoice;
 use crate::study::Kind;
+use crate::study::cpus::CpuChoice;
 
 #[derive(Debug, Subcommand)]
 pub enum NewCommand {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use crate::ops::bench;
-use crate::run::lifecycle::CpuChoice;
+use crate::study::cpus::CpuChoice;
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::ops::{explain, rerun};
-use crate::run::lifecycle::CpuChoice;
+use crate::study::cpus::CpuChoice;
 use crate::study::repeats::RepeatsChoice;
 
 #[derive(Debug, Args)]

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::images::BuildOptions;
-use crate::ops::{fleet, reproduce, run};
-use crate::run::lifecycle::CpuChoice;
+use crate::ops::{launch, reproduce, run};
 use crate::run::shard::Shard;
+use crate::study::cpus::CpuChoice;
 use crate::study::repeats::RepeatsChoice;
 
 #[derive(Debug, Default, Args)]
@@ -163,7 +163,7 @@ impl From<RunArgs> for run::Options {
             strict_build: a.strict_build,
             strict_pins: a.strict_pins,
             shard: a.shard,
-            fleet: fleet::Hosts {
+            fleet: launch::Hosts {
                 names: a.hosts,
                 across: a.across,
                 spread: a.spread,

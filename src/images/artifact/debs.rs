@@ -10,8 +10,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
+use crate::files::digest;
 use crate::images::cache::{Cache, HashMismatch};
-use crate::images::digest;
 use crate::images::pin::{Lock, Locked, Moved};
 
 /// The `.deb`s a root filesystem is built from.

@@ -6,8 +6,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
+use crate::files::digest;
 use crate::images::cache::HashMismatch;
-use crate::images::digest;
 use crate::images::pin::{Deb, Pip, Url};
 
 /// Downloads the wheel with `pip download --no-deps` into `dir` and checks its sha256.

@@ -253,7 +253,7 @@ mod tests {
             ],
         );
         let tgz = dir.path().join("go.tar.gz");
-        let mut tar = crate::images::tarball::Writer::new(flate2::write::GzEncoder::new(
+        let mut tar = crate::files::tarball::Writer::new(flate2::write::GzEncoder::new(
             File::create(&tgz).unwrap(),
             Default::default(),
         ));

@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 
 use super::{debs, rootfs};
+use crate::files::digest;
 use crate::images::cache::Cache;
-use crate::images::digest;
 use crate::images::pin::{Drift, Lock, Locked, Mmdebstrap, Pin};
 
 /// A root filesystem tar in the cache, built from a lock.

@@ -8,8 +8,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail, ensure};
 
+use crate::files::tarball::{Layout, Tree};
 use crate::images::pin::Rustup;
-use crate::images::tarball::{Layout, Tree};
 
 /// One line of a rustup component manifest (`lib/rustlib/manifest-<component>-<target>`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::process::Command;
 use tar::EntryType;
 
 use super::*;
-use crate::images::digest;
+use crate::files::digest;
 
 /// A tar member: path, type, and a file's data or a link's target.
 type Spec = (String, EntryType, Vec<u8>);

@@ -282,13 +282,44 @@ fn an_unknown_parent_of_a_recipe_read_from_its_file_names_line_and_column() {
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("Dockerfile"), "FROM scratch\n").unwrap();
     std::fs::write(
-        dir.join(FILE),
+        dir.join(RECIPE),
         "# Go.\nprobe: true\nparents:\n  BASE: base\n  GO: toolchain-go\n",
     )
     .unwrap();
     let mut recipes = kit();
     recipes.push(Recipe::load(&dir).unwrap());
     let err = format!("{:#}", Graph::new(recipes, &pins()).unwrap_err());
-    let want = format!("{}:5:7: parents.GO names image", dir.join(FILE).display());
+    let want = format!("{}:5:7: parents.GO names image", dir.join(RECIPE).display());
     assert!(err.starts_with(&want), "{err}");
+}
+
+/// What a build does when the pins in `unavailable` (name → why) cannot be produced: every image
+/// in build order with `None` when it is built, or the reason it is not.
+fn simulate(
+    graph: &Graph,
+    unavailable: &BTreeMap<String, String>,
+) -> Vec<(String, Option<String>)> {
+    let mut schedule = Schedule::new(graph);
+    loop {
+        let ready = schedule.ready();
+        if ready.is_empty() {
+            break;
+        }
+        for node in ready {
+            match node
+                .pins()
+                .into_iter()
+                .find(|p| unavailable.contains_key(*p))
+            {
+                Some(pin) => schedule.unavailable(node.name(), pin_reason(pin, &unavailable[pin])),
+                None => schedule.built(node.name()),
+            }
+        }
+    }
+    let lost: BTreeMap<String, String> = schedule.unavailable_images().into_iter().collect();
+    graph
+        .nodes
+        .iter()
+        .map(|n| (n.name().to_owned(), lost.get(n.name()).cloned()))
+        .collect()
 }

@@ -25,7 +25,7 @@ fn parses_every_field() {
     );
     assert_eq!(r.artifacts["rust.tar"], "rust");
     assert_eq!(r.shared["src/lib.rs"], "probe-lib/lib.rs");
-    assert!(r.vendor.has(crate::images::vendor::Tool::Cargo) && r.probe);
+    assert!(r.vendor.has(Tool::Cargo) && r.probe);
     assert_eq!(
         r.binaries,
         ["/usr/local/bin/probe", "/usr/local/bin/sampler"]
@@ -159,8 +159,8 @@ fn discovery_needs_a_recipe_beside_every_dockerfile() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     for (folder, files) in [
-        ("b-probe", &["Dockerfile", FILE][..]),
-        ("a-tool", &["Dockerfile", FILE][..]),
+        ("b-probe", &["Dockerfile", RECIPE][..]),
+        ("a-tool", &["Dockerfile", RECIPE][..]),
         ("notes", &["README.md"][..]),
     ] {
         std::fs::create_dir_all(d.join(folder)).unwrap();
@@ -179,7 +179,7 @@ fn discovery_needs_a_recipe_beside_every_dockerfile() {
         err.contains("c-new") && err.contains("no image.yaml"),
         "{err}"
     );
-    std::fs::write(d.join("c-new").join(FILE), "vendor: true\n").unwrap();
+    std::fs::write(d.join("c-new").join(RECIPE), "vendor: true\n").unwrap();
     let err = format!("{:#}", discover(d).unwrap_err());
     assert!(
         err.contains("c-new") && err.contains("no Cargo.lock"),
@@ -231,7 +231,7 @@ fn a_variant_starts_from_its_base_folder_and_names_a_plain_one() {
     assert_eq!(read("Dockerfile"), "FROM scratch\n");
     assert_eq!(read("Cargo.lock"), "# base\n");
     assert_eq!(read("src/main.rs"), "fn main() { /* alt */ }\n");
-    assert!(!merged.join(FILE).exists(), "no recipe in the context");
+    assert!(!merged.join(RECIPE).exists(), "no recipe in the context");
     write_at(&d, "probe.bad/image.yaml", "variant_of: nope\n");
     let err = format!("{:#}", discover(&d).unwrap_err());
     assert!(
@@ -244,7 +244,7 @@ fn a_variant_starts_from_its_base_folder_and_names_a_plain_one() {
         "on_demand: true\nvariant_of: probe.alt\n",
     );
     let err = format!("{:#}", discover(&d).unwrap_err());
-    let file = d.join("probe.bad").join(FILE);
+    let file = d.join("probe.bad").join(RECIPE);
     assert!(
         err.starts_with(&format!(
             "{}:2:13: variant_of: \"probe.alt\" is itself a variant",
@@ -277,7 +277,7 @@ fn a_shared_file_replaces_the_stand_in_in_the_context() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = crate::images::build::source_dir(repo.path(), &recipes[0], scratch.path()).unwrap();
     let tar = scratch.path().join("context.tar");
-    crate::images::context::write(&dir, &[], &[FILE], &tar).unwrap();
+    crate::images::context::write(&dir, &[], &[RECIPE], &tar).unwrap();
     let mut members = BTreeMap::new();
     for entry in tar::Archive::new(std::fs::File::open(&tar).unwrap())
         .entries()
@@ -292,7 +292,7 @@ fn a_shared_file_replaces_the_stand_in_in_the_context() {
     assert_eq!(members["src/more/util.rs"], "pub fn shared() {}\n");
     assert_eq!(members["src/main.rs"], "fn main() {}\n");
     assert!(
-        !members.contains_key(FILE) && !members.keys().any(|m| m.starts_with("target")),
+        !members.contains_key(RECIPE) && !members.keys().any(|m| m.starts_with("target")),
         "{members:?}"
     );
     let own = std::fs::read_to_string(d.join("probe/src/lib.rs")).unwrap();

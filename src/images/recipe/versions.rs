@@ -13,7 +13,7 @@ use std::fmt;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{FILE, Recipe};
+use super::{RECIPE, Recipe};
 use crate::yaml::{Doc, Invalid, ensure_at};
 
 /// One `versions:` entry (`VersionCommand`): written as `[program, arg, …]` (run in the final
@@ -123,7 +123,7 @@ impl Recipe {
         let file = self
             .file
             .clone()
-            .unwrap_or_else(|| format!("docker/{}/{FILE}", self.name).into());
+            .unwrap_or_else(|| format!("docker/{}/{RECIPE}", self.name).into());
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         let doc = Doc::new(file.display().to_string(), &text);
         format!("{:#}", doc.error(&Invalid::new(path, message)))

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::{Repo, names};
 use crate::engine::fake::{Build, FakeEngine};
-use crate::images::{BuildOptions, recipe};
+use crate::images::BuildOptions;
 
 /// What a C compiler's failed step prints through the Engine's classic builder.
 fn compiler_failure() -> Build {
@@ -122,7 +122,11 @@ async fn strict_build_stops_at_the_first_failure() {
 
 /// probe-a's recipe with its `versions:` entry written as `entry`.
 fn with_versions(repo: &Repo, entry: &str) {
-    let file = repo.dir.path().join("docker/probe-a").join(recipe::FILE);
+    let file = repo
+        .dir
+        .path()
+        .join("docker/probe-a")
+        .join(crate::images::context::RECIPE);
     let text = "parents: {BASE: base, TOOL: toolchain-a}\nprobe: true\n\
                 binaries: [/usr/local/bin/probe]\nversions:\n";
     std::fs::write(&file, format!("{text}  {entry}\n")).unwrap();
@@ -148,7 +152,11 @@ async fn a_version_command_missing_in_the_final_image_says_where_to_run_it() {
     let manifest = repo.build(&engine, false).await.unwrap();
     assert!(manifest.get("probe-a").is_none());
     let why = &manifest.failed("probe-a").unwrap().error;
-    let file = repo.dir.path().join("docker/probe-a").join(recipe::FILE);
+    let file = repo
+        .dir
+        .path()
+        .join("docker/probe-a")
+        .join(crate::images::context::RECIPE);
     for part in [
         format!("{}:5:17: ", file.display()),
         "versions: \"tool version\": `tool version` failed in the final image".into(),

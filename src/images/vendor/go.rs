@@ -8,9 +8,9 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
+use crate::files::digest;
 use crate::images::artifact;
 use crate::images::cache::Cache;
-use crate::images::digest;
 use crate::images::pin::Pins;
 
 /// The pin of the Go toolchain that vendors.
@@ -34,7 +34,7 @@ pub fn vendor(
 ) -> Result<String> {
     let go = pinned_go(cache, pins)?;
     let src = scratch.join("src");
-    super::copy_tree(dir, &src, scratch, &[crate::images::recipe::FILE])?;
+    super::copy_tree(dir, &src, scratch, &[crate::images::context::RECIPE])?;
     let env = |cmd: &mut Command| {
         cmd.current_dir(&src)
             .env("GOTOOLCHAIN", "local")

@@ -8,10 +8,7 @@ use std::process::Command;
 
 use anyhow::Result;
 
-use crate::images::digest;
-
-/// Where the cache and npm go in the build context.
-pub const FOLDER: &str = "npm-vendor";
+use crate::files::digest;
 
 /// The program that runs npm on the host (`PARKBENCH_NPM`, else `npm`).
 fn npm() -> String {
@@ -32,7 +29,7 @@ pub fn cache(dir: &Path, scratch: &Path, out: &Path) -> Result<String> {
     let version = super::run(Command::new(&npm).arg("--version"), "npm --version", hint)?;
     let global = super::run(Command::new(&npm).args(["root", "-g"]), "npm root -g", hint)?;
     let src = scratch.join("src");
-    super::copy_tree(dir, &src, scratch, &[crate::images::recipe::FILE])?;
+    super::copy_tree(dir, &src, scratch, &[crate::images::context::RECIPE])?;
     super::run(
         Command::new(&npm)
             .current_dir(&src)

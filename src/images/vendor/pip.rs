@@ -9,13 +9,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
-use crate::images::digest;
-use crate::images::recipe::Recipe;
-
-/// The requirements file of the image folder.
-pub const REQUIREMENTS: &str = "requirements.txt";
-/// Where the wheels go in the build context.
-pub const WHEELHOUSE: &str = "wheelhouse";
+use crate::files::digest;
+use crate::images::recipe::Tool;
 
 /// The program that runs pip on the host (`PARKBENCH_PYTHON`, else `python3`).
 fn python() -> String {
@@ -45,9 +40,9 @@ fn abi(version: &str) -> String {
 
 /// The cache key: the requirements (their hashes pin every wheel), the image's Python and the
 /// wheels' platforms.
-pub fn key(dir: &Path, recipe: &Recipe) -> Result<String> {
-    let requirements = digest::file(&dir.join(REQUIREMENTS))?;
-    let version = recipe.pip_python.as_deref().unwrap_or_default();
+pub fn key(dir: &Path, pip_python: Option<&str>) -> Result<String> {
+    let requirements = digest::file(&dir.join(Tool::Pip.lockfile()))?;
+    let version = pip_python.unwrap_or_default();
     let platforms = platforms(std::env::consts::ARCH).join(" ");
     Ok(digest::bytes(
         format!("pip\n{version}\n{platforms}\n{requirements}").as_bytes(),
@@ -55,10 +50,8 @@ pub fn key(dir: &Path, recipe: &Recipe) -> Result<String> {
 }
 
 /// Downloads the wheels into `out`; returns what downloaded them.
-pub fn download(dir: &Path, recipe: &Recipe, out: &Path) -> Result<String> {
-    let version = recipe
-        .pip_python
-        .as_deref()
+pub fn download(dir: &Path, pip_python: Option<&str>, out: &Path) -> Result<String> {
+    let version = pip_python
         .context("vendor: pip needs pip_python: the image's Python version (e.g. \"3.13\")")?;
     let python = python();
     let pip = super::run(
@@ -67,7 +60,7 @@ pub fn download(dir: &Path, recipe: &Recipe, out: &Path) -> Result<String> {
         "vendor: pip runs pip on this host: install Python 3 with pip, or name the Python that \
          has it in PARKBENCH_PYTHON",
     )?;
-    let requirements = dir.join(REQUIREMENTS);
+    let requirements = dir.join(Tool::Pip.lockfile());
     super::run(
         Command::new(&python)
             .args([

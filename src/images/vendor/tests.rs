@@ -55,7 +55,7 @@ fn a_tool_without_its_lockfile_is_a_load_error_saying_what_to_do() {
         (Tool::Go, "vendor: go\n"),
         (Tool::Npm, "vendor: [npm]\n"),
     ] {
-        std::fs::write(folder.join(crate::images::recipe::FILE), yaml).unwrap();
+        std::fs::write(folder.join(crate::images::context::RECIPE), yaml).unwrap();
         let err = format!("{:#}", Recipe::load(&folder).unwrap_err());
         assert!(err.contains(tool.lockfile()), "{err}");
         assert!(err.contains(tool.lockfile_hint()), "{err}");
@@ -92,7 +92,7 @@ fn a_vendored_tree_changed_since_it_was_made_is_not_trusted() {
     std::fs::write(folder.join("package.json"), "{}").unwrap();
     // A lockfile npm refuses: vendoring it again fails, and says so.
     std::fs::write(folder.join("package-lock.json"), "not a lockfile").unwrap();
-    std::fs::write(folder.join(crate::images::recipe::FILE), "vendor: npm\n").unwrap();
+    std::fs::write(folder.join(crate::images::context::RECIPE), "vendor: npm\n").unwrap();
     let recipe = Recipe::load(&folder).unwrap();
     let cache_dir = tempfile::tempdir().unwrap();
     let cache = Cache::open(cache_dir.path()).unwrap();
@@ -107,7 +107,7 @@ fn a_vendored_tree_changed_since_it_was_made_is_not_trusted() {
     let scratch = cache.scratch().unwrap();
     let tar = context::write(&tree, &[], &[], &scratch.path().join("t.tar")).unwrap();
     let made = Vendored {
-        at: npm::FOLDER.into(),
+        at: Tool::Npm.context_path().into(),
         dir: tree.clone(),
         sha256: tar.sha256,
         by: "npm 10 (on the host)".into(),

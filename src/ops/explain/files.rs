@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::images::cache::write_atomic;
+use crate::files::write_atomic;
 use crate::outputs::explain::{self, Explanation};
 use crate::run::run_dir::{self, RunDir};
 

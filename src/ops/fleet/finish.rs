@@ -52,9 +52,7 @@ pub async fn measure_and_merge(
         .map(|h| h.name.clone())
         .collect();
     let state = merge_hosts(top, &fleet)?;
-    let samples = crate::study::sample::read_all(&top.file(run_dir::SAMPLES))
-        .map(|(s, _)| s)
-        .unwrap_or_default();
+    let samples = top.samples().map(|(s, _)| s).unwrap_or_default();
     say_lost(top, &fleet);
     let mut build_failed: Vec<String> = (common.study.probes.iter())
         .filter(|p| common.manifest.failed(&p.image).is_some())

@@ -16,10 +16,10 @@ use crate::run::fleet::hosts::HostEntry;
 use crate::run::fleet::lease::{self, Lease};
 use crate::run::fleet::record::{FleetRecord, PlacedImage};
 use crate::run::fleet::survey::{self, Surveyed};
-use crate::run::lifecycle::{CpuChoice, choose_cpus};
 use crate::run::run_dir::RunDir;
 use crate::run::warning::Warning;
 use crate::study::Study;
+use crate::study::cpus::{CpuChoice, choose_cpus};
 
 /// Every host can pin the study's CPUs (`--cpus`, else `auto`: its own first ones) and has the
 /// CPUs and memory it needs; refused naming the host and the reason.

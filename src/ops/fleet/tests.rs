@@ -1,4 +1,5 @@
 use super::*;
+use crate::ops::launch::Hosts;
 
 fn options(names: &[&str]) -> Options {
     Options {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::{Ending, Paths};
-use crate::images::digest;
+use crate::files::digest;
 use crate::images::recipe::{self, Recipe};
 use crate::study::{Kind, Study};
 pub use template::{LANGS, Lang, files, render};
@@ -86,7 +86,7 @@ pub fn study_text(repo: &Path, id: &str, probes: &[String]) -> Result<String> {
 
 /// The kind a scaffold's `image.yaml` says its program is (its `# kind: K` line).
 fn scaffold_kind(dir: &Path) -> Result<Kind> {
-    let file = dir.join(recipe::FILE);
+    let file = dir.join(crate::images::context::RECIPE);
     let recipe = Recipe::load(dir)?;
     if !recipe.probe {
         bail!(

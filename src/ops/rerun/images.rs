@@ -186,7 +186,7 @@ pub async fn verify_loaded(engine: &impl crate::engine::Images, manifest: &Manif
         );
         for (path, want) in &image.binaries {
             let data = engine.read_file(&image.tag, path).await?;
-            let got = crate::images::digest::bytes(&data);
+            let got = crate::files::digest::bytes(&data);
             ensure!(
                 &got == want,
                 "image {} {path}: sha256 {got} after loading, but the archive's manifest says {want}; \

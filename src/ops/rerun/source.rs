@@ -54,7 +54,7 @@ pub fn open(path: &Path) -> Result<Source> {
     };
     let files = archive::read_run_unpacking(path, unpack)
         .with_context(|| format!("{shown}: cannot rerun it"))?;
-    let sha256 = crate::images::digest::file(path)?;
+    let sha256 = crate::files::digest::file(path)?;
     let study = Study::parse(&files.study_yaml).with_context(|| {
         format!(
             "{shown}: its study.yaml cannot be run by this version of parkbench; rerun it with the \

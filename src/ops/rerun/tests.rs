@@ -77,7 +77,7 @@ async fn loaded_images_are_checked_against_the_manifest() {
         .unwrap();
     let facts = engine.image("parkbench/go:0123").await.unwrap().unwrap();
     let data = engine.read_file("parkbench/go:0123", "/p").await.unwrap();
-    let mut good = image("go", &[("/p", &crate::images::digest::bytes(&data))]);
+    let mut good = image("go", &[("/p", &crate::files::digest::bytes(&data))]);
     good.built = true;
     good.layers = facts.layers.clone();
     verify_loaded(&engine, &manifest(vec![good.clone()]))
@@ -190,7 +190,7 @@ fn an_archive_opens_with_its_sources_and_images() {
     assert_eq!(plain.files.run_id, "run-1");
     assert_eq!(
         plain.sha256,
-        crate::images::digest::file(&plain.path).unwrap()
+        crate::files::digest::file(&plain.path).unwrap()
     );
 
     let full = open(&fx.write(&["go", "rust-tokio"])).unwrap();
@@ -454,7 +454,7 @@ async fn a_kernel_that_is_not_the_archive_s_is_refused_after_loading() {
     let sha = |path: &str| {
         let engine = &engine;
         let path = path.to_string();
-        async move { crate::images::digest::bytes(&engine.read_file(tag, &path).await.unwrap()) }
+        async move { crate::files::digest::bytes(&engine.read_file(tag, &path).await.unwrap()) }
     };
     let (vmlinuz, config) = (sha("/boot/vmlinuz").await, sha("/boot/config").await);
     let mut kernel = image(

@@ -112,7 +112,7 @@ mod tests {
     #[test]
     fn the_driver_is_checked_against_its_record_and_named() {
         let fx = Fixture::new();
-        let sha = crate::images::digest::bytes(b"a driver");
+        let sha = crate::files::digest::bytes(b"a driver");
         let good =
             with_driver(&fx, Some(b"a driver"), Some(&record(&sha, "rustc 1.95.0"))).unwrap();
         let carried = good.driver.unwrap();
@@ -127,7 +127,7 @@ mod tests {
         );
         assert_eq!(check(&fx.write().path).unwrap().driver, None);
 
-        let other = crate::images::digest::bytes(b"another driver");
+        let other = crate::files::digest::bytes(b"another driver");
         let cases = [
             (
                 with_driver(

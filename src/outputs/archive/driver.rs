@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 
-use crate::images::digest;
+use crate::files::digest;
 
 /// The driver's member, below `<run-id>/`.
 pub const MEMBER: &str = "parkbench";

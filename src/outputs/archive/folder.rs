@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::sums::{self, NAME};
-use crate::images::digest;
+use crate::files::digest;
 use crate::run::run_dir::{self, RunFiles};
 
 /// What [`check_folder`] found.

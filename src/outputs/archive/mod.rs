@@ -23,7 +23,7 @@ mod tools;
 pub use {
     check::{check, check_unpacking},
     folder::{Integrity, check_folder, read_folder},
-    run_files::{read_run, read_run_dir, read_run_unpacking},
+    run_files::{read_run, read_run_unpacking},
     scan::{CheckReport, Unpack},
     write::{ArchiveInfo, write, write_with},
 };

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, ensure};
 
 use super::sums;
-use crate::images::tarball::{self, Entry, Layout, Tree};
+use crate::files::tarball::{self, Entry, Layout, Tree};
 use crate::run::run_dir::{FLEET, HOSTS};
 
 /// Folders never taken from a source tree: build output, vendored crates, Git metadata.

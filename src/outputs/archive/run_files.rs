@@ -34,11 +34,6 @@ pub fn read_run_unpacking(archive: &Path, unpack: Unpack) -> Result<RunFiles> {
     })
 }
 
-/// Returns the run files of a run directory.
-pub fn read_run_dir(dir: &Path) -> Result<RunFiles> {
-    crate::run::run_dir::RunDir::at(dir).read_files()
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::fixture::{Fixture, read_raw, write_raw};
@@ -68,7 +63,9 @@ mod tests {
     fn read_run_dir_matches_read_run() {
         let fx = Fixture::new();
         assert_eq!(
-            read_run_dir(&fx.run_dir).unwrap(),
+            crate::run::run_dir::RunDir::at(&fx.run_dir)
+                .read_files()
+                .unwrap(),
             read_run(&fx.write().path).unwrap()
         );
     }
@@ -95,9 +92,20 @@ mod tests {
     fn missing_files_are_none_or_named() {
         let fx = Fixture::new();
         fs::remove_file(fx.run_dir.join("verdicts.json")).unwrap();
-        assert_eq!(read_run_dir(&fx.run_dir).unwrap().verdicts_json, None);
+        assert_eq!(
+            crate::run::run_dir::RunDir::at(&fx.run_dir)
+                .read_files()
+                .unwrap()
+                .verdicts_json,
+            None
+        );
         fs::remove_file(fx.run_dir.join("samples.jsonl")).unwrap();
-        let err = format!("{:#}", read_run_dir(&fx.run_dir).unwrap_err());
+        let err = format!(
+            "{:#}",
+            crate::run::run_dir::RunDir::at(&fx.run_dir)
+                .read_files()
+                .unwrap_err()
+        );
         assert!(err.contains("run-1/samples.jsonl is missing"), "{err}");
     }
 

@@ -16,8 +16,8 @@ use flate2::bufread::GzDecoder;
 use tar::EntryType;
 
 use super::{MODIFIED, UNSAFE, sums};
-use crate::images::digest;
-use crate::images::tarball;
+use crate::files::digest;
+use crate::files::tarball;
 use crate::run::run_dir::{MERGED, OPTIONAL, REQUIRED, load_limit};
 
 /// A passing check, plus the bytes of the members asked for.

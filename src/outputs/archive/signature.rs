@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail, ensure};
 use sha2::Digest;
 use ssh_encoding::Encode;
-use ssh_key::{HashAlg, LineEnding, PrivateKey, PublicKey, SshSig, public::KeyData};
+use ssh_key::{HashAlg, LineEnding, PrivateKey, PublicKey, SshSig};
 
-use super::signers::{AllowedSigners, Signer};
+use super::signers::{AllowedSigners, Signer, fingerprint};
+use crate::files::read_bounded;
 
 /// The namespace every parkbench signature is made for (`ssh-keygen -Y sign -n parkbench`): a
 /// signature made for git or for a file of another tool is not one of an archive.
@@ -125,7 +126,7 @@ pub fn sign(archive: &Path, key_path: &Path, key: &PrivateKey) -> Result<Signed>
         .to_pem(LineEnding::LF)
         .context("encoding the signature")?;
     let out = path_for(archive);
-    crate::images::cache::write_atomic(&out, pem.as_bytes())?;
+    crate::files::write_atomic(&out, pem.as_bytes())?;
     // A signature is published beside its archive: readable by all, as ssh-keygen writes it.
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o644))
@@ -214,15 +215,6 @@ fn sign_blob(key: &PrivateKey, blob: &[u8]) -> Result<ssh_key::Signature> {
     Ok(ssh_key::Signature::new(algorithm, data)?)
 }
 
-/// A key's algorithm and SHA-256 fingerprint, as `ssh-keygen -l` prints them.
-pub fn fingerprint(key: &KeyData) -> String {
-    format!(
-        "{} {}",
-        key.algorithm().as_str(),
-        key.fingerprint(HashAlg::Sha256)
-    )
-}
-
 /// The blob an SSHSIG signature signs: the preamble `SSHSIG`, then as SSH strings the namespace,
 /// the reserved field (empty), the hash's name and the message's hash (PROTOCOL.sshsig).
 fn signed_blob(namespace: &str, hash_alg: HashAlg, hash: &[u8]) -> Result<Vec<u8>> {
@@ -256,22 +248,6 @@ fn stream<D: Digest>(input: &mut impl Read) -> std::io::Result<Vec<u8>> {
             Err(e) => return Err(e),
         }
     }
-}
-
-/// A small text file, refused when larger than `limit` or not UTF-8.
-pub(super) fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<String> {
-    let file = File::open(path).with_context(|| format!("opening {what} {}", path.display()))?;
-    let mut bytes = Vec::new();
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("reading {what} {}", path.display()))?;
-    ensure!(
-        bytes.len() as u64 <= limit,
-        "{}: over {limit} bytes: not {what}",
-        path.display()
-    );
-    String::from_utf8(bytes)
-        .map_err(|_| anyhow::anyhow!("{}: not text: not {what}", path.display()))
 }
 
 #[cfg(test)]

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use chrono::{DateTime, Local, NaiveDate, NaiveDateTime, TimeZone, Utc};
-use ssh_key::PublicKey;
 use ssh_key::public::KeyData;
+use ssh_key::{HashAlg, PublicKey};
 
-use super::signature::read_bounded;
+use crate::files::read_bounded;
 
 /// Largest allowed-signers file read.
 const LIMIT: u64 = 1 << 20;
@@ -94,7 +94,7 @@ impl AllowedSigners {
             .find(|e| e.valid_before.is_none_or(|t| now < t))
             .map(|e| Signer {
                 principals: e.principals.clone(),
-                fingerprint: super::signature::fingerprint(key),
+                fingerprint: fingerprint(key),
                 at: format!("{}:{}", self.path.display(), e.line),
             })
     }
@@ -237,6 +237,15 @@ fn glob(pattern: &[u8], name: &[u8]) -> bool {
         (Some(p), Some(n)) if p == n => glob(&pattern[1..], &name[1..]),
         _ => false,
     }
+}
+
+/// A key's algorithm and SHA-256 fingerprint, as `ssh-keygen -l` prints them.
+pub fn fingerprint(key: &KeyData) -> String {
+    format!(
+        "{} {}",
+        key.algorithm().as_str(),
+        key.fingerprint(HashAlg::Sha256)
+    )
 }
 
 #[cfg(test)]

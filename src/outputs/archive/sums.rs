@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{Result, bail, ensure};
 
 use super::MODIFIED;
-use crate::images::tarball;
+use crate::files::tarball;
 
 /// File name of the checksum list, directly inside the run folder.
 pub const NAME: &str = "SHA256SUMS";

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use super::fixture::{Fixture, put};
 use super::{check, write_with};
-use crate::images::tarball;
+use crate::files::tarball;
 
 /// A member as seen by one reader.
 #[derive(Debug, PartialEq)]

@@ -19,9 +19,9 @@ use anyhow::{Context, Result, ensure};
 use flate2::{Compression, GzBuilder};
 
 use super::{plan, sums};
-use crate::images::cache::is_disk_full;
-use crate::images::digest;
-use crate::images::tarball::{self, Tree};
+use crate::files::digest;
+use crate::files::is_disk_full;
+use crate::files::tarball::{self, Tree};
 use crate::run::run_dir::RunDir;
 
 /// gzip level; part of the byte-for-byte output, so never derived from the environment.
@@ -178,7 +178,7 @@ mod tests {
     use super::*;
 
     fn sha256_of(path: &Path) -> String {
-        crate::images::digest::file(path).unwrap()
+        crate::files::digest::file(path).unwrap()
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::markdown::{cell_table, claim_rows};
 use super::{Side, cells, claims, lone_cells};
 use crate::outputs::merge::{self, ClassRun};
-use crate::outputs::report::number::cell_text;
+use crate::outputs::number::cell_text;
 
 /// The classes of both runs: those of both, paired, and those of one run only.
 pub struct Paired {

@@ -5,14 +5,15 @@ use std::fmt::Write as _;
 use super::{
     CellRow, Headline, LoneCell, RULE, Side, cells, claims, lone_cells, rootfs_drift, same_binaries,
 };
+use crate::outputs::number::{grouped, measured, mib, ratio, scale_label};
 use crate::outputs::outcome::Outcome;
 use crate::outputs::provenance;
-use crate::outputs::report::number::{grouped, measured, mib, ratio, scale_label};
 use crate::outputs::verdict::Verdict;
 use crate::text::{markdown as md, markdown_code as code};
 
-/// The whole comparison of `a` (the reference) and `b`.
-pub fn markdown(a: &Side, b: &Side) -> String {
+/// The whole comparison of `a` (the reference) and `b`, with the section per hardware class when
+/// there is one.
+pub fn markdown(a: &Side, b: &Side, classes: Option<String>) -> String {
     let (oa, ob) = (&a.outcome, &b.outcome);
     let mut out = format!(
         "# Comparison of two runs\n\n- A: {} (run {})\n",
@@ -54,9 +55,7 @@ pub fn markdown(a: &Side, b: &Side) -> String {
     );
     out.push_str(&cell_table(&rows, &lone));
     out.push_str(&claim_table(a, b));
-    if let Some(p) = super::classes::pair(a, b) {
-        out.push_str(&super::classes::markdown(&p));
-    }
+    out.push_str(&classes.unwrap_or_default());
     out.push_str(&environment_table(&with_warnings(oa), &with_warnings(ob)));
     out
 }

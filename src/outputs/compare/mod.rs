@@ -22,8 +22,13 @@ use crate::outputs::verdict::Verdict;
 use crate::run::run_dir::{self, RunFiles};
 use crate::study::Study;
 
-pub use markdown::markdown;
 pub use svg::figure;
+
+/// The whole comparison of `a` (the reference) and `b` as Markdown (`compare.md`).
+pub fn markdown(a: &Side, b: &Side) -> String {
+    let classes = classes::pair(a, b).map(|p| classes::markdown(&p));
+    markdown::markdown(a, b, classes)
+}
 
 /// The comparison as one self-contained page (`compare.html`): the Markdown's tables and the figure
 /// inline.
@@ -41,9 +46,8 @@ pub fn html(a: &Side, b: &Side) -> String {
 /// `compare.md`. Every command that writes a comparison writes these three.
 pub fn write_all(dir: &Path, a: &Side, b: &Side) -> Result<(String, PathBuf)> {
     let md = markdown(a, b);
-    let write = |name: &str, text: &str| {
-        crate::images::cache::write_atomic(&dir.join(name), text.as_bytes())
-    };
+    let write =
+        |name: &str, text: &str| crate::files::write_atomic(&dir.join(name), text.as_bytes());
     write(run_dir::COMPARE_SVG, &figure(a, b))?;
     write(run_dir::COMPARE_HTML, &html(a, b))?;
     write(run_dir::COMPARE_MD, &md)?;

@@ -10,7 +10,7 @@ use crate::outputs::figure::draw::{abbreviate, text_width};
 use crate::outputs::figure::panel::{
     Axis, COLORS, FONT, HEADER_H, MARGIN, PANEL_H, PANEL_W, PLOT, Plot, nice_step, text, y_axis,
 };
-use crate::outputs::report::number::scale_label;
+use crate::outputs::number::scale_label;
 use crate::study::Study;
 use crate::study::claim;
 

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::{Explanation, Row};
-use crate::outputs::report::number;
+use crate::outputs::number;
 use crate::outputs::verdict::Status;
 
 /// The explanation as Markdown.

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::outputs::report::number::grouped;
+use crate::outputs::number::grouped;
 
 /// The font of every figure: no web font, the first one the viewer has.
 pub const FONT: &str = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\"";
@@ -360,7 +360,7 @@ pub fn show(u: f64) -> String {
 /// The display unit of values named like `*_bytes`, `*_ns`, `*_ms` or plain, for a figure whose
 /// largest value is `max` (base units): (unit, base units per unit).
 pub fn unit_of(name: &str, max: f64) -> (&'static str, f64) {
-    use crate::outputs::report::number::{GIB, MIB};
+    use crate::outputs::number::{GIB, MIB};
     if name.ends_with("_bytes") || name == "bytes" {
         match max {
             m if m >= GIB => ("GiB", GIB),

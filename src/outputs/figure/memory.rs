@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use super::draw::{Anchor, Canvas, DIAMOND, Scale, abbreviate, color, show, text_width};
 use super::{Design, Figure, Input};
-use crate::outputs::report::number::{GIB, MIB, scale_label};
+use crate::outputs::number::{GIB, MIB, scale_label};
 use crate::outputs::summary::{Cell, Memory, Summary};
 use crate::study::claim;
 use crate::study::kind::Kind;
@@ -437,10 +437,7 @@ impl Panel<'_> {
                         "◇{} {probe} at {}: published {} · {}{status}",
                         n.numbered.len(),
                         scale_label(tasks),
-                        crate::outputs::report::number::expected(
-                            &mark.claim.expected,
-                            mark.claim.unit
-                        ),
+                        crate::outputs::number::expected(&mark.claim.expected, mark.claim.unit),
                         mark.claim.id
                     ));
                     n.numbered.len()

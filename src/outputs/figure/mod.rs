@@ -104,7 +104,7 @@ pub(crate) fn published(
     input: &Input,
     on: impl Fn(&crate::study::Claim) -> bool,
 ) -> Vec<(Vec<f64>, String)> {
-    use crate::outputs::report::number;
+    use crate::outputs::number;
     use crate::study::Expected;
     input
         .study

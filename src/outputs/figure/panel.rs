@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::draw::escape;
-use crate::outputs::report::number::{GIB, MIB, grouped};
+use crate::outputs::number::{GIB, MIB, grouped};
 
 pub(crate) const PANEL_W: f64 = 250.0;
 pub(crate) const PANEL_H: f64 = 350.0;

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use super::draw::{Scale, color, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
 use super::{Design, Figure, Input, published};
-use crate::outputs::report::number::grouped;
+use crate::outputs::number::grouped;
 use crate::outputs::summary::Cell;
 use crate::study::Stat;
 use crate::study::kind::Kind;

@@ -6,7 +6,7 @@
 use super::draw::{Scale, color, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
 use super::{Design, Figure, Input};
-use crate::outputs::report::number;
+use crate::outputs::number;
 use crate::outputs::verdict::Measured;
 use crate::study::unit::Dimension;
 use crate::study::{Expected, Stat};

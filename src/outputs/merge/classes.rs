@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::outputs::report::number::cell_text;
+use crate::outputs::number::cell_text;
 use crate::outputs::summary::{self, Summary};
 use crate::outputs::verdict::{self, Verdict};
 use crate::study::Study;

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use anyhow::Result;
 
 use crate::outputs::report::{Format, ReportInput};
+use crate::run::run_dir;
 use crate::study::sample::Sample;
 
 /// `samples.csv`.
@@ -44,7 +45,7 @@ const TRAILING: [&str; 13] = [
 
 impl Format for SamplesCsv {
     fn name(&self) -> &'static str {
-        "samples.csv"
+        run_dir::SAMPLES_CSV
     }
 
     fn render(&self, input: &ReportInput) -> Result<Vec<u8>> {

@@ -9,8 +9,8 @@ use anyhow::Result;
 
 use crate::outputs::figure::{self, Figure};
 use crate::outputs::html::{self, escape};
+use crate::outputs::number::{self, grouped, mib};
 use crate::outputs::report::markdown::Markdown;
-use crate::outputs::report::number::{self, grouped, mib};
 use crate::outputs::report::{Format, ReportInput};
 use crate::outputs::summary::{Cell, Summary};
 use crate::outputs::verdict::{Status, Verdict};

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::outputs::report::{Format, ReportInput};
 use crate::outputs::verdict::VerdictFile;
+use crate::run::run_dir;
 
 /// `summary.json`: every statistic of the run.
 pub struct SummaryJson;
@@ -15,7 +16,7 @@ pub struct VerdictsJson;
 
 impl Format for SummaryJson {
     fn name(&self) -> &'static str {
-        "summary.json"
+        run_dir::SUMMARY
     }
 
     fn render(&self, input: &ReportInput) -> Result<Vec<u8>> {
@@ -25,7 +26,7 @@ impl Format for SummaryJson {
 
 impl Format for VerdictsJson {
     fn name(&self) -> &'static str {
-        "verdicts.json"
+        run_dir::VERDICTS
     }
 
     fn render(&self, input: &ReportInput) -> Result<Vec<u8>> {

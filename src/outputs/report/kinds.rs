@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use crate::outputs::report::number::{self, cell_text, grouped, mib};
+use crate::outputs::number::{self, cell_text, grouped, mib};
 use crate::outputs::summary::{Cell, Spread, Summary};
 use crate::study::kind::{Fields, Kind};
 use crate::study::{Study, Unit};

@@ -6,10 +6,11 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use crate::engine::{NOBODY, TMP, TMP_OPTIONS};
-use crate::outputs::report::number::{self, cell_text, grouped, mib};
+use crate::outputs::number::{self, cell_text, grouped, mib};
 use crate::outputs::report::{Format, ReportInput, kinds};
 use crate::outputs::summary::Summary;
 use crate::outputs::verdict::Verdict;
+use crate::run::run_dir;
 use crate::run::warning::{Touches, Warning};
 use crate::study::kind::Kind;
 use crate::study::sample::Sample;
@@ -21,7 +22,7 @@ pub struct Markdown;
 
 impl Format for Markdown {
     fn name(&self) -> &'static str {
-        "report.md"
+        run_dir::REPORT
     }
 
     fn render(&self, input: &ReportInput) -> Result<Vec<u8>> {

@@ -11,7 +11,6 @@ pub use dropped::line as dropped_line;
 mod json;
 pub(crate) mod kinds;
 pub(crate) mod markdown;
-pub(crate) mod number;
 pub(crate) mod svg;
 pub mod terminal;
 
@@ -94,7 +93,7 @@ pub fn write_all(dir: &Path, input: &ReportInput) -> Result<Vec<PathBuf>> {
             .render(input)
             .with_context(|| format!("rendering {}", format.name()))?;
         let path = dir.join(format.name());
-        crate::images::cache::write_atomic(&path, &bytes)?;
+        crate::files::write_atomic(&path, &bytes)?;
         written.push(path);
     }
     Ok(written)

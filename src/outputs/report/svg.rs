@@ -5,13 +5,14 @@ use anyhow::Result;
 
 use crate::outputs::figure;
 use crate::outputs::report::{Format, ReportInput};
+use crate::run::run_dir;
 
 /// `figure.svg`.
 pub struct Figure;
 
 impl Format for Figure {
     fn name(&self) -> &'static str {
-        "figure.svg"
+        run_dir::FIGURE
     }
 
     fn render(&self, input: &ReportInput) -> Result<Vec<u8>> {

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::outputs::report::number;
+use crate::outputs::number;
 use crate::outputs::summary::{Cell, Summary};
 use crate::outputs::verdict::Verdict;
 use crate::run::warning::Warning;

@@ -15,12 +15,13 @@ use crate::images::Manifest;
 use crate::images::cache::Cache;
 use crate::run::env::{self, Environment};
 use crate::run::guest::Guests;
-use crate::run::lifecycle::{CpuChoice, Fresh, Run, RunResult};
+use crate::run::lifecycle::{Fresh, Run, RunResult};
 use crate::run::process::Setting;
 use crate::run::run_dir::{self, RunDir};
 use crate::run::seccomp::Profile;
 use crate::run::shard::Shard;
-use crate::study::sample::{self, SampleLog};
+use crate::study::cpus::CpuChoice;
+use crate::study::sample::SampleLog;
 use crate::study::{Repeats, Study};
 
 /// What one host's sub-run starts from.
@@ -178,7 +179,7 @@ fn record_lost(
     };
     let log = dir.file(run_dir::SAMPLES);
     let samples = match log.exists() {
-        true => sample::read_all(&log)?.0,
+        true => dir.samples()?.0,
         false => Vec::new(),
     };
     let left = record::unmeasured(&study, &samples);
@@ -207,11 +208,11 @@ fn record_lost(
 /// Writes the host's name into every sample of its sub-run that has none (those it measured in
 /// this invocation).
 fn mark_host(folder: &Path, name: &str) -> Result<()> {
-    let path = folder.join(run_dir::SAMPLES);
-    if !path.exists() {
+    let folder = RunDir::at(folder);
+    if !folder.file(run_dir::SAMPLES).exists() {
         return Ok(());
     }
-    let (mut samples, bad) = sample::read_all(&path)?;
+    let (mut samples, bad) = folder.samples()?;
     if !bad.is_empty() || samples.iter().all(|s| s.host.is_some()) {
         return Ok(());
     }
@@ -221,7 +222,7 @@ fn mark_host(folder: &Path, name: &str) -> Result<()> {
         text.push_str(&serde_json::to_string(s)?);
         text.push('\n');
     }
-    RunDir::at(folder).write(run_dir::SAMPLES, text.as_bytes())
+    folder.write(run_dir::SAMPLES, text.as_bytes())
 }
 
 /// The sub-run's env.json describes the host's own machine, not the coordinator's.

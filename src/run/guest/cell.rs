@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use super::Guests;
 use super::qemu::{COMMAND_LINE_MAX, Console, cell_spec, too_long};
 use crate::engine::ContainerOutcome;
-use crate::run::process::{Execution, Launch, Process, tail};
+use crate::run::execution::{Execution, Launch, Process, tail};
 use crate::study::Placeholders;
 use crate::study::kernel::Accel;
 use crate::study::sample::{self, Sample};

@@ -16,8 +16,10 @@ use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::Images;
-use crate::images::cache::{Cache, write_atomic};
-use crate::images::{BuiltImage, digest, erofs, initramfs};
+use crate::files::digest;
+use crate::files::write_atomic;
+use crate::images::cache::Cache;
+use crate::images::{BuiltImage, erofs, initramfs};
 
 /// Where a kernel image keeps the modules its guests load to reach the disk, loaded in name
 /// order (`10-virtio_ring.ko`, …); each is listed in the image's `binaries`.

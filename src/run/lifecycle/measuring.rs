@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::rounds;
 use crate::engine::Containers;
+use crate::files::is_disk_full;
 use crate::images::Manifest;
-use crate::images::cache::is_disk_full;
 use crate::run::guest::Guests;
 use crate::run::plan::{self, Cell};
 use crate::run::process::{self, Ahead, Setting, now};

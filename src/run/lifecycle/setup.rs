@@ -6,16 +6,16 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::Run;
-use super::cpus::{CpuChoice, choose_cpus};
 use crate::engine::Containers;
+use crate::files::is_disk_full;
 use crate::images::Manifest;
-use crate::images::cache::is_disk_full;
 use crate::run::env;
 use crate::run::process::now;
 use crate::run::run_dir::{self, RerunOf, RunDir, RunState, Status};
 use crate::run::seccomp::Profile;
 use crate::run::shard::{self, Shard, ShardRecord};
 use crate::run::warning::{Touches, Warning};
+use crate::study::cpus::{CpuChoice, choose_cpus};
 use crate::study::cpuset;
 use crate::study::{Repeats, Study};
 

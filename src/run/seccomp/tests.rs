@@ -185,7 +185,7 @@ fn the_engine_is_given_what_was_read_never_the_text() {
 #[test]
 fn the_pinned_default_is_the_recorded_file_and_within_itself() {
     assert_eq!(
-        crate::images::digest::bytes(ENGINE_DEFAULT.as_bytes()),
+        crate::files::digest::bytes(ENGINE_DEFAULT.as_bytes()),
         ENGINE_DEFAULT_SHA256
     );
     let record = include_str!("engine-default.md");

@@ -98,7 +98,7 @@ async fn a_host_that_fails_mid_run_loses_its_cells_and_a_resume_elsewhere_measur
     assert!(engine.live().is_empty(), "no container left");
     let dir = RunDir::at(&folder);
     assert_eq!(dir.load_state().unwrap().status, Status::Incomplete);
-    let (got, _) = sample::read_all(&dir.file(run_dir::SAMPLES)).unwrap();
+    let (got, _) = dir.samples().unwrap();
     assert_eq!(got.len(), 2);
     assert!(got[0].valid);
     assert_eq!(
@@ -114,7 +114,7 @@ async fn a_host_that_fails_mid_run_loses_its_cells_and_a_resume_elsewhere_measur
     assert_eq!(end.status, HostStatus::Ok);
     assert!(end.lost.is_empty());
     assert_eq!(spare.runs().len(), 2, "the environment is recorded once");
-    let (got, _) = sample::read_all(&dir.file(run_dir::SAMPLES)).unwrap();
+    let (got, _) = dir.samples().unwrap();
     assert_eq!(got.len(), 4);
     let hosts: Vec<_> = got.iter().map(|s| s.host.clone().unwrap()).collect();
     assert_eq!(hosts, ["b", "b", "c", "c"]);

@@ -19,7 +19,7 @@ use std::path::{Component, Path};
 use anyhow::{Context as _, Result, bail, ensure};
 use tar::{EntryType, Header};
 
-use crate::images::digest;
+use crate::files::digest;
 
 pub use member::{components, resolve_link};
 pub use read::{Member, read};

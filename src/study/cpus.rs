@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result, bail};
 
-use crate::study::cpuset;
+use super::cpuset;
 
 /// How to choose the CPUs the probes are pinned to.
 #[derive(Debug, Clone, PartialEq)]

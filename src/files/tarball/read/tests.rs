@@ -1,5 +1,5 @@
 use super::*;
-use crate::images::tarball::Writer;
+use crate::files::tarball::Writer;
 
 /// A header with `name` written byte for byte into the name field, `kind` and `size`.
 fn header(name: &[u8], kind: u8, size: u64) -> Header {

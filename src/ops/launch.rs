@@ -1,0 +1,149 @@
+//! The steps every command that starts a run shares (`run`, `run --hosts` and its resume, `rerun`,
+//! `explain`): what to run, the study under its kernels and its text, the first estimate from the
+//! study's reference run, and what a finished run says.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use super::Paths;
+use crate::outputs::report::terminal;
+use crate::outputs::summary;
+use crate::outputs::{archive, reference};
+use crate::run::guest;
+use crate::run::lifecycle::RunResult;
+use crate::run::plan::Estimates;
+use crate::run::run_dir::{self, RunDir};
+use crate::run::shard::Shard;
+use crate::study::cpus::CpuChoice;
+use crate::study::repeats::RepeatsChoice;
+use crate::study::sample;
+use crate::study::{self, Study};
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The study file; the embedded default study when `None`.
+    pub study: Option<PathBuf>,
+    /// The CPUs to pin to; the study's list when `None`.
+    pub cpus: Option<CpuChoice>,
+    /// An interrupted run to resume instead of a new one.
+    pub resume: Option<PathBuf>,
+    /// Processes per probe and scale instead of the study's.
+    pub repeats: Option<RepeatsChoice>,
+    /// The kernels to run under instead of the study's.
+    pub kernel: Vec<String>,
+    /// Measure even when another run holds some of the CPUs (`--allow-shared-cpus`).
+    pub shared_cpus: bool,
+    /// Stop at the first image whose build fails (`--strict-build`); otherwise its probes are
+    /// `not measured`.
+    pub strict_build: bool,
+    /// Refuse a root filesystem whose locked packages moved (`--strict-pins`).
+    pub strict_pins: bool,
+    /// Measure only this slice of the matrix (`--shard i/N`); a resumed run keeps its own.
+    pub shard: Option<Shard>,
+    /// The Docker Engines to run on (`--hosts`), and how; none: this machine's Engine alone.
+    pub fleet: Hosts,
+}
+
+/// `--hosts` and how to use them.
+#[derive(Debug, Clone, Default)]
+pub struct Hosts {
+    /// The hosts as named (`local`, URLs); empty: this machine's Engine alone.
+    pub names: Vec<String>,
+    /// Every cell on every host (`--across`, the default).
+    pub across: bool,
+    /// The matrix dealt over the hosts (`--spread`).
+    pub spread: bool,
+    /// Build the images on each host instead of shipping them (`--images build`).
+    pub build: bool,
+    /// Accept plain `tcp://` (`--allow-plain-tcp`).
+    pub allow_plain_tcp: bool,
+}
+
+/// Process times from the study's reference run (`results/<study>/reference/`), for the first
+/// estimate of a study not yet run here; `None` without one, or when it cannot be read (the estimate
+/// is then only unknown).
+pub fn reference_estimates(results: &std::path::Path, study: &str) -> Option<Estimates> {
+    let path = reference::archive(results, study)?;
+    let files = archive::read_run(&path).ok()?;
+    let (samples, _) = sample::parse_lines(files.samples_jsonl.as_bytes()).ok()?;
+    let source = format!("{}, the study's reference run", files.run_id);
+    let estimates = Estimates::from_samples(&samples, Some(source));
+    estimates.source.is_some().then_some(estimates)
+}
+
+/// The study to run, under its kernels (a resumed run's own, else `--kernel`, else the study's),
+/// and its file (`None`: the default study).
+pub(super) fn load(
+    paths: &Paths,
+    options: &Options,
+    resume: Option<&RunDir>,
+) -> Result<(Study, Option<PathBuf>)> {
+    let file = match (resume, &options.study) {
+        (Some(dir), _) => Some(dir.file(run_dir::STUDY)),
+        (None, path) => path.clone(),
+    };
+    let study = match &file {
+        Some(path) => Study::load(path)?,
+        None => Study::default_study(),
+    };
+    let kernels = match resume {
+        Some(dir) => dir.load_state()?.kernels,
+        None => options.kernel.clone(),
+    };
+    let study = study.under_kernels(&kernels)?;
+    let named: Vec<String> = study.kernels().into_iter().map(String::from).collect();
+    guest::check_names(&named, &guest::known(&paths.repo)?)?;
+    Ok((study, file))
+}
+
+/// The text of the study file (the embedded default study when none is named).
+pub(super) fn study_text(options: &Options) -> Result<String> {
+    match &options.study {
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+        }
+        None => Ok(study::DEFAULT_STUDY.to_string()),
+    }
+}
+
+/// How precise the run's cells are, what may have touched the numbers, the kit's overhead, and
+/// where the samples are.
+pub fn said(result: &RunResult) -> String {
+    let (dir, study) = (&result.dir, &result.study);
+    let mut out = String::new();
+    if let Ok((samples, _)) = dir.samples() {
+        let summary = summary::summarize(study, &samples);
+        out.push_str(&terminal::timed_precision(study, &summary));
+        out.push_str(&terminal::precision(&summary));
+    }
+    out.push_str(&terminal::warnings(&result.state.warnings));
+    if let Some(ratio) = result.overhead() {
+        out.push_str(&format!(
+            "kit overhead: {:.1} s wall for {:.1} s of probe lifetimes ({ratio:.3}×), {:.0} ms per process\n",
+            result.wall_ms / 1000.0,
+            result.probe_ms / 1000.0,
+            (result.wall_ms - result.probe_ms) / result.measured.max(1) as f64
+        ));
+    }
+    out.push_str(&format!(
+        "samples: {}\n",
+        dir.file(run_dir::SAMPLES).display()
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn a_study_not_run_here_is_estimated_from_its_reference_run() {
+        let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+        let estimates = super::reference_estimates(&results, "wait-1m").unwrap();
+        let source = estimates.source.unwrap();
+        assert!(source.ends_with(", the study's reference run"), "{source}");
+        assert!(super::reference_estimates(&results, "no-such-study").is_none());
+    }
+}
