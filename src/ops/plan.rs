@@ -113,6 +113,7 @@ pub fn check(repo: &Path, file: &Path, kernel: &[String]) -> Result<Checked> {
     )?;
     let needed = graph.only(&needs::images(&study))?;
     check_dockerfiles(repo, &needed)?;
+    check_recorded(&pins, &needed)?;
     Ok(Checked {
         study,
         pins,
@@ -183,6 +184,31 @@ fn check_dockerfiles(repo: &Path, graph: &Graph) -> Result<()> {
     }
     if !problems.is_empty() {
         let lines: Vec<String> = problems.into_iter().map(|p| p.message).collect();
+        bail!("{}", lines.join("\n"));
+    }
+    Ok(())
+}
+
+/// Every pin the needed images are made from has its sha256 recorded: a placeholder is refused,
+/// naming the command that records it. All such pins at once.
+fn check_recorded(pins: &pin::Pins, graph: &Graph) -> Result<()> {
+    let mut names: Vec<&str> = (graph.nodes().iter())
+        .flat_map(Node::pins)
+        .filter(|name| pins.get(name).is_ok_and(pin::Pin::has_placeholder))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let lines: Vec<String> = (names.iter())
+        .map(|name| {
+            format!(
+                "toolchains/{name}.yaml: its sha256 is the placeholder {}, recorded by nothing \
+                 yet: run `parkbench pin update {name}` (it builds the artifact and writes its \
+                 sha256 into the pin)",
+                pin::PLACEHOLDER_SHA256
+            )
+        })
+        .collect();
+    if !lines.is_empty() {
         bail!("{}", lines.join("\n"));
     }
     Ok(())

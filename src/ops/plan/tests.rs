@@ -66,3 +66,27 @@ async fn an_image_whose_dependencies_are_not_vendored_yet_is_to_build_saying_why
         "{said}"
     );
 }
+
+#[test]
+fn a_placeholder_sha256_is_refused_naming_the_command_that_records_it() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pins = pin::load_all(&repo.join("toolchains")).unwrap();
+    let graph = images::graph(repo, &pins).unwrap();
+    let needed = graph.only(&["python-asyncio".to_string()]).unwrap();
+    check_recorded(&pins, &needed).unwrap();
+    let placeholder = pins.iter().cloned().map(|mut p| {
+        if p.name == "debian-trixie" {
+            p.sha256 = pin::PLACEHOLDER_SHA256.into();
+        }
+        p
+    });
+    let pins = pin::Pins::from_pins(&repo.join("toolchains"), placeholder);
+    let err = format!("{:#}", check_recorded(&pins, &needed).unwrap_err());
+    assert!(
+        err.contains("toolchains/debian-trixie.yaml")
+            && err.contains("`parkbench pin update debian-trixie`"),
+        "{err}"
+    );
+    // An image that does not stand on it is not held up by it.
+    check_recorded(&pins, &graph.only(&["go".to_string()]).unwrap()).unwrap();
+}
