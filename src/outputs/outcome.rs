@@ -289,6 +289,10 @@ fn environment_deviations(study: &Study, e: &Environment) -> Vec<String> {
         }
     }
     let published = &study.source.environment;
+    if unknown_environment(published) {
+        // Nothing published is nothing to deviate from.
+        return out;
+    }
     if !e.host.cpu_model.is_empty() && !published.contains(e.host.cpu_model.trim()) {
         out.push(format!(
             "CPU {} instead of the published environment ({published})",
@@ -315,6 +319,14 @@ fn environment_deviations(study: &Study, e: &Environment) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Whether a study's `source.environment` says the article did not publish its environment:
+/// `unknown` (or `not published`, `not stated`, `not given`), in any case, or nothing.
+pub fn unknown_environment(published: &str) -> bool {
+    let said = published.trim().trim_end_matches('.').to_lowercase();
+    said.is_empty()
+        || ["unknown", "not published", "not stated", "not given"].contains(&said.as_str())
 }
 
 /// Whether a kernel release is the published version: every dotted part the article gives is the
@@ -419,6 +431,37 @@ mod tests {
             super::version_in("elixir", &recorded).as_deref(),
             Some("25")
         );
+    }
+
+    #[test]
+    fn an_unknown_published_environment_is_no_deviation() {
+        // A real record: the env.json of article 000's reference run.
+        let archive = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/results/wait-1m/reference/run.tar.gz"
+        );
+        let gz = flate2::read::GzDecoder::new(std::fs::File::open(archive).unwrap());
+        let mut tar = tar::Archive::new(gz);
+        let mut env_json = String::new();
+        for entry in tar.entries().unwrap() {
+            let mut entry = entry.unwrap();
+            if entry.path().unwrap().ends_with("env.json") {
+                std::io::Read::read_to_string(&mut entry, &mut env_json).unwrap();
+                break;
+            }
+        }
+        let env: super::Environment = serde_json::from_str(&env_json).unwrap();
+        let mut study = crate::study::Study::parse(crate::study::DEFAULT_STUDY).unwrap();
+        study.source.toolchains.clear();
+        study.source.environment = "a machine of another CPU model".into();
+        assert!(!super::environment_deviations(&study, &env).is_empty());
+        for unknown in ["unknown", "Unknown.", "not published", "  "] {
+            study.source.environment = unknown.into();
+            assert_eq!(
+                super::environment_deviations(&study, &env),
+                Vec::<String>::new()
+            );
+        }
     }
 
     #[test]
