@@ -160,3 +160,14 @@ fn a_peak_entry_passes_only_the_task_count() {
     let p = study.probes.iter().find(|p| p.id == "p").unwrap();
     assert_eq!(p.args, ["{tasks}"]);
 }
+
+#[test]
+fn the_java_class_is_named_only_in_its_program() {
+    for kind in KINDS {
+        for (path, text, _) in files(Lang::Java, "hello", kind).unwrap() {
+            if !path.ends_with(".java") {
+                assert!(!text.contains("Probe"), "{path} names the class: {text}");
+            }
+        }
+    }
+}
