@@ -269,6 +269,9 @@ pub fn never_ran(error: &str) -> bool {
 /// beside its reason.
 pub const STDERR_LINES: usize = 3;
 
+/// How the sampler starts the lines it writes to stderr beside the program's.
+const SAMPLER_PREFIX: &str = "sampler: ";
+
 /// The longest a shown stderr line is, in characters; a longer one is cut, ending in `…`.
 const STDERR_LINE_CHARS: usize = 240;
 
@@ -277,10 +280,16 @@ impl Sample {
     /// [`STDERR_LINES`], blank ones skipped, each cut at a few hundred characters. Shown beside the
     /// reason a process failed (a program's own error, such as a runtime's `SystemLimitError`).
     pub fn stderr_last_lines(&self) -> Vec<String> {
-        let lines: Vec<&str> = (self.stderr_tail.lines())
+        let said: Vec<&str> = (self.stderr_tail.lines())
             .map(str::trim_end)
             .filter(|l| !l.trim().is_empty())
             .collect();
+        // The sampler's own lines (`sampler: probe exited with code 1`) repeat the reason: the
+        // program's words come first, the sampler's only when the program said nothing.
+        let program: Vec<&str> = (said.iter().copied())
+            .filter(|l| !l.starts_with(SAMPLER_PREFIX))
+            .collect();
+        let lines = if program.is_empty() { said } else { program };
         let from = lines.len().saturating_sub(STDERR_LINES);
         (lines[from..].iter())
             .map(|l| match l.char_indices().nth(STDERR_LINE_CHARS) {
@@ -559,6 +568,14 @@ mod tests {
         assert_eq!(lines.len(), STDERR_LINES);
         assert_eq!(lines[..2], ["two", "three"]);
         assert_eq!(lines[2], format!("{}…", "x".repeat(STDERR_LINE_CHARS)));
+        s.stderr_tail = "boom\nsampler: probe exited with code 1\n".into();
+        assert_eq!(
+            s.stderr_last_lines(),
+            ["boom"],
+            "the program's words, not the reason again"
+        );
+        s.stderr_tail = "sampler: cannot start the probe\n".into();
+        assert_eq!(s.stderr_last_lines(), ["sampler: cannot start the probe"]);
         s.stderr_tail = String::new();
         assert!(s.stderr_last_lines().is_empty() && s.stderr_line().is_none());
     }
