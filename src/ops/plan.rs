@@ -173,17 +173,23 @@ fn check_factor_images(study: &Study, file: &Path, graph: &Graph) -> Result<()> 
     Ok(())
 }
 
-/// Every Dockerfile of the images the study needs, against its recipe; all problems at once.
+/// Every Dockerfile of the images the study needs, against its recipe, and every declared patch
+/// against its file; all problems at once.
 fn check_dockerfiles(repo: &Path, graph: &Graph) -> Result<()> {
     let docker = repo.join("docker");
     let mut problems = Vec::new();
+    let mut lines = Vec::new();
     for node in graph.nodes() {
         if let Node::Recipe(recipe) = node {
             problems.extend(lint::check_dockerfile(&docker, recipe)?);
+            // Declared patches hold whether or not the image can be built here.
+            if let Err(e) = recipe.check_patches() {
+                lines.push(format!("{e:#}"));
+            }
         }
     }
-    if !problems.is_empty() {
-        let lines: Vec<String> = problems.into_iter().map(|p| p.message).collect();
+    lines.splice(0..0, problems.into_iter().map(|p| p.message));
+    if !lines.is_empty() {
         bail!("{}", lines.join("\n"));
     }
     Ok(())
