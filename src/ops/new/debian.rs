@@ -67,7 +67,7 @@ pub fn probe(paths: &Paths, name: &str, packages: &[String], kind: Kind) -> Resu
         words(&packages)
     );
     println!(
-        "wrote {}/ ({} probe on it: write the program's command line in {})",
+        "wrote {}/ (a {} probe on it: write the program's command line in {})",
         dir.display(),
         super::kind_word(kind),
         dir.join("probe").display()
