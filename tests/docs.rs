@@ -129,6 +129,7 @@ fn every_field_of_a_study_file_has_its_row() {
     table_matches::<Tolerance>(doc, "(`Tolerance`)");
     table_matches::<Factor>(doc, "(`Factor`)");
     table_matches::<Level>(doc, "(`Level`)");
+    table_matches::<parkbench::study::sample::Sample>(doc, "(`Sample`)");
 }
 
 #[test]

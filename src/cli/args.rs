@@ -24,7 +24,7 @@ pub use files::{
     VerifyArgs,
 };
 pub use fleet::{ExportArgs, ExportCommand, KubernetesArgs, MergeArgs, SlurmArgs};
-pub use pin::{PinCommand, PinLockArgs};
+pub use pin::{PinCommand, PinLockArgs, PinUpdateArgs};
 pub use rerun::{ExplainArgs, RerunArgs};
 pub use run::{BuildArgs, ReproduceArgs, RunArgs};
 
@@ -55,7 +55,7 @@ pub enum Command {
     Plan(PlanArgs),
     /// Build every pinned image (a no-op when nothing changed) and print the build manifest.
     Build(BuildArgs),
-    /// Maintain the pins of toolchains/: lock a root filesystem's packages.
+    /// Maintain the pins of toolchains/: lock a root filesystem's packages, record a pin's sha256.
     #[command(subcommand)]
     Pin(PinCommand),
     /// Run a study: every process of its matrix in its own container, every sample kept.

@@ -64,11 +64,23 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
     match command {
         Command::Doctor(a) => ops::doctor::command(&a.into()).await,
         Command::New(NewCommand::Study(a)) => ops::new::study(paths, &a.id, &a.probes),
-        Command::New(NewCommand::Probe(a)) => ops::new::probe(paths, &a.name, a.lang, a.kind),
+        Command::New(NewCommand::Probe(a)) => match a.lang {
+            Some(lang) => {
+                let kind = a.kind.unwrap_or(crate::study::Kind::Steady);
+                ops::new::probe(paths, &a.name, lang, kind)
+            }
+            None => {
+                let kind = a.kind.unwrap_or(crate::study::Kind::Peak);
+                ops::new::debian_probe(paths, &a.name, &a.debian, kind)
+            }
+        },
         Command::Plan(a) => ops::plan::plan(paths, &a.into()).await,
         Command::Build(a) => ops::prepare::build(repo, &a.options(), a.manifest.as_deref()).await,
         Command::Pin(PinCommand::Lock(a)) => {
             tokio::task::block_in_place(|| ops::pin::lock(repo, &a.name))
+        }
+        Command::Pin(PinCommand::Update(a)) => {
+            tokio::task::block_in_place(|| ops::pin::update(repo, &a.name))
         }
         Command::Run(a) => ops::run::command(paths, &a.into(), interrupt).await,
         Command::Report(a) => ops::report::report(&a.run_dir).map(|_| Ending::Ok),

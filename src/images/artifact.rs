@@ -121,7 +121,7 @@ pub fn ensure_with(cache: &Cache, pin: &Pin, strict_pins: bool) -> Result<Artifa
                     .map_err(stop)?;
                 return Ok(artifact(path, described));
             }
-            Err(e) if HashMismatch::find(&e).is_some() => return Err(stop(e)),
+            Err(e) if HashMismatch::find(&e).is_some() => return Err(stop(first_hash(pin, e))),
             Err(e) => failures.push(format!("  - {source}: {e:#}")),
         }
     }
@@ -143,6 +143,19 @@ pub fn ensure_with(cache: &Cache, pin: &Pin, strict_pins: bool) -> Result<Artifa
     )))
 }
 
+/// A mismatch of a pin never recorded (see [`Pin::is_new`]) is its first hash, not a changed
+/// artifact: the error says how to record it.
+fn first_hash(pin: &Pin, e: anyhow::Error) -> anyhow::Error {
+    if !pin.is_new() {
+        return e;
+    }
+    e.context(format!(
+        "pin {0} has no recorded sha256 yet (a placeholder, or a root filesystem without its \
+         package lock): if these are the bytes to pin, record them with `parkbench pin update {0}`",
+        pin.name
+    ))
+}
+
 /// Runs one source and stores its output in the cache if it hashes to the pin's sha256.
 fn produce(cache: &Cache, pin: &Pin, source: &Source) -> Result<PathBuf> {
     let label = format!("pin {}, source {source}", pin.name);
@@ -150,6 +163,36 @@ fn produce(cache: &Cache, pin: &Pin, source: &Source) -> Result<PathBuf> {
     let mut blob = cache.writer()?;
     write_source(pin, source, scratch.path(), &mut blob)?;
     blob.commit(&pin.sha256, &label)
+}
+
+/// What the pin's sources produce now, whatever its sha256: the first source that produces bytes
+/// stores them in the cache under their own hash. For `parkbench pin update`, which records it.
+/// Returns the source and the sha256. A download checked by a hash of its own (a wheel's) must
+/// still match it.
+pub fn produce_unchecked(cache: &Cache, pin: &Pin) -> Result<(String, String)> {
+    let mut failures = Vec::new();
+    for source in &pin.sources {
+        let label = format!("pin {}, source {source}", pin.name);
+        let made = (|| {
+            let scratch = cache.scratch()?;
+            let mut blob = cache.writer()?;
+            write_source(pin, source, scratch.path(), &mut blob)?;
+            blob.commit_as_is(&label)
+        })();
+        match made {
+            Ok((_, sha256)) => {
+                cache.set_provenance(&sha256, &source.to_string())?;
+                return Ok((source.to_string(), sha256));
+            }
+            Err(e) if HashMismatch::find(&e).is_some() => return Err(e),
+            Err(e) => failures.push(format!("  - {source}: {e:#}")),
+        }
+    }
+    bail!(
+        "no source of pin {} produced its artifact; fix the first source or its network:\n{}",
+        pin.name,
+        failures.join("\n")
+    )
 }
 
 /// Runs one source of `pin`, writing the artifact to `out`; `scratch` holds downloads and trees.
@@ -380,10 +423,47 @@ pub(crate) mod tests {
             1,
             "the second source is not tried: {text}"
         );
+        assert!(
+            text.contains("record them with `parkbench pin update go`"),
+            "a placeholder's mismatch is its first hash: {text}"
+        );
+        // A recorded hash that differs is no first hash: nothing suggests overwriting it.
+        pin.sha256 = "1".repeat(64);
+        let text = ensure(&cache, &pin).unwrap_err().to_string();
+        assert!(
+            text.contains("produced sha256") && !text.contains("pin update"),
+            "{text}"
+        );
         // With the right hash the same source gives the artifact.
         pin.sha256 = mismatch.actual.clone();
         let a = ensure(&cache, &pin).unwrap();
         assert!(a.source.starts_with("url file://"), "{}", a.source);
+    }
+
+    #[test]
+    fn produce_unchecked_records_what_the_first_working_source_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(&dir.path().join("cache")).unwrap();
+        let mut pin = unreachable_pin("go");
+        pin.sources.push(go_tarball(dir.path()));
+        let (source, sha256) = produce_unchecked(&cache, &pin).unwrap();
+        assert!(
+            source.starts_with("url file://") && source.ends_with("go.tar.gz"),
+            "{source}"
+        );
+        assert!(
+            cache.get(&sha256).unwrap().is_some(),
+            "stored under its own hash"
+        );
+        // What it recorded is what `ensure` then verifies.
+        pin.sha256 = sha256;
+        ensure(&cache, &pin).unwrap();
+        pin.sources.pop();
+        let err = format!("{:#}", produce_unchecked(&cache, &pin).unwrap_err());
+        assert!(
+            err.contains("no source of pin go produced its artifact"),
+            "{err}"
+        );
     }
 
     #[test]

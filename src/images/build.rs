@@ -529,7 +529,10 @@ async fn contents<E: Images>(
         };
         let cmd: Vec<&str> = command.run.iter().map(String::as_str).collect();
         match engine.output(&image, &cmd, "version").await {
-            Ok(out) => _ = versions.insert(label.clone(), out),
+            Ok(out) => match command.recorded(&out) {
+                Ok(recorded) => _ = versions.insert(label.clone(), recorded),
+                Err(why) => return Ok(Err(recipe.version_unmatched(label, &why))),
+            },
             // Exiting non-zero or missing its program is the recipe's fault; the Engine going away
             // or a timeout is not, and stops the build as any Engine failure does.
             Err(e) if e.downcast_ref::<CommandFailed>().is_some() => {

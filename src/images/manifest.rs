@@ -61,6 +61,10 @@ pub struct UnavailableImage {
     pub name: String,
     /// Why: the pin that could not be produced and every source's failure, or the unavailable parent.
     pub reason: String,
+    /// What a run using it reports as deviations, as for a built image: its recipe's notes and
+    /// declared patches (each checked though the image is not built).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// An image of the kit whose build failed here, or that was not built because a parent's did.

@@ -133,11 +133,53 @@ pub async fn build_all_timed<E: Images>(
     manifest.unavailable = schedule
         .unavailable_images()
         .into_iter()
-        .map(|(name, reason)| UnavailableImage { name, reason })
+        .map(|(name, reason)| UnavailableImage {
+            name,
+            reason,
+            notes: Vec::new(),
+        })
         .collect();
     manifest.failed = schedule.failed_images();
+    check_unbuilt(&graph, &mut manifest, options)?;
     check_probes(&graph, &manifest)?;
     Ok((manifest, times))
+}
+
+/// An image not built because a pin it stands on cannot be had here still has its declared
+/// patches checked (each against its file's sha256 before and after) and keeps its deviations for
+/// the report; a patch that does not hold fails the image as a failed build would (with
+/// `--strict-build`, stops the build).
+fn check_unbuilt(graph: &Graph, manifest: &mut Manifest, options: &BuildOptions) -> Result<()> {
+    let mut unavailable = Vec::new();
+    for mut image in std::mem::take(&mut manifest.unavailable) {
+        let Some(Node::Recipe(recipe)) = graph.get(&image.name) else {
+            unavailable.push(image);
+            continue;
+        };
+        match recipe.check_patches() {
+            Ok(()) => {
+                image.notes = recipe.deviations();
+                unavailable.push(image);
+            }
+            Err(e) if options.strict => return Err(e.context(format!("image {}", image.name))),
+            Err(e) => {
+                let error = format!("{e:#}").replace('\n', " ");
+                eprintln!(
+                    "{}: a declared patch does not hold (the image is not built here, its toolchain \
+                     being unavailable, but its patches are checked): {error}",
+                    image.name
+                );
+                manifest.failed.push(FailedImage {
+                    name: image.name,
+                    error,
+                    parent: None,
+                    output: Vec::new(),
+                });
+            }
+        }
+    }
+    manifest.unavailable = unavailable;
+    Ok(())
 }
 
 /// Records how the build of the image `name` ended; an `Err` stops the build once the images

@@ -204,3 +204,65 @@ async fn a_cargo_vendor_that_fails_fails_its_image_alone() {
         "{err}"
     );
 }
+
+/// The repository of [`repo`], its image made from a pin no source can produce here.
+async fn build_unavailable(repo: &Path, engine: &FakeEngine) -> Manifest {
+    let file = repo
+        .join("docker/probe")
+        .join(crate::images::context::RECIPE);
+    let text = std::fs::read_to_string(&file).unwrap();
+    if !text.contains("artifacts:") {
+        std::fs::write(&file, format!("artifacts: {{gone.tar: gone}}\n{text}")).unwrap();
+        // A probe image that builds, as a build with none at all stops.
+        let other = repo.join("docker/other");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(other.join("Dockerfile"), "FROM scratch\n").unwrap();
+        std::fs::write(other.join(crate::images::context::RECIPE), "probe: true\n").unwrap();
+    }
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(cache_dir.path()).unwrap();
+    let gone = crate::images::artifact::tests::unreachable_pin("gone");
+    let pins = Pins::from_pins(&repo.join("toolchains"), [gone]);
+    build_all(engine, &cache, &pins, repo, &BuildOptions::default())
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_of_an_image_unavailable_here_is_checked_and_kept_for_the_report() {
+    let repo = repo();
+    let engine = FakeEngine::default();
+    let manifest = build_unavailable(repo.path(), &engine).await;
+    assert!(manifest.get("probe").is_none() && manifest.failed.is_empty());
+    let image = &manifest.unavailable[0];
+    assert_eq!(image.name, "probe");
+    assert!(
+        image
+            .notes
+            .iter()
+            .any(|n| n.contains("main.go patched with fix.diff")),
+        "{:?}",
+        image.notes
+    );
+
+    // A wrong hash no longer passes: the image fails as a failed build would, at the patch's line.
+    let file = repo
+        .path()
+        .join("docker/probe")
+        .join(crate::images::context::RECIPE);
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace(BEFORE, &"0".repeat(64))).unwrap();
+    let manifest = build_unavailable(repo.path(), &engine).await;
+    assert!(
+        manifest.unavailable.is_empty(),
+        "{:?}",
+        manifest.unavailable
+    );
+    let failed = manifest.failed("probe").expect("the image failed");
+    assert!(
+        failed.error.contains(&format!("{}:", file.display()))
+            && failed.error.contains("not the 0000000000"),
+        "{}",
+        failed.error
+    );
+}

@@ -263,6 +263,18 @@ impl Pin {
         Doc::new("pin.yaml", text).parse(|pin: &mut Pin| pin.validate())
     }
 
+    /// Whether the pin's sha256 is still the placeholder a new pin is written with (all zeros):
+    /// nothing has been recorded yet, and `parkbench pin update <name>` records it.
+    pub fn has_placeholder(&self) -> bool {
+        self.sha256 == PLACEHOLDER_SHA256
+    }
+
+    /// Whether the pin has never been recorded: a placeholder sha256, or a root filesystem with
+    /// no package lock yet. A mismatch of such a pin is its first hash, not a changed artifact.
+    pub fn is_new(&self) -> bool {
+        self.has_placeholder() || (self.is_rootfs() && self.lock.is_none())
+    }
+
     /// Whether this pin is a root filesystem (its sources are mmdebstrap); it then becomes a base image.
     pub fn is_rootfs(&self) -> bool {
         self.sources
@@ -500,6 +512,11 @@ impl From<Mirror> for String {
 }
 
 /// Checks that `s` is a sha256 as pins write it: 64 lowercase hex digits.
+/// The sha256 a new pin is written with until `parkbench pin update <name>` records the real one;
+/// `plan` and `build` refuse it.
+pub const PLACEHOLDER_SHA256: &str =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
 pub fn check_sha256(s: &str) -> Result<()> {
     if is_hex(s, 64) {
         return Ok(());
@@ -532,7 +549,7 @@ fn is_rootfs_path(s: &str) -> bool {
 
 /// A Debian binary package name: at least two characters, a lowercase letter or digit first, then
 /// lowercase letters, digits and `+.-` (so it can never read as a command-line option).
-fn is_package_name(s: &str) -> bool {
+pub fn is_package_name(s: &str) -> bool {
     let lower_digit = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
     s.len() >= 2
         && s.bytes().next().is_some_and(lower_digit)

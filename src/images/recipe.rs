@@ -371,6 +371,22 @@ impl Recipe {
             .collect()
     }
 
+    /// Checks every declared patch against the image folder's files, as writing its build context
+    /// does, without building anything: each file's sha256 before, the diff applying, and the
+    /// sha256 after. A variant's files are laid over another folder's: its patches are checked
+    /// when it is built.
+    pub fn check_patches(&self) -> Result<()> {
+        if self.patches.is_empty() || self.variant_of.is_some() {
+            return Ok(());
+        }
+        let Some(dir) = self.file.as_deref().and_then(Path::parent) else {
+            return Ok(());
+        };
+        let scratch = tempfile::tempdir().context("creating a folder to check patches in")?;
+        patch::apply_all(&self.patches, dir, self.file.as_deref(), scratch.path())?;
+        Ok(())
+    }
+
     /// What a run using this image reports as deviations: its `notes`, and each patch with its reason.
     pub fn deviations(&self) -> Vec<String> {
         let mut out = self.notes.clone();

@@ -35,6 +35,7 @@ fn columns_stay_aligned_for_long_image_names() {
         unavailable: vec![UnavailableImage {
             name: "an-unavailable-image-with-a-long-name".into(),
             reason: "no source".into(),
+            notes: Vec::new(),
         }],
         failed: vec![FailedImage {
             name: "a-failed-image-with-a-long-name".into(),

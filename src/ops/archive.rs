@@ -83,6 +83,7 @@ pub async fn archive_to(
         extras.extend(deb_members(repo, run)?);
     }
     let sources = if contents.sources {
+        extras.extend(study_readme(run.path()));
         sources(repo)?
     } else {
         Vec::new()
@@ -97,6 +98,17 @@ pub async fn archive_to(
     );
     Ok(info)
 }
+
+/// The archive member of the study's README (`results/<study>/README.md`, beside the run's
+/// `runs/` folder): what the study chose and its deviations, for a reviewer of the archive, at
+/// `<run-id>/README.md`. None when the study has none, or the run folder holds a file of that name.
+fn study_readme(run_dir: &Path) -> Option<(String, PathBuf)> {
+    let readme = run_dir.parent()?.parent()?.join(README);
+    (readme.is_file() && !run_dir.join(README).exists()).then(|| (README.to_string(), readme))
+}
+
+/// The name of a study's README, and of its copy in an archive.
+const README: &str = "README.md";
 
 /// The running driver and its record as archive members, when it is self-contained; otherwise
 /// none, saying why.
@@ -282,6 +294,19 @@ mod tests {
             priority: "required".into(),
             sha256: sha(c),
         }
+    }
+
+    #[test]
+    fn the_studys_readme_is_a_member_beside_the_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = tmp.path().join("results/s/runs/run-1");
+        std::fs::create_dir_all(&run).unwrap();
+        assert_eq!(study_readme(&run), None, "no README, no member");
+        let readme = tmp.path().join("results/s/README.md");
+        std::fs::write(&readme, "# s\n").unwrap();
+        assert_eq!(study_readme(&run), Some(("README.md".into(), readme)));
+        std::fs::write(run.join("README.md"), "the run's own").unwrap();
+        assert_eq!(study_readme(&run), None, "the run folder's own file stays");
     }
 
     #[test]

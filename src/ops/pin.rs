@@ -1,6 +1,7 @@
 //! `parkbench pin lock <name>`: makes the package lock of a root filesystem pin from what the
 //! apt sources serve now (every `.deb` kept in the cache), builds the root filesystem from it, and
-//! writes the lock and the tar's sha256 into the pin.
+//! writes the lock and the tar's sha256 into the pin. `parkbench pin update <name>`: records the
+//! sha256 of what a pin produces (a new pin's first hash, as `cargo update` writes a lockfile).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,7 +16,7 @@ use crate::images::pin::{Lock, Pin, Source};
 
 /// Locks pin `name` of the repository's `toolchains/`.
 pub fn lock(repo: &Path, name: &str) -> Result<Ending> {
-    let pin_file = repo.join("toolchains").join(format!("{name}.yaml"));
+    let pin_file = pin_file(repo, name)?;
     let pin = Pin::load(&pin_file)?;
     let Some(Source::Mmdebstrap(m)) = pin.sources.first() else {
         bail!(
@@ -54,6 +55,56 @@ pub fn lock(repo: &Path, name: &str) -> Result<Ending> {
         }
     );
     Ok(Ending::Ok)
+}
+
+/// Records in pin `name` the sha256 of the artifact its sources produce: a root filesystem without
+/// a lock is locked first (as `pin lock`), one with a lock is built from it; any other pin is
+/// produced by its first source that gives bytes. Prints what it recorded.
+pub fn update(repo: &Path, name: &str) -> Result<Ending> {
+    let pin_file = pin_file(repo, name)?;
+    let pin = Pin::load(&pin_file)?;
+    let cache = Cache::from_env()?;
+    let (from, sha256) = match (pin.sources.first(), &pin.lock) {
+        (Some(Source::Mmdebstrap(_)), None) => return lock(repo, name),
+        (Some(Source::Mmdebstrap(m)), Some(lock)) => {
+            eprintln!(
+                "{name}: building the root filesystem from its {} locked packages",
+                lock.packages.len()
+            );
+            let (_, sha256) =
+                artifact::build_from_lock(&cache, &pin.name, m, lock).with_context(|| {
+                    format!("pin {name}: building the root filesystem from its lock")
+                })?;
+            (
+                format!("its lock, {}", Lock::path_beside(&pin_file).display()),
+                sha256,
+            )
+        }
+        _ => {
+            eprintln!("{name}: producing the artifact from its sources");
+            artifact::produce_unchecked(&cache, &pin)?
+        }
+    };
+    if sha256 != pin.sha256 {
+        set_sha256(&pin_file, &pin.sha256, &sha256)?;
+    }
+    println!(
+        "{name}: recorded sha256 {sha256} (from {from}){}",
+        if sha256 == pin.sha256 {
+            " — as the pin already recorded".to_owned()
+        } else {
+            format!(" in {}, was {}", pin_file.display(), pin.sha256)
+        }
+    );
+    Ok(Ending::Ok)
+}
+
+/// The file of pin `name`: `toolchains/<name>.yaml`, the name a plain word.
+fn pin_file(repo: &Path, name: &str) -> Result<std::path::PathBuf> {
+    if !crate::images::recipe::is_image_name(name) {
+        bail!("{name:?} is no pin name: name a file of toolchains/ without `.yaml`");
+    }
+    Ok(repo.join("toolchains").join(format!("{name}.yaml")))
 }
 
 /// What a new lock changes from the old one, a line per package (`libc6 2.36-9+deb12u14 →

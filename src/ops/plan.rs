@@ -114,6 +114,7 @@ pub fn check(repo: &Path, file: &Path, kernel: &[String]) -> Result<Checked> {
     )?;
     let needed = graph.only(&needs::images(&study))?;
     check_dockerfiles(repo, &needed)?;
+    check_recorded(&pins, &needed)?;
     Ok(Checked {
         study,
         pins,
@@ -173,17 +174,48 @@ fn check_factor_images(study: &Study, file: &Path, graph: &Graph) -> Result<()> 
     Ok(())
 }
 
-/// Every Dockerfile of the images the study needs, against its recipe; all problems at once.
+/// Every Dockerfile of the images the study needs, against its recipe, and every declared patch
+/// against its file; all problems at once.
 fn check_dockerfiles(repo: &Path, graph: &Graph) -> Result<()> {
     let docker = repo.join("docker");
     let mut problems = Vec::new();
+    let mut lines = Vec::new();
     for node in graph.nodes() {
         if let Node::Recipe(recipe) = node {
             problems.extend(lint::check_dockerfile(&docker, recipe)?);
+            // Declared patches hold whether or not the image can be built here.
+            if let Err(e) = recipe.check_patches() {
+                lines.push(format!("{e:#}"));
+            }
         }
     }
-    if !problems.is_empty() {
-        let lines: Vec<String> = problems.into_iter().map(|p| p.message).collect();
+    lines.splice(0..0, problems.into_iter().map(|p| p.message));
+    if !lines.is_empty() {
+        bail!("{}", lines.join("\n"));
+    }
+    Ok(())
+}
+
+/// Every pin the needed images are made from has its sha256 recorded: a placeholder is refused,
+/// naming the command that records it. All such pins at once.
+fn check_recorded(pins: &pin::Pins, graph: &Graph) -> Result<()> {
+    let mut names: Vec<&str> = (graph.nodes().iter())
+        .flat_map(Node::pins)
+        .filter(|name| pins.get(name).is_ok_and(pin::Pin::has_placeholder))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let lines: Vec<String> = (names.iter())
+        .map(|name| {
+            format!(
+                "toolchains/{name}.yaml: its sha256 is the placeholder {}, recorded by nothing \
+                 yet: run `parkbench pin update {name}` (it builds the artifact and writes its \
+                 sha256 into the pin)",
+                pin::PLACEHOLDER_SHA256
+            )
+        })
+        .collect();
+    if !lines.is_empty() {
         bail!("{}", lines.join("\n"));
     }
     Ok(())

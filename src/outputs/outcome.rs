@@ -288,6 +288,10 @@ fn environment_deviations(study: &Study, e: &Environment) -> Vec<String> {
         }
     }
     let published = &study.source.environment;
+    if unknown_environment(published) {
+        // Nothing published is nothing to deviate from.
+        return out;
+    }
     if !e.host.cpu_model.is_empty() && !published.contains(e.host.cpu_model.trim()) {
         out.push(format!(
             "CPU {} instead of the published environment ({published})",
@@ -316,6 +320,14 @@ fn environment_deviations(study: &Study, e: &Environment) -> Vec<String> {
     out
 }
 
+/// Whether a study's `source.environment` says the article did not publish its environment:
+/// `unknown` (or `not published`, `not stated`, `not given`), in any case, or nothing.
+pub fn unknown_environment(published: &str) -> bool {
+    let said = published.trim().trim_end_matches('.').to_lowercase();
+    said.is_empty()
+        || ["unknown", "not published", "not stated", "not given"].contains(&said.as_str())
+}
+
 /// Whether a kernel release is the published version: every dotted part the article gives is the
 /// same (`5.15.0-91-generic` is `5.15`; `5.15.0` is not `5.1`).
 fn same_version(release: &str, published: &str) -> bool {
@@ -338,23 +350,25 @@ fn published_kernel(environment: &str) -> Option<&str> {
 
 /// This run's version of a named toolchain (`rustc`, `go`, `tokio`, `cargo`).
 fn ours_version(name: &str, e: &Environment) -> Option<String> {
-    let find = |key: &str| {
-        // Two labels for one key are refused before a run; in an archive's record, neither is ours.
-        (crate::run::env::label_for(key, e.toolchains.keys()).ok()?)
-            .map(|label| e.toolchains[label].clone())
-    };
+    // Two labels for one key are refused before a run; in an archive's record, neither is ours.
+    let label = crate::run::env::label_for(name, e.toolchains.keys()).ok()??;
+    version_in(name, &e.toolchains[label])
+}
+
+/// The version of toolchain `name` in what its `versions:` command recorded.
+fn version_in(name: &str, recorded: &str) -> Option<String> {
     match name {
-        "rustc" => find("rustc")?
+        "rustc" => recorded
             .lines()
             .find_map(|l| l.strip_prefix("release: ").map(str::to_owned)),
-        "go" => find("go")?
+        "go" => recorded
             .split_whitespace()
             .nth(2)
             .map(|v| v.trim_start_matches("go").to_owned()),
-        "cargo" => find("cargo")?.split_whitespace().nth(1).map(str::to_owned),
+        "cargo" => recorded.split_whitespace().nth(1).map(str::to_owned),
         // The first word with a digit on the first line: `Python 3.13.5`, `v22.20.0`,
-        // `openjdk 21.0.13.1 2026-11-17`.
-        other => find(other)?
+        // `openjdk 21.0.13.1 2026-11-17`, or the version a `pattern` put there.
+        _ => recorded
             .lines()
             .next()?
             .split_whitespace()
@@ -387,6 +401,67 @@ pub fn link_explanations(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::published_kernel;
+
+    /// What `elixir --version` prints in Debian 12's elixir 1.14.0: the Erlang banner first.
+    const ELIXIR: &str = "Erlang/OTP 25 [erts-13.1.5] [source] [64-bit] [smp:2:2] [ds:2:2:10] \
+                          [async-threads:1] [jit:ns]\n\nElixir 1.14.0 (compiled with Erlang/OTP 24)\n";
+
+    #[test]
+    fn a_version_read_by_a_pattern_is_the_one_compared() {
+        use crate::images::recipe::Recipe;
+        let recipe = Recipe::parse(
+            "ex",
+            "versions:\n  elixir: {run: [elixir, --version], pattern: 'Elixir (\\S+)'}\n",
+        )
+        .unwrap();
+        let recorded = recipe.versions["elixir"].recorded(ELIXIR).unwrap();
+        assert_eq!(
+            super::version_in("elixir", &recorded).as_deref(),
+            Some("1.14.0")
+        );
+        assert!(
+            recorded.ends_with("(compiled with Erlang/OTP 24)"),
+            "the whole output kept"
+        );
+        // Without the pattern, the banner's first number is taken: the wrong version.
+        let plain = Recipe::parse("ex", "versions:\n  elixir: [elixir, --version]\n").unwrap();
+        let recorded = plain.versions["elixir"].recorded(ELIXIR).unwrap();
+        assert_eq!(
+            super::version_in("elixir", &recorded).as_deref(),
+            Some("25")
+        );
+    }
+
+    #[test]
+    fn an_unknown_published_environment_is_no_deviation() {
+        // A real record: the env.json of article 000's reference run.
+        let archive = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/results/wait-1m/reference/run.tar.gz"
+        );
+        let gz = flate2::read::GzDecoder::new(std::fs::File::open(archive).unwrap());
+        let mut tar = tar::Archive::new(gz);
+        let mut env_json = String::new();
+        for entry in tar.entries().unwrap() {
+            let mut entry = entry.unwrap();
+            if entry.path().unwrap().ends_with("env.json") {
+                std::io::Read::read_to_string(&mut entry, &mut env_json).unwrap();
+                break;
+            }
+        }
+        let env: super::Environment = serde_json::from_str(&env_json).unwrap();
+        let mut study = crate::study::Study::parse(crate::study::DEFAULT_STUDY).unwrap();
+        study.source.toolchains.clear();
+        study.source.environment = "a machine of another CPU model".into();
+        assert!(!super::environment_deviations(&study, &env).is_empty());
+        for unknown in ["unknown", "Unknown.", "not published", "  "] {
+            study.source.environment = unknown.into();
+            assert_eq!(
+                super::environment_deviations(&study, &env),
+                Vec::<String>::new()
+            );
+        }
+    }
 
     #[test]
     fn the_published_kernel_is_the_version_after_the_word() {

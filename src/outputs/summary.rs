@@ -215,6 +215,10 @@ pub struct InvalidSample {
     pub repeat: u32,
     /// Why it was left out.
     pub error: String,
+    /// The last lines of its stderr that say something (the sample's `stderr_tail`), at most
+    /// three: the program's own words on why it failed. Left out when it printed nothing there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stderr: Vec<String>,
 }
 
 /// Computes every statistic of a run from its raw samples.
@@ -380,6 +384,7 @@ fn invalid_sample(study: &Study, s: &Sample) -> Option<InvalidSample> {
         tasks: s.tasks,
         repeat: s.repeat,
         error: kind::left_out(s, keys)?,
+        stderr: s.stderr_last_lines(),
     })
 }
 

@@ -99,7 +99,8 @@ pub struct Sample {
     pub valid: bool,
     /// Why the sample is invalid; `None` when valid.
     pub error: Option<String>,
-    /// Last lines of the probe's and sampler's stderr (at most a few KiB).
+    /// Last lines of the probe's and sampler's stderr (at most 4 KiB; for a process in a VM, the
+    /// guest console's last lines). The report shows the last few beside a failed process's reason.
     pub stderr_tail: String,
     /// The probe's own metrics from its `ready` and `done` lines (e.g. `goroutines`, `stack_inuse_bytes`).
     pub metrics: BTreeMap<String, f64>,
@@ -264,7 +265,46 @@ pub fn never_ran(error: &str) -> bool {
     error.starts_with(UNAVAILABLE) || error.starts_with(BUILD_FAILED)
 }
 
+/// How many of a failed process's last stderr lines the terminal, the reports and the HTML show
+/// beside its reason.
+pub const STDERR_LINES: usize = 3;
+
+/// How the sampler starts the lines it writes to stderr beside the program's.
+const SAMPLER_PREFIX: &str = "sampler: ";
+
+/// The longest a shown stderr line is, in characters; a longer one is cut, ending in `…`.
+const STDERR_LINE_CHARS: usize = 240;
+
 impl Sample {
+    /// The last lines of the process's stderr (`stderr_tail`) that say something: at most
+    /// [`STDERR_LINES`], blank ones skipped, each cut at a few hundred characters. Shown beside the
+    /// reason a process failed (a program's own error, such as a runtime's `SystemLimitError`).
+    pub fn stderr_last_lines(&self) -> Vec<String> {
+        let said: Vec<&str> = (self.stderr_tail.lines())
+            .map(str::trim_end)
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        // The sampler's own lines (`sampler: probe exited with code 1`) repeat the reason: the
+        // program's words come first, the sampler's only when the program said nothing.
+        let program: Vec<&str> = (said.iter().copied())
+            .filter(|l| !l.starts_with(SAMPLER_PREFIX))
+            .collect();
+        let lines = if program.is_empty() { said } else { program };
+        let from = lines.len().saturating_sub(STDERR_LINES);
+        (lines[from..].iter())
+            .map(|l| match l.char_indices().nth(STDERR_LINE_CHARS) {
+                Some((at, _)) => format!("{}…", &l[..at]),
+                None => (*l).to_owned(),
+            })
+            .collect()
+    }
+
+    /// [`Sample::stderr_last_lines`] on one line, joined by ` ⏎ `; `None` when stderr said nothing.
+    pub fn stderr_line(&self) -> Option<String> {
+        let lines = self.stderr_last_lines();
+        (!lines.is_empty()).then(|| lines.join(" ⏎ "))
+    }
+
     /// True when the probe never ran because its image is not here: its toolchain is unavailable,
     /// or its build failed (see [`never_ran`]).
     pub fn is_unavailable(&self) -> bool {
@@ -517,6 +557,28 @@ pub mod fixture {
 mod tests {
     use super::*;
     use crate::study::bounded;
+
+    #[test]
+    fn the_last_stderr_lines_skip_blanks_and_are_cut() {
+        let fixture = include_str!("../../tests/fixtures/samples.jsonl");
+        let (mut samples, _) = parse_lines(fixture.as_bytes()).unwrap();
+        let s = &mut samples[0];
+        s.stderr_tail = format!("one\ntwo\n\nthree\n{}é\n   \n", "x".repeat(300));
+        let lines = s.stderr_last_lines();
+        assert_eq!(lines.len(), STDERR_LINES);
+        assert_eq!(lines[..2], ["two", "three"]);
+        assert_eq!(lines[2], format!("{}…", "x".repeat(STDERR_LINE_CHARS)));
+        s.stderr_tail = "boom\nsampler: probe exited with code 1\n".into();
+        assert_eq!(
+            s.stderr_last_lines(),
+            ["boom"],
+            "the program's words, not the reason again"
+        );
+        s.stderr_tail = "sampler: cannot start the probe\n".into();
+        assert_eq!(s.stderr_last_lines(), ["sampler: cannot start the probe"]);
+        s.stderr_tail = String::new();
+        assert!(s.stderr_last_lines().is_empty() && s.stderr_line().is_none());
+    }
 
     #[test]
     fn malformed_lines_are_named_not_dropped() {

@@ -14,7 +14,9 @@ use crate::study::cpus::CpuChoice;
 pub enum NewCommand {
     /// Write results/ID/study.yaml, every section commented, and a README stub.
     Study(NewStudyArgs),
-    /// Write docker/NAME/: a probe image whose program runs as it is, in the kind asked.
+    /// Write docker/NAME/: a probe image whose program runs as it is, in the kind asked; or, with
+    /// --debian, a root filesystem pin with Debian's packages of a runtime and a probe image on it
+    /// whose command line you write.
     Probe(NewProbeArgs),
 }
 
@@ -29,16 +31,23 @@ pub struct NewStudyArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("runtime").required(true).args(["lang", "debian"]))]
 pub struct NewProbeArgs {
     /// The probe image's name (lowercase letters, digits, `-`, `_`): its folder under docker/.
     pub name: String,
     /// The program's language: rust, go, c, python, node, java, or binary (a prebuilt program
     /// pinned by its sha256).
     #[arg(long, value_name = "LANG")]
-    pub lang: Lang,
-    /// What the program is measured for: steady, peak, timed, latency or reported.
-    #[arg(long, value_name = "KIND", default_value = "steady", value_parser = parse_kind)]
-    pub kind: Kind,
+    pub lang: Option<Lang>,
+    /// A runtime the kit has no template for, from Debian's packages (`elixir`): writes the root
+    /// filesystem pin toolchains/debian-NAME.yaml with these packages (its sha256 a placeholder
+    /// that `parkbench pin update debian-NAME` records) and docker/NAME/ on it.
+    #[arg(long, value_name = "PACKAGE,…", value_delimiter = ',')]
+    pub debian: Vec<String>,
+    /// What the program is measured for: steady, peak, timed, latency or reported (default:
+    /// steady with --lang; peak with --debian, which runs any program unmodified).
+    #[arg(long, value_name = "KIND", value_parser = parse_kind)]
+    pub kind: Option<Kind>,
 }
 
 fn parse_kind(s: &str) -> Result<Kind, String> {

@@ -11,10 +11,21 @@ pub enum PinCommand {
     /// from the old lock no longer match, so do it only to accept what the mirror serves now
     /// (drift: docs/images.md); to refuse drift instead, build with --strict-pins.
     Lock(PinLockArgs),
+    /// Record the sha256 of what a pin produces: a new pin's first hash (its placeholder replaced),
+    /// as `cargo update` writes a lockfile. A root filesystem without a package lock is locked as by
+    /// `pin lock`; one with a lock is built from it; any other pin is produced by its first source
+    /// that gives bytes. It prints the sha256 it wrote into toolchains/NAME.yaml.
+    Update(PinUpdateArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct PinLockArgs {
     /// The root filesystem pin (`debian-base`): toolchains/NAME.yaml.
+    pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct PinUpdateArgs {
+    /// The pin (`debian-elixir`): toolchains/NAME.yaml.
     pub name: String,
 }

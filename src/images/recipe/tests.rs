@@ -91,7 +91,7 @@ fn bad_values_are_named_with_their_line_and_column() {
         ),
         (
             "versions: {go: {ran: [go]}}",
-            "1:17: versions.go: unknown field `ran`, expected `run` or `in`",
+            "1:17: versions.go: unknown field `ran`, expected one of `run`, `in`, `pattern`",
         ),
         (
             "versions: {go: go version}",
@@ -341,4 +341,27 @@ fn write_at(dir: &Path, rel: &str, text: &str) {
     let path = dir.join(rel);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn a_version_pattern_must_compile_and_have_a_group() {
+    let parse = |pattern: &str| {
+        let yaml = format!("versions:\n  tool: {{run: [tool, -V], pattern: '{pattern}'}}\n");
+        Recipe::parse("t", &yaml).map_err(|e| format!("{e:#}"))
+    };
+    let recipe = parse(r"tool (\S+)").unwrap();
+    assert_eq!(
+        recipe.versions["tool"].pattern.as_deref(),
+        Some(r"tool (\S+)")
+    );
+    let err = parse(r"tool \S+").unwrap_err();
+    assert!(
+        err.contains("docker/t/image.yaml:2:") && err.contains("has no group"),
+        "{err}"
+    );
+    let err = parse(r"tool (\S+").unwrap_err();
+    assert!(err.contains("is no regular expression"), "{err}");
+    // Written back in the long form, with its pattern.
+    let yaml = serde_yaml::to_string(&recipe).unwrap();
+    assert_eq!(Recipe::parse("t", &yaml).unwrap().versions, recipe.versions);
 }

@@ -5,6 +5,7 @@
 //! versions:
 //!   gcc --version: [gcc, --version]               # in the final image
 //!   go version: {in: GO, run: [go, version]}      # in the parent image of build arg GO
+//!   elixir: {run: [elixir, --version], pattern: 'Elixir (\S+)'}   # the version read by a pattern
 //! ```
 
 use std::collections::BTreeMap;
@@ -17,8 +18,8 @@ use super::{RECIPE, Recipe};
 use crate::yaml::{Doc, Invalid, ensure_at};
 
 /// One `versions:` entry (`VersionCommand`): written as `[program, arg, …]` (run in the final
-/// image) or as `{in: ARG, run: [program, arg, …]}` (run in a parent image). Unknown fields are
-/// errors with line and column.
+/// image) or as `{in: ARG, run: [program, arg, …], pattern: REGEX}` (run in a parent image, the
+/// version read by a pattern). Unknown fields are errors with line and column.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VersionCommand {
@@ -29,6 +30,13 @@ pub struct VersionCommand {
     /// the final image.
     #[serde(default, rename = "in")]
     pub parent: Option<String>,
+    /// A regular expression whose first group is the version, for a tool that prints something
+    /// else first (`elixir --version` prints an Erlang banner, then `Elixir 1.14.0 (…)`): the
+    /// manifest records the version on the first line, then the whole output. Output it does not
+    /// match fails the image's build, naming the entry. Left out: the trimmed output, whose first
+    /// line is read for the version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
 }
 
 impl VersionCommand {
@@ -37,6 +45,28 @@ impl VersionCommand {
         VersionCommand {
             run: run.iter().map(|w| w.to_string()).collect(),
             parent: None,
+            pattern: None,
+        }
+    }
+
+    /// What the manifest records of the command's `output`: the trimmed output, or with a
+    /// `pattern` the version it finds (its first group) on the first line, then the trimmed
+    /// output. `Err` says why the pattern found nothing.
+    pub fn recorded(&self, output: &str) -> Result<String, String> {
+        let output = output.trim();
+        let Some(pattern) = &self.pattern else {
+            return Ok(output.to_owned());
+        };
+        let regex = compile(pattern)?;
+        match regex.captures(output).and_then(|c| c.get(1)) {
+            Some(version) if !version.as_str().is_empty() => {
+                Ok(format!("{}\n{output}", version.as_str()))
+            }
+            _ => Err(format!(
+                "pattern {pattern:?} found no version (its first group) in what `{}` printed: {:?}",
+                self.shown(),
+                output.chars().take(300).collect::<String>()
+            )),
         }
     }
 
@@ -58,6 +88,18 @@ impl VersionCommand {
             "versions: {label:?} has no command; write it as [program, arg, …], or as \
              {{in: ARG, run: [program, arg, …]}} to run it in a parent image"
         );
+        if let Some(pattern) = &self.pattern {
+            ensure_at!(
+                compile(pattern).is_ok_and(|r| r.captures_len() > 1),
+                format!("{at}.pattern"),
+                "versions: {label:?}: pattern {pattern:?} {}; write a regular expression whose \
+                 first group is the version (`Elixir (\\S+)`)",
+                match compile(pattern) {
+                    Err(e) => format!("is no regular expression ({e})"),
+                    Ok(_) => "has no group".to_owned(),
+                }
+            );
+        }
         if let Some(arg) = &self.parent {
             let names: Vec<&str> = parents.keys().map(String::as_str).collect();
             ensure_at!(
@@ -76,7 +118,29 @@ impl VersionCommand {
     }
 }
 
+/// A `pattern`, compiled; the error in one line.
+fn compile(pattern: &str) -> Result<regex::Regex, String> {
+    regex::Regex::new(pattern).map_err(|e| e.to_string().replace('\n', " "))
+}
+
 impl Recipe {
+    /// Why the `versions:` entry `label` read nothing from its command's output (`why`, from
+    /// [`VersionCommand::recorded`]), in one line that leads with the recipe's `file:line:column`.
+    pub fn version_unmatched(&self, label: &str, why: &str) -> String {
+        let file = self.file.clone().unwrap_or_else(|| {
+            format!("docker/{}/{}", self.name, crate::images::context::RECIPE).into()
+        });
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let doc = Doc::new(file.display().to_string(), &text);
+        let message = format!(
+            "versions: {label:?}: {why}; fix the pattern so that its first group is the version"
+        );
+        format!(
+            "{:#}",
+            doc.error(&Invalid::new(format!("versions.{label}.pattern"), message))
+        )
+    }
+
     /// Why the `versions:` entry `label` failed when run in `ran_in` (`the final image <tag>`, `the
     /// parent GO (toolchain-go)`), in one line that leads with the recipe's `file:line:column` and
     /// says what to do.
@@ -130,19 +194,22 @@ impl Recipe {
     }
 }
 
-/// The short form stays the short form when written back.
+/// The short form stays the short form when written back; `pattern` is written only when given.
 impl Serialize for VersionCommand {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        match &self.parent {
-            None => self.run.serialize(s),
-            Some(parent) => {
-                let mut map = s.serialize_map(Some(2))?;
-                map.serialize_entry("in", parent)?;
-                map.serialize_entry("run", &self.run)?;
-                map.end()
-            }
+        if self.parent.is_none() && self.pattern.is_none() {
+            return self.run.serialize(s);
         }
+        let mut map = s.serialize_map(None)?;
+        if let Some(parent) = &self.parent {
+            map.serialize_entry("in", parent)?;
+        }
+        map.serialize_entry("run", &self.run)?;
+        if let Some(pattern) = &self.pattern {
+            map.serialize_entry("pattern", pattern)?;
+        }
+        map.end()
     }
 }
 
@@ -174,7 +241,11 @@ impl<'de> Visitor<'de> for FormVisitor {
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Form, A::Error> {
         let run = Vec::<String>::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
-        Ok(Form(VersionCommand { run, parent: None }))
+        Ok(Form(VersionCommand {
+            run,
+            parent: None,
+            pattern: None,
+        }))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Form, A::Error> {

@@ -144,6 +144,38 @@ async fn a_version_command_runs_in_the_parent_it_names() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_pattern_puts_its_first_group_first_and_says_when_it_finds_nothing() {
+    let repo = Repo::new(true);
+    with_versions(
+        &repo,
+        "tool: {in: TOOL, run: [tool, version], pattern: 'version (\\S+)'}",
+    );
+    let engine = FakeEngine::default();
+    let manifest = repo.build(&engine, false).await.unwrap();
+    let probe = manifest.get("probe-a").unwrap();
+    assert_eq!(probe.versions["tool"], "1.0\ntool version 1.0");
+
+    with_versions(
+        &repo,
+        "tool: {in: TOOL, run: [tool, version], pattern: 'release (\\S+)'}",
+    );
+    let manifest = repo.build(&engine, false).await.unwrap();
+    assert!(manifest.get("probe-a").is_none());
+    let why = &manifest.failed("probe-a").unwrap().error;
+    let file = repo
+        .dir
+        .path()
+        .join("docker/probe-a")
+        .join(crate::images::context::RECIPE);
+    assert!(
+        why.contains(&format!("{}:5:", file.display()))
+            && why.contains("found no version")
+            && why.contains("tool version 1.0"),
+        "{why}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_version_command_missing_in_the_final_image_says_where_to_run_it() {
     let repo = Repo::new(true);
     with_versions(&repo, "tool version: [tool, version]");

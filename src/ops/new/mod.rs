@@ -7,6 +7,7 @@
 //! `@kind K,…` opens a part kept only for those kinds, `@end` closes it; `{{name}}`, `{{kind}}` and
 //! `{{lang}}` are filled in.
 
+mod debian;
 mod template;
 
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use super::{Ending, Paths};
 use crate::files::digest;
 use crate::images::recipe::{self, Recipe};
 use crate::study::{Kind, Study};
+pub use debian::probe as debian_probe;
 pub use template::{LANGS, Lang, files, render};
 
 /// The study template (`{{id}}`, `{{probes}}`, `{{example_probe}}`).
@@ -74,7 +76,17 @@ pub fn study_text(repo: &Path, id: &str, probes: &[String]) -> Result<String> {
         );
     }
     for name in probes {
-        let kind = scaffold_kind(&repo.join("docker").join(name))?;
+        let kind = match scaffold_kind(&repo.join("docker").join(name))? {
+            Some(kind) => kind,
+            None => {
+                entries.push_str(&format!(
+                    "  # docker/{name}/image.yaml does not say what its program is measured for \
+                     (a `{KIND_LINE}K` line): peak,\n  # which runs any program unmodified to its \
+                     end, stands in; change `kind` if it is another (docs/study-files.md).\n"
+                ));
+                Kind::Peak
+            }
+        };
         entries.push_str(&probe_entry(name, kind));
         first.get_or_insert(name.as_str());
     }
@@ -84,8 +96,9 @@ pub fn study_text(repo: &Path, id: &str, probes: &[String]) -> Result<String> {
         .replace("{{probes}}\n", &entries))
 }
 
-/// The kind a scaffold's `image.yaml` says its program is (its `# kind: K` line).
-fn scaffold_kind(dir: &Path) -> Result<Kind> {
+/// The kind a probe image's `image.yaml` says its program is (the `# kind: K` line `new probe`
+/// writes); `None` for an image that does not say.
+fn scaffold_kind(dir: &Path) -> Result<Option<Kind>> {
     let file = dir.join(crate::images::context::RECIPE);
     let recipe = Recipe::load(dir)?;
     if !recipe.probe {
@@ -95,14 +108,9 @@ fn scaffold_kind(dir: &Path) -> Result<Kind> {
         );
     }
     let text = std::fs::read_to_string(&file)?;
-    let Some(kind) = text.lines().find_map(|l| l.strip_prefix(KIND_LINE)) else {
-        bail!(
-            "{} has no `{KIND_LINE}…` line (only images made by `parkbench new probe` have one): \
-             add the probe's entry to the study's probes: by hand (docs/study-files.md#probes-probe)",
-            file.display()
-        );
-    };
-    parse_kind(kind.trim())
+    (text.lines().find_map(|l| l.strip_prefix(KIND_LINE)))
+        .map(|kind| parse_kind(kind.trim()).with_context(|| format!("{}", file.display())))
+        .transpose()
 }
 
 fn parse_kind(word: &str) -> Result<Kind> {
@@ -115,7 +123,9 @@ fn parse_kind(word: &str) -> Result<Kind> {
 pub fn probe_entry(name: &str, kind: Kind) -> String {
     let (args, scales) = match kind {
         Kind::Steady | Kind::Reported => (r#"["{tasks}"]"#, None),
-        Kind::Peak => (r#"["{tasks}", "500"]"#, None),
+        // The templates' peak programs sleep 500 ms unless told; a program of your own takes
+        // only what its entry gives it.
+        Kind::Peak => (r#"["{tasks}"]"#, None),
         Kind::Timed => (r#"["20"]"#, Some("[1]")),
         Kind::Latency => (r#"["1000"]"#, Some("[1]")),
     };

@@ -118,3 +118,56 @@ fn the_templates_placeholders_are_found_until_they_are_replaced() {
     );
     assert!(left(written).is_empty());
 }
+
+#[test]
+fn a_probe_image_without_a_kind_line_gets_peak_and_a_comment_saying_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("docker/hand");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("Dockerfile"), "ARG BASE\nFROM ${BASE}\n").unwrap();
+    std::fs::write(
+        dir.join("image.yaml"),
+        "parents: {BASE: base}\nprobe: true\nbinaries: [/usr/local/bin/probe]\n",
+    )
+    .unwrap();
+    let text = study_text(tmp.path(), "demo", &["hand".into()]).unwrap();
+    assert!(
+        text.contains("does not say what its program is measured for"),
+        "{text}"
+    );
+    let study = Study::parse(&text).unwrap();
+    assert_eq!(study.probes[0].kind, Kind::Peak);
+    // A kind line that names no kind is still an error, naming the file.
+    let yaml = std::fs::read_to_string(dir.join("image.yaml")).unwrap();
+    std::fs::write(dir.join("image.yaml"), format!("# kind: sometimes\n{yaml}")).unwrap();
+    let err = study_text(tmp.path(), "demo", &["hand".into()]).unwrap_err();
+    let err = format!("{err:#}");
+    assert!(
+        err.contains("hand/image.yaml") && err.contains("\"sometimes\" is no kind"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_peak_entry_passes_only_the_task_count() {
+    let entry = probe_entry("p", Kind::Peak);
+    let study = Study::parse(
+        &study_text(Path::new("."), "demo", &[])
+            .unwrap()
+            .replace("  - id: go\n", &format!("{entry}  - id: go\n")),
+    )
+    .unwrap();
+    let p = study.probes.iter().find(|p| p.id == "p").unwrap();
+    assert_eq!(p.args, ["{tasks}"]);
+}
+
+#[test]
+fn the_java_class_is_named_only_in_its_program() {
+    for kind in KINDS {
+        for (path, text, _) in files(Lang::Java, "hello", kind).unwrap() {
+            if !path.ends_with(".java") {
+                assert!(!text.contains("Probe"), "{path} names the class: {text}");
+            }
+        }
+    }
+}

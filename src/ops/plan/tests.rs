@@ -66,3 +66,63 @@ async fn an_image_whose_dependencies_are_not_vendored_yet_is_to_build_saying_why
         "{said}"
     );
 }
+
+#[test]
+fn a_placeholder_sha256_is_refused_naming_the_command_that_records_it() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pins = pin::load_all(&repo.join("toolchains")).unwrap();
+    let graph = images::graph(repo, &pins).unwrap();
+    let needed = graph.only(&["python-asyncio".to_string()]).unwrap();
+    check_recorded(&pins, &needed).unwrap();
+    let placeholder = pins.iter().cloned().map(|mut p| {
+        if p.name == "debian-trixie" {
+            p.sha256 = pin::PLACEHOLDER_SHA256.into();
+        }
+        p
+    });
+    let pins = pin::Pins::from_pins(&repo.join("toolchains"), placeholder);
+    let err = format!("{:#}", check_recorded(&pins, &needed).unwrap_err());
+    assert!(
+        err.contains("toolchains/debian-trixie.yaml")
+            && err.contains("`parkbench pin update debian-trixie`"),
+        "{err}"
+    );
+    // An image that does not stand on it is not held up by it.
+    check_recorded(&pins, &graph.only(&["go".to_string()]).unwrap()).unwrap();
+}
+
+#[test]
+fn a_declared_patch_is_checked_whether_or_not_its_image_can_be_built() {
+    let tmp = tempfile::tempdir().unwrap();
+    let folder = tmp.path().join("docker/probe");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::create_dir_all(tmp.path().join("toolchains")).unwrap();
+    std::fs::write(folder.join("Dockerfile"), "ARG BASE\nFROM ${BASE}\n").unwrap();
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("toolchains");
+    for file in ["debian-base.yaml", "debian-base.lock"] {
+        std::fs::copy(real.join(file), tmp.path().join("toolchains").join(file)).unwrap();
+    }
+    let published = include_bytes!("../../images/patch/testdata/published.go");
+    std::fs::write(folder.join("main.go"), published).unwrap();
+    let diff = include_bytes!("../../images/patch/testdata/two-hunks.diff");
+    std::fs::write(folder.join("fix.diff"), diff).unwrap();
+    let before = crate::files::digest::bytes(published);
+    let after = crate::files::digest::bytes(&crate::images::patch::apply(published, diff).unwrap());
+    let recipe = |before: &str| {
+        format!(
+            "parents: {{BASE: base}}\nprobe: true\npatches:\n  - patch: fix.diff\n    file: main.go\n    sha256_before: \
+             {before}\n    sha256_after: {after}\n    reason: it does not compile\n"
+        )
+    };
+    std::fs::write(folder.join("image.yaml"), recipe(&before)).unwrap();
+    let pins = pin::load_all(&tmp.path().join("toolchains")).unwrap();
+    let graph = images::graph(tmp.path(), &pins).unwrap();
+    check_dockerfiles(tmp.path(), &graph).unwrap();
+    std::fs::write(folder.join("image.yaml"), recipe(&"1".repeat(64))).unwrap();
+    let graph = images::graph(tmp.path(), &pins).unwrap();
+    let err = format!("{:#}", check_dockerfiles(tmp.path(), &graph).unwrap_err());
+    assert!(
+        err.contains("probe/image.yaml:") && err.contains("not the 1111"),
+        "{err}"
+    );
+}

@@ -142,6 +142,7 @@ impl Archived {
             m.unavailable.push(UnavailableImage {
                 name: "dotnet".into(),
                 reason: "not reachable".into(),
+                notes: Vec::new(),
             });
             fs::write(
                 run.join(run_dir::MANIFEST),

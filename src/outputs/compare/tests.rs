@@ -313,6 +313,7 @@ fn images_unavailable_in_both_runs_are_skipped_and_in_one_run_differ() {
         m.unavailable.push(crate::images::UnavailableImage {
             name: first.clone(),
             reason: "pin cannot be produced".into(),
+            notes: Vec::new(),
         });
         m
     };

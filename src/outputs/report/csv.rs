@@ -27,7 +27,7 @@ const LEADING: [&str; 11] = [
     "baseline_rss_bytes",
 ];
 
-const TRAILING: [&str; 13] = [
+const TRAILING: [&str; 14] = [
     "rss_median_bytes",
     "per_task_bytes",
     "vm_hwm_bytes",
@@ -38,6 +38,7 @@ const TRAILING: [&str; 13] = [
     "expected",
     "valid",
     "error",
+    "stderr_last_lines",
     "exit_code",
     "oom_killed",
     "image_id",
@@ -99,6 +100,11 @@ fn row(s: &Sample, readings: usize, metrics: &BTreeSet<&str>) -> Vec<String> {
         s.expected.to_string(),
         s.valid.to_string(),
         s.error.clone().unwrap_or_default(),
+        // A failed process's own last words; a valid one's stderr is no finding.
+        match s.valid {
+            true => String::new(),
+            false => s.stderr_last_lines().join("\n"),
+        },
         s.exit_code.map(|c| c.to_string()).unwrap_or_default(),
         s.oom_killed.to_string(),
         s.image_id.clone(),

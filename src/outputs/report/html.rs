@@ -256,6 +256,24 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_process_shows_its_last_stderr_lines_escaped() {
+        let fixture = include_str!("../../../tests/fixtures/samples.jsonl");
+        let (mut samples, _) = crate::study::sample::parse_lines(fixture.as_bytes()).unwrap();
+        let failed = samples.iter_mut().find(|s| !s.valid).unwrap();
+        failed.stderr_tail = "warming up\n** (SystemLimitError) <a system limit> & more\n".into();
+        let study = crate::study::Study::parse(crate::study::DEFAULT_STUDY).unwrap();
+        let html = render(&study, &samples);
+        let row = &html[html.find("Last lines of its stderr").expect("the column")..];
+        assert!(
+            row.contains(
+                "<code>warming up ⏎ ** (SystemLimitError) &lt;a system limit&gt; &amp; more</code>"
+            ),
+            "{}",
+            &row[..row.len().min(1500)]
+        );
+    }
+
+    #[test]
     fn the_file_list_names_a_merged_runs_files() {
         let list = files();
         for name in run_dir::MERGED {

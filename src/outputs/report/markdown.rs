@@ -409,11 +409,17 @@ fn invalid(summary: &Summary) -> String {
         out.push_str("None.\n");
         return out;
     }
-    out.push_str("| Probe | Tasks | Repeat | Reason |\n|---|--:|--:|---|\n");
+    out.push_str(
+        "| Probe | Tasks | Repeat | Reason | Last lines of its stderr |\n|---|--:|--:|---|---|\n",
+    );
     for s in &summary.invalid_samples {
+        let stderr = match s.stderr.is_empty() {
+            true => String::new(),
+            false => crate::text::markdown_code(&s.stderr.join(" ⏎ ")),
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {stderr} |",
             cell_text(&s.probe),
             grouped(s.tasks as f64, 0),
             s.repeat,

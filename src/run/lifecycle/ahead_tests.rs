@@ -198,6 +198,7 @@ async fn no_container_is_created_ahead_for_a_process_that_will_not_run() {
     manifest.unavailable.push(crate::images::UnavailableImage {
         name: "rust-tokio".into(),
         reason: "pin tokio cannot be produced here".into(),
+        notes: Vec::new(),
     });
     let engine = FakeEngine::new([Step::Valid]);
     let cancel = CancellationToken::new();

@@ -231,6 +231,7 @@ async fn an_unavailable_toolchain_is_not_measured_and_starts_no_container() {
     manifest.unavailable.push(crate::images::UnavailableImage {
         name: "go".into(),
         reason: "pin go cannot be produced here\n  - url: unreachable".into(),
+        notes: Vec::new(),
     });
     let engine = FakeEngine::new([Step::Valid]);
     let cancel = CancellationToken::new();
@@ -253,6 +254,7 @@ async fn an_unavailable_toolchain_is_not_measured_and_starts_no_container() {
     manifest.unavailable.push(crate::images::UnavailableImage {
         name: "child".into(),
         reason: "its parent image go is unavailable".into(),
+        notes: Vec::new(),
     });
     assert_eq!(
         crate::run::process::unavailable_reason(&manifest, "child").as_deref(),
@@ -440,6 +442,7 @@ async fn agreeing_cells_stop_at_min_and_cells_never_measured_get_nothing_more() 
     manifest.unavailable.push(crate::images::UnavailableImage {
         name: "go".into(),
         reason: "pin go cannot be produced here".into(),
+        notes: Vec::new(),
     });
     let engine = FakeEngine::new([rss(2048), rss(1024), rss(2048), rss(2048)]);
     execute(&engine, &study, &manifest, &dir, &cancel)

@@ -274,7 +274,18 @@ pub(super) fn progress(todo: usize) -> ProgressBar {
 
 /// One line per finished process; without a terminal it also carries the ETA of the rest.
 fn report_line(bar: &ProgressBar, s: &Sample, eta: &str) {
-    let line = format!(
+    let line = finished_line(s);
+    if bar.is_hidden() {
+        eprintln!("{line}  [{eta}]")
+    } else {
+        bar.println(line)
+    }
+}
+
+/// What the progress line says of a finished process: its cell, its measure, and valid or why not
+/// (with the last lines of its stderr, the program's own words, when it failed).
+fn finished_line(s: &Sample) -> String {
+    format!(
         "{} tasks={} repeat={} {} {}",
         s.probe,
         s.tasks,
@@ -283,12 +294,42 @@ fn report_line(bar: &ProgressBar, s: &Sample, eta: &str) {
         match s.error.as_deref() {
             None => "valid".to_string(),
             Some(e) if s.is_unavailable() => format!("NOT MEASURED: {e}"),
-            Some(e) => format!("INVALID: {e}"),
+            Some(e) => match s.stderr_line() {
+                Some(said) => format!("INVALID: {e} — stderr: {}", crate::text::printable(&said)),
+                None => format!("INVALID: {e}"),
+            },
         }
-    );
-    if bar.is_hidden() {
-        eprintln!("{line}  [{eta}]")
-    } else {
-        bar.println(line)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_process_line_ends_with_its_last_stderr_lines() {
+        let fixture = include_str!("../../../tests/fixtures/samples.jsonl");
+        let (samples, _) = crate::study::sample::parse_lines(fixture.as_bytes()).unwrap();
+        let mut s = samples.into_iter().find(|s| !s.valid).unwrap();
+        s.stderr_tail = "Erlang/OTP 25\n\n** (SystemLimitError) a system limit has been reached\n\
+                         \x1b[31m    (elixir) lib/task.ex:1: Task.async/1\n\n"
+            .into();
+        let line = finished_line(&s);
+        assert!(line.contains("INVALID: container OOM-killed"), "{line}");
+        let said = " — stderr: Erlang/OTP 25 ⏎ ** (SystemLimitError) a system limit has been \
+                    reached ⏎ \\x1b[31m    (elixir) lib/task.ex:1: Task.async/1";
+        assert!(
+            line.ends_with(said),
+            "the last three lines, escapes shown: {line:?}"
+        );
+        assert!(
+            !line.contains('\x1b'),
+            "no escape reaches the terminal: {line:?}"
+        );
+        s.stderr_tail = "\n  \n".into();
+        assert!(
+            !finished_line(&s).contains("stderr"),
+            "nothing said, nothing shown"
+        );
     }
 }

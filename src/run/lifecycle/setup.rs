@@ -219,12 +219,17 @@ pub(super) fn seccomp_of(study: &Study, dir: &RunDir) -> Result<Option<Profile>>
 }
 
 /// What the images of the study's probes ask a run to report: their recipes' notes and declared
-/// patches (the manifest's `notes`), once each; and every root filesystem built with packages
+/// patches (the manifest's `notes`, also of an image unavailable here), once each; and every root filesystem built with packages
 /// that moved from its pin's lock.
 pub fn image_deviations(study: &Study, manifest: &Manifest) -> Vec<String> {
     let mut out: Vec<String> = manifest.drift.iter().map(|d| d.deviation()).collect();
     for probe in &study.probes {
-        let notes = manifest.get(&probe.image).map(|i| i.notes.as_slice());
+        // An image not built here (its toolchain unavailable) keeps its recipe's deviations too.
+        let notes = (manifest.get(&probe.image).map(|i| i.notes.as_slice())).or_else(|| {
+            (manifest.unavailable.iter())
+                .find(|u| u.name == probe.image)
+                .map(|u| u.notes.as_slice())
+        });
         for note in notes.unwrap_or_default() {
             if !out.contains(note) {
                 out.push(note.clone());
@@ -320,6 +325,21 @@ mod tests {
             ..m.images[0].clone()
         });
         assert_eq!(image_deviations(&study, &m), [patch]);
+
+        // A probe image unavailable here keeps its patch in the report.
+        let first = m.images.remove(0);
+        m.unavailable.push(crate::images::UnavailableImage {
+            name: first.name,
+            reason: "pin cannot be produced".into(),
+            notes: vec!["image y: Main.java patched with p.diff (sha256 c → d): why".into()],
+        });
+        for image in &mut m.images {
+            image.notes.clear();
+        }
+        assert_eq!(
+            image_deviations(&study, &m),
+            ["image y: Main.java patched with p.diff (sha256 c → d): why"]
+        );
     }
 
     #[test]
