@@ -73,9 +73,20 @@ fn binaries(manifest: &Value, image: &str) -> Value {
     entry.unwrap_or_else(|| panic!("no {image} in {manifest}"))["binaries"].clone()
 }
 
+/// Podman's uploads of imported root filesystems in `/var/tmp`, where it leaves them by default.
+fn uploads() -> usize {
+    let names = std::fs::read_dir("/var/tmp")
+        .into_iter()
+        .flatten()
+        .flatten();
+    let names = names.map(|e| e.file_name().to_string_lossy().into_owned());
+    names.filter(|n| n.starts_with("api_load.tar")).count()
+}
+
 #[test]
 fn the_default_study_on_podman_beside_the_docker_engine_finds_the_same() {
     ensure_built();
+    let uploads_before = uploads();
     let podman = PodmanService::start();
     let tmp = tempfile::tempdir().unwrap();
     // `podman` names the service's own socket here (without it: Podman's systemd socket).
@@ -216,6 +227,14 @@ fn the_default_study_on_podman_beside_the_docker_engine_finds_the_same() {
     }
     assert!(!report.contains("2 of 1 processes"), "{report}");
 
-    // Nothing of the run is left on Podman.
+    // Nothing of the run is left on Podman, nor of the service on this machine once it stops.
     assert_eq!(podman.containers(), Vec::<String>::new());
+    let folder = podman.folder().to_owned();
+    drop(podman);
+    assert!(!folder.exists(), "{} is left", folder.display());
+    assert_eq!(
+        uploads(),
+        uploads_before,
+        "Podman's uploads stay in its own TMPDIR"
+    );
 }

@@ -42,8 +42,13 @@ impl PodmanService {
         let socket = dir.join("podman.sock");
         let url = format!("unix://{}", socket.display());
         let log = std::fs::File::create(dir.join("podman.log")).unwrap();
+        // Podman 4.3 keeps each import's upload in its TMPDIR (`api_load.tar…`) after the import:
+        // here, in the folder removed with the service.
+        let tmp = dir.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
         let mut cmd = podman(&dir);
-        cmd.args(["system", "service", "--time", "0", &url])
+        cmd.env("TMPDIR", &tmp)
+            .args(["system", "service", "--time", "0", &url])
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
@@ -75,6 +80,11 @@ impl PodmanService {
         };
         service.wait_ready(&socket);
         service
+    }
+
+    /// The folder of its storage, run state, configuration and temporary files.
+    pub fn folder(&self) -> &Path {
+        &self.dir
     }
 
     /// The service's log so far (for a failing test's message).
