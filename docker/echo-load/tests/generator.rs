@@ -265,8 +265,12 @@ fn a_server_that_drops_one_connection_midway_is_reported() {
         );
         assert_eq!(out.status.code(), Some(1), "{threads} loops");
         let text = stdout(&out);
+        // The server's close reaches the client as an end of stream, or as a reset when a message
+        // the client had sent was still unread: either way it is connection 4, after 20 messages.
         assert!(
-            text.contains("note connection 4 was closed by the server after 20 messages"),
+            text.contains("note connection 4 was closed by the server after 20 messages")
+                || text
+                    .contains("note connection 4: read failed after 20 messages: Connection reset"),
             "{threads} loops: {text}"
         );
         assert!(!text.contains("result "), "{text}");
