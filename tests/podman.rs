@@ -23,7 +23,13 @@ fn json(path: &Path) -> Value {
 /// What the host's kernel shows of a probe's first process on Podman, read while it runs: its
 /// `/proc/<pid>/status` and `/proc/<pid>/mounts`.
 async fn running_on_podman(engine: &Engine, run: &mut Child, log: &Path) -> (String, String) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(1800);
     loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no probe seen running on Podman in 30 minutes:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
         for id in engine
             .containers_with_label("parkbench.study", "wait-1m")
             .await
@@ -73,6 +79,30 @@ fn binaries(manifest: &Value, image: &str) -> Value {
     entry.unwrap_or_else(|| panic!("no {image} in {manifest}"))["binaries"].clone()
 }
 
+/// A `parkbench run` that is interrupted (as Ctrl-C does: it removes its container) and waited for
+/// when the test ends early, so that it never goes on measuring after the test.
+struct Stopped(Option<Child>);
+
+impl Stopped {
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().unwrap()
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take()
+            && child.try_wait().ok().flatten().is_none()
+        {
+            // SAFETY: kill(2) of the driver's own process; no memory is shared.
+            unsafe {
+                libc::kill(child.id() as i32, libc::SIGINT);
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Podman's uploads of imported root filesystems in `/var/tmp`, where it leaves them by default.
 fn uploads() -> usize {
     let names = std::fs::read_dir("/var/tmp")
@@ -104,14 +134,14 @@ fn the_default_study_on_podman_beside_the_docker_engine_finds_the_same() {
         .output()
         .unwrap();
     assert!(
-        text(&doctor.stdout).contains("Podman Engine 4."),
+        text(&doctor.stdout).contains("Podman Engine "),
         "doctor names the Engine: {}",
         describe(&doctor)
     );
 
     let log = tmp.path().join("run.log");
     let results = tmp.path().join("results");
-    let mut run = parkbench()
+    let run = parkbench()
         .env("XDG_CONFIG_HOME", &config)
         .args([
             "run",
@@ -134,13 +164,14 @@ fn the_default_study_on_podman_beside_the_docker_engine_finds_the_same() {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
+    let mut run = Stopped(Some(run));
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (status, mounts) = rt.block_on(async {
         let endpoint = Endpoint::from_url(&podman.url, None).unwrap();
         let engine = Engine::connect_to("podman", &endpoint).await.unwrap();
-        running_on_podman(&engine, &mut run, &log).await
+        running_on_podman(&engine, run.child(), &log).await
     });
-    let ended = run.wait().unwrap();
+    let ended = run.child().wait().unwrap();
     let said = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
         ended.success(),
@@ -167,6 +198,17 @@ fn the_default_study_on_podman_beside_the_docker_engine_finds_the_same() {
     }
     let tmp_options = mount_options(&mounts, "/tmp");
     assert!(tmp_options.contains(&"noexec".into()), "{tmp_options:?}");
+    let writable: Vec<&str> = mounts
+        .lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .nth(3)
+                .is_some_and(|o| o.starts_with("rw"))
+        })
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .filter(|p| !p.starts_with("/proc") && !p.starts_with("/sys") && !p.starts_with("/dev"))
+        .collect();
+    assert_eq!(writable, ["/tmp"], "the one writable place:\n{mounts}");
 
     // Each host's record names its Engine, and Podman's images hold the same binaries.
     let top = only_run(&results, "wait-1m");
@@ -205,7 +247,7 @@ fn the_default_study_on_podman_beside_the_docker_engine_finds_the_same() {
         );
     }
     let report = std::fs::read_to_string(top.join("report.md")).unwrap();
-    assert!(report.contains("Podman Engine 4."), "{report}");
+    assert!(report.contains("Podman Engine "), "{report}");
 
     // Every claim has the same finding on both Engines.
     let classes = json(&top.join("classes.json"));

@@ -41,6 +41,18 @@ impl Engine {
     pub async fn create_container(&self, spec: &ContainerSpec) -> Result<Created<Engine>> {
         let began = Instant::now();
         let guard = self.create(create_body(spec, self.podman)).await?;
+        let asked = i64::try_from(spec.pids_limit).unwrap_or(i64::MAX);
+        let held = match self.isolation(guard.id()).await {
+            Ok((isolation, _)) => isolation.pids_limit,
+            Err(e) => {
+                guard.remove().await;
+                return Err(e);
+            }
+        };
+        if held != asked {
+            guard.remove().await;
+            return Err(unlimited_tasks(asked, held, self.podman));
+        }
         Ok(Created {
             guard,
             spec: spec.clone(),
@@ -241,6 +253,18 @@ impl ContainerOutcome {
 
 /// A start refused because the command's program is not in the image is the command's failure
 /// ([`super::CommandFailed`]); any other refusal is the Engine's.
+/// The Engine created a container without the tasks limit asked for: rootless Podman on cgroup v1
+/// ignores every resource limit. A runaway probe would take the host's tasks, so nothing runs.
+fn unlimited_tasks(asked: i64, held: i64, podman: bool) -> anyhow::Error {
+    let engine = if podman { "Podman" } else { "the Engine" };
+    anyhow::anyhow!(
+        "{engine} does not hold a container to the tasks limit asked for ({asked}; its container \
+         has {held}): rootless Podman on cgroup v1 ignores resource limits. Run on an Engine that \
+         applies it: the Docker Engine, rootful Podman, or rootless Podman on cgroup v2 \
+         (docs/fleet.md, Podman)"
+    )
+}
+
 fn missing_program(e: BollardError) -> anyhow::Error {
     let message = e.to_string();
     if message.contains("error setting rlimit") {
@@ -413,7 +437,9 @@ mod tests {
                 "{path}: {tmpfs:?}"
             );
         }
-        assert!(tmpfs["/tmp"].split(',').any(|o| o == "noexec"), "{tmpfs:?}");
+        for option in ["noexec", "notmpcopyup"] {
+            assert!(tmpfs["/tmp"].split(',').any(|o| o == option), "{tmpfs:?}");
+        }
         assert_eq!(
             docker.tmpfs.unwrap().len(),
             1,

@@ -22,7 +22,7 @@ use super::{BuildSpec, Engine, ImageFacts};
 
 /// A tag as the kit writes it (`parkbench/go:…`): Podman names the images it imports, builds and
 /// loads with a registry in front (`docker.io/parkbench/go:…`, `localhost/parkbench/go:…`), which
-/// the Docker Engine leaves out.
+/// the Docker Engine leaves out. Only Podman's answers are read so ([`Engine::local_names`]).
 pub fn local_name(tag: &str) -> String {
     ["docker.io/", "localhost/"]
         .iter()
@@ -32,11 +32,16 @@ pub fn local_name(tag: &str) -> String {
         .to_string()
 }
 
-fn local_names(tags: Vec<String>) -> Vec<String> {
-    tags.iter().map(|t| local_name(t)).collect()
-}
-
 impl Engine {
+    /// The Engine's names for images as the kit writes them: Podman's with their registry taken
+    /// off, the Docker Engine's as they are (there `localhost/…` is another repository).
+    fn local_names(&self, tags: Vec<String>) -> Vec<String> {
+        match self.podman {
+            true => tags.iter().map(|t| local_name(t)).collect(),
+            false => tags,
+        }
+    }
+
     /// The image behind a tag, or `None` when there is no such tag.
     pub async fn image(&self, tag: &str) -> Result<Option<ImageFacts>> {
         match self.docker.inspect_image(tag).await {
@@ -67,6 +72,8 @@ impl Engine {
             .repo(repo)
             .tag(tag)
             .build();
+        let latest = format!("{repo}:latest");
+        let latest_before = self.image(&latest).await?.map(|i| i.id);
         let mut stream = self.docker.create_image(Some(options), Some(body), None);
         let mut id = None;
         while let Some(info) = stream.next().await {
@@ -75,17 +82,28 @@ impl Engine {
             id = info.status.filter(|s| s.starts_with("sha256:")).or(id);
         }
         // Podman files an import as `repo:latest` whatever tag was asked for: the tag is set on the
-        // ID the import reports, and a `latest` the Engine added on its own is taken off again.
-        let Some(id) = id else { return Ok(()) };
+        // ID the import reports, and the `latest` the import took is given back (taken off, or set
+        // again on the image it named before).
         let wanted = format!("{repo}:{tag}");
-        let tags = self.repo_tags(&id).await?.unwrap_or_default();
-        if !tags.contains(&wanted) {
-            self.set_tag(&id, &wanted).await?;
-            let latest = format!("{repo}:latest");
-            if tag != "latest" && tags.contains(&latest) {
-                self.remove_tag(&latest).await?;
+        if let Some(id) = id {
+            let tags = self.repo_tags(&id).await?.unwrap_or_default();
+            if !tags.contains(&wanted) {
+                self.set_tag(&id, &wanted).await?;
+                if tag != "latest" && tags.contains(&latest) {
+                    match latest_before {
+                        None => self.remove_tag(&latest).await?,
+                        // It named another image before: it goes back there.
+                        Some(before) if before != id => self.set_tag(&before, &latest).await?,
+                        Some(_) => {}
+                    }
+                }
             }
         }
+        ensure!(
+            self.image(&wanted).await?.is_some(),
+            "the Engine imported {} but holds no image {wanted} after it",
+            rootfs.display()
+        );
         Ok(())
     }
 
@@ -181,13 +199,20 @@ impl Engine {
             .list_images(None::<bollard::query_parameters::ListImagesOptions>)
             .await
             .context("listing images")?;
-        let tags = images.into_iter().flat_map(|i| local_names(i.repo_tags));
+        let tags = images
+            .into_iter()
+            .flat_map(|i| self.local_names(i.repo_tags));
         // An untagged image is listed with this placeholder.
         Ok(tags.filter(|t| t != "<none>:<none>").collect())
     }
 
-    /// Every tag starting with `repo_prefix/` (e.g. `parkbench/`).
+    /// Every tag starting with `repo_prefix/` (e.g. `parkbench/`), as the kit writes it.
     pub async fn image_tags(&self, repo_prefix: &str) -> Result<Vec<String>> {
+        Ok(self.local_names(self.engine_tags(repo_prefix).await?))
+    }
+
+    /// Every tag starting with `repo_prefix/`, as the Engine names it (on Podman, with a registry).
+    async fn engine_tags(&self, repo_prefix: &str) -> Result<Vec<String>> {
         let filters = HashMap::from([("reference".to_string(), vec![format!("{repo_prefix}/*")])]);
         let options = ListImagesOptionsBuilder::default()
             .filters(&filters)
@@ -197,16 +222,15 @@ impl Engine {
             .list_images(Some(options))
             .await
             .context("listing images")?;
-        Ok(images
-            .into_iter()
-            .flat_map(|i| local_names(i.repo_tags))
-            .collect())
+        Ok(images.into_iter().flat_map(|i| i.repo_tags).collect())
     }
 
     /// Removes every image whose tags start with `repo_prefix/` (e.g. `parkbench/`); returns the tags removed.
     pub async fn remove_images(&self, repo_prefix: &str) -> Result<Vec<String>> {
         let mut removed = Vec::new();
-        for tag in self.image_tags(repo_prefix).await? {
+        // Removed by the Engine's own names: on Podman a name without its registry could stand for
+        // another image.
+        for tag in self.engine_tags(repo_prefix).await? {
             let options = RemoveImageOptionsBuilder::default().force(true).build();
             self.docker
                 .remove_image(&tag, Some(options), None)
@@ -214,6 +238,7 @@ impl Engine {
                 .with_context(|| format!("removing image {tag}"))?;
             removed.push(tag);
         }
+        let removed = self.local_names(removed);
         // Untagged images left by builds (multi-stage build stages, images a rebuild replaced) carry
         // the parkbench.image label inherited from our toolchain images.
         let filters = HashMap::from([
@@ -248,10 +273,10 @@ impl Engine {
                 let named = line
                     .strip_prefix("Loaded image ID: ")
                     .or_else(|| line.strip_prefix("Loaded image: "));
-                loaded.extend(named.map(|n| local_name(n.trim())));
+                loaded.extend(named.map(|n| n.trim().to_string()));
             }
         }
-        Ok(loaded)
+        Ok(self.local_names(loaded))
     }
 
     /// Every image the Engine lists (what loads and builds make, not their intermediate layers):
@@ -265,7 +290,7 @@ impl Engine {
         Ok(images
             .into_iter()
             .map(|i| {
-                let tags = local_names(i.repo_tags).into_iter();
+                let tags = self.local_names(i.repo_tags).into_iter();
                 let tags = tags.filter(|t| t != "<none>:<none>");
                 (i.id, tags.collect())
             })
@@ -299,7 +324,7 @@ impl Engine {
     /// such image.
     pub async fn repo_tags(&self, reference: &str) -> Result<Option<Vec<String>>> {
         match self.docker.inspect_image(reference).await {
-            Ok(img) => Ok(Some(local_names(img.repo_tags.unwrap_or_default()))),
+            Ok(img) => Ok(Some(self.local_names(img.repo_tags.unwrap_or_default()))),
             Err(BollardError::DockerResponseServerError {
                 status_code: 404, ..
             }) => Ok(None),

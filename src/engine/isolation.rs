@@ -75,16 +75,17 @@ impl Isolation {
         }
     }
 
-    /// The same confinement on Podman, whose API leaves two things of a read-only root otherwise:
-    /// it mounts writable tmpfs on `/run` and `/var/tmp` (here read-only, and empty, as the image's
-    /// would be), and does not add `noexec` to a tmpfs as the Docker Engine does (here asked for).
+    /// The same confinement on Podman, whose API does three things otherwise: it mounts writable
+    /// tmpfs on `/run` and `/var/tmp` (here read-only and empty), does not add `noexec` to a tmpfs
+    /// as the Docker Engine does, and copies the image's files at a tmpfs's path into it (here
+    /// `notmpcopyup`: `/tmp` starts empty, as on the Docker Engine).
     pub fn for_podman(mut self) -> Isolation {
         if let Some(tmp) = self.tmpfs.get_mut(TMP) {
-            *tmp = format!("{tmp},noexec");
+            *tmp = format!("{tmp},noexec,notmpcopyup");
         }
         for path in PODMAN_WRITABLE {
-            self.tmpfs
-                .insert(path.into(), "ro,nosuid,nodev,noexec".into());
+            let options = "ro,nosuid,nodev,noexec,notmpcopyup";
+            self.tmpfs.insert(path.into(), options.into());
         }
         self
     }

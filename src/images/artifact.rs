@@ -215,22 +215,27 @@ fn write_source(pin: &Pin, source: &Source, scratch: &Path, out: &mut impl Write
             Ok(())
         }
         Source::Url(u) => {
-            // Unpacking the other layouts is not implemented; fail before downloading hundreds of
-            // MB that could not be used.
-            let missing = match u.format {
-                UrlFormat::GoTarball => None,
-                UrlFormat::RustDist => {
-                    Some("a rust-dist download is not implemented; use the rustup source")
-                }
-                UrlFormat::DotnetSdk => Some("a dotnet-sdk download is not implemented"),
-                UrlFormat::Graalvm => Some("a graalvm download is not implemented"),
-            };
-            if let Some(missing) = missing {
+            // Fail before downloading hundreds of MB that could not be used.
+            if let Some(missing) = not_implemented(source) {
                 bail!("conversion of {missing}");
             }
             let file = download::url(u, scratch)?;
             go::from_tarball(&file, scratch, out)
         }
+    }
+}
+
+/// Why the kit cannot make an artifact from `source` on any machine: unpacking these download
+/// layouts is not implemented. `None` for every source it can use.
+pub fn not_implemented(source: &Source) -> Option<&'static str> {
+    let Source::Url(u) = source else { return None };
+    match u.format {
+        UrlFormat::GoTarball => None,
+        UrlFormat::RustDist => {
+            Some("a rust-dist download is not implemented; use the rustup source")
+        }
+        UrlFormat::DotnetSdk => Some("a dotnet-sdk download is not implemented"),
+        UrlFormat::Graalvm => Some("a graalvm download is not implemented"),
     }
 }
 

@@ -15,7 +15,7 @@ use crate::engine::Engine;
 use crate::images::cache::Cache;
 use crate::images::plan::{Graph, Node};
 use crate::images::tags::{self, Planned};
-use crate::images::{self, lint, pin, timing};
+use crate::images::{self, artifact, lint, pin, timing};
 use crate::run::plan::{clock, describe, matrix};
 use crate::run::run_dir::{self, RunDir};
 use crate::run::{guest, needs};
@@ -197,11 +197,20 @@ fn check_dockerfiles(repo: &Path, graph: &Graph) -> Result<()> {
 }
 
 /// Every pin the needed images are made from has its sha256 recorded: a placeholder is refused,
-/// naming the command that records it. All such pins at once.
+/// naming the command that records it. All such pins at once. A pin no source of which the kit can
+/// use (a download layout it cannot unpack) is left to the build, which marks its images
+/// unavailable: no command could record it.
 fn check_recorded(pins: &pin::Pins, graph: &Graph) -> Result<()> {
+    let recordable = |p: &pin::Pin| {
+        let usable = p
+            .sources
+            .iter()
+            .any(|s| artifact::not_implemented(s).is_none());
+        p.has_placeholder() && usable
+    };
     let mut names: Vec<&str> = (graph.nodes().iter())
         .flat_map(Node::pins)
-        .filter(|name| pins.get(name).is_ok_and(pin::Pin::has_placeholder))
+        .filter(|name| pins.get(name).is_ok_and(recordable))
         .collect();
     names.sort_unstable();
     names.dedup();

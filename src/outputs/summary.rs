@@ -72,6 +72,10 @@ pub struct Cell {
     pub invalid: usize,
     /// Each valid process, by repeat.
     pub processes: Vec<Process>,
+    /// The runs that measured it (hosts, shards or reruns joined into one run), each with its
+    /// planned processes; not written, read from the samples.
+    #[serde(skip)]
+    pub sources: usize,
     /// Median of the process medians, bytes; `None` without a valid process.
     pub rss_median_bytes: Option<f64>,
     /// Smallest process median, bytes.
@@ -245,6 +249,11 @@ pub fn summarize(study: &Study, samples: &[Sample]) -> Summary {
             let invalid = all.len() - cell_valid.len();
             let mut c = cell::cell(probe, tasks, &cell_valid, invalid);
             c.probe_notes = cell::note_counts(&all);
+            let runs: BTreeSet<(&str, Option<&str>)> = all
+                .iter()
+                .map(|s| (s.run_id.as_str(), s.host.as_deref()))
+                .collect();
+            c.sources = runs.len();
             cells.push(c);
             judged.push(Headline::judged(probe.kind, &cell_valid));
         }
@@ -349,11 +358,14 @@ impl Summary {
             .find(|c| c.probe == probe && c.tasks == tasks)
     }
 
-    /// The processes a cell was to have: the planned count, or as many as it ran when processes
-    /// came on demand or several runs were merged (hosts, shards, reruns: each its repeats).
+    /// The processes a cell was to have: the planned count for each run that measured it (hosts,
+    /// shards or reruns joined into one), or as many as it ran when processes came on demand.
     pub fn processes_of(&self, cell: &Cell) -> usize {
-        let planned = self.repeats as usize;
-        planned.max(cell.valid + cell.invalid)
+        let planned = self.repeats as usize * cell.sources.max(1);
+        match self.precision.is_empty() {
+            true => planned,
+            false => planned.max(cell.valid + cell.invalid),
+        }
     }
 
     /// The all-scale summary of a probe, if the study has it.

@@ -95,10 +95,6 @@ pub struct ContainerView {
     /// Engine passes on its own, Podman sets its defaults). Empty in records older than the field.
     #[serde(default)]
     pub limits: String,
-    /// The tasks limit the container's cgroup holds it to (its `pids.max`), as read inside it;
-    /// empty when its cgroup shows none. Absent in records older than the field.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pids_max: Option<String>,
 }
 
 /// Takes the environment record, running one short container from `probe_image`, confined as a
@@ -119,8 +115,7 @@ pub async fn record(
         toolchains.extend(locked_runtimes(&docker, &img.name));
     }
     let script = "uname -a; grep Cpus_allowed_list /proc/self/status | cut -f2; \
-                  ldd --version 2>&1 | head -n1; grep -E '^Max (open files|processes) ' /proc/self/limits; \
-                  echo \"pids.max $(cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids.max 2>/dev/null | head -n1)\"";
+                  ldd --version 2>&1 | head -n1; grep -E '^Max (open files|processes) ' /proc/self/limits";
     let view = execution::Host::confine(
         ContainerSpec::command(probe_image, &["/bin/sh", "-c", script], "env"),
         protocol,
@@ -131,7 +126,6 @@ pub async fn record(
         true => Isolation::of(&view).for_podman(),
     };
     let container = container_view(engine, &view).await?;
-    refuse_unlimited_tasks(&container, isolation.pids_limit, &facts)?;
     Ok(Environment {
         recorded_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         parkbench_version: env!("CARGO_PKG_VERSION").into(),
@@ -145,46 +139,16 @@ pub async fn record(
     })
 }
 
-/// A probe's container must be held to the tasks limit the protocol asks for: an Engine that
-/// leaves it out (rootless Podman on cgroup v1 ignores every resource limit) is refused, since a
-/// runaway probe would then take the host's tasks.
-fn refuse_unlimited_tasks(view: &ContainerView, asked: i64, engine: &EngineFacts) -> Result<()> {
-    let Some(seen) = &view.pids_max else {
-        return Ok(());
-    };
-    anyhow::ensure!(
-        seen.trim() == asked.to_string(),
-        "the {} {} does not hold a probe's container to its tasks limit: {asked} was asked, and \
-         the container's cgroup shows {} (rootless Podman on cgroup v1 ignores resource limits). \
-         Run on an Engine that applies it: the Docker Engine, rootful Podman, or rootless Podman \
-         on cgroup v2 (docs/fleet.md, Podman)",
-        engine.product(),
-        engine.version,
-        match seen.trim() {
-            "" => "no pids.max".to_string(),
-            other => format!("pids.max {other}"),
-        }
-    );
-    Ok(())
-}
-
 async fn container_view(engine: &impl Containers, spec: &ContainerSpec) -> Result<ContainerView> {
     let outcome = engine.run(spec, &CancellationToken::new()).await?;
     let cmd: Vec<&str> = spec.cmd.iter().map(String::as_str).collect();
     let out = outcome.into_output(&spec.image, &cmd)?;
     let mut lines = out.lines().map(str::to_owned);
-    let (uname, cpus_allowed, glibc) = (lines.next(), lines.next(), lines.next());
-    let rest: Vec<String> = lines.collect();
-    let pids_max = rest.iter().find_map(|l| {
-        let value = l.strip_prefix("pids.max")?;
-        Some(value.trim().to_string())
-    });
     Ok(ContainerView {
-        uname: uname.unwrap_or_default(),
-        cpus_allowed: cpus_allowed.unwrap_or_default(),
-        glibc: glibc.unwrap_or_default(),
-        limits: limits(rest.into_iter()),
-        pids_max,
+        uname: lines.next().unwrap_or_default(),
+        cpus_allowed: lines.next().unwrap_or_default(),
+        glibc: lines.next().unwrap_or_default(),
+        limits: limits(lines),
     })
 }
 
@@ -437,25 +401,6 @@ fn meminfo_total(text: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_container_its_engine_does_not_hold_to_the_tasks_limit_is_refused() {
-        let facts = crate::engine::fake::FakeEngine::default_facts();
-        let view = |pids: Option<&str>| ContainerView {
-            pids_max: pids.map(str::to_owned),
-            ..Default::default()
-        };
-        refuse_unlimited_tasks(&view(Some("25000")), 25_000, &facts).unwrap();
-        refuse_unlimited_tasks(&view(None), 25_000, &facts).unwrap();
-        for seen in ["", "max", "64"] {
-            let e = refuse_unlimited_tasks(&view(Some(seen)), 25_000, &facts).unwrap_err();
-            let e = format!("{e:#}");
-            assert!(
-                e.contains("25000 was asked") && e.contains("rootless Podman"),
-                "{e}"
-            );
-        }
-    }
 
     #[test]
     fn a_containers_limits_are_read_soft_and_hard_from_proc_self_limits() {

@@ -34,11 +34,18 @@ impl PodmanService {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("owner"), std::process::id().to_string()).unwrap();
         let limit = hard_limit(libc::RLIMIT_NOFILE).min(hard_limit(libc::RLIMIT_NPROC));
-        std::fs::write(
-            dir.join("containers.conf"),
-            format!("[containers]\ndefault_ulimits = [\"nofile={limit}:{limit}\", \"nproc={limit}:{limit}\"]\n"),
-        )
-        .unwrap();
+        // Every folder Podman would otherwise share with the machine's own Podman is the service's.
+        let own = |name: &str| dir.join(name).display().to_string();
+        let conf = format!(
+            "[containers]\ndefault_ulimits = [\"nofile={limit}:{limit}\", \"nproc={limit}:{limit}\"]\n\
+             [engine]\ntmp_dir = \"{}\"\nstatic_dir = \"{}\"\nvolume_path = \"{}\"\n\
+             [network]\nnetwork_config_dir = \"{}\"\n",
+            own("libpod-tmp"),
+            own("libpod-static"),
+            own("volumes"),
+            own("networks"),
+        );
+        std::fs::write(dir.join("containers.conf"), conf).unwrap();
         let socket = dir.join("podman.sock");
         let url = format!("unix://{}", socket.display());
         let log = std::fs::File::create(dir.join("podman.log")).unwrap();
@@ -144,18 +151,19 @@ fn podman(dir: &Path) -> Command {
     cmd
 }
 
-/// Removes every container (their conmon processes outlive the service) and image of the storage.
+/// Removes every container (their conmon processes outlive the service) and image of the
+/// service's own storage; nothing outside its folder (`system reset` would clear shared ones).
 fn remove_all(dir: &Path) {
-    let _ = podman(dir)
-        .args(["rm", "--all", "--force", "--time", "0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    let _ = podman(dir)
-        .args(["system", "reset", "--force"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+    for args in [
+        &["rm", "--all", "--force", "--time", "0"][..],
+        &["rmi", "--all", "--force"][..],
+    ] {
+        let _ = podman(dir)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
 }
 
 fn hard_limit(resource: libc::__rlimit_resource_t) -> libc::rlim_t {

@@ -83,10 +83,16 @@ pub async fn load(
 }
 
 /// Refuses an exported image that names any tag but `tag` (or none): the tag inside the file must
-/// be the one the archive's manifest names (with the registry Podman puts in front of it, or not).
+/// be the one the archive's manifest names, as it is or as Podman saves it (`docker.io/<tag>`,
+/// `localhost/<tag>`).
 pub fn check_saved_tags(name: &str, tag: &str, tags: &[String]) -> Result<()> {
+    let as_saved = [
+        tag.to_string(),
+        format!("docker.io/{tag}"),
+        format!("localhost/{tag}"),
+    ];
     ensure!(
-        tags.len() == 1 && crate::engine::local_name(&tags[0]) == tag,
+        tags.len() == 1 && as_saved.contains(&tags[0]),
         "images/{name}.tar names the tag(s) [{}], but the archive's manifest names only {tag}: \
          refused, the archive was altered",
         tags.join(", ")

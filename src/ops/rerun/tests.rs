@@ -297,12 +297,15 @@ fn an_exported_image_may_name_only_its_own_tag() {
         &[][..],
         &["debian:latest"][..],
         &["example.org/parkbench/go:0123"][..],
+        &["docker.io/parkbench/go:0124"][..],
+        &["docker.io/library/parkbench/go:0123"][..],
     ] {
         assert!(check_saved_tags("go", "parkbench/go:0123", &tags(other)).is_err());
     }
     // As Podman saves it.
-    let podman = tags(&["docker.io/parkbench/go:0123"]);
-    check_saved_tags("go", "parkbench/go:0123", &podman).unwrap();
+    for podman in ["docker.io/parkbench/go:0123", "localhost/parkbench/go:0123"] {
+        check_saved_tags("go", "parkbench/go:0123", &tags(&[podman])).unwrap();
+    }
 }
 
 #[test]

@@ -49,6 +49,7 @@ pub(super) fn cell(probe: &Probe, tasks: u64, valid: &[&Sample], invalid: usize)
         kind: probe.kind,
         stats: kind_stats(probe.kind, &valid),
         processes,
+        sources: 0,
         probe_notes: Vec::new(),
         dropped_batches: super::dropped::of(&valid),
     }

@@ -219,3 +219,28 @@ fn default_study_on_fixtures() {
     );
     assert_eq!(lower.tolerance, "±2 pp");
 }
+
+#[test]
+fn a_cell_measured_by_two_hosts_counts_the_processes_each_was_to_run() {
+    let one_host = fixture::samples();
+    let mut both = one_host.clone();
+    for s in &one_host {
+        let mut other = s.clone();
+        other.host = Some("b".into());
+        both.push(other);
+    }
+    // Host b measured go at 1M once less than planned.
+    let dropped = both
+        .iter()
+        .rposition(|s| s.host.is_some() && s.probe == "go" && s.tasks == 1_000_000)
+        .unwrap();
+    both.remove(dropped);
+    let summary = crate::outputs::summary::summarize(&fixture::study(), &both);
+    let v = judge(&fixture::study(), &summary);
+    let go = v.iter().find(|v| v.claim == "go-rss-1m").unwrap();
+    assert_eq!(
+        go.note.as_deref(),
+        Some("go: 3 of 6 processes valid at 1000000 tasks"),
+        "3 planned on each host; 2 valid on the first, 1 of the 2 left on b"
+    );
+}
