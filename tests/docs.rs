@@ -185,7 +185,7 @@ fn offers(kind: Kind, stat: Stat) -> bool {
             .iter()
             .any(|s| parkbench::study::claim::SCALAR.contains(s)),
         Stat::LowerByPercent => own.contains(&Stat::RssMedian),
-        s => own.contains(&s),
+        s => parkbench::study::claim::check_stat(s, kind).is_ok(),
     }
 }
 

@@ -63,6 +63,24 @@ pub enum Ending {
     HostsLost,
 }
 
+/// The run's failed processes that no claim expects, and those an `outcome` claim expects to fail
+/// as they did (data, not a fault). Without a readable sample log, every failure is unexpected.
+fn failures(result: &RunResult) -> (usize, usize) {
+    if result.invalid == 0 {
+        return (0, 0);
+    }
+    let Ok((samples, _)) = result.dir.samples() else {
+        return (result.invalid, 0);
+    };
+    let failed: Vec<_> = (samples.iter())
+        .filter(|s| !s.valid && !s.is_unavailable())
+        .collect();
+    let expected = (failed.iter())
+        .filter(|s| crate::study::claim::failure_expected(&result.study.claims, s))
+        .count();
+    (failed.len() - expected, expected)
+}
+
 impl Ending {
     /// How a run ended, saying what to do about it.
     pub fn of_run(result: &RunResult) -> Ending {
@@ -81,8 +99,12 @@ impl Ending {
             Ending::Interrupted
         } else {
             let mut ending = Ending::Ok;
-            if result.invalid > 0 {
-                eprintln!("{} invalid sample(s): see samples.jsonl", result.invalid);
+            let (unexpected, expected) = failures(result);
+            if expected > 0 {
+                eprintln!("{expected} process(es) failed as a claim expects: judged, not a fault");
+            }
+            if unexpected > 0 {
+                eprintln!("{unexpected} invalid sample(s): see samples.jsonl");
                 ending = Ending::ProbesFailed;
             }
             if !result.build_failed.is_empty() {

@@ -219,6 +219,9 @@ pub struct InvalidSample {
     /// three: the program's own words on why it failed. Left out when it printed nothing there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stderr: Vec<String>,
+    /// Killed by the OOM killer or by a signal; left out when it was not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub killed: bool,
 }
 
 /// Computes every statistic of a run from its raw samples.
@@ -385,6 +388,7 @@ fn invalid_sample(study: &Study, s: &Sample) -> Option<InvalidSample> {
         repeat: s.repeat,
         error: kind::left_out(s, keys)?,
         stderr: s.stderr_last_lines(),
+        killed: s.killed(),
     })
 }
 

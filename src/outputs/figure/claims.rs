@@ -30,7 +30,7 @@ fn implied(claim: &Claim, sides: &[(String, Option<f64>)]) -> Option<Vec<f64>> {
         Expected::Value(v) => vec![*v],
         Expected::Range(r) => r.to_vec(),
         Expected::Bound(bound) => [bound.above, bound.below].into_iter().flatten().collect(),
-        Expected::Order(_) => return None,
+        Expected::Order(_) | Expected::Outcome(_) => return None,
     };
     let at = |p: f64| match claim.stat {
         Stat::Ratio => b * p,

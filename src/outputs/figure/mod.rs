@@ -121,7 +121,7 @@ pub(crate) fn published(
                     .flatten()
                     .map(|v| v * scale)
                     .collect(),
-                Expected::Order(_) => return None,
+                Expected::Order(_) | Expected::Outcome(_) => return None,
             };
             let status = input
                 .verdicts

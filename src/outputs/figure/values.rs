@@ -107,7 +107,7 @@ fn published(c: &crate::study::Claim) -> Vec<f64> {
             .flatten()
             .map(|v| base(v, c))
             .collect(),
-        Expected::Order(_) => Vec::new(),
+        Expected::Order(_) | Expected::Outcome(_) => Vec::new(),
     }
 }
 
