@@ -16,6 +16,7 @@ use crate::study::sample::Sample;
 mod cell;
 mod dropped;
 mod headline;
+pub mod outlier;
 mod precision;
 
 pub use dropped::DroppedBatches;
@@ -104,6 +105,10 @@ pub struct Cell {
     /// absent when no process of the cell recorded what disturbed its batches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped_batches: Option<DroppedBatches>,
+    /// Valid processes far from the cell's others (see `outlier`): named in the reports, still
+    /// counted in every statistic. Left out when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outliers: Vec<outlier::Outlier>,
 }
 
 /// One distinct `note` text of a cell.
