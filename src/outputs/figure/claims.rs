@@ -3,7 +3,7 @@
 //! percentage or ranking beside the published one, its accepted interval and the finding. An order
 //! claim's rows follow the published order, each with its published and measured rank.
 
-use super::draw::{Scale, color, unit_of};
+use super::draw::{Scale, probe_color, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
 use super::{Design, Figure, Input};
 use crate::outputs::number;
@@ -84,7 +84,7 @@ fn figure(input: &Input, claim: &Claim) -> Option<Figure> {
             }
             Row {
                 label: name.clone(),
-                color: color(i),
+                color: probe_color(input.study, name),
                 marks: v.map(|v| vec![Mark::Bar(v)]).unwrap_or_default(),
                 published: if i == 0 {
                     implied
