@@ -552,3 +552,27 @@ fn a_probe_keeps_one_colour_in_every_figure_of_a_run() {
         "{rows_seen:?}"
     );
 }
+
+#[test]
+fn a_wall_time_claim_is_drawn_on_a_time_axis_against_its_published_bound() {
+    let (mut study, mut samples) = kinds();
+    for s in samples.iter_mut().filter(|s| s.probe == "pk-go") {
+        s.peak.as_mut().unwrap().wall_ms = Some(12_000.0 + f64::from(s.repeat) * 100.0);
+    }
+    study.claims.push(
+        serde_yaml::from_str(
+            "{id: go-slow, text: more than 12 s, stat: wall_median, probe: pk-go, tasks: 100, expected: {above: 12000}, unit: ms}",
+        )
+        .unwrap(),
+    );
+    let figs = figures(&study, &samples);
+    let time: Vec<&Figure> = figs.iter().filter(|f| f.svg.contains("go-slow")).collect();
+    assert_eq!(
+        time.len(),
+        1,
+        "{:?}",
+        figs.iter().map(|f| &f.id).collect::<Vec<_>>()
+    );
+    assert_readable(time[0]);
+    assert!(time[0].svg.contains("reproduced"), "{}", time[0].svg);
+}

@@ -12,12 +12,13 @@ use crate::study::unit::Dimension;
 use crate::study::{Expected, Stat};
 
 /// The statistics drawn here: those no kind's figure or claim figure shows.
-const DRAWN_HERE: [Stat; 5] = [
+const DRAWN_HERE: [Stat; 6] = [
     Stat::PerTaskBytes,
     Stat::BaselineMedian,
     Stat::MetricMedian,
     Stat::RssRange,
     Stat::PeakRange,
+    Stat::WallMedian,
 ];
 
 /// The families of units, by what the claim's unit measures: (dimension, a name whose suffix
