@@ -69,7 +69,7 @@ fn amount(name: &str, v: f64) -> String {
 }
 
 /// The outliers among `values` (one per process, any order): their indexes with their distance
-/// from the median in MADs, farthest last in index order.
+/// from the median in MADs, in index order.
 pub fn far(values: &[f64]) -> Vec<(usize, f64)> {
     if values.len() < MIN_PROCESSES {
         return Vec::new();
