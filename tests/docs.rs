@@ -185,7 +185,7 @@ fn offers(kind: Kind, stat: Stat) -> bool {
             .iter()
             .any(|s| parkbench::study::claim::SCALAR.contains(s)),
         Stat::LowerByPercent => own.contains(&Stat::RssMedian),
-        s => own.contains(&s),
+        s => parkbench::study::claim::check_stat(s, kind).is_ok(),
     }
 }
 
@@ -474,4 +474,18 @@ fn no_circle_of_files() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+#[test]
+fn the_outcome_and_wall_time_example_loads_with_the_study_it_names() {
+    let doc = read("docs/study-files.md");
+    let from = doc.find("### Outcomes and wall time").expect("the section");
+    let block = doc[from..].split("```yaml\n").nth(1).unwrap();
+    let block = block.split("```").next().unwrap();
+    let claims = block.strip_prefix("claims:\n").expect("a list of claims");
+    let study = read("results/sleep-peak-2024/study.yaml");
+    let with = format!("{}\n{claims}", study.trim_end());
+    let loaded = Study::parse(&with).unwrap_or_else(|e| panic!("{e:#}"));
+    let stats: Vec<Stat> = loaded.claims.iter().rev().take(2).map(|c| c.stat).collect();
+    assert_eq!(stats, [Stat::Outcome, Stat::WallMedian]);
 }

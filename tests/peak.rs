@@ -136,3 +136,51 @@ fn a_crash_and_a_timeout_are_invalid_samples_and_the_run_goes_on() {
             .all(|s| s["valid"] == true)
     );
 }
+
+#[test]
+fn a_failure_a_claim_expects_is_judged_and_the_run_exits_0() {
+    ensure_built();
+    let tmp = tempfile::tempdir().unwrap();
+    let claims = "claims:
+  - {id: fails-1, text: t, stat: outcome, probe: rust-tokio-join, tasks: 1, expected: fails, pattern: ParseIntError, unit: count}
+  - {id: fails-2000, text: t, stat: outcome, probe: rust-tokio-join, tasks: 2000, expected: fails, unit: count}
+  - {id: completes, text: t, stat: outcome, probe: rust-async-std, tasks: 2000, expected: completes, unit: count}
+  - {id: wall, text: t, stat: wall_median, probe: rust-async-std, tasks: 2000, expected: {above: 200}, unit: ms}
+  - {id: not-killed, text: t, stat: outcome, probe: rust-tokio-join, tasks: 1, expected: killed, unit: count}
+";
+    let yaml = peak_study(
+        "peak-expected",
+        &[
+            ("rust-tokio-join", &["not-a-number"]),
+            ("rust-async-std", &["{tasks}", "200"]),
+        ],
+        30,
+        claims,
+    );
+    let out = run_study(tmp.path(), &yaml);
+    // The failures are the findings of claims, not faults: no exit code 3.
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("failed as a claim expects"),
+        "{}",
+        describe(&out)
+    );
+    let run = only_run(tmp.path(), "peak-expected");
+    let out = parkbench().arg("report").arg(&run).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let verdicts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("verdicts.json")).unwrap()).unwrap();
+    let status = |id: &str| {
+        let v = (verdicts["verdicts"].as_array().unwrap().iter())
+            .find(|v| v["claim"] == id)
+            .unwrap();
+        (v["status"].as_str().unwrap().to_string(), v.to_string())
+    };
+    for id in ["fails-1", "fails-2000", "completes", "wall"] {
+        let (s, v) = status(id);
+        assert_eq!(s, "reproduced", "{v}");
+    }
+    // A program that exits with an error is not killed: that claim differs.
+    let (s, v) = status("not-killed");
+    assert_eq!(s, "differs", "{v}");
+}

@@ -17,8 +17,9 @@ use crate::ops::{self, Ending, Interrupt, Paths};
 pub const EXIT_OK: u8 = 0;
 /// Exit code: the kit itself failed (bad input, Engine unreachable, build failed…).
 pub const EXIT_KIT: u8 = 1;
-/// Exit code: the run finished but some probe processes failed (invalid samples), or a probe's
-/// image failed to build (an unavailable toolchain is this machine's limit: [`EXIT_OK`]).
+/// Exit code: the run finished but some probe processes failed (invalid samples) that no `outcome`
+/// claim expects to fail, or a probe's image failed to build (an unavailable toolchain is this
+/// machine's limit: [`EXIT_OK`]).
 pub const EXIT_PROBES_FAILED: u8 = 3;
 /// Exit code: with `--strict`, a claim was not reproduced; with `compare --fail-above`, a cell moved.
 pub const EXIT_CLAIMS_DIFFER: u8 = 4;

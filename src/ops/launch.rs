@@ -108,8 +108,8 @@ pub(super) fn study_text(options: &Options) -> Result<String> {
     }
 }
 
-/// How precise the run's cells are, what may have touched the numbers, the kit's overhead, and
-/// where the samples are.
+/// How precise the run's cells are, the processes far from their cell's others, what may have
+/// touched the numbers, the kit's overhead, and where the samples are.
 pub fn said(result: &RunResult) -> String {
     let (dir, study) = (&result.dir, &result.study);
     let mut out = String::new();
@@ -117,6 +117,7 @@ pub fn said(result: &RunResult) -> String {
         let summary = summary::summarize(study, &samples);
         out.push_str(&terminal::timed_precision(study, &summary));
         out.push_str(&terminal::precision(&summary));
+        out.push_str(&terminal::outliers(&summary));
     }
     out.push_str(&terminal::warnings(&result.state.warnings));
     if let Some(ratio) = result.overhead() {

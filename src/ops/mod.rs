@@ -63,6 +63,24 @@ pub enum Ending {
     HostsLost,
 }
 
+/// The run's failed processes that no claim expects, and those an `outcome` claim expects to fail
+/// as they did (data, not a fault). Without a readable sample log, every failure is unexpected.
+fn failures(result: &RunResult) -> (usize, usize) {
+    if result.invalid == 0 {
+        return (0, 0);
+    }
+    let Ok((samples, _)) = result.dir.samples() else {
+        return (result.invalid, 0);
+    };
+    let failed: Vec<_> = (samples.iter())
+        .filter(|s| !s.valid && !s.is_unavailable())
+        .collect();
+    let expected = (failed.iter())
+        .filter(|s| crate::study::claim::failure_expected(&result.study.claims, s))
+        .count();
+    (failed.len() - expected, expected)
+}
+
 impl Ending {
     /// How a run ended, saying what to do about it.
     pub fn of_run(result: &RunResult) -> Ending {
@@ -81,8 +99,12 @@ impl Ending {
             Ending::Interrupted
         } else {
             let mut ending = Ending::Ok;
-            if result.invalid > 0 {
-                eprintln!("{} invalid sample(s): see samples.jsonl", result.invalid);
+            let (unexpected, expected) = failures(result);
+            if expected > 0 {
+                eprintln!("{expected} process(es) failed as a claim expects: judged, not a fault");
+            }
+            if unexpected > 0 {
+                eprintln!("{unexpected} invalid sample(s): see samples.jsonl");
                 ending = Ending::ProbesFailed;
             }
             if !result.build_failed.is_empty() {
@@ -95,5 +117,74 @@ impl Ending {
             }
             ending
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::lifecycle::new_state;
+    use crate::run::run_dir::{RunDir, SAMPLES};
+    use crate::study::Study;
+    use crate::study::sample::{SampleLog, fixture};
+
+    /// A finished run of `study` with the fixture's samples (Go at 1M repeat 2 OOM-killed).
+    fn finished(study: Study, dir: &std::path::Path) -> RunResult {
+        let run = RunDir::create_in(dir).unwrap();
+        let samples = fixture::samples();
+        let mut log = SampleLog::open(&run.file(SAMPLES)).unwrap();
+        for s in &samples {
+            log.append(s).unwrap();
+        }
+        RunResult {
+            state: new_state(&run.id(), &study, &[], Vec::new()),
+            dir: run,
+            invalid: samples.iter().filter(|s| !s.valid).count(),
+            study,
+            measured: samples.len(),
+            build_failed: Vec::new(),
+            interrupted: false,
+            lost_hosts: Vec::new(),
+            wall_ms: 0.0,
+            probe_ms: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_failure_a_claim_expects_ends_the_run_ok_and_any_other_with_probes_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = Study::default_study();
+        let run = finished(plain.clone(), dir.path());
+        assert!(run.invalid > 0, "the fixture has a failed process");
+        assert_eq!(Ending::of_run(&run), Ending::ProbesFailed);
+        assert_eq!(crate::cli::code(Ending::of_run(&run)), 3);
+        let claim = |rest: &str| {
+            serde_yaml::from_str::<crate::study::Claim>(&format!(
+                "{{id: oom, text: t, stat: outcome, probe: go, tasks: 1000000, unit: count, {rest}}}"
+            ))
+            .unwrap()
+        };
+        let mut expecting = plain.clone();
+        expecting.claims.push(claim("expected: killed"));
+        let run = finished(expecting, dir.path());
+        assert_eq!(Ending::of_run(&run), Ending::Ok);
+        assert_eq!(crate::cli::code(Ending::of_run(&run)), 0);
+        // A claim expecting other words, or another scale, does not excuse the failure.
+        let mut other = plain.clone();
+        other
+            .claims
+            .push(claim("expected: fails, pattern: SystemLimitError"));
+        assert_eq!(
+            Ending::of_run(&finished(other, dir.path())),
+            Ending::ProbesFailed
+        );
+        let mut other = plain;
+        let mut c = claim("expected: fails");
+        c.tasks = Some(100_000);
+        other.claims.push(c);
+        assert_eq!(
+            Ending::of_run(&finished(other, dir.path())),
+            Ending::ProbesFailed
+        );
     }
 }

@@ -106,7 +106,7 @@ fn target(expected: &Expected, from: f64) -> Option<f64> {
             *b
         }),
         Expected::Bound(b) => b.above.or(b.below),
-        Expected::Order(_) => None,
+        Expected::Order(_) | Expected::Outcome(_) => None,
     }
 }
 

@@ -88,6 +88,7 @@ pub fn expected(e: &Expected, unit: Unit) -> String {
             sides.join(" and ")
         }
         Expected::Order(ids) => ids.join(" < "),
+        Expected::Outcome(o) => o.label().into(),
     }
 }
 

@@ -184,6 +184,7 @@ impl Outcome {
     /// already, as `reproduce` does after its run).
     pub fn terminal_with(&self, warnings: bool) -> String {
         let mut out = report::terminal::verdict_table(&self.verdicts);
+        out.push_str(&report::terminal::outliers(&self.summary));
         if !self.deviations.is_empty() {
             out.push_str("\nDeviations from the published setup:\n");
             for d in &self.deviations {

@@ -16,6 +16,7 @@ use crate::study::sample::Sample;
 mod cell;
 mod dropped;
 mod headline;
+pub mod outlier;
 mod precision;
 
 pub use dropped::DroppedBatches;
@@ -108,6 +109,10 @@ pub struct Cell {
     /// absent when no process of the cell recorded what disturbed its batches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped_batches: Option<DroppedBatches>,
+    /// Valid processes far from the cell's others (see `outlier`): named in the reports, still
+    /// counted in every statistic. Left out when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outliers: Vec<outlier::Outlier>,
 }
 
 /// One distinct `note` text of a cell.
@@ -223,6 +228,9 @@ pub struct InvalidSample {
     /// three: the program's own words on why it failed. Left out when it printed nothing there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stderr: Vec<String>,
+    /// Killed by the OOM killer or by a signal; left out when it was not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub killed: bool,
 }
 
 /// Computes every statistic of a run from its raw samples.
@@ -397,6 +405,7 @@ fn invalid_sample(study: &Study, s: &Sample) -> Option<InvalidSample> {
         repeat: s.repeat,
         error: kind::left_out(s, keys)?,
         stderr: s.stderr_last_lines(),
+        killed: s.killed(),
     })
 }
 

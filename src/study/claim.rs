@@ -64,6 +64,11 @@ pub struct Claim {
     /// have `requires`. Default none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
+    /// For `outcome` with `expected: fails` or `killed`: a regular expression a failed process's
+    /// reason or the last lines of its stderr must match (e.g. `SystemLimitError`). Default none:
+    /// any failure of that sort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
 }
 
 /// What a `ratio` or `lower_by_percent` claim compares its probe against.
@@ -89,6 +94,62 @@ pub enum Expected {
     Bound(Bound),
     /// Probe identifiers from the lowest to the highest value.
     Order(Vec<String>),
+    /// For `outcome`: how every process of the probe at the scale ends.
+    Outcome(Outcome),
+}
+
+/// How a process ends, as an `outcome` claim expects it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// It fails: an exit code other than 0, killed (OOM or a signal), or the run found it invalid.
+    Fails,
+    /// It is killed: by the OOM killer or by a signal.
+    Killed,
+    /// It runs to its end and is valid.
+    Completes,
+}
+
+impl Outcome {
+    /// The outcome as written in study files and reports.
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Fails => "fails",
+            Outcome::Killed => "killed",
+            Outcome::Completes => "completes",
+        }
+    }
+}
+
+/// How one process ended, as an `outcome` claim reads it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ended<'a> {
+    /// It was valid: ran to its end, exit code 0.
+    pub valid: bool,
+    /// It was killed by the OOM killer or a signal.
+    pub killed: bool,
+    /// Why it failed, and the last lines of its stderr: what `pattern` is matched against.
+    pub said: &'a [String],
+}
+
+/// Whether a process that ended so is what claim `c` (an `outcome` claim) expects. A claim of
+/// another statistic expects nothing.
+pub fn expects(c: &Claim, ended: Ended) -> bool {
+    let Expected::Outcome(want) = c.expected else {
+        return false;
+    };
+    let failed_so = |killed_needed: bool| {
+        !ended.valid
+            && (ended.killed || !killed_needed)
+            && c.pattern.as_deref().is_none_or(|p| {
+                regex::Regex::new(p).is_ok_and(|re| ended.said.iter().any(|l| re.is_match(l)))
+            })
+    };
+    match want {
+        Outcome::Completes => ended.valid,
+        Outcome::Fails => failed_so(false),
+        Outcome::Killed => failed_so(true),
+    }
 }
 
 /// A one- or two-sided bound, in the claim's unit.
@@ -124,10 +185,33 @@ pub const SCALAR: &[Stat] = &[
     Stat::PeakMedian,
     Stat::ResultMedian,
     Stat::Percentile,
+    Stat::WallMedian,
 ];
+
+/// Whether a failed process is what a claim of `claims` expects: an `outcome` claim about its probe
+/// at its scale expecting it to fail (or be killed) as it did. Such a process is the finding, not
+/// a failure of the run.
+pub fn failure_expected(claims: &[Claim], s: &crate::study::sample::Sample) -> bool {
+    let said = s.said();
+    let ended = Ended {
+        valid: s.valid,
+        killed: s.killed(),
+        said: &said,
+    };
+    !s.valid
+        && claims.iter().any(|c| {
+            c.stat == Stat::Outcome
+                && c.probe == s.probe
+                && c.tasks == Some(s.tasks)
+                && expects(c, ended)
+        })
+}
 
 /// Fails unless `kind` offers `stat`.
 pub fn check_stat(stat: Stat, kind: Kind) -> Result<()> {
+    if stat == Stat::Outcome {
+        return Ok(());
+    }
     let offered = kind.measure().stats();
     ensure!(
         offered.contains(&stat),
@@ -209,6 +293,7 @@ pub fn check_tolerance(c: &Claim) -> Result<(), Invalid> {
             );
         }
         Expected::Order(_) => ensure_at!(!has, "tolerance", "an order takes no tolerance"),
+        Expected::Outcome(_) => ensure_at!(!has, "tolerance", "an outcome takes no tolerance"),
     }
     Ok(())
 }
@@ -253,6 +338,24 @@ pub fn check_fields(c: &Claim) -> Result<(), Invalid> {
         "expected",
         "only stat order takes a list of probes as `expected`"
     );
+    ensure_at!(
+        matches!(c.expected, Expected::Outcome(_)) == (c.stat == Stat::Outcome),
+        "expected",
+        "stat outcome, and only it, takes `expected: fails`, `killed` or `completes`"
+    );
+    if let Some(p) = &c.pattern {
+        ensure_at!(
+            matches!(
+                c.expected,
+                Expected::Outcome(Outcome::Fails | Outcome::Killed)
+            ),
+            "pattern",
+            "`pattern` is for an outcome claim expecting `fails` or `killed`: what the failure says"
+        );
+        if let Err(e) = regex::Regex::new(p) {
+            bail_at!("pattern", "pattern {p:?} is not a regular expression: {e}");
+        }
+    }
     let allowed = dimensions(c.stat);
     ensure_at!(
         allowed.contains(&c.unit.dimension()),
@@ -281,7 +384,8 @@ fn dimensions(stat: Stat) -> &'static [Dimension] {
             Dimension::Percent,
             Dimension::Plain,
         ],
-        Stat::Percentile => &[Dimension::Time],
+        Stat::Percentile | Stat::WallMedian => &[Dimension::Time],
+        Stat::Outcome => &[Dimension::Plain],
         Stat::Ratio => &[Dimension::Plain],
         Stat::Order => &[Dimension::Rank],
     }
@@ -333,6 +437,8 @@ pub fn name(stat: Stat) -> &'static str {
         Stat::Percentile => "percentile",
         Stat::Ratio => "ratio",
         Stat::Order => "order",
+        Stat::WallMedian => "wall_median",
+        Stat::Outcome => "outcome",
     }
 }
 
@@ -463,6 +569,59 @@ mod tests {
             e.starts_with("study.yaml:6:47: probe \"a\": scales is empty"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn outcome_claims_load_with_their_own_fields_only() {
+        load("stat: outcome, probe: a, tasks: 10, expected: fails, unit: count").unwrap();
+        load("stat: outcome, probe: s, tasks: 10, expected: completes, unit: count").unwrap();
+        load("stat: outcome, probe: a, tasks: 10, expected: killed, pattern: 'Limit(Error)?', unit: count").unwrap();
+        let e = err(
+            "stat: outcome, probe: a, tasks: 10, expected: 3, unit: count, tolerance: {absolute: 0}",
+        );
+        assert!(e.contains("takes `expected: fails`"), "{e}");
+        let e = err("stat: peak_median, probe: a, tasks: 10, expected: fails, unit: MiB");
+        assert!(e.contains("stat outcome, and only it"), "{e}");
+        let e =
+            err("stat: outcome, probe: a, tasks: 10, expected: completes, pattern: x, unit: count");
+        assert!(e.contains("`pattern` is for an outcome claim"), "{e}");
+        let e =
+            err("stat: outcome, probe: a, tasks: 10, expected: fails, pattern: '(', unit: count");
+        assert!(e.contains("is not a regular expression"), "{e}");
+        let e = err("stat: wall_median, probe: s, tasks: 10, expected: {above: 1}, unit: ms");
+        assert!(e.contains("does not apply to a steady probe"), "{e}");
+        load("stat: wall_median, probe: a, tasks: 10, expected: {above: 12000}, unit: ms").unwrap();
+    }
+
+    #[test]
+    fn a_failure_is_expected_only_by_an_outcome_claim_on_its_probe_scale_and_words() {
+        use super::failure_expected;
+        let study = load(
+            "stat: outcome, probe: a, tasks: 10, expected: fails, pattern: SystemLimit, unit: count",
+        )
+        .unwrap();
+        let mut s = crate::study::sample::fixture::samples()[0].clone();
+        (s.probe, s.tasks, s.valid) = ("a".into(), 10, false);
+        s.error = Some("probe exited with code 1".into());
+        s.stderr_tail = "** (SystemLimitError) a system limit has been reached\n".into();
+        assert!(failure_expected(&study.claims, &s));
+        let mut other = s.clone();
+        other.stderr_tail = "Segmentation fault\n".into();
+        assert!(
+            !failure_expected(&study.claims, &other),
+            "not the words expected"
+        );
+        let mut other = s.clone();
+        other.tasks = 1;
+        assert!(!failure_expected(&study.claims, &other), "another scale");
+        let mut other = s.clone();
+        other.probe = "b".into();
+        assert!(!failure_expected(&study.claims, &other), "another probe");
+        let mut other = s.clone();
+        other.valid = true;
+        assert!(!failure_expected(&study.claims, &other), "not a failure");
+        let peak = load("stat: peak_median, probe: a, tasks: 10, expected: 3, unit: MiB, tolerance: {relative: 0.1}").unwrap();
+        assert!(!failure_expected(&peak.claims, &s), "no outcome claim");
     }
 
     #[test]

@@ -331,6 +331,19 @@ impl Sample {
                 .is_some_and(|e| e.starts_with(BUILD_FAILED))
     }
 
+    /// Killed by the OOM killer or by a signal (the sampler's kill at the timeout included).
+    pub fn killed(&self) -> bool {
+        self.oom_killed || self.peak.as_ref().is_some_and(|p| p.signal.is_some())
+    }
+
+    /// What an `outcome` claim's `pattern` is matched against: why the process failed, then the
+    /// last lines of its stderr ([`Sample::stderr_last_lines`]).
+    pub fn said(&self) -> Vec<String> {
+        (self.error.iter().cloned())
+            .chain(self.stderr_last_lines())
+            .collect()
+    }
+
     /// The median of the process's RSS readings, recomputed from `rss_bytes`, bytes; `None`
     /// without a reading. (The stored `rss_median_bytes` is the same value, truncated.)
     pub fn rss_median(&self) -> Option<f64> {

@@ -32,4 +32,11 @@ pub enum Stat {
     Ratio,
     /// The ranking of probes by `of`, lowest first.
     Order,
+    /// Peak kind: median over processes of each process's wall time, from exec to exit
+    /// (`peak.wall_ms`), ms.
+    WallMedian,
+    /// Every kind: whether the probe's processes at a scale fail (exit code other than 0, killed by
+    /// the OOM killer or a signal, optionally with a `pattern` in their reason or stderr) or
+    /// complete; `expected: fails | killed | completes`.
+    Outcome,
 }

@@ -3,7 +3,7 @@
 //! percentage or ranking beside the published one, its accepted interval and the finding. An order
 //! claim's rows follow the published order, each with its published and measured rank.
 
-use super::draw::{Scale, color, unit_of};
+use super::draw::{Scale, probe_color, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
 use super::{Design, Figure, Input};
 use crate::outputs::number;
@@ -30,7 +30,7 @@ fn implied(claim: &Claim, sides: &[(String, Option<f64>)]) -> Option<Vec<f64>> {
         Expected::Value(v) => vec![*v],
         Expected::Range(r) => r.to_vec(),
         Expected::Bound(bound) => [bound.above, bound.below].into_iter().flatten().collect(),
-        Expected::Order(_) => return None,
+        Expected::Order(_) | Expected::Outcome(_) => return None,
     };
     let at = |p: f64| match claim.stat {
         Stat::Ratio => b * p,
@@ -84,7 +84,7 @@ fn figure(input: &Input, claim: &Claim) -> Option<Figure> {
             }
             Row {
                 label: name.clone(),
-                color: color(i),
+                color: probe_color(input.study, name),
                 marks: v.map(|v| vec![Mark::Bar(v)]).unwrap_or_default(),
                 published: if i == 0 {
                     implied

@@ -28,6 +28,26 @@ pub fn color(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
+/// The colour of a probe in every figure of a run, by its place among the study's probes, so that
+/// a probe keeps one colour from figure to figure. `label` is the probe's id, or a row's label
+/// that begins with it and a space (`go ns_per_op @ 10`); a label naming no probe of the study
+/// takes the colour after theirs. Past twelve probes colours repeat, but labels still name every
+/// mark.
+pub fn probe_color(study: &crate::study::Study, label: &str) -> &'static str {
+    let names = |id: &str| {
+        label == id
+            || label
+                .strip_prefix(id)
+                .is_some_and(|rest| rest.starts_with(' '))
+    };
+    // The longest id that names the label, so that `go` does not take `go-sleep`'s row.
+    let at = (study.probes.iter().enumerate())
+        .filter(|(_, p)| names(&p.id))
+        .max_by_key(|(_, p)| p.id.len())
+        .map_or(study.probes.len(), |(i, _)| i);
+    color(at)
+}
+
 /// A generous width of one character, as a share of the font size (DejaVu Sans averages ~0.55).
 const CHAR_EM: f64 = 0.62;
 

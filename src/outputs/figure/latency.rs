@@ -3,7 +3,7 @@
 //! to right on one logarithmic axis, and a diamond at each published percentile, named in the right
 //! column.
 
-use super::draw::{Scale, color, span, unit_of};
+use super::draw::{Scale, probe_color, span, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
 use super::timed::label;
 use super::{Design, Figure, Input, published};
@@ -73,8 +73,7 @@ pub fn figure(input: &Input) -> Option<Figure> {
     );
     let rows = cells
         .iter()
-        .enumerate()
-        .map(|(i, c)| {
+        .map(|c| {
             let pts = points(c);
             let value = (!pts.is_empty()).then(|| {
                 pts.iter()
@@ -85,7 +84,7 @@ pub fn figure(input: &Input) -> Option<Figure> {
             });
             Row {
                 label: label(&cells, c),
-                color: color(i),
+                color: probe_color(input.study, &c.probe),
                 marks: if pts.is_empty() {
                     Vec::new()
                 } else {

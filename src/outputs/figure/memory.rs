@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use super::draw::{Anchor, Canvas, DIAMOND, Scale, abbreviate, color, show, text_width};
+use super::draw::{Anchor, Canvas, DIAMOND, Scale, abbreviate, probe_color, show, text_width};
 use super::{Design, Figure, Input};
 use crate::outputs::number::{GIB, MIB, scale_label};
 use crate::outputs::summary::{Cell, Memory, Summary};
@@ -334,7 +334,8 @@ impl Panel<'_> {
             let bar_w = (self.slot * 0.55).min(48.0);
             if let Some(m) = cell.and_then(|c| c.memory()) {
                 let repeats = cell.map_or(1, |c| summary.processes_of(c));
-                column(c, &|b| plot.y(b), cx, bar_w, color(k), &m, repeats);
+                let color = probe_color(input.study, probes[k].0);
+                column(c, &|b| plot.y(b), cx, bar_w, color, &m, repeats);
                 self.value(c, cx, plot.y(m.max).min(plot.y(m.median)) - 8.0, m.median);
             }
             let at = (cx, bar_w, tasks, probes[k].0);

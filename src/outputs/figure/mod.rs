@@ -11,7 +11,8 @@
 //!   a row per claim with its measured and published value.
 //!
 //! Every figure has one unit, names each published value in the picture (not in a tooltip), gives
-//! each probe one colour of a palette that does not repeat within it (`draw::PALETTE`), and records
+//! each probe its one colour of the run (`draw::probe_color`: its place among the study's probes,
+//! in a palette that does not repeat over twelve probes, `draw::PALETTE`), and records
 //! the box of every label it places, so tests can check that no two overlap. Imports the summary, the
 //! verdicts and the study; the report formats (`report`) embed the figures.
 
@@ -121,7 +122,7 @@ pub(crate) fn published(
                     .flatten()
                     .map(|v| v * scale)
                     .collect(),
-                Expected::Order(_) => return None,
+                Expected::Order(_) | Expected::Outcome(_) => return None,
             };
             let status = input
                 .verdicts

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use super::draw::{Scale, color, unit_of};
+use super::draw::{Scale, probe_color, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
 use super::{Design, Figure, Input, published};
 use crate::outputs::summary::Cell;
@@ -59,14 +59,7 @@ fn keys<'a>(input: &'a Input, c: &'a Cell) -> BTreeSet<&'a str> {
 }
 
 fn figure(input: &Input, cells: &[&Cell], fam: &str, title: &str) -> Option<Figure> {
-    // (cell, key, probe's colour index) for every row of this family.
-    let probes: Vec<&str> = input
-        .study
-        .probes
-        .iter()
-        .filter(|p| p.kind == Kind::Reported)
-        .map(|p| p.id.as_str())
-        .collect();
+    // (cell, key) for every row of this family; a probe's colour is its own in every figure.
     let rows: Vec<(&Cell, &str)> = cells
         .iter()
         .flat_map(|c| keys(input, c).into_iter().map(move |k| (*c, k)))
@@ -131,7 +124,7 @@ fn figure(input: &Input, cells: &[&Cell], fam: &str, title: &str) -> Option<Figu
             }
             Row {
                 label,
-                color: color(probes.iter().position(|p| *p == c.probe).unwrap_or(0)),
+                color: probe_color(input.study, &c.probe),
                 marks: s.map(|s| vec![Mark::Bar(s.median)]).unwrap_or_default(),
                 published: published_of(c, key),
                 value,

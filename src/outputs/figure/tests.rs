@@ -490,3 +490,89 @@ fn several_classes_get_a_column_each_on_one_y_scale_per_row() {
     }
     insta::assert_snapshot!("figure_memory_two_classes", f.svg);
 }
+
+/// The probe a figure's row is about: its label is the probe's id, begins with it and a space, or
+/// names it in parentheses (`go-peak (pk-go @ 100)`).
+fn row_probe<'a>(study: &'a Study, label: &str) -> Option<&'a str> {
+    (study.probes.iter())
+        .map(|p| p.id.as_str())
+        .filter(|id| {
+            label == *id
+                || label.starts_with(&format!("{id} "))
+                || label.contains(&format!("({id} "))
+                || label.contains(&format!("({id})"))
+        })
+        .max_by_key(|id| id.len())
+}
+
+#[test]
+fn a_probe_keeps_one_colour_in_every_figure_of_a_run() {
+    let (study, samples) = kinds();
+    let figs = figures(&study, &samples);
+    let colour = |id: &str| {
+        let at = study.probes.iter().position(|p| p.id == id).unwrap();
+        PALETTE[at % PALETTE.len()]
+    };
+    let mut rows_seen = BTreeMap::<&str, usize>::new();
+    for f in &figs {
+        for group in f.svg.split("<g class=\"row\" data-row=\"").skip(1) {
+            let (label, body) = group.split_once('"').unwrap();
+            let body = body.split("</g>").next().unwrap();
+            let label = label
+                .replace("&amp;", "&")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">");
+            let Some(probe) = row_probe(&study, &label) else {
+                continue;
+            };
+            assert!(
+                body.contains(&format!("\"{}\"", colour(probe))),
+                "{}: the row {label:?} is not in {probe}'s colour {}",
+                f.id,
+                colour(probe)
+            );
+            *rows_seen.entry(probe).or_default() += 1;
+        }
+    }
+    // The memory figure draws the peak probes in their colours too.
+    let memory = figs.iter().find(|f| f.id == "memory").unwrap();
+    for id in ["pk-go", "pk-rust"] {
+        assert!(
+            memory.svg.contains(&format!("fill=\"{}\"", colour(id))),
+            "{id}"
+        );
+    }
+    // pk-rust is listed first in the order claim, second among the probes: its rows are checked.
+    assert!(
+        rows_seen.get("pk-rust").is_some_and(|n| *n >= 1),
+        "{rows_seen:?}"
+    );
+    assert!(
+        rows_seen.get("pk-go").is_some_and(|n| *n >= 2),
+        "{rows_seen:?}"
+    );
+}
+
+#[test]
+fn a_wall_time_claim_is_drawn_on_a_time_axis_against_its_published_bound() {
+    let (mut study, mut samples) = kinds();
+    for s in samples.iter_mut().filter(|s| s.probe == "pk-go") {
+        s.peak.as_mut().unwrap().wall_ms = Some(12_000.0 + f64::from(s.repeat) * 100.0);
+    }
+    study.claims.push(
+        serde_yaml::from_str(
+            "{id: go-slow, text: more than 12 s, stat: wall_median, probe: pk-go, tasks: 100, expected: {above: 12000}, unit: ms}",
+        )
+        .unwrap(),
+    );
+    let figs = figures(&study, &samples);
+    let time: Vec<&Figure> = figs.iter().filter(|f| f.svg.contains("go-slow")).collect();
+    assert_eq!(
+        time.len(),
+        1,
+        "{:?}",
+        figs.iter().map(|f| &f.id).collect::<Vec<_>>()
+    );
+    assert_readable(time[0]);
+    assert!(time[0].svg.contains("reproduced"), "{}", time[0].svg);
+}

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::draw::{Scale, color, unit_of};
+use super::draw::{Scale, probe_color, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
 use super::{Design, Figure, Input, published};
 use crate::outputs::number::grouped;
@@ -58,7 +58,7 @@ fn figure(input: &Input, cells: &[&Cell], key: &str) -> Option<Figure> {
     }
     let mut values = Vec::new();
     let mut rows = Vec::new();
-    for (i, c) in with.iter().enumerate() {
+    for c in &with {
         let marks_of = |c: &Cell| -> Vec<Mark> {
             let Some(s) = c.stats.get(key) else {
                 return Vec::new();
@@ -93,18 +93,18 @@ fn figure(input: &Input, cells: &[&Cell], key: &str) -> Option<Figure> {
             }
         }
         values.extend(published.iter().flat_map(|(v, _)| v.iter().copied()));
-        rows.push((i, c, marks_of(c), published));
+        rows.push((c, marks_of(c), published));
     }
     let max = values.iter().copied().fold(0.0, f64::max);
     let (unit, per) = unit_of(key, max);
     let scale = Scale::fitting(&values, unit, per);
     let rows: Vec<Row> = rows
         .into_iter()
-        .map(|(i, c, marks, published)| {
+        .map(|(c, marks, published)| {
             let s = c.stats.get(key);
             Row {
                 label: label(&with, c),
-                color: color(i),
+                color: probe_color(input.study, &c.probe),
                 value: s.map(|s| {
                     format!(
                         "median {} {unit} ({} of {} processes)",

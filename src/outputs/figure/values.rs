@@ -3,7 +3,7 @@
 //! measured value (a dot, or a whisker over a measured range), a diamond at the published value
 //! or at each end of a published range or bound, and both written beside it with the finding.
 
-use super::draw::{Scale, color, unit_of};
+use super::draw::{Scale, probe_color, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
 use super::{Design, Figure, Input};
 use crate::outputs::number;
@@ -12,12 +12,13 @@ use crate::study::unit::Dimension;
 use crate::study::{Expected, Stat};
 
 /// The statistics drawn here: those no kind's figure or claim figure shows.
-const DRAWN_HERE: [Stat; 5] = [
+const DRAWN_HERE: [Stat; 6] = [
     Stat::PerTaskBytes,
     Stat::BaselineMedian,
     Stat::MetricMedian,
     Stat::RssRange,
     Stat::PeakRange,
+    Stat::WallMedian,
 ];
 
 /// The families of units, by what the claim's unit measures: (dimension, a name whose suffix
@@ -107,7 +108,7 @@ fn published(c: &crate::study::Claim) -> Vec<f64> {
             .flatten()
             .map(|v| base(v, c))
             .collect(),
-        Expected::Order(_) => Vec::new(),
+        Expected::Order(_) | Expected::Outcome(_) => Vec::new(),
     }
 }
 
@@ -126,7 +127,6 @@ fn figure(
     name: &str,
     (id, title, split): (&str, &str, bool),
 ) -> Figure {
-    let probes: Vec<&str> = input.study.probes.iter().map(|p| p.id.as_str()).collect();
     let verdict = |id: &str| input.verdicts.iter().find(|v| v.claim == id);
     let measured = |c: &crate::study::Claim| measured(input, c);
     let values: Vec<f64> = claims
@@ -160,7 +160,7 @@ fn figure(
             let at = c.tasks.map(|t| format!(" @ {t}")).unwrap_or_default();
             Row {
                 label: format!("{} ({}{at})", c.id, c.probe),
-                color: color(probes.iter().position(|p| *p == c.probe).unwrap_or(0)),
+                color: probe_color(input.study, &c.probe),
                 value: v
                     .and_then(|v| v.measured.as_ref().map(|m| (v, m)))
                     .map(|(v, m)| {

@@ -256,6 +256,49 @@ mod tests {
     }
 
     #[test]
+    fn a_process_far_from_its_cells_others_is_named_in_every_report_and_kept() {
+        let study = fixture::study();
+        let plain = fixture::summary();
+        assert!(
+            plain.cells.iter().all(|c| c.outliers.is_empty()),
+            "the fixture's spread is ordinary"
+        );
+        let mut samples = fixture::samples();
+        let far = (samples.iter_mut())
+            .find(|s| s.probe == "go" && s.tasks == 10_000 && s.repeat == 2)
+            .unwrap();
+        for b in &mut far.rss_bytes {
+            *b *= 3;
+        }
+        let summary = summarize(&study, &samples);
+        let cell = summary.cell("go", 10_000).unwrap();
+        assert_eq!(cell.outliers.len(), 1, "{:?}", cell.outliers);
+        assert_eq!(cell.outliers[0].repeat, 2);
+        assert!(cell.outliers[0].measured > cell.outliers[0].median);
+        assert_eq!(cell.valid, 3, "never dropped");
+        let verdicts = judge(&study, &summary);
+        let input = fixture::input(&study, &samples, &summary, &verdicts);
+        let md = String::from_utf8(
+            crate::outputs::report::markdown::Markdown
+                .render(&input)
+                .unwrap(),
+        )
+        .unwrap();
+        assert!(
+            md.contains("## Outliers") && md.contains("| go | 10,000 | 2 |"),
+            "{md}"
+        );
+        let html = String::from_utf8(Html.render(&input).unwrap()).unwrap();
+        assert!(
+            html.contains("Outliers") && html.contains("cell median"),
+            "the HTML names it"
+        );
+        let term = crate::outputs::report::terminal::outliers(&summary);
+        assert!(term.contains("go at 10000 tasks, repeat 2:"), "{term}");
+        assert!(crate::outputs::report::terminal::outliers(&plain).is_empty());
+    }
+
+    #[test]
     fn a_failed_process_shows_its_last_stderr_lines_escaped() {
         let fixture = include_str!("../../../tests/fixtures/samples.jsonl");
         let (mut samples, _) = crate::study::sample::parse_lines(fixture.as_bytes()).unwrap();

@@ -40,6 +40,7 @@ impl Format for Markdown {
             results(input.study, input.summary, &input.warnings),
             precision(input.summary),
             lower_by(input.study, input.summary),
+            outliers(input.summary),
             invalid(input.summary),
             notes(input.summary),
             recompute(input),
@@ -400,6 +401,36 @@ fn lower_by(study: &Study, summary: &Summary) -> String {
     format!(
         "## Lower by\n\n(1 − lower ÷ higher) × 100, from unrounded medians.\n\n{}\n",
         lines.join("\n")
+    )
+}
+
+/// Valid processes far from their cell's others; empty when there are none.
+fn outliers(summary: &Summary) -> String {
+    use crate::outputs::summary::outlier::{MAD_FLOOR, MADS, MIN_PROCESSES};
+    let rows: Vec<String> = (summary.cells.iter())
+        .flat_map(|c| c.outliers.iter().map(move |o| (c, o)))
+        .map(|(c, o)| {
+            format!(
+                "| {} | {} | {} | {} |",
+                cell_text(&c.probe),
+                grouped(c.tasks as f64, 0),
+                o.repeat,
+                cell_text(&o.words())
+            )
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "## Outliers
+
+Valid processes more than {MADS} median absolute deviations (MADs) from their \
+         cell's median, the MAD counted as at least {} % of the median (a cell of fewer than \
+         {MIN_PROCESSES} valid processes flags none). They are kept in every statistic.\n\n\
+         | Probe | Tasks | Repeat | Value |\n|---|--:|--:|---|\n{}\n",
+        MAD_FLOOR * 100.0,
+        rows.join("\n")
     )
 }
 

@@ -111,6 +111,29 @@ pub fn precision(summary: &Summary) -> String {
     out
 }
 
+/// Valid processes far from their cell's others, each named; empty when there are none.
+pub fn outliers(summary: &Summary) -> String {
+    let mut out = String::new();
+    for c in &summary.cells {
+        for o in &c.outliers {
+            let _ = writeln!(
+                out,
+                "  - {} at {} tasks, repeat {}: {}",
+                printable(&c.probe),
+                c.tasks,
+                o.repeat,
+                o.words()
+            );
+        }
+    }
+    match out.is_empty() {
+        true => out,
+        false => {
+            format!("\nOutliers (far from their cell's others, kept in the statistics):\n{out}")
+        }
+    }
+}
+
 /// The validity warnings, each with the figures it may touch; empty when there are none.
 pub fn warnings(list: &[Warning]) -> String {
     if list.is_empty() {

@@ -52,6 +52,7 @@ pub(super) fn cell(probe: &Probe, tasks: u64, valid: &[&Sample], invalid: usize)
         sources: 0,
         probe_notes: Vec::new(),
         dropped_batches: super::dropped::of(&valid),
+        outliers: super::outlier::of_cell(&valid),
     }
 }
 

@@ -52,6 +52,7 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
             notes,
             missing: Vec::new(),
             settled: None,
+            accepted: None,
         });
     }
     let others = study.than_probes(claim).map_err(|e| format!("{e:#}"))?;
@@ -84,6 +85,7 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
         notes,
         missing,
         settled,
+        accepted: None,
     })
 }
 
@@ -298,6 +300,7 @@ pub(super) fn order(claim: &Claim, summary: &Summary) -> Result<Found, String> {
         notes,
         missing,
         settled,
+        accepted: None,
     })
 }
 

@@ -8,6 +8,7 @@
 
 mod compare;
 pub(crate) use compare::sides;
+mod outcome;
 mod value;
 
 use serde::{Deserialize, Serialize};
@@ -129,6 +130,9 @@ struct Found {
     missing: Vec<String>,
     /// With participants missing: which findings they could not turn around (`None`: no effect).
     settled: Option<Settled>,
+    /// What the measurement must lie in when the claim's published side does not say it (an
+    /// outcome: every process that ran); `None`: the published value widened by the tolerance.
+    accepted: Option<[f64; 2]>,
 }
 
 /// Which finding of a partial comparison the missing participants cannot change.
@@ -203,11 +207,15 @@ fn judge_one(study: &Study, claim: &Claim, summary: &Summary) -> Verdict {
         .map(|f| f.missing.clone())
         .unwrap_or_default();
     let settled = found.as_ref().and_then(|f| f.settled);
+    let own_accepted = found.as_ref().and_then(|f| f.accepted);
     if !missing.is_empty() {
         notes.push(format!("partial, not measured: {}", missing.join("; ")));
     }
     let measured = found.map(|f| f.measured);
-    let accepted = accepted(&claim.expected, &claim.tolerance);
+    let accepted = match own_accepted {
+        Some([lo, hi]) => [Some(lo), Some(hi)],
+        None => accepted(&claim.expected, &claim.tolerance),
+    };
     let status = match &measured {
         None => Status::NotMeasured,
         Some(m) if holds(&claim.expected, m, accepted) => Status::Reproduced,
@@ -244,7 +252,7 @@ fn judge_one(study: &Study, claim: &Claim, summary: &Summary) -> Verdict {
         delta,
         ratio,
         tolerance: match claim.expected {
-            Expected::Bound(_) | Expected::Order(_) => "—".into(),
+            Expected::Bound(_) | Expected::Order(_) | Expected::Outcome(_) => "—".into(),
             _ => describe(&claim.tolerance, claim.unit),
         },
         status,
@@ -259,8 +267,13 @@ fn measure(study: &Study, claim: &Claim, summary: &Summary) -> Result<Found, Str
         notes,
         missing: Vec::new(),
         settled: None,
+        accepted: None,
     };
     match claim.stat {
+        Stat::Outcome => outcome::judge(claim, summary).map(|(matched, ran, note)| Found {
+            accepted: Some([ran as f64; 2]),
+            ..plain(Measured::Value(matched as f64), vec![note])
+        }),
         Stat::Ratio => compare::ratio(study, claim, summary),
         Stat::Order => compare::order(claim, summary),
         Stat::LowerByPercent => compare::lower_by(claim, summary).map(|(m, n)| plain(m, n)),
@@ -307,7 +320,7 @@ fn bounds(e: &Expected) -> Option<[f64; 2]> {
     match e {
         Expected::Value(v) => Some([*v, *v]),
         Expected::Range([lo, hi]) => Some([lo.min(*hi), lo.max(*hi)]),
-        Expected::Bound(_) | Expected::Order(_) => None,
+        Expected::Bound(_) | Expected::Order(_) | Expected::Outcome(_) => None,
     }
 }
 

@@ -244,3 +244,116 @@ fn a_cell_measured_by_two_hosts_counts_the_processes_each_was_to_run() {
         "3 planned on each host; 2 valid on the first, 1 of the 2 left on b"
     );
 }
+
+/// The fixture's run, with every process of Go at 1M failed as a runtime at its limit fails: exit
+/// code 1 and its error on stderr (the fixture has one of them OOM-killed).
+fn go_1m_failing(killed: bool) -> Summary {
+    let mut samples = fixture::samples();
+    for s in samples
+        .iter_mut()
+        .filter(|s| s.probe == "go" && s.tasks == 1_000_000)
+    {
+        s.valid = false;
+        s.oom_killed = killed;
+        s.exit_code = Some(if killed { 137 } else { 1 });
+        s.error = Some("probe exited with code 1".into());
+        s.stderr_tail =
+            "runtime: program exceeds 10000-thread limit\nfatal error: thread exhaustion\n".into();
+    }
+    crate::outputs::summary::summarize(&fixture::study(), &samples)
+}
+
+fn outcome(summary: &Summary, tasks: u64, rest: &str) -> Verdict {
+    let yaml = format!(
+        "{{id: o, text: t, stat: outcome, probe: go, tasks: {tasks}, unit: count, {rest}}}"
+    );
+    judge(&with_claims(vec![claim(&yaml)]), summary).remove(0)
+}
+
+#[test]
+fn a_claim_expecting_failure_is_reproduced_by_failed_processes_and_differs_by_successful_ones() {
+    let failing = go_1m_failing(false);
+    let v = outcome(&failing, 1_000_000, "expected: fails");
+    assert_eq!(v.status, Status::Reproduced, "{v:?}");
+    assert_eq!(v.measured, Some(Measured::Value(3.0)));
+    let note = v.note.unwrap();
+    assert!(
+        note.contains("3 of 3 processes failed") && note.contains("thread exhaustion"),
+        "{note}"
+    );
+    // A pattern the failure says, and one it does not.
+    let v = outcome(
+        &failing,
+        1_000_000,
+        "expected: fails, pattern: 'thread (limit|exhaustion)'",
+    );
+    assert_eq!(v.status, Status::Reproduced, "{v:?}");
+    let v = outcome(
+        &failing,
+        1_000_000,
+        "expected: fails, pattern: SystemLimitError",
+    );
+    assert_eq!(v.status, Status::Differs, "{v:?}");
+    assert_eq!(v.measured, Some(Measured::Value(0.0)));
+    // Exit code 1 is not a kill.
+    let v = outcome(&failing, 1_000_000, "expected: killed");
+    assert_eq!(v.status, Status::Differs, "{v:?}");
+    let v = outcome(&go_1m_failing(true), 1_000_000, "expected: killed");
+    assert_eq!(v.status, Status::Reproduced, "{v:?}");
+    // Successful processes: a failure claim differs, a completion claim reproduces.
+    let ok = fixture::summary();
+    let v = outcome(&ok, 10_000, "expected: fails");
+    assert_eq!(v.status, Status::Differs, "{v:?}");
+    assert_eq!(v.measured, Some(Measured::Value(0.0)));
+    let v = outcome(&ok, 10_000, "expected: completes");
+    assert_eq!(v.status, Status::Reproduced, "{v:?}");
+    assert_eq!(
+        outcome(&failing, 1_000_000, "expected: completes").status,
+        Status::Differs
+    );
+    // The fixture's 1M cell: one process of three OOM-killed, neither all failed nor all completed.
+    assert_eq!(
+        outcome(&ok, 1_000_000, "expected: fails").status,
+        Status::Differs
+    );
+    assert_eq!(
+        outcome(&ok, 1_000_000, "expected: completes").status,
+        Status::Differs
+    );
+}
+
+#[test]
+fn wall_median_is_the_median_of_the_processes_wall_times_in_the_claims_unit() {
+    let study = Study::parse(
+        "id: w\ntitle: w\nsource: {article: a, environment: e, cpus: '0'}\n\
+         protocol: {scales: [10], repeats: 3, order: fixed, cpus: '0', interval_ms: 1, timeout_s: 5}\n\
+         probes:\n  - {id: p, image: x, kind: peak}\n\
+         claims:\n  - {id: slow, text: more than 12 s, stat: wall_median, probe: p, tasks: 10, expected: {above: 12000}, unit: ms}\n\
+         \x20 - {id: about, text: about 12.5 s, stat: wall_median, probe: p, tasks: 10, expected: 12.5, unit: ms, tolerance: {relative: 0.05}}\n",
+    )
+    .unwrap();
+    let walls = [12_400.0, 12_600.0, 30_000.0];
+    let samples: Vec<_> = (walls.iter().enumerate())
+        .map(|(i, w)| {
+            let mut s = fixture::samples()[0].clone();
+            (s.probe, s.tasks, s.expected, s.kind) = ("p".into(), 10, 10, crate::study::Kind::Peak);
+            (s.repeat, s.position) = (i as u32 + 1, i as u32);
+            s.peak = Some(crate::study::sample::Peak {
+                ru_maxrss_bytes: Some(1 << 20),
+                wall_ms: Some(*w),
+                exit_code: Some(0),
+                ..Default::default()
+            });
+            s
+        })
+        .collect();
+    let summary = crate::outputs::summary::summarize(&study, &samples);
+    let v = judge(&study, &summary);
+    assert_eq!(v[0].status, Status::Reproduced, "{:?}", v[0]);
+    let Some(Measured::Value(ms)) = v[0].measured else {
+        panic!("{:?}", v[0].measured)
+    };
+    assert!((ms - 12_600.0).abs() < 1e-6, "the median, in ms: {ms}");
+    // 12.5 ms is not 12.6 s: the unit is the claim's.
+    assert_eq!(v[1].status, Status::Differs, "{:?}", v[1]);
+}

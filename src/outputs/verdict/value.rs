@@ -36,6 +36,8 @@ pub(super) fn scalar(
             format!("no valid sample of {probe} at {tasks} tasks has a baseline RSS")
         })?,
         Stat::PeakMedian => stat_value("peak_bytes")?,
+        // Times of a process are in ms, a claim's base unit of time is the ns.
+        Stat::WallMedian => stat_value("wall_ms")? * 1e6,
         Stat::ResultMedian => stat_value(claim.metric.as_deref().ok_or("claim names no metric")?)?,
         Stat::Percentile => stat_value(&percentile_name(
             claim.percentile.ok_or("claim names no percentile")?,

@@ -45,7 +45,12 @@ impl Measure for PeakKind {
         .collect()
     }
     fn stats(&self) -> &'static [Stat] {
-        &[Stat::PeakMedian, Stat::PeakRange, Stat::PerTaskBytes]
+        &[
+            Stat::PeakMedian,
+            Stat::PeakRange,
+            Stat::PerTaskBytes,
+            Stat::WallMedian,
+        ]
     }
     fn memory(&self) -> Option<MemoryFigure> {
         Some(MemoryFigure {
