@@ -42,6 +42,9 @@ pub struct Options {
     pub strict_pins: bool,
     /// Measure only this slice of the matrix (`--shard i/N`); a resumed run keeps its own.
     pub shard: Option<Shard>,
+    /// Measure only these probes and scales (`--only`, `--scales`): a partial run, never a
+    /// reference; a resumed run keeps its own.
+    pub slice: Option<crate::run::slice::Slice>,
     /// The Docker Engines to run on (`--hosts`), and how; none: this machine's Engine alone.
     pub fleet: Hosts,
 }

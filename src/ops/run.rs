@@ -43,6 +43,9 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         _ => None,
     };
     if resume.is_none() {
+        if let Some(slice) = &options.slice {
+            slice.check(&study)?;
+        }
         check_cpus(&study, options).await?;
     }
     let build = BuildOptions {
@@ -67,6 +70,7 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
                 rerun_of: None,
                 repeats: options.repeats.map(|c| c.apply(p.repeats, p.target_cv)),
                 shard: options.shard,
+                slice: options.slice.clone(),
             };
             Run::start(&engine, &paths.results, &study, &manifest, fresh).await?
         }
