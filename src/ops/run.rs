@@ -76,7 +76,7 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         }
     };
     run.share_cpus(options.shared_cpus);
-    if let Some(earlier) = reference_estimates(&paths.results, &study.id) {
+    if let Some(earlier) = reference_estimates(paths, file.as_deref(), &study.id) {
         run.estimate_from(earlier);
     }
     measure(&engine, run, interrupt).await
