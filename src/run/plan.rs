@@ -97,8 +97,9 @@ impl Estimates {
         }
     }
 
-    /// The expected time of one process: this run's own times for the cell, then the earlier run's,
-    /// then this run's times at the same scale, then the other probes' processes scaled by tasks.
+    /// The expected time of one process: this run's own times for the cell, then the earlier run's
+    /// (at this machine's pace, [`Self::pace`]), then this run's times at the same scale, then the
+    /// other probes' processes scaled by tasks.
     fn of(&self, study: &Study, cell: &Cell) -> Option<f64> {
         let key = (study.probes[cell.probe].id.clone(), cell.tasks);
         if self.not_run.contains(&key.0) {
@@ -114,10 +115,21 @@ impl Estimates {
         self.finished
             .get(&key)
             .and_then(|v| median(v))
-            .or_else(|| self.by_cell.get(&key).copied())
+            .or_else(|| self.by_cell.get(&key).map(|t| t * self.pace()))
             .or_else(|| self.by_scale(&key.0, cell.tasks))
             .or_else(|| median(&same_scale))
             .or_else(|| self.by_other_probes(&key.0, cell.tasks))
+    }
+
+    /// How much longer this run's processes take than the earlier run's of the same cells: the
+    /// median ratio over the cells both have (1 before any). A reference run measured on a quicker
+    /// machine, or a quieter one, then does not make every later estimate short by as much.
+    fn pace(&self) -> f64 {
+        let ratios: Vec<f64> = (self.finished.iter())
+            .filter_map(|(cell, v)| Some(median(v)? / self.by_cell.get(cell)?))
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .collect();
+        median(&ratios).unwrap_or(1.0)
     }
 
     /// The time of one process of `probe` at `tasks` before any of its own has ended and before any
@@ -481,6 +493,35 @@ mod tests {
             "{}",
             alone.eta(&study, &cells)
         );
+    }
+
+    #[test]
+    fn the_earlier_runs_times_follow_this_machines_pace() {
+        let study = Study::default_study();
+        let go = study.probes.iter().position(|p| p.id == "go").unwrap();
+        let mut s = crate::study::sample::fixture::samples()[0].clone();
+        let mut earlier = Vec::new();
+        for (tasks, ms) in [(10_000, 100.0), (1_000_000, 2_000.0)] {
+            (s.probe, s.tasks, s.timings.container_ms) = ("go".into(), tasks, Some(ms));
+            earlier.push(s.clone());
+        }
+        let mut est = Estimates::from_samples(&earlier, Some("r0".into()));
+        let at_1m = Cell {
+            probe: go,
+            tasks: 1_000_000,
+            repeat: 1,
+            position: 0,
+        };
+        assert_eq!(
+            est.of(&study, &at_1m),
+            Some(2_000.0),
+            "the earlier run's own"
+        );
+        // Here the same cell at 10k took 1.5× as long: so will 1M.
+        (s.tasks, s.timings.container_ms) = (10_000, Some(150.0));
+        est.finished(&s);
+        let t = est.of(&study, &at_1m).unwrap();
+        assert!((t - 3_000.0).abs() < 1e-6, "{t}");
     }
 
     #[test]
