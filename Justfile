@@ -294,10 +294,12 @@ bench-eta STUDIES="results/wait-1m/study.yaml results/tasks-vs-threads/study.yam
             late_unknown += i > n / 10
         elif truth > 0:
             err = (seconds(eta[4:]) - truth) / truth
-            # The last seconds are judged by the clock's own resolution, not in per cent.
-            if truth >= 0.05 * total and i >= n / 2:
+            # The last seconds are judged by the clock's own resolution (whole seconds, rounded down), not
+            # in per cent: only while 5 % of the run and 10 s are left.
+            judged = truth >= max(0.05 * total, 10)
+            if judged and i >= n / 2:
                 worst["processes"] = max(worst["processes"], abs(err))
-            if truth >= 0.05 * total and done >= 0.5:
+            if judged and done >= 0.5:
                 worst["time"] = max(worst["time"], abs(err))
         if i in shown:
             e = "-" if err is None else f"{err * 100:+.0f}%"
@@ -311,7 +313,7 @@ bench-eta STUDIES="results/wait-1m/study.yaml results/tasks-vs-threads/study.yam
     PY
     done
     echo
-    echo "worst ETA error while at least 5 % of the run was left (targets: no ETA unknown after 10 %, within 25 %)"
+    echo "worst ETA error while at least 5 % of the run and 10 s were left (targets: no ETA unknown after 10 %, within 25 %)"
     printf '%-18s %9s %21s %23s %18s\n' study processes "unknown after 10 %" "from half the processes" "from half the time"
     cat "$tmp/summary"
 
