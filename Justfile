@@ -283,7 +283,7 @@ bench-eta STUDIES="results/wait-1m/study.yaml results/tasks-vs-threads/study.yam
     total = end - start
     print(f"{n} processes; {total:.0f} s from the run's first line to its last process's end")
     print(f"{'processes done':>14} {'time done':>9} {'ETA said':>13} {'truly left':>10} {'error':>7}")
-    worst = {"processes": 0.0, "time": 0.0}
+    worst = {"processes": None, "time": None}
     unknown = late_unknown = 0
     shown = {max(1, round(n * k / 20)) for k in range(1, 20)}
     for i, (t, eta) in enumerate(lines[:-1], start=1):
@@ -297,19 +297,18 @@ bench-eta STUDIES="results/wait-1m/study.yaml results/tasks-vs-threads/study.yam
             # The last seconds are judged by the clock's own resolution (whole seconds, rounded down), not
             # in per cent: only while 5 % of the run and 10 s are left.
             judged = truth >= max(0.05 * total, 10)
-            if judged and i >= n / 2:
-                worst["processes"] = max(worst["processes"], abs(err))
-            if judged and done >= 0.5:
-                worst["time"] = max(worst["time"], abs(err))
+            for half, past in (("processes", i >= n / 2), ("time", done >= 0.5)):
+                if judged and past:
+                    worst[half] = max(worst[half] or 0.0, abs(err))
         if i in shown:
             e = "-" if err is None else f"{err * 100:+.0f}%"
             said = "unknown" if eta == "ETA unknown" else eta[4:]
             print(f"{i:>5} ({i / n * 100:>3.0f} %) {done * 100:>7.0f} % {said:>13} {truth:>9.0f}s {e:>7}")
     print(f"ETA unknown on {unknown} of {n} progress lines, {late_unknown} of them after the first 10 %")
     print(next((text for _, _, text in rows if text.startswith("kit overhead:")), "no kit overhead line"))
+    said = {k: "none judged" if v is None else f"{v * 100:.1f} %" for k, v in worst.items()}
     with open(sys.argv[3], "a") as summary:
-        summary.write(f"{sys.argv[2]:<18} {n:>9} {late_unknown:>21} {worst['processes'] * 100:>21.1f} % "
-                      f"{worst['time'] * 100:>16.1f} %\n")
+        summary.write(f"{sys.argv[2]:<18} {n:>9} {late_unknown:>21} {said['processes']:>23} {said['time']:>18}\n")
     PY
     done
     echo
