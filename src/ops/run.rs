@@ -48,10 +48,15 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         }
         check_cpus(&study, options).await?;
     }
+    // A partial run builds the images of its probes alone.
+    let measured = match (&resume, &options.slice) {
+        (None, Some(slice)) => slice.restrict(study.clone()),
+        _ => study.clone(),
+    };
     let build = BuildOptions {
         strict: options.strict_build,
         strict_pins: options.strict_pins,
-        ..super::prepare::for_study(&study)
+        ..super::prepare::for_study(&measured)
     };
     let Prepared {
         engine, manifest, ..

@@ -149,6 +149,9 @@ mod tests {
         let by_scale = plan::matrix(&slice(&[], &[scale]).restrict(study.clone()));
         assert!(by_scale.iter().all(|c| c.tasks == scale));
         assert!(by_scale.len() > cells.len());
+        // And only the chosen probes' images are built.
+        let images = crate::run::needs::images(&s.restrict(study.clone()));
+        assert_eq!(images, vec![study.probes[0].image.clone()]);
     }
 
     #[test]
