@@ -270,9 +270,12 @@ pub fn describe(study: &Study, todo: &[Cell], already: usize, est: &Estimates) -
         )
     } else {
         let cells: usize = study.probes.iter().map(|p| study.scales_of(p).len()).sum();
+        // A probe left out of a partial run or a shard has no scale here.
+        let probes = (study.probes.iter())
+            .filter(|p| !study.scales_of(p).is_empty())
+            .count();
         format!(
-            "{cells} probe × scale cells of {} probes, each probe at its own scales, × {} repeats",
-            study.probes.len(),
+            "{cells} probe × scale cells of {probes} probes, each probe at its own scales, × {} repeats",
             p.repeats
         )
     };
