@@ -250,18 +250,23 @@ bench-loadgen OLD="faf5744" ROUNDS="2" SECS="5": driver
                   "the per-CPU-second ratio estimates what a saturated pair would give")
     EOF
 
-# Benchmark: the ETA of a first run (no earlier run of STUDY): the run's progress lines, each stamped on arrival,
-# against when its last process really ended; the error at each twentieth of the processes (target: within ±20 %
-# from half-way on). RUN_ARGS go to `parkbench run` (e.g. --repeats 1 for a shorter run).
-bench-eta STUDY="results/sleep-peak-2024/study.yaml" *RUN_ARGS: driver
+# Benchmark: the ETA of first runs. Each study (default: articles 000, tasks-vs-threads and 001; about 1, 1 and 20
+# minutes) runs in its own fresh results folder, so no earlier run helps (its committed reference run, found beside
+# its study file, does); every progress line is stamped on arrival and its ETA compared with the time truly left
+# until the last process ended. Prints each study's table, then per study: how many lines said `ETA unknown` after
+# the first 10 % of the processes (target: none), and the worst ETA error from half-way on (target: within 25 %). RUN_ARGS go to `parkbench run` (e.g. --repeats 1).
+bench-eta STUDIES="results/wait-1m/study.yaml results/tasks-vs-threads/study.yaml results/sleep-peak-2024/study.yaml" *RUN_ARGS: driver
     #!/usr/bin/env bash
     set -euo pipefail
     tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-    # Its own results folder: no earlier run, so the ETA is the first run's. Invalid samples (exit 3) still time.
-    {{bin}} run "{{STUDY}}" --results "$tmp/runs" --cpus auto {{RUN_ARGS}} 2>&1 \
-        | while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done >"$tmp/log" \
-        || [ "${PIPESTATUS[0]}" = 3 ] || { tail -20 "$tmp/log" >&2; exit 1; }
-    python3 - "$tmp/log" <<'PY'
+    for study in {{STUDIES}}; do
+        name=$(basename "$(dirname "$study")")
+        echo "== $name"
+        # Invalid samples (exit 3) still time.
+        {{bin}} run "$study" --results "$tmp/$name" --cpus auto {{RUN_ARGS}} 2>&1 \
+            | while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done >"$tmp/log" \
+            || [ "${PIPESTATUS[0]}" = 3 ] || { tail -20 "$tmp/log" >&2; exit 1; }
+        python3 - "$tmp/log" "$name" "$tmp/summary" <<'PY'
     import re, sys
     def seconds(clock):  # "1 h 02 min", "12 min 05 s", "42 s"
         units = {"h": 3600, "min": 60, "s": 1}
@@ -278,31 +283,38 @@ bench-eta STUDY="results/sleep-peak-2024/study.yaml" *RUN_ARGS: driver
     total = end - start
     print(f"{n} processes; {total:.0f} s from the run's first line to its last process's end")
     print(f"{'processes done':>14} {'time done':>9} {'ETA said':>13} {'truly left':>10} {'error':>7}")
-    worst = {"processes": 0.0, "time": 0.0}
-    unknown = 0
+    worst = {"processes": None, "time": None}
+    unknown = late_unknown = 0
     shown = {max(1, round(n * k / 20)) for k in range(1, 20)}
     for i, (t, eta) in enumerate(lines[:-1], start=1):
         truth, done = end - t, (t - start) / total
         err = None
         if eta == "ETA unknown":
             unknown += 1
+            late_unknown += i > n / 10
         elif truth > 0:
             err = (seconds(eta[4:]) - truth) / truth
-            # The last seconds are judged by the clock's own resolution, not in per cent.
-            if truth >= 0.05 * total and i >= n / 2:
-                worst["processes"] = max(worst["processes"], abs(err))
-            if truth >= 0.05 * total and done >= 0.5:
-                worst["time"] = max(worst["time"], abs(err))
+            # The last seconds are judged by the clock's own resolution (whole seconds, rounded down), not
+            # in per cent: only while 5 % of the run and 10 s are left.
+            judged = truth >= max(0.05 * total, 10)
+            for half, past in (("processes", i >= n / 2), ("time", done >= 0.5)):
+                if judged and past:
+                    worst[half] = max(worst[half] or 0.0, abs(err))
         if i in shown:
             e = "-" if err is None else f"{err * 100:+.0f}%"
             said = "unknown" if eta == "ETA unknown" else eta[4:]
             print(f"{i:>5} ({i / n * 100:>3.0f} %) {done * 100:>7.0f} % {said:>13} {truth:>9.0f}s {e:>7}")
-    print(f"ETA unknown on the first {unknown} of {n} progress lines")
-    print(f"worst error from half the processes on: {worst['processes'] * 100:.1f} %; "
-          f"from half the time on: {worst['time'] * 100:.1f} % (while at least 5 % of the run was left; "
-          "target: within 20 %)")
+    print(f"ETA unknown on {unknown} of {n} progress lines, {late_unknown} of them after the first 10 %")
     print(next((text for _, _, text in rows if text.startswith("kit overhead:")), "no kit overhead line"))
+    said = {k: "none judged" if v is None else f"{v * 100:.1f} %" for k, v in worst.items()}
+    with open(sys.argv[3], "a") as summary:
+        summary.write(f"{sys.argv[2]:<18} {n:>9} {late_unknown:>21} {said['processes']:>23} {said['time']:>18}\n")
     PY
+    done
+    echo
+    echo "worst ETA error while at least 5 % of the run and 10 s were left (targets: no ETA unknown after 10 %, within 25 %)"
+    printf '%-18s %9s %21s %23s %18s\n' study processes "unknown after 10 %" "from half the processes" "from half the time"
+    cat "$tmp/summary"
 
 # Benchmark: peak memory (ru_maxrss) of article 001's single-binary probes, in containers and natively.
 bench-fidelity-peak *ARGS: driver

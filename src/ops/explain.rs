@@ -260,6 +260,7 @@ impl Sweeps<'_> {
             strict_build: false,
             strict_pins: false,
             shard: None,
+            slice: None,
             fleet: Default::default(),
         };
         let sweep_paths = Paths {

@@ -54,6 +54,12 @@ pub fn check(options: &Options) -> Result<Mode> {
              exclude each other: choose one"
         );
     }
+    if options.slice.is_some() && !f.names.is_empty() {
+        bail!(
+            "--only and --scales make a smoke run on this machine, and --hosts lays the whole \
+             study over hosts: leave out --hosts for a partial run"
+        );
+    }
     if options.shard.is_some() && !f.names.is_empty() {
         bail!(
             "--shard measures one slice on this machine and --hosts lays the study over hosts: \

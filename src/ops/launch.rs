@@ -2,7 +2,7 @@
 //! `explain`): what to run, the study under its kernels and its text, the first estimate from the
 //! study's reference run, and what a finished run says.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
@@ -42,6 +42,9 @@ pub struct Options {
     pub strict_pins: bool,
     /// Measure only this slice of the matrix (`--shard i/N`); a resumed run keeps its own.
     pub shard: Option<Shard>,
+    /// Measure only these probes and scales (`--only`, `--scales`): a partial run, never a
+    /// reference; a resumed run keeps its own.
+    pub slice: Option<crate::run::slice::Slice>,
     /// The Docker Engines to run on (`--hosts`), and how; none: this machine's Engine alone.
     pub fleet: Hosts,
 }
@@ -61,11 +64,24 @@ pub struct Hosts {
     pub allow_plain_tcp: bool,
 }
 
-/// Process times from the study's reference run (`results/<study>/reference/`), for the first
-/// estimate of a study not yet run here; `None` without one, or when it cannot be read (the estimate
-/// is then only unknown).
-pub fn reference_estimates(results: &std::path::Path, study: &str) -> Option<Estimates> {
-    let path = reference::archive(results, study)?;
+/// The study's committed reference run: beside its file (`<the study's folder>/reference/`),
+/// whatever `--results` says; else in the results folder; the default study's in the checkout's
+/// `results/`. `None` without one.
+pub fn reference_of(paths: &Paths, file: Option<&Path>, study: &str) -> Option<PathBuf> {
+    let beside = file
+        .and_then(Path::parent)
+        .map(|folder| folder.join(reference::DIR).join(reference::ARCHIVE));
+    (beside.into_iter())
+        .chain(reference::archive(&paths.results, study))
+        .chain(reference::archive(&paths.repo.join("results"), study))
+        .find(|p| p.is_file())
+}
+
+/// Process times from the study's reference run ([`reference_of`]), for the first estimate of a
+/// study not yet run here; `None` without one, or when it cannot be read (the estimate is then the
+/// study's own processes').
+pub fn reference_estimates(paths: &Paths, file: Option<&Path>, study: &str) -> Option<Estimates> {
+    let path = reference_of(paths, file, study)?;
     let files = archive::read_run(&path).ok()?;
     let (samples, _) = sample::parse_lines(files.samples_jsonl.as_bytes()).ok()?;
     let source = format!("{}, the study's reference run", files.run_id);
@@ -139,12 +155,36 @@ pub fn said(result: &RunResult) -> String {
 mod tests {
     use std::path::Path;
 
+    use super::Paths;
+
     #[test]
     fn a_study_not_run_here_is_estimated_from_its_reference_run() {
-        let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-        let estimates = super::reference_estimates(&results, "wait-1m").unwrap();
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let paths = Paths {
+            repo: repo.into(),
+            results: repo.join("results"),
+        };
+        let estimates = super::reference_estimates(&paths, None, "wait-1m").unwrap();
         let source = estimates.source.unwrap();
         assert!(source.ends_with(", the study's reference run"), "{source}");
-        assert!(super::reference_estimates(&results, "no-such-study").is_none());
+        assert!(super::reference_estimates(&paths, None, "no-such-study").is_none());
+    }
+
+    #[test]
+    fn the_reference_run_is_found_beside_the_study_file_whatever_results_says() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let elsewhere = tempfile::tempdir().unwrap();
+        let paths = Paths {
+            repo: elsewhere.path().into(),
+            results: elsewhere.path().join("results"),
+        };
+        let file = repo.join("results/tasks-vs-threads/study.yaml");
+        let found = super::reference_of(&paths, Some(&file), "tasks-vs-threads").unwrap();
+        assert_eq!(
+            found,
+            repo.join("results/tasks-vs-threads/reference/run.tar.gz")
+        );
+        assert!(super::reference_estimates(&paths, Some(&file), "tasks-vs-threads").is_some());
+        assert!(super::reference_of(&paths, None, "tasks-vs-threads").is_none());
     }
 }

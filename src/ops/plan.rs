@@ -68,7 +68,9 @@ pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
         .join(run_dir::LATEST);
     let estimates = match RunDir::at(&latest).estimates() {
         e if e.source.is_some() => e,
-        e => super::launch::reference_estimates(&paths.results, &study.id).unwrap_or(e),
+        e => {
+            super::launch::reference_estimates(paths, Some(&options.study), &study.id).unwrap_or(e)
+        }
     };
     let cells = matrix(&study);
     print!("{}", said_matrix(&study, &cells));

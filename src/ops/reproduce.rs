@@ -40,6 +40,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         .map(|k| SigningKey::find(Some(k), Path::new("<run-id>.tar.gz")))
         .transpose()?;
     let key = key.as_ref();
+    refuse_partial(args)?;
     if doctor_brief().await? != Ending::Ok {
         bail!("the machine is not ready (see the FAIL lines above)");
     }
@@ -73,6 +74,59 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         );
     }
     Ok(worst)
+}
+
+/// Refuses a partial run (`--only`, `--scales`) as a reference, or over every study, before
+/// anything runs.
+fn refuse_partial(args: &Options) -> Result<()> {
+    let Some(slice) = &args.run.slice else {
+        return Ok(());
+    };
+    if args.reference {
+        bail!(
+            "--reference with {}: a partial run is never a reference run, which must measure the \
+             whole matrix; leave out --only and --scales to make one",
+            slice.flags()
+        );
+    }
+    if args.all {
+        bail!(
+            "--all with {}: every study has its own probes and scales; name one study instead",
+            slice.flags()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod partial_tests {
+    use super::*;
+
+    #[test]
+    fn a_partial_run_is_refused_as_a_reference_before_it_runs() {
+        let mut args = Options {
+            run: run::Options::default(),
+            strict: false,
+            contents: crate::ops::archive::Contents {
+                sources: true,
+                images: false,
+                driver: false,
+                debs: false,
+            },
+            reference: false,
+            all: false,
+            sign: None,
+        };
+        args.run.slice = crate::run::slice::Slice::of(vec!["go".into()], vec![10_000]);
+        assert!(refuse_partial(&args).is_ok(), "a smoke run alone");
+        args.reference = true;
+        let err = refuse_partial(&args).unwrap_err().to_string();
+        assert!(
+            err.contains("--reference with --only go --scales 10000"),
+            "{err}"
+        );
+        assert!(err.contains("never a reference"), "{err}");
+    }
 }
 
 /// One study: run, report, comparison with the reference, archive (and the new reference).

@@ -154,6 +154,8 @@ async fn run_folder(
             .and_then(|s| s.shard)
             .map(|s| s.shard())
             .transpose()?,
+        // And a partial run's as the same slice.
+        slice: archived_state(source)?.and_then(|s| s.partial),
     };
     let mut run = Run::start(engine, &paths.results, study, manifest, fresh).await?;
     if let Some(warning) = seccomp.warning {

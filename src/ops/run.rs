@@ -43,12 +43,20 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         _ => None,
     };
     if resume.is_none() {
+        if let Some(slice) = &options.slice {
+            slice.check(&study)?;
+        }
         check_cpus(&study, options).await?;
     }
+    // A partial run builds the images of its probes alone.
+    let measured = match (&resume, &options.slice) {
+        (None, Some(slice)) => slice.restrict(study.clone()),
+        _ => study.clone(),
+    };
     let build = BuildOptions {
         strict: options.strict_build,
         strict_pins: options.strict_pins,
-        ..super::prepare::for_study(&study)
+        ..super::prepare::for_study(&measured)
     };
     let Prepared {
         engine, manifest, ..
@@ -67,12 +75,13 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
                 rerun_of: None,
                 repeats: options.repeats.map(|c| c.apply(p.repeats, p.target_cv)),
                 shard: options.shard,
+                slice: options.slice.clone(),
             };
             Run::start(&engine, &paths.results, &study, &manifest, fresh).await?
         }
     };
     run.share_cpus(options.shared_cpus);
-    if let Some(earlier) = reference_estimates(&paths.results, &study.id) {
+    if let Some(earlier) = reference_estimates(paths, file.as_deref(), &study.id) {
         run.estimate_from(earlier);
     }
     measure(&engine, run, interrupt).await

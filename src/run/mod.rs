@@ -18,4 +18,5 @@ pub mod process;
 pub mod run_dir;
 pub mod seccomp;
 pub mod shard;
+pub mod slice;
 pub mod warning;

@@ -143,7 +143,11 @@ fn check_probes_against(recipes: &[Recipe], study: &Study, name: &str, text: &st
 /// The images a study's run builds: its probe images, and the VM and kernel images of its guest
 /// kernels, sorted, once each.
 pub fn images(study: &Study) -> Vec<String> {
-    let mut only: Vec<String> = study.probes.iter().map(|p| p.image.clone()).collect();
+    // A probe with no cell to run (left out of a partial run or a shard) needs no image.
+    let mut only: Vec<String> = (study.probes.iter())
+        .filter(|p| !study.scales_of(p).is_empty())
+        .map(|p| p.image.clone())
+        .collect();
     let kernels: Vec<String> = study.kernels().into_iter().map(String::from).collect();
     only.extend(guest::images_for(&kernels));
     only.sort();

@@ -97,8 +97,9 @@ impl Estimates {
         }
     }
 
-    /// The expected time of one process: this run's own times for the cell, then the earlier run's,
-    /// then this run's times at the same scale.
+    /// The expected time of one process: this run's own times for the cell, then the earlier run's
+    /// (at this machine's pace, [`Self::pace`]), then this run's times at the same scale, then the
+    /// other probes' processes scaled by tasks.
     fn of(&self, study: &Study, cell: &Cell) -> Option<f64> {
         let key = (study.probes[cell.probe].id.clone(), cell.tasks);
         if self.not_run.contains(&key.0) {
@@ -114,9 +115,36 @@ impl Estimates {
         self.finished
             .get(&key)
             .and_then(|v| median(v))
-            .or_else(|| self.by_cell.get(&key).copied())
+            .or_else(|| self.by_cell.get(&key).map(|t| t * self.pace()))
             .or_else(|| self.by_scale(&key.0, cell.tasks))
             .or_else(|| median(&same_scale))
+            .or_else(|| self.by_other_probes(&key.0, cell.tasks))
+    }
+
+    /// How much longer this run's processes take than the earlier run's of the same cells: the
+    /// median ratio over the cells both have (1 before any). A reference run measured on a quicker
+    /// machine, or a quieter one, then does not make every later estimate short by as much.
+    fn pace(&self) -> f64 {
+        let ratios: Vec<f64> = (self.finished.iter())
+            .filter_map(|(cell, v)| Some(median(v)? / self.by_cell.get(cell)?))
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .collect();
+        median(&ratios).unwrap_or(1.0)
+    }
+
+    /// The time of one process of `probe` at `tasks` before any of its own has ended and before any
+    /// process at that scale has: the median of the other probes' times at `tasks`, each modelled
+    /// from its own scales ([`Self::by_scale`]). A probe measured only at 1M then has an estimate
+    /// from the first process of the run, whichever probe and scale it was.
+    fn by_other_probes(&self, probe: &str, tasks: u64) -> Option<f64> {
+        let others: std::collections::BTreeSet<&String> = (self.finished.keys())
+            .map(|(p, _)| p)
+            .filter(|p| *p != probe && !self.not_run.contains(*p))
+            .collect();
+        let times: Vec<f64> = (others.into_iter())
+            .filter_map(|p| self.by_scale(p, tasks))
+            .collect();
+        median(&times)
     }
 
     /// The time of one process of `probe` at `tasks`, modelled from its processes finished at other
@@ -242,9 +270,12 @@ pub fn describe(study: &Study, todo: &[Cell], already: usize, est: &Estimates) -
         )
     } else {
         let cells: usize = study.probes.iter().map(|p| study.scales_of(p).len()).sum();
+        // A probe left out of a partial run or a shard has no scale here.
+        let probes = (study.probes.iter())
+            .filter(|p| !study.scales_of(p).is_empty())
+            .count();
         format!(
-            "{cells} probe × scale cells of {} probes, each probe at its own scales, × {} repeats",
-            study.probes.len(),
+            "{cells} probe × scale cells of {probes} probes, each probe at its own scales, × {} repeats",
             p.repeats
         )
     };
@@ -455,20 +486,80 @@ mod tests {
         finish(&mut quick, "rust-tokio", 10_000, 50.0);
         finish(&mut quick, "go", 10_000, 80.0);
         assert_eq!(quick.of(&study, &cell(1_000_000)), Some(80.0));
-        // So the first run has an ETA once each probe has finished one process.
+        // So the first run has an ETA from its first finished process.
         let cells = matrix(&study);
         let mut alone = Estimates::default();
+        assert_eq!(alone.eta(&study, &cells), "ETA unknown", "nothing ended");
         finish(&mut alone, "go", 10_000, 800.0);
-        assert_eq!(
-            alone.eta(&study, &cells),
-            "ETA unknown",
-            "rust-tokio not started"
-        );
-        finish(&mut alone, "rust-tokio", 10_000, 300.0);
         assert!(
             alone.eta(&study, &cells).starts_with("ETA "),
             "{}",
             alone.eta(&study, &cells)
         );
+    }
+
+    #[test]
+    fn the_earlier_runs_times_follow_this_machines_pace() {
+        let study = Study::default_study();
+        let go = study.probes.iter().position(|p| p.id == "go").unwrap();
+        let mut s = crate::study::sample::fixture::samples()[0].clone();
+        let mut earlier = Vec::new();
+        for (tasks, ms) in [(10_000, 100.0), (1_000_000, 2_000.0)] {
+            (s.probe, s.tasks, s.timings.container_ms) = ("go".into(), tasks, Some(ms));
+            earlier.push(s.clone());
+        }
+        let mut est = Estimates::from_samples(&earlier, Some("r0".into()));
+        let at_1m = Cell {
+            probe: go,
+            tasks: 1_000_000,
+            repeat: 1,
+            position: 0,
+        };
+        assert_eq!(
+            est.of(&study, &at_1m),
+            Some(2_000.0),
+            "the earlier run's own"
+        );
+        // Here the same cell at 10k took 1.5× as long: so will 1M.
+        (s.tasks, s.timings.container_ms) = (10_000, Some(150.0));
+        est.finished(&s);
+        let t = est.of(&study, &at_1m).unwrap();
+        assert!((t - 3_000.0).abs() < 1e-6, "{t}");
+    }
+
+    #[test]
+    fn a_probe_not_yet_started_is_estimated_from_the_others_scaled_by_tasks() {
+        let study = Study::default_study();
+        let tokio = study
+            .probes
+            .iter()
+            .position(|p| p.id == "rust-tokio")
+            .unwrap();
+        let cell = |tasks| Cell {
+            probe: tokio,
+            tasks,
+            repeat: 1,
+            position: 0,
+        };
+        let mut s = crate::study::sample::fixture::samples()[0].clone();
+        let mut est = Estimates::default();
+        let mut finish = |est: &mut Estimates, probe: &str, tasks, ms| {
+            (s.probe, s.tasks, s.timings.container_ms) = (probe.into(), tasks, Some(ms));
+            est.finished(&s);
+        };
+        assert_eq!(est.of(&study, &cell(1_000_000)), None);
+        // go at two scales: 100 ms + 0.01 ms per task; rust-tokio, not started, at 1M: go's line.
+        finish(&mut est, "go", 10_000, 200.0);
+        finish(&mut est, "go", 100_000, 1_100.0);
+        let t = est.of(&study, &cell(1_000_000)).unwrap();
+        assert!((t - 10_100.0).abs() < 1e-6, "{t}");
+        // A process of its own at another scale comes first.
+        finish(&mut est, "rust-tokio", 10_000, 150.0);
+        let own = est.of(&study, &cell(1_000_000)).unwrap();
+        assert!((own - (150.0 + 0.01 * 990_000.0)).abs() < 1e-6, "{own}");
+        // A probe that starts no process lends no time.
+        let mut skipped = Estimates::default().not_run(["go".to_string()]);
+        finish(&mut skipped, "go", 10_000, 200.0);
+        assert_eq!(skipped.of(&study, &cell(1_000_000)), None);
     }
 }

@@ -226,6 +226,10 @@ pub struct RunState {
     /// identity; absent for a run of the whole matrix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::run::shard::ShardRecord>,
+    /// The probes and scales of a partial run (`run --only … --scales …`), never a reference;
+    /// absent for a run of the whole matrix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<crate::run::slice::Slice>,
 }
 
 impl RunState {
@@ -235,8 +239,12 @@ impl RunState {
             study.protocol.repeats = r;
         }
         let study = study.under_kernels(&self.kernels)?;
-        Ok(match &self.shard {
+        let study = match &self.shard {
             Some(s) => crate::run::shard::restrict(study, s.shard()?),
+            None => study,
+        };
+        Ok(match &self.partial {
+            Some(slice) => slice.restrict(study),
             None => study,
         })
     }
@@ -467,6 +475,7 @@ mod tests {
             kernels: vec![],
             guests: vec![],
             shard: None,
+            partial: None,
         }
     }
 

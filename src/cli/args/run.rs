@@ -78,6 +78,24 @@ pub struct RunArgs {
     /// shards' archives with `parkbench merge`.
     #[arg(long, value_name = "i/N", conflicts_with = "resume")]
     pub shard: Option<Shard>,
+    /// A smoke run of these probes only (comma-separated): a partial run, marked so in run.json
+    /// and the report, never a reference run.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "PROBE,…",
+        conflicts_with = "resume"
+    )]
+    pub only: Vec<String>,
+    /// A smoke run at these task counts only (comma-separated, each one of the study's scales): a
+    /// partial run, marked so in run.json and the report, never a reference run.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "N,…",
+        conflicts_with = "resume"
+    )]
+    pub scales: Vec<u64>,
     /// Run on these Docker Engines (comma-separated): `local`, a URL (`unix:///…`, `tcp://h:p`
     /// with the TLS files of DOCKER_CERT_PATH, `ssh://user@host`), a Docker context or a name of a
     /// hosts.yaml (docs/fleet.md, Hosts); one run folder, a sub-run per
@@ -163,6 +181,7 @@ impl From<RunArgs> for run::Options {
             strict_build: a.strict_build,
             strict_pins: a.strict_pins,
             shard: a.shard,
+            slice: crate::run::slice::Slice::of(a.only, a.scales),
             fleet: launch::Hosts {
                 names: a.hosts,
                 across: a.across,

@@ -118,6 +118,7 @@ async fn open<E: Containers>(plan: &HostPlan<E>, common: &Common) -> Result<Run>
         rerun_of: None,
         repeats: common.repeats,
         shard: plan.shard,
+        slice: None,
     };
     let folder = || {
         std::fs::create_dir_all(&plan.folder)

@@ -14,6 +14,7 @@ use crate::run::process::now;
 use crate::run::run_dir::{self, RerunOf, RunDir, RunState, Status};
 use crate::run::seccomp::Profile;
 use crate::run::shard::{self, Shard, ShardRecord};
+use crate::run::slice::Slice;
 use crate::run::warning::{Touches, Warning};
 use crate::study::cpus::{CpuChoice, choose_cpus};
 use crate::study::cpuset;
@@ -35,6 +36,8 @@ pub struct Fresh<'a> {
     pub repeats: Option<Repeats>,
     /// The slice of the matrix to measure (`--shard i/N`); `None`: all of it.
     pub shard: Option<Shard>,
+    /// The probes and scales of a partial run (`--only`, `--scales`); `None`: all of them.
+    pub slice: Option<Slice>,
 }
 
 impl Run {
@@ -100,6 +103,12 @@ impl Run {
             count: s.count,
             matrix: shard::matrix_id(fresh.text, study),
         });
+        if let Some(slice) = &fresh.slice {
+            let said = slice.deviation(study);
+            eprintln!("{said}");
+            state.deviations.push(said);
+        }
+        state.partial = fresh.slice.clone();
         let first = (|| {
             dir.write(run_dir::STUDY, fresh.text.as_bytes())?;
             dir.write_json(run_dir::MANIFEST, manifest)?;
@@ -279,6 +288,7 @@ pub fn new_state(run_id: &str, study: &Study, cpus: &[usize], deviations: Vec<St
         kernels: study.protocol.kernels.clone(),
         guests: Vec::new(),
         shard: None,
+        partial: None,
     }
 }
 
@@ -403,6 +413,7 @@ mod tests {
             rerun_of: None,
             repeats: None,
             shard: None,
+            slice: None,
         };
         let stopped = tokio::time::timeout(
             Duration::from_millis(200),
