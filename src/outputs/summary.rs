@@ -74,8 +74,8 @@ pub struct Cell {
     /// Each valid process, by repeat.
     pub processes: Vec<Process>,
     /// The runs that measured it (hosts, shards or reruns joined into one run), each with its
-    /// planned processes; not written, read from the samples.
-    #[serde(skip)]
+    /// planned processes; written only when more than one.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
     pub sources: usize,
     /// Median of the process medians, bytes; `None` without a valid process.
     pub rss_median_bytes: Option<f64>,
@@ -261,7 +261,7 @@ pub fn summarize(study: &Study, samples: &[Sample]) -> Summary {
                 .iter()
                 .map(|s| (s.run_id.as_str(), s.host.as_deref()))
                 .collect();
-            c.sources = runs.len();
+            c.sources = runs.len().max(1);
             cells.push(c);
             judged.push(Headline::judged(probe.kind, &cell_valid));
         }
@@ -387,6 +387,14 @@ impl Summary {
             .iter()
             .find(|r| r.probe == probe && r.than == than && r.tasks == tasks)
     }
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -49,7 +49,7 @@ pub(super) fn cell(probe: &Probe, tasks: u64, valid: &[&Sample], invalid: usize)
         kind: probe.kind,
         stats: kind_stats(probe.kind, &valid),
         processes,
-        sources: 0,
+        sources: 1,
         probe_notes: Vec::new(),
         dropped_batches: super::dropped::of(&valid),
         outliers: super::outlier::of_cell(&valid),
