@@ -271,10 +271,12 @@ fn missing_program(e: BollardError) -> anyhow::Error {
         // runc under Podman: the service asks for its default limits, above its own hard ones.
         return anyhow::anyhow!(
             "the Engine could not start a container ({message}): it asks for more open files or \
-             processes than its own service may have. For Podman, set `default_ulimits = \
-             [\"nofile=N:N\", \"nproc=N:N\"]`, with N within the service's hard limits (`ulimit -Hn`, \
-             `ulimit -Hu`), in the [containers] table of its containers.conf, or start the service \
-             with higher hard limits; then run the command again"
+             processes than its own service may have. For Podman: read the service's own hard \
+             limits (`grep -E 'open files|processes' /proc/<pid of podman system service>/limits`), \
+             set `default_ulimits = [\"nofile=N:N\", \"nproc=M:M\"]` within them in the \
+             [containers] table of /etc/containers/containers.conf (rootless: \
+             ~/.config/containers/containers.conf), restart the service, and run the command again \
+             (docs/fleet.md, Podman)"
         );
     }
     if message.contains("executable file not found")

@@ -125,6 +125,8 @@ impl Drop for ExtraEngine {
         }
         unmount_under(&self.dir);
         let _ = std::fs::remove_dir_all(&self.dir);
+        // The folder of all of them goes with the last one (remove_dir leaves one not empty).
+        let _ = std::fs::remove_dir(BASE);
     }
 }
 
