@@ -171,6 +171,9 @@ pub struct Engine {
     /// Podman's Docker-compatible API answers: containers are confined as
     /// [`Isolation::for_podman`] says.
     podman: bool,
+    /// A container of this connection was read back holding the tasks limit asked for: the
+    /// Engine applies it, and later containers are not read back for it.
+    holds_tasks_limit: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// What the Engine says about itself (part of the environment record).
@@ -435,7 +438,11 @@ impl Engine {
             .await
             .context("asking the Engine for its version")?;
         let podman = is_podman(&version);
-        Ok(Self { docker, podman })
+        Ok(Self {
+            docker,
+            podman,
+            holds_tasks_limit: Default::default(),
+        })
     }
 
     /// Version, API, cgroups, security and storage facts.

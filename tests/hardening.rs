@@ -53,16 +53,6 @@ async fn running_probe(engine: &Engine, study: &str, run: &mut Child, log: &Path
     }
 }
 
-/// A `Key:\tvalue` line of a host process's /proc status.
-fn status_line(status: &str, key: &str) -> String {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{key}:")))
-        .unwrap_or_else(|| panic!("no {key} in {status}"))
-        .trim()
-        .to_string()
-}
-
 #[test]
 fn a_running_probe_container_is_confined() {
     build_c_costs();

@@ -53,15 +53,6 @@ async fn running_on_podman(engine: &Engine, run: &mut Child, log: &Path) -> (Str
     }
 }
 
-fn status_line(status: &str, key: &str) -> String {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{key}:")))
-        .unwrap_or_else(|| panic!("no {key} in {status}"))
-        .trim()
-        .to_string()
-}
-
 /// The mount options of `point` in a `/proc/<pid>/mounts`.
 fn mount_options(mounts: &str, point: &str) -> Vec<String> {
     let line = mounts

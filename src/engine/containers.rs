@@ -41,23 +41,32 @@ impl Engine {
     pub async fn create_container(&self, spec: &ContainerSpec) -> Result<Created<Engine>> {
         let began = Instant::now();
         let guard = self.create(create_body(spec, self.podman)).await?;
-        let asked = i64::try_from(spec.pids_limit).unwrap_or(i64::MAX);
-        let held = match self.isolation(guard.id()).await {
-            Ok((isolation, _)) => isolation.pids_limit,
-            Err(e) => {
-                guard.remove().await;
-                return Err(e);
-            }
-        };
-        if held != asked {
+        if let Err(e) = self.check_tasks_limit(guard.id(), spec).await {
             guard.remove().await;
-            return Err(unlimited_tasks(asked, held, self.podman));
+            return Err(e);
         }
         Ok(Created {
             guard,
             spec: spec.clone(),
             took: began.elapsed(),
         })
+    }
+
+    /// The first container of this connection is read back from the Engine: one that does not
+    /// carry the tasks limit asked for refuses the Engine. Once one does, the Engine applies it and
+    /// no later container is read back (the run's hot path).
+    async fn check_tasks_limit(&self, id: &str, spec: &ContainerSpec) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        if self.holds_tasks_limit.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let asked = i64::try_from(spec.pids_limit).unwrap_or(i64::MAX);
+        let held = self.isolation(id).await?.0.pids_limit;
+        if held != asked {
+            return Err(unlimited_tasks(asked, held, self.podman));
+        }
+        self.holds_tasks_limit.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Starts a created container and waits for its end, raced against its timeout (then it is

@@ -171,23 +171,8 @@ pub fn unmount_under(dir: &Path) {
 
 /// Stops Engines left by test processes that are gone (a killed `cargo test`).
 fn reap_stale() {
-    let Ok(entries) = std::fs::read_dir(BASE) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let dir = e.path();
-        let owner: Option<i32> = std::fs::read_to_string(dir.join("owner"))
-            .ok()
-            .and_then(|s| s.trim().parse().ok());
-        let alive = |pid: i32| Path::new(&format!("/proc/{pid}")).exists();
-        if owner.is_some_and(alive) {
-            continue;
-        }
-        if let Some(pid) = std::fs::read_to_string(dir.join("dockerd.pid"))
-            .ok()
-            .and_then(|s| s.trim().parse::<i32>().ok())
-            .filter(|p| alive(*p))
-        {
+    for dir in stale_folders(Path::new(BASE)) {
+        if let Some(pid) = live_pid(&dir.join("dockerd.pid")) {
             // SAFETY: as in signal_group.
             unsafe {
                 libc::kill(-pid, libc::SIGKILL);
@@ -198,6 +183,23 @@ fn reap_stale() {
         unmount_under(&dir);
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// The folders under `base` whose `owner` file names a test process that is gone.
+pub fn stale_folders(base: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return Vec::new();
+    };
+    let entries = entries.flatten().map(|e| e.path());
+    entries
+        .filter(|dir| live_pid(&dir.join("owner")).is_none())
+        .collect()
+}
+
+/// The process a pid file names, while it runs.
+pub fn live_pid(file: &Path) -> Option<i32> {
+    let pid: i32 = std::fs::read_to_string(file).ok()?.trim().parse().ok()?;
+    Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
 }
 
 fn free_port() -> u16 {

@@ -129,3 +129,13 @@ pub fn samples(run: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// A `Key:\tvalue` line of a host process's `/proc/<pid>/status`.
+pub fn status_line(status: &str, key: &str) -> String {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}:")))
+        .unwrap_or_else(|| panic!("no {key} in {status}"))
+        .trim()
+        .to_string()
+}

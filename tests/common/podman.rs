@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::dockerd::{stop, unmount_under};
+use super::dockerd::{live_pid, stale_folders, stop, unmount_under};
 
 /// Where the services keep their folders: `<pid of the test process>` each.
 const BASE: &str = "/var/tmp/parkbench-test-podman";
@@ -180,24 +180,9 @@ fn hard_limit(resource: libc::__rlimit_resource_t) -> libc::rlim_t {
 
 /// Removes the storage of services left by test processes that are gone (a killed `cargo test`).
 fn reap_stale() {
-    let Ok(entries) = std::fs::read_dir(BASE) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let dir = e.path();
-        let owner: Option<i32> = std::fs::read_to_string(dir.join("owner"))
-            .ok()
-            .and_then(|s| s.trim().parse().ok());
-        let alive = |pid: &i32| Path::new(&format!("/proc/{pid}")).exists();
-        if owner.as_ref().is_some_and(alive) {
-            continue;
-        }
+    for dir in stale_folders(Path::new(BASE)) {
         remove_all(&dir);
-        if let Some(pid) = std::fs::read_to_string(dir.join("service.pid"))
-            .ok()
-            .and_then(|s| s.trim().parse::<i32>().ok())
-            .filter(alive)
-        {
+        if let Some(pid) = live_pid(&dir.join("service.pid")) {
             // SAFETY: kill(2) of the service's process group; no memory is shared.
             unsafe {
                 libc::kill(-pid, libc::SIGKILL);
