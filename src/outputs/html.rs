@@ -15,7 +15,9 @@ pub use crate::outputs::figure::draw::escape;
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; \
                    img-src data:; base-uri 'none'; form-action 'none'";
 
-const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans','Noto Sans CJK SC','Noto Sans SC',sans-serif;\
+const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',\
+'PingFang SC','Hiragino Sans GB','Microsoft YaHei','Noto Sans CJK SC','Source Han Sans SC','WenQuanYi Micro Hei','Noto Sans SC',\
+sans-serif;\
 max-width:1200px;margin:1.5em auto;padding:0 1em;color:#1a1a1a;line-height:1.45}\
 table{border-collapse:collapse;margin:.6em 0;font-size:.92em}\
 th,td{border:1px solid #d0d0d0;padding:.25em .5em;vertical-align:top}\
@@ -203,14 +205,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_font_stack_falls_back_to_a_cjk_font_before_the_generic_one() {
+    fn the_font_stacks_name_a_cjk_font_of_each_platform_before_the_generic_one() {
         let page = page("t", "");
         let stack = page.split("font-family:").nth(1).unwrap();
-        let stack = &stack[..stack.find(';').unwrap()];
-        assert!(
-            stack.ends_with("'Noto Sans CJK SC','Noto Sans SC',sans-serif"),
-            "{stack}"
-        );
+        let html = &stack[..stack.find(';').unwrap()];
+        let svg = crate::outputs::figure::draw::FONT;
+        // macOS, Windows, Linux (Noto, Source Han, WenQuanYi), in the page and in every figure.
+        for stack in [html, svg] {
+            for family in [
+                "PingFang SC",
+                "Microsoft YaHei",
+                "Noto Sans CJK SC",
+                "WenQuanYi Micro Hei",
+            ] {
+                let at = stack
+                    .find(family)
+                    .unwrap_or_else(|| panic!("{family} in {stack}"));
+                assert!(at < stack.find("sans-serif").unwrap(), "{stack}");
+            }
+        }
     }
 
     #[test]

@@ -99,7 +99,8 @@ impl Estimates {
 
     /// The expected time of one process: this run's own times for the cell, then the earlier run's
     /// (at this machine's pace, [`Self::pace`]), then this run's times at the same scale, then the
-    /// other probes' processes scaled by tasks.
+    /// other probes' processes scaled by tasks, then the least time the study declares
+    /// ([`least_ms`]), which is also the floor of every estimate.
     fn of(&self, study: &Study, cell: &Cell) -> Option<f64> {
         let key = (study.probes[cell.probe].id.clone(), cell.tasks);
         if self.not_run.contains(&key.0) {
@@ -112,6 +113,8 @@ impl Estimates {
             .filter(|((_, t), _)| *t == cell.tasks)
             .flat_map(|(_, v)| v.iter().copied())
             .collect();
+        let least = least_ms(study, &study.probes[cell.probe]);
+        let declared = (least > 0.0).then_some(least);
         self.finished
             .get(&key)
             .and_then(|v| median(v))
@@ -119,6 +122,8 @@ impl Estimates {
             .or_else(|| self.by_scale(&key.0, cell.tasks))
             .or_else(|| median(&same_scale))
             .or_else(|| self.by_other_probes(&key.0, cell.tasks))
+            .or(declared)
+            .map(|t| t.max(least))
     }
 
     /// How much longer this run's processes take than the earlier run's of the same cells: the
@@ -237,6 +242,14 @@ impl Estimates {
     }
 }
 
+/// The least time one process of `probe` takes by what the study declares, ms: the larger of
+/// `protocol.duration_s` (the programs' own, e.g. a 10 s sleep) and what its kind's protocol alone
+/// takes (the steady kind's settle and readings); 0 when neither says.
+fn least_ms(study: &Study, probe: &crate::study::Probe) -> f64 {
+    let declared = study.protocol.duration_s.unwrap_or(0.0) * 1000.0;
+    declared.max(probe.kind.measure().least_ms(&study.protocol))
+}
+
 /// The least-squares line through `points` (tasks, ms) at `x`, never below the quickest point.
 fn least_squares(points: &[(f64, f64)], x: f64) -> f64 {
     let n = points.len() as f64;
@@ -302,6 +315,11 @@ pub fn describe(study: &Study, todo: &[Cell], already: usize, est: &Estimates) -
             "; expected ≥ {} (container times of run {run}; {n} processes without an estimate)",
             clock(time)
         )),
+        (None, 0) if est.finished.is_empty() => out.push_str(&format!(
+            "; expected ≥ {} (the least time per process the study declares; the progress line \
+             estimates it as processes finish)",
+            clock(time)
+        )),
         (None, _) => {}
     }
     out
@@ -321,9 +339,18 @@ pub fn clock(d: Duration) -> String {
 mod tests {
     use super::*;
 
+    /// The default study with no least time per process (no settle, one reading), so that the
+    /// estimates below are this run's and the earlier run's alone; see
+    /// `a_declared_duration_estimates_every_process_before_any_ends_and_floors_the_rest`.
+    fn unfloored() -> Study {
+        let mut study = Study::default_study();
+        (study.protocol.settle_ms, study.protocol.samples) = (0, 1);
+        study
+    }
+
     #[test]
     fn estimates_prefer_this_run_then_the_earlier_one() {
-        let study = Study::default_study();
+        let study = unfloored();
         let cells = matrix(&study);
         let mut est = Estimates::default();
         assert_eq!(est.total(&study, &cells).1, cells.len());
@@ -346,6 +373,45 @@ mod tests {
     }
 
     #[test]
+    fn a_declared_duration_estimates_every_process_before_any_ends_and_floors_the_rest() {
+        let mut study = Study::default_study();
+        study.protocol.duration_s = Some(10.0);
+        let cells = matrix(&study);
+        let mut est = Estimates::default();
+        let (t, unknown) = est.total(&study, &cells);
+        assert_eq!((t.as_secs(), unknown), (10 * cells.len() as u64, 0));
+        let plan = describe(&study, &cells, 0, &est);
+        assert!(
+            plan.contains("expected ≥ 4 min 00 s (the least time per process"),
+            "{plan}"
+        );
+        // A quicker process of another probe does not bring an estimate under the declared time.
+        let mut s = crate::study::sample::fixture::samples()[0].clone();
+        (s.probe, s.tasks, s.timings.container_ms) = ("go".into(), 10_000, Some(2_000.0));
+        est.finished(&s);
+        let rust = study
+            .probes
+            .iter()
+            .position(|p| p.id == "rust-tokio")
+            .unwrap();
+        let cell = Cell {
+            probe: rust,
+            tasks: 10_000,
+            repeat: 1,
+            position: 0,
+        };
+        assert_eq!(est.of(&study, &cell), Some(10_000.0));
+        // A longer one raises it.
+        (s.probe, s.timings.container_ms) = ("rust-tokio".into(), Some(12_500.0));
+        est.finished(&s);
+        assert_eq!(est.of(&study, &cell), Some(12_500.0));
+        // Without a declared duration the steady kind's own protocol is the floor: 500 ms of
+        // settle and 4 readings 50 ms apart.
+        study.protocol.duration_s = None;
+        assert_eq!(Estimates::default().of(&study, &cell), Some(700.0));
+    }
+
+    #[test]
     fn processes_on_demand_plan_their_minimum() {
         let text = crate::study::DEFAULT_STUDY.replacen(
             "  repeats: 3\n",
@@ -358,7 +424,7 @@ mod tests {
 
     #[test]
     fn plan_alternates_probes_between_repeats() {
-        let study = Study::default_study();
+        let study = unfloored();
         let cells = matrix(&study);
         assert_eq!(cells.len(), 24);
         let first: Vec<_> = cells.iter().take(6).map(|c| (c.probe, c.repeat)).collect();
@@ -398,7 +464,7 @@ mod tests {
 
     #[test]
     fn a_scale_not_yet_run_is_modelled_from_the_probes_other_scales() {
-        let study = crate::study::Study::default_study();
+        let study = unfloored();
         let go = study.probes.iter().position(|p| p.id == "go").unwrap();
         let mut est = Estimates::default();
         let mut s = crate::study::sample::fixture::samples()[0].clone();
@@ -425,7 +491,7 @@ mod tests {
 
     #[test]
     fn the_kits_own_time_per_process_is_added_to_every_process_left() {
-        let study = Study::default_study();
+        let study = unfloored();
         let cells = matrix(&study);
         let mut est = Estimates::default();
         let mut s = crate::study::sample::fixture::samples()[0].clone();
@@ -452,7 +518,7 @@ mod tests {
 
     #[test]
     fn one_finished_process_estimates_every_scale_of_its_probe() {
-        let study = crate::study::Study::default_study();
+        let study = unfloored();
         let go = study.probes.iter().position(|p| p.id == "go").unwrap();
         let cell = |tasks| Cell {
             probe: go,
@@ -500,7 +566,7 @@ mod tests {
 
     #[test]
     fn the_earlier_runs_times_follow_this_machines_pace() {
-        let study = Study::default_study();
+        let study = unfloored();
         let go = study.probes.iter().position(|p| p.id == "go").unwrap();
         let mut s = crate::study::sample::fixture::samples()[0].clone();
         let mut earlier = Vec::new();
@@ -529,7 +595,7 @@ mod tests {
 
     #[test]
     fn a_probe_not_yet_started_is_estimated_from_the_others_scaled_by_tasks() {
-        let study = Study::default_study();
+        let study = unfloored();
         let tokio = study
             .probes
             .iter()

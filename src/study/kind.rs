@@ -169,6 +169,11 @@ pub trait Measure: Sync {
     fn measures_time(&self) -> bool {
         false
     }
+    /// The least time a process of this kind takes by the protocol alone, ms, whatever the program
+    /// does (the steady kind's settle and readings); 0 when the protocol sets none.
+    fn least_ms(&self, _p: &Protocol) -> f64 {
+        0.0
+    }
     /// The report's words above the kind's tables: what the values are and their units.
     fn legend(&self) -> &'static str;
     /// A short account of a measured process for progress lines.

@@ -49,6 +49,11 @@ pub struct Protocol {
     pub interval_ms: u64,
     /// A process still running after this many seconds (s) is killed and recorded invalid.
     pub timeout_s: u64,
+    /// How long every process runs at least, s, where the article's programs say so (each task
+    /// sleeps 10 s): a process's expected time before any has ended, and the floor of every
+    /// estimate the ETA makes. Optional; > 0 and below `timeout_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
     /// Timed and latency kinds: the coefficient of variation across processes a cell should stay under,
     /// a fraction (0.02 = 2 %); a cell above it is flagged in the report and the run's output.
     /// Optional: without it nothing is flagged (the CV is still reported).

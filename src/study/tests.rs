@@ -229,3 +229,26 @@ fn a_study_file_names_its_path() {
         format!("{}:19:12: protocol.samples must be > 0", file.display())
     );
 }
+
+#[test]
+fn a_declared_duration_must_end_before_the_timeout() {
+    for bad in ["0", "300", "-1", ".nan"] {
+        let text = DEFAULT_STUDY.replacen(
+            "  timeout_s: 300\n",
+            &format!("  timeout_s: 300\n  duration_s: {bad}\n"),
+            1,
+        );
+        let err = format!("{:#}", Study::parse(&text).unwrap_err());
+        assert!(
+            err.contains("protocol.duration_s is")
+                && err.contains("below protocol.timeout_s (300 s)"),
+            "{bad}: {err}"
+        );
+    }
+    let text = DEFAULT_STUDY.replacen(
+        "  timeout_s: 300\n",
+        "  timeout_s: 300\n  duration_s: 10\n",
+        1,
+    );
+    assert_eq!(Study::parse(&text).unwrap().protocol.duration_s, Some(10.0));
+}

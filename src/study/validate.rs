@@ -89,6 +89,15 @@ impl Study {
             "protocol.timeout_s",
             "protocol.timeout_s must be > 0"
         );
+        if let Some(d) = p.duration_s {
+            ensure_at!(
+                d.is_finite() && d > 0.0 && d < p.timeout_s as f64,
+                "protocol.duration_s",
+                "protocol.duration_s is {d}: the seconds every process runs at least, > 0 and \
+                 below protocol.timeout_s ({} s), or left out",
+                p.timeout_s
+            );
+        }
         ensure_at!(
             p.pids_limit > 0,
             "protocol.pids_limit",

@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 use crate::outputs::number::grouped;
 
 /// The font of every figure: no web font, the first one the viewer has.
-pub const FONT: &str = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\"";
+/// (Latin first; then a CJK font of each platform, for labels in Chinese or Japanese.)
+pub const FONT: &str = "font-family=\"DejaVu Sans, Helvetica, Arial, PingFang SC, Hiragino Sans GB, \
+                        Microsoft YaHei, Noto Sans CJK SC, Source Han Sans SC, WenQuanYi Micro Hei, sans-serif\"";
 
 /// Twelve colours, one per probe of a figure, never repeated within it. The first eight are Okabe &
 /// Ito's colour-universal-design palette (Okabe & Ito 2008, "Color Universal Design — how to make

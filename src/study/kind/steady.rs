@@ -13,6 +13,10 @@ impl Measure for Steady {
     fn name(&self) -> &'static str {
         "steady"
     }
+    /// The settle after every task is ready, then the readings `interval_ms` apart.
+    fn least_ms(&self, p: &Protocol) -> f64 {
+        (p.settle_ms + u64::from(p.samples.saturating_sub(1)) * p.interval_ms) as f64
+    }
     fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
         let mut args = Vec::new();
         for (flag, value) in [
