@@ -118,7 +118,10 @@ impl Estimates {
         self.finished
             .get(&key)
             .and_then(|v| median(v))
-            .or_else(|| self.by_cell.get(&key).map(|t| t * self.pace()))
+            .or_else(|| {
+                let earlier = self.by_cell.get(&key)?;
+                Some(least + (earlier - least).max(0.0) * self.pace(study))
+            })
             .or_else(|| self.by_scale(&key.0, cell.tasks))
             .or_else(|| median(&same_scale))
             .or_else(|| self.by_other_probes(&key.0, cell.tasks))
@@ -126,12 +129,21 @@ impl Estimates {
             .map(|t| t.max(least))
     }
 
-    /// How much longer this run's processes take than the earlier run's of the same cells: the
-    /// median ratio over the cells both have (1 before any). A reference run measured on a quicker
-    /// machine, or a quieter one, then does not make every later estimate short by as much.
-    fn pace(&self) -> f64 {
+    /// How much longer this run's processes take than the earlier run's of the same cells, in the
+    /// time beyond the least each takes ([`least_ms`]: a steady process's settle and readings, a
+    /// declared sleep), which no machine stretches: the median ratio over the cells both have (1
+    /// before any). A reference run measured on a quicker machine, or a quieter one, then does not
+    /// make every later estimate short by as much, and a pace read off small cells, mostly fixed
+    /// time, carries over to large ones, mostly work.
+    fn pace(&self, study: &Study) -> f64 {
         let ratios: Vec<f64> = (self.finished.iter())
-            .filter_map(|(cell, v)| Some(median(v)? / self.by_cell.get(cell)?))
+            .filter_map(|((probe, tasks), v)| {
+                let least = least_ms(study, study.probe(probe)?);
+                let earlier = self.by_cell.get(&(probe.clone(), *tasks))? - least;
+                // A cell of fixed time alone has no pace to tell (and would divide by noise).
+                let now = median(v)? - least;
+                (earlier > 0.05 * least.max(1.0)).then_some(now / earlier)
+            })
             .filter(|r| r.is_finite() && *r > 0.0)
             .collect();
         median(&ratios).unwrap_or(1.0)
@@ -591,6 +603,32 @@ mod tests {
         est.finished(&s);
         let t = est.of(&study, &at_1m).unwrap();
         assert!((t - 3_000.0).abs() < 1e-6, "{t}");
+    }
+
+    #[test]
+    fn the_pace_stretches_only_the_time_beyond_the_protocols_own() {
+        // The default study: 700 ms of settle and readings in every steady process.
+        let study = Study::default_study();
+        let go = study.probes.iter().position(|p| p.id == "go").unwrap();
+        let mut s = crate::study::sample::fixture::samples()[0].clone();
+        let mut earlier = Vec::new();
+        for (tasks, ms) in [(10_000, 900.0), (1_000_000, 4_700.0)] {
+            (s.probe, s.tasks, s.timings.container_ms) = ("go".into(), tasks, Some(ms));
+            earlier.push(s.clone());
+        }
+        let mut est = Estimates::from_samples(&earlier, Some("r0".into()));
+        // Here 10k took 1,100 ms: 400 ms of work against the earlier 200, twice as long.
+        (s.tasks, s.timings.container_ms) = (10_000, Some(1_100.0));
+        est.finished(&s);
+        let at_1m = Cell {
+            probe: go,
+            tasks: 1_000_000,
+            repeat: 1,
+            position: 0,
+        };
+        // 700 + 2 × 4,000, not 4,700 × 1,100 / 900 ≈ 5,744.
+        let t = est.of(&study, &at_1m).unwrap();
+        assert!((t - 8_700.0).abs() < 1e-6, "{t}");
     }
 
     #[test]
