@@ -35,13 +35,16 @@ pub fn archive(results: &Path, study: &str) -> Option<PathBuf> {
 
 /// Refuses a run that cannot be a reference: a probe whose image failed to build, a failed process
 /// (an invalid sample, other than a probe whose toolchain no machine here can have: that one is
-/// `not measured` in every run, the reference's report too), or partial data.
+/// `not measured` in every run, the reference's report too; and other than a process that ran
+/// cleanly and is invalid by the protocol's own rule, shown with its reason in the reference's
+/// report as in any run), or partial data.
 pub fn refuse_unless_complete(outcome: &Outcome) -> Result<()> {
     refuse_build_failed(outcome)?;
     let invalid: Vec<String> = outcome
         .samples
         .iter()
         .filter(|s| !s.valid && !s.is_toolchain_unavailable())
+        .filter(|s| !crate::study::kind::invalid_by_protocol(s))
         .map(|s| {
             format!(
                 "{} at {} tasks (r{}): {}",
@@ -300,6 +303,22 @@ mod tests {
         let err = refuse_unless_complete(&o).unwrap_err().to_string();
         assert!(err.contains(&named), "{err}");
         o.samples.retain(|s| !s.is_build_failed());
+        // A process that ran cleanly but whose reading the protocol's own rule refuses (some tasks
+        // ended before the last was created) is kept, as in any run; a failed one is not.
+        let mut short = o.samples.iter().find(|s| s.valid).unwrap().clone();
+        short
+            .metrics
+            .insert("created".into(), short.expected as f64 - 1.0);
+        crate::study::kind::judge_validity(&mut short, None, &[]);
+        assert!(!short.valid && crate::study::kind::invalid_by_protocol(&short));
+        o.samples.push(short.clone());
+        refuse_unless_complete(&o).unwrap();
+        short.exit_code = Some(1);
+        crate::study::kind::judge_validity(&mut short, None, &[]);
+        o.samples.push(short);
+        let err = refuse_unless_complete(&o).unwrap_err().to_string();
+        assert!(err.contains("sampler exited with Some(1)"), "{err}");
+        o.samples.retain(|s| !s.exit_code.is_some_and(|c| c != 0));
         o.partial = Some("2 malformed lines".into());
         let err = refuse_unless_complete(&o).unwrap_err().to_string();
         assert!(err.contains("partial (2 malformed lines)"), "{err}");

@@ -169,6 +169,13 @@ pub trait Measure: Sync {
     fn measures_time(&self) -> bool {
         false
     }
+    /// Why a process that ran cleanly to its end (exit 0, the whole protocol) still does not count,
+    /// by the protocol's own rule rather than by a fault: its reading does not stand for the cell
+    /// on this machine (steady: some tasks ended before the last one was created). `None` for a
+    /// reading that counts, or fails otherwise. A reference run may hold such a process.
+    fn by_protocol(&self, _s: &Sample) -> Option<String> {
+        None
+    }
     /// The least time a process of this kind takes by the protocol alone, ms, whatever the program
     /// does (the steady kind's settle and readings); 0 when the protocol sets none.
     fn least_ms(&self, _p: &Protocol) -> f64 {
@@ -205,6 +212,16 @@ pub fn judge_validity(sample: &mut Sample, sampler_error: Option<&str>, result_k
     };
     sample.valid = reason.is_none();
     sample.error = reason.map(|r| with_notes(r, &sample.notes));
+}
+
+/// True when the sample is invalid by its protocol's own rule alone ([`Measure::by_protocol`]): it
+/// exited 0, unkilled, with no sampler error, and its recorded reason is the rule's.
+pub fn invalid_by_protocol(sample: &Sample) -> bool {
+    let rule = sample.kind.measure().by_protocol(sample);
+    !sample.valid
+        && sample.exit_code == Some(0)
+        && !sample.oom_killed
+        && rule.is_some_and(|r| sample.error.as_deref().is_some_and(|e| e.starts_with(&r)))
 }
 
 /// Why a sample is left out of a run's statistics; `None` when it counts. A sample marked valid is

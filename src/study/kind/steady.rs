@@ -37,6 +37,10 @@ impl Measure for Steady {
     fn invalid(&self, s: &Sample, _keys: &[String]) -> Option<String> {
         invalid(s)
     }
+    /// Some tasks ended before the last one was created: the reading never held N tasks.
+    fn by_protocol(&self, s: &Sample) -> Option<String> {
+        created_short(s)
+    }
     fn recheck(&self, s: &Sample, keys: &[String]) -> Option<String> {
         if s.rss_bytes.is_empty() {
             return Some("marked valid but has no RSS readings".into());
@@ -129,10 +133,9 @@ fn fill(sample: &mut Sample, out: &SamplerOutput) {
 /// The steady kind's checks: every task was created (a `ready` line's `created=K`, when the probe
 /// reports it), every task completed, and RSS was read.
 fn invalid(sample: &Sample) -> Option<String> {
-    let created = sample.metrics.get("created").copied();
-    if let Some(k) = created.filter(|&k| k < sample.expected as f64) {
+    if let Some(why) = created_short(sample) {
         // The probe went on with the K it had: `completed=K` says nothing more.
-        Some(format!("created {k} of {} tasks", sample.expected))
+        Some(why)
     } else if sample.completed != Some(sample.expected) {
         Some(format!(
             "completed {:?} of {} tasks",
@@ -143,4 +146,12 @@ fn invalid(sample: &Sample) -> Option<String> {
     } else {
         None
     }
+}
+
+/// `created K of N tasks` when the `ready` line's `created=K` (reported by probes whose tasks end
+/// on their own) is below the tasks asked for.
+fn created_short(sample: &Sample) -> Option<String> {
+    let created = sample.metrics.get("created").copied();
+    let k = created.filter(|&k| k < sample.expected as f64)?;
+    Some(format!("created {k} of {} tasks", sample.expected))
 }
