@@ -316,6 +316,57 @@ bench-eta STUDIES="results/wait-1m/study.yaml results/tasks-vs-threads/study.yam
     printf '%-18s %9s %21s %23s %18s\n' study processes "unknown after 10 %" "from half the processes" "from half the time"
     cat "$tmp/summary"
 
+# Each archive is a whole run of the default study on a hardware class of its own, made of its reference run's
+# sample lines by `parkbench bench scale`; peak memory is each command's own max RSS (wait4). Targets: cost linear
+# in the archives; 1,000 merged and verified in ≤ 60 s and ≤ 1 GiB (docs/fleet.md#many-archives).
+# Benchmark: SIZES archives merged, the merged run verified and compared with the reference: seconds and MiB each.
+bench-scale SIZES="10 100 1000": driver
+    #!/usr/bin/env bash
+    set -euo pipefail
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    python3 - "{{bin}}" "$tmp" {{SIZES}} <<'PY'
+    import glob, os, re, subprocess, sys, time
+    exe, tmp, sizes = sys.argv[1], sys.argv[2], [int(n) for n in sys.argv[3:]]
+    reference = "results/wait-1m/reference/run.tar.gz"
+    def timed(log, *args):  # -> (seconds, MiB): wall time and the child's own peak RSS (wait4's rusage)
+        t0 = time.monotonic()
+        with open(log + ".out", "w") as out, open(log + ".err", "w") as err:
+            child = subprocess.Popen([exe, *args], stdout=out, stderr=err)
+            _, status, usage = os.wait4(child.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.stderr.write(open(log + ".err").read()[-3000:])
+            sys.exit(f"bench-scale: `parkbench {args[0]}` failed")
+        return time.monotonic() - t0, usage.ru_maxrss / 1024
+    print(f"{'archives':>8} {'samples':>8} {'merge s':>8} {'MiB':>6} {'verify s':>8} {'MiB':>6} {'compare s':>9} {'MiB':>6}")
+    rows = []
+    for n in sizes:
+        d = f"{tmp}/{n}"
+        subprocess.run([exe, "bench", "scale", "--runs", str(n), "--out", f"{d}/archives"], check=True, stdout=subprocess.DEVNULL)
+        archives = sorted(glob.glob(f"{d}/archives/*.tar.gz"))
+        merge = timed(f"{d}/merge", "merge", *archives, "--out", f"{d}/merged")
+        merged = re.findall(r"^archive: (\S+)$", open(f"{d}/merge.out").read(), re.M)[-1]
+        verify = timed(f"{d}/verify", "verify", merged)
+        compare = timed(f"{d}/compare", "compare", reference, merged, "--out", f"{d}/compare")
+        folder = merged.removesuffix(".tar.gz")
+        samples = sum(1 for _ in open(f"{folder}/samples.jsonl"))
+        sizes_mib = {f: os.path.getsize(f"{folder}/{f}") / 2**20 for f in os.listdir(folder) if os.path.isfile(f"{folder}/{f}")}
+        rows.append((n, samples, merge, verify, compare, sizes_mib))
+        print(f"{n:>8} {samples:>8} {merge[0]:>8.2f} {merge[1]:>6.0f} {verify[0]:>8.2f} {verify[1]:>6.0f} {compare[0]:>9.2f} {compare[1]:>6.0f}", flush=True)
+    (n0, _, m0, v0, c0, _), (n1, _, m1, v1, c1, files) = rows[-2] if len(rows) > 1 else rows[0], rows[-1]
+    if n1 > n0:
+        grow = lambda a, b: (b[0] / n1) / (a[0] / n0)
+        print(f"time per archive at {n1} ÷ at {n0} (1.0 is linear): merge {grow(m0, m1):.2f}, verify {grow(v0, v1):.2f}, compare {grow(c0, c1):.2f}")
+    for n, _, m, v, _, _ in rows:
+        if n == 1000:
+            ok = m[0] + v[0] <= 60 and max(m[1], v[1]) <= 1024
+            print(f"1,000 archives merged and verified: {m[0] + v[0]:.1f} s, peak {max(m[1], v[1]):.0f} MiB (target ≤ 60 s and ≤ 1024 MiB): {'met' if ok else 'NOT met'}")
+    # What a run's files may hold when read back (by merge itself, verify, compare), MiB: the first to fill.
+    limits = {"samples.jsonl": 32, "classes.json": 32, **{f: 8 for f in ("summary.json", "verdicts.json", "merge.json", "run.json", "report.md", "classes.md")}}
+    full = sorted((int(n1 * limit / files[f]), f, files[f], limit) for f, limit in limits.items() if files.get(f))
+    print("merged run of", n1, "read back:", ", ".join(f"{f} {mib:.1f} of {limit} MiB (full at about {at:,} archives)" for at, f, mib, limit in full[:3]))
+    print(f"at 100,000 archives, linearly: merge {m1[0] / n1 * 1e5 / 60:.0f} min and {m1[1] / n1 * 1e5 / 1024:.0f} GiB; where it breaks first: docs/fleet.md#many-archives")
+    PY
+
 # Benchmark: peak memory (ru_maxrss) of article 001's single-binary probes, in containers and natively.
 bench-fidelity-peak *ARGS: driver
     {{bin}} bench fidelity --study results/sleep-peak-2024/study.yaml --probes rust-tokio-join,rust-async-std,go-sleep {{ARGS}}

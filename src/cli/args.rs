@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 pub use author::{NewCommand, NewProbeArgs, NewStudyArgs, PlanArgs};
-pub use bench::{BenchCommand, FidelityArgs};
+pub use bench::{BenchCommand, FidelityArgs, ScaleArgs};
 pub use doctor::DoctorArgs;
 pub use files::{
     ArchiveArgs, CheckArgs, CleanArgs, CompareArgs, DriverArgs, ReportArgs, SignArgs, SigningArgs,

@@ -113,5 +113,6 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
         Command::Explain(a) => ops::explain::command(paths, &a.into(), interrupt).await,
         Command::Clean(a) => ops::clean::clean(&a.into()).await,
         Command::Bench(BenchCommand::Fidelity(a)) => ops::bench::fidelity(repo, &a.into()).await,
+        Command::Bench(BenchCommand::Scale(a)) => ops::bench::scale(paths, &a.into()),
     }
 }

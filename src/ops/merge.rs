@@ -13,7 +13,7 @@ use crate::outputs::archive;
 use crate::outputs::merge::{self, Input, Merged};
 use crate::outputs::outcome;
 use crate::run::run_dir::{self, RunDir, Status};
-use crate::study::sample::SampleLog;
+use crate::study::sample;
 
 /// What to merge.
 #[derive(Debug, Clone, Default)]
@@ -31,16 +31,18 @@ pub async fn command(paths: &Paths, options: &Options) -> Result<Ending> {
         .iter()
         .map(|p| read(p))
         .collect::<Result<_>>()?;
-    // Checked before a folder is made: a refused merge writes nothing.
-    merge::merge(&inputs, "check")?;
+    // Merged before a folder is made, so that a refused merge writes nothing; the run takes the
+    // folder's id once there is one.
+    let mut merged = merge::merge(&inputs, "")?;
+    drop(inputs);
     let dir = match &options.out {
         Some(out) => RunDir::create_in(out)?,
         None => {
-            let study = crate::study::Study::parse(&inputs[0].files.study_yaml)?;
+            let study = crate::study::Study::parse(&merged.study_yaml)?;
             RunDir::create(&paths.results, &study.id)?
         }
     };
-    let merged = merge::merge(&inputs, &dir.id())?;
+    merged.state.run_id = dir.id();
     let written = write(&dir, &merged);
     if let Err(e) = written {
         let _ = std::fs::remove_dir_all(dir.path());
@@ -82,10 +84,8 @@ pub(crate) fn write(dir: &RunDir, merged: &Merged) -> Result<()> {
     if let Some(e) = &merged.env_json {
         dir.write(run_dir::ENV, e.as_bytes())?;
     }
-    let mut log = SampleLog::open(&dir.file(run_dir::SAMPLES))?;
-    for s in &merged.samples {
-        log.append(s)?;
-    }
+    // Every sample exists already: written and synced once, not line by line as a run appends them.
+    dir.write(run_dir::SAMPLES, &sample::jsonl(&merged.samples)?)?;
     dir.write_json(run_dir::MERGE_JSON, &merged.record)?;
     dir.save_state(&merged.state)?;
     let outcome = outcome::recompute(&dir.read_files()?)?;

@@ -88,7 +88,11 @@ struct Parsed<'a> {
 /// Joins `inputs` (at least one) into the run `run_id`.
 pub fn merge(inputs: &[Input], run_id: &str) -> Result<Merged> {
     ensure!(!inputs.is_empty(), "nothing to merge: name the archives");
-    let parsed: Vec<Parsed> = inputs.iter().map(parse).collect::<Result<_>>()?;
+    // The runs of one study share its text, parsed once.
+    let mut studies: BTreeMap<&str, Study> = BTreeMap::new();
+    let parsed: Vec<Parsed> = (inputs.iter())
+        .map(|i| parse(i, &mut studies))
+        .collect::<Result<_>>()?;
     let first = &parsed[0];
     for other in parsed.iter().skip(1) {
         same_study(first, other)?;
@@ -123,11 +127,20 @@ pub fn merge(inputs: &[Input], run_id: &str) -> Result<Merged> {
     })
 }
 
-fn parse(input: &Input) -> Result<Parsed<'_>> {
+/// One input parsed and checked on its own; its study taken from `studies` when another input
+/// had the same text.
+fn parse<'a>(input: &'a Input, studies: &mut BTreeMap<&'a str, Study>) -> Result<Parsed<'a>> {
     let name = &input.name;
     let files = &input.files;
-    let study =
-        Study::parse(&files.study_yaml).with_context(|| format!("{name}: its study.yaml"))?;
+    let study = match studies.get(files.study_yaml.as_str()) {
+        Some(study) => study.clone(),
+        None => {
+            let study = Study::parse(&files.study_yaml)
+                .with_context(|| format!("{name}: its study.yaml"))?;
+            studies.insert(&files.study_yaml, study.clone());
+            study
+        }
+    };
     let state: RunState = serde_json::from_str(files.run_json.as_deref().with_context(|| {
         format!("{name} has no run.json: which slice of the matrix it measured is unknown; merge only runs made by `parkbench run` or `parkbench reproduce`, and archive the whole run folder again (`parkbench archive`) if its run.json was left out")
     })?)

@@ -79,8 +79,8 @@ pub const OPTIONAL: [&str; 13] = [
 /// fleet.json only in a run across hosts).
 pub const MERGED: [&str; 4] = [MERGE_JSON, CLASSES_MD, CLASSES_JSON, FLEET];
 
-/// Largest samples.jsonl read into memory (by `report`, `verify` and from archives), bytes; the
-/// other run files have smaller limits ([`load_limit`]).
+/// Largest samples.jsonl (and classes.json) read into memory (by `report`, `verify` and from
+/// archives), bytes; the other run files have smaller limits ([`load_limit`]).
 pub const LOAD_LIMIT: u64 = 32 << 20;
 
 /// The small text files of one run, read from a run folder or an archive.

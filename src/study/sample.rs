@@ -386,6 +386,18 @@ impl SampleLog {
     }
 }
 
+/// The text of a samples.jsonl holding `samples`, one line each as [`SampleLog`] appends them: for
+/// samples that all exist already (a merged run's), written at once and synced once rather than
+/// line by line.
+pub fn jsonl(samples: &[Sample]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    for s in samples {
+        serde_json::to_writer(&mut out, s).context("encoding sample")?;
+        out.push(b'\n');
+    }
+    Ok(out)
+}
+
 /// A line of samples.jsonl that could not be read, with its 1-based line number.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BadLine {

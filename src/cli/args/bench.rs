@@ -11,6 +11,32 @@ use crate::study::cpus::CpuChoice;
 pub enum BenchCommand {
     /// The same probe binaries measured in containers and natively, side by side; prints RSS ratios.
     Fidelity(FidelityArgs),
+    /// Writes RUNS archives of a study, each a whole run of its reference run's samples on a
+    /// hardware class of its own: what `merge` is timed on (`just bench-scale`).
+    Scale(ScaleArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ScaleArgs {
+    /// The study whose reference run (`reference/run.tar.gz` beside it) is copied (default: article 000).
+    #[arg(long, value_name = "STUDY_FILE")]
+    pub study: Option<PathBuf>,
+    /// How many archives.
+    #[arg(long)]
+    pub runs: u32,
+    /// The folder to write them into (made if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+impl From<ScaleArgs> for bench::Scale {
+    fn from(a: ScaleArgs) -> Self {
+        bench::Scale {
+            study: a.study,
+            runs: a.runs,
+            out: a.out,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

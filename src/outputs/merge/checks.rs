@@ -118,26 +118,36 @@ pub(super) fn each_run_once(parsed: &[Parsed]) -> Result<()> {
             );
         }
     }
-    let ids: Vec<BTreeSet<SampleId>> = parsed.iter().map(sample_ids).collect();
+    // Each sample's identity, with the earlier run that holds it: one pass over the samples, not
+    // every pair of runs (a merge of a thousand machines is half a million pairs). The runs before
+    // the one at hand share nothing, or the merge has stopped: each identity has one holder.
+    let mut holder: BTreeMap<SampleId, usize> = BTreeMap::new();
     for (i, b) in parsed.iter().enumerate() {
-        for (j, a) in parsed[..i].iter().enumerate() {
-            let shared = ids[j].intersection(&ids[i]);
-            let count = shared.clone().count();
-            if let Some((run, host, probe, tasks, repeat)) = shared.into_iter().next() {
-                let host = host
-                    .as_deref()
-                    .map(|h| format!(" on {h}"))
-                    .unwrap_or_default();
-                bail!(
-                    "{} and {} are the same run named twice, or copies of one run (their times may \
-                     differ): both hold sample {probe}@{tasks} repeat {repeat} of run {run}{host} \
-                     ({count} shared sample(s)); its samples would be counted twice: name each run \
-                     once",
-                    a.input.name,
-                    b.input.name,
-                );
+        let ids = sample_ids(b);
+        // Per earlier run, the samples this one shares with it, in order.
+        let mut shared: BTreeMap<usize, Vec<&SampleId>> = BTreeMap::new();
+        for id in &ids {
+            if let Some(&j) = holder.get(id) {
+                shared.entry(j).or_default().push(id);
             }
         }
+        if let Some((&j, both)) = shared.iter().next() {
+            let (run, host, probe, tasks, repeat) = both[0];
+            let host = host
+                .as_deref()
+                .map(|h| format!(" on {h}"))
+                .unwrap_or_default();
+            bail!(
+                "{} and {} are the same run named twice, or copies of one run (their times may \
+                 differ): both hold sample {probe}@{tasks} repeat {repeat} of run {run}{host} \
+                 ({} shared sample(s)); its samples would be counted twice: name each run \
+                 once",
+                parsed[j].input.name,
+                b.input.name,
+                both.len(),
+            );
+        }
+        holder.extend(ids.into_iter().map(|id| (id, i)));
     }
     Ok(())
 }

@@ -8,7 +8,7 @@
 //! [`crate::outputs::verdict::Status`]); `differs`, `inconclusive` and `not measured` do not, and the
 //! line names each with its classes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
@@ -83,12 +83,34 @@ fn host_of(s: &Sample) -> String {
 
 /// The distinct values of `key` over `samples`, in order of first appearance.
 fn distinct(samples: &[Sample], key: impl Fn(&Sample) -> String) -> Vec<String> {
+    let mut seen = BTreeSet::new();
     let mut out: Vec<String> = Vec::new();
     for s in samples {
         let k = key(s);
-        if !out.contains(&k) {
+        if seen.insert(k.clone()) {
             out.push(k);
         }
+    }
+    out
+}
+
+/// The samples of each distinct value of `key`, values in order of first appearance, samples in
+/// their order: one pass over the samples, however many values there are (a merge of a thousand
+/// machines has a thousand classes).
+fn grouped(samples: &[Sample], key: impl Fn(&Sample) -> String) -> Vec<(String, Vec<Sample>)> {
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut out: Vec<(String, Vec<Sample>)> = Vec::new();
+    for s in samples {
+        let k = key(s);
+        let i = match index.get(&k) {
+            Some(&i) => i,
+            None => {
+                index.insert(k.clone(), out.len());
+                out.push((k, Vec::new()));
+                out.len() - 1
+            }
+        };
+        out[i].1.push(s.clone());
     }
     out
 }
@@ -101,18 +123,18 @@ pub fn classes(samples: &[Sample]) -> Vec<String> {
 /// Whether the claims are judged per class and host: the samples come from more than one hardware
 /// class, or hosts of one class measured the same cells (replicates).
 pub fn needed(samples: &[Sample]) -> bool {
-    classes(samples).len() > 1 || !replicate_hosts(samples).is_empty()
+    classes(samples).len() > 1 || hosts_replicate(samples)
 }
 
-/// The hosts to judge alone: every host (in order of first appearance) when some class holds more
-/// than one named host and two of them measured the same cell (valid samples of it from each: the
-/// hosts are replicates, as in a run across Engines, even when one of them lost some cells); else
-/// none. A run that dealt its cells over the hosts of one class (`--spread`) measured each cell on
-/// one host, so it has no host to judge alone.
-fn replicate_hosts(samples: &[Sample]) -> Vec<String> {
+/// Whether the hosts are judged alone: when some class holds more than one named host and two of
+/// them measured the same cell (valid samples of it from each: the hosts are replicates, as in a
+/// run across Engines, even when one of them lost some cells); then every host is. A run that dealt
+/// its cells over the hosts of one class (`--spread`) measured each cell on one host, so it has no
+/// host to judge alone.
+fn hosts_replicate(samples: &[Sample]) -> bool {
     // Per cell of a class, the first host seen measuring it.
     let mut first: BTreeMap<(String, String, u64), String> = BTreeMap::new();
-    let replicated = samples
+    samples
         .iter()
         .filter(|s| s.valid && !host_of(s).is_empty())
         .any(|s| {
@@ -120,11 +142,7 @@ fn replicate_hosts(samples: &[Sample]) -> Vec<String> {
                 .entry((class_of(s), s.probe.clone(), s.tasks))
                 .or_insert_with(|| host_of(s));
             *first != host_of(s)
-        });
-    match replicated {
-        true => distinct(samples, host_of),
-        false => Vec::new(),
-    }
+        })
 }
 
 /// The claims judged per class, and per host when hosts are judged alone; `None` when the samples
@@ -133,36 +151,37 @@ pub fn judge(study: &Study, samples: &[Sample]) -> Option<Judged> {
     if !needed(samples) {
         return None;
     }
-    let classes = classes(samples);
-    let judge_of = |keep: &dyn Fn(&Sample) -> bool| {
-        let mine: Vec<Sample> = samples.iter().filter(|s| keep(s)).cloned().collect();
-        let summary = summary::summarize(study, &mine);
-        (mine.len(), verdict::judge(study, &summary), mine)
+    let judged = |mine: &[Sample]| verdict::judge(study, &summary::summarize(study, mine));
+    let mut labels: BTreeMap<String, String> = BTreeMap::new();
+    let per_class = grouped(samples, class_of).into_iter().enumerate();
+    let per_class: Vec<ClassVerdicts> = per_class
+        .map(|(i, (class, mine))| {
+            labels.insert(class.clone(), label(i));
+            let hosts = distinct(&mine, host_of);
+            ClassVerdicts {
+                label: label(i),
+                samples: mine.len(),
+                hosts: match hosts.iter().all(String::is_empty) {
+                    true => Vec::new(),
+                    false => hosts,
+                },
+                verdicts: judged(&mine),
+                class,
+            }
+        })
+        .collect();
+    let hosts = match hosts_replicate(samples) {
+        true => grouped(samples, host_of),
+        false => Vec::new(),
     };
-    let per_class = classes.iter().enumerate().map(|(i, class)| {
-        let (n, verdicts, mine) = judge_of(&|s| class_of(s) == *class);
-        let hosts = distinct(&mine, host_of);
-        ClassVerdicts {
-            label: label(i),
-            class: class.clone(),
-            samples: n,
-            hosts: match hosts.iter().all(String::is_empty) {
-                true => Vec::new(),
-                false => hosts,
-            },
-            verdicts,
-        }
-    });
-    let per_class: Vec<ClassVerdicts> = per_class.collect();
-    let hosts = replicate_hosts(samples).into_iter().map(|host| {
-        let (n, verdicts, mine) = judge_of(&|s| host_of(s) == host);
-        let class = classes.iter().position(|c| *c == class_of(&mine[0]));
-        HostVerdicts {
-            class: label(class.unwrap_or_default()),
-            samples: n,
-            verdicts,
-            host,
-        }
+    let hosts = hosts.into_iter().map(|(host, mine)| HostVerdicts {
+        class: labels
+            .get(&class_of(&mine[0]))
+            .cloned()
+            .unwrap_or_else(|| label(0)),
+        samples: mine.len(),
+        verdicts: judged(&mine),
+        host,
     });
     Some(Judged {
         hosts: hosts.collect(),
@@ -184,12 +203,8 @@ pub struct ClassRun {
 
 /// Each class's samples summarized and judged alone, in order of first appearance.
 pub fn split(study: &Study, samples: &[Sample]) -> Vec<ClassRun> {
-    (classes(samples).into_iter().enumerate())
-        .map(|(i, class)| {
-            let mine: Vec<Sample> = (samples.iter())
-                .filter(|s| class_of(s) == class)
-                .cloned()
-                .collect();
+    (grouped(samples, class_of).into_iter().enumerate())
+        .map(|(i, (class, mine))| {
             let summary = summary::summarize(study, &mine);
             ClassRun {
                 label: label(i),

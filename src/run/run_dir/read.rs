@@ -10,17 +10,19 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail, ensure};
 
-use super::{LOAD_LIMIT, SAMPLES, STUDY};
+use super::{CLASSES_JSON, LOAD_LIMIT, SAMPLES, STUDY};
 
 /// The largest study.yaml read, bytes (a real one is a few dozen KiB).
 pub const STUDY_LIMIT: u64 = 1 << 20;
-/// The largest run file read besides samples.jsonl and study.yaml, bytes.
+/// The largest run file read besides samples.jsonl, classes.json and study.yaml, bytes.
 pub const FILE_LIMIT: u64 = 8 << 20;
 
-/// How many bytes of the run file `name` are read at most.
+/// How many bytes of the run file `name` are read at most. classes.json grows with the hardware
+/// classes merged as samples.jsonl grows with the processes (about 9 KiB a class: a thousand
+/// machines' runs merged are over 8 MiB), and has samples.jsonl's limit.
 pub fn load_limit(name: &str) -> u64 {
     match name {
-        SAMPLES => LOAD_LIMIT,
+        SAMPLES | CLASSES_JSON => LOAD_LIMIT,
         STUDY => STUDY_LIMIT,
         _ => FILE_LIMIT,
     }
