@@ -98,6 +98,10 @@ pub async fn build(
             .into(),
             labels: [("parkbench.role".to_string(), "driver".to_string())].into(),
             no_cache,
+            // The build stage holds the crates compiled (its layer below the driver's own crate):
+            // kept, an edit of src/ compiles the driver's crate alone. It starts from the toolchain
+            // image, whose labels `clean --images` finds it by.
+            keep_stages: true,
         };
         engine
             .build(&spec, |line| {
