@@ -237,6 +237,12 @@ pub struct BuildSpec {
     pub labels: BTreeMap<String, String>,
     /// Build without the Engine's build cache.
     pub no_cache: bool,
+    /// Keep what the build leaves untagged (the last image of each stage but the final one, and
+    /// of a failed build the last step it committed) as the Engine's build cache for the next
+    /// build; otherwise they go once the build ends. Only for a build whose every stage starts
+    /// from an image the kit built: each inherits that image's `parkbench.image` label, by which
+    /// `clean --images` finds it.
+    pub keep_stages: bool,
 }
 
 /// The Engine ran a build and the build failed (a step's program exited non-zero, a `COPY` found

@@ -20,6 +20,8 @@ use tokio_util::io::ReaderStream;
 
 use super::{BuildSpec, Engine, ImageFacts};
 
+mod stages;
+
 /// A tag as the kit writes it (`parkbench/go:…`): Podman names the images it imports, builds and
 /// loads with a registry in front (`docker.io/parkbench/go:…`, `localhost/parkbench/go:…`), which
 /// the Docker Engine leaves out. Only Podman's answers are read so ([`Engine::local_names`]).
@@ -108,14 +110,30 @@ impl Engine {
     }
 
     /// Builds an image with the classic builder from a context tar on disk, with no network.
-    /// `log` receives every line the build prints.
+    /// `log` receives every line the build prints. The images the build leaves untagged (the ends
+    /// of its other stages, a failed build's last step) are removed once it ends, whatever its
+    /// outcome (see `stages.rs`), unless `spec` keeps them.
     pub async fn build(&self, spec: &BuildSpec, mut log: impl FnMut(&str)) -> Result<()> {
+        let mut stages = stages::Stages::default();
+        let result = self
+            .run_build(spec, |said| {
+                said.lines().for_each(|line| stages.read(line));
+                log(said);
+            })
+            .await;
+        self.remove_stages(spec, stages).await;
+        result
+    }
+
+    /// The Engine's build of `spec`, every line it prints given to `log`.
+    async fn run_build(&self, spec: &BuildSpec, mut log: impl FnMut(&str)) -> Result<()> {
         let BuildSpec {
             context,
             tag,
             buildargs,
             labels,
             no_cache,
+            keep_stages: _,
         } = spec;
         let file = tokio::fs::File::open(context)
             .await

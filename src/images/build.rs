@@ -222,6 +222,9 @@ async fn run_build<E: Images>(
         buildargs,
         labels,
         no_cache: kit.options.no_cache,
+        // A rebuild happens when the inputs change, which its build stages' steps mostly copy:
+        // their cache would seldom serve, and a stage from the imported base carries no label.
+        keep_stages: false,
     };
     eprintln!("{}: building {tag}", recipe.name);
     let mut tail = Vec::new();

@@ -96,8 +96,18 @@ pub async fn build(
                 ("REBUILD".to_string(), rebuild_mark(fresh)),
             ]
             .into(),
-            labels: [("parkbench.role".to_string(), "driver".to_string())].into(),
+            // `parkbench.image` as on every image the kit builds: a driver image a rebuild of the
+            // same sources untags (`--no-cache`) is one `clean --images` finds.
+            labels: [
+                ("parkbench.role".to_string(), "driver".to_string()),
+                ("parkbench.image".to_string(), "driver".to_string()),
+            ]
+            .into(),
             no_cache,
+            // The build stage holds the crates compiled (its layer below the driver's own crate):
+            // kept, an edit of src/ compiles the driver's crate alone. It starts from the toolchain
+            // image, whose labels `clean --images` finds it by.
+            keep_stages: true,
         };
         engine
             .build(&spec, |line| {

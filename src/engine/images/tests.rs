@@ -55,3 +55,76 @@ fn podmans_registry_prefix_is_taken_off_the_kits_tags_and_nothing_else() {
     );
     assert_eq!(local_name("<none>:<none>"), "<none>:<none>");
 }
+
+/// The ends of the stages a build's output names, read line by line.
+fn stage_ends(output: &str) -> Vec<String> {
+    let mut stages = stages::Stages::default();
+    output.lines().for_each(|line| stages.read(line));
+    stages.ends()
+}
+
+#[test]
+fn a_multi_stage_build_names_the_end_of_each_stage_last_first() {
+    // The classic builder's output of a probe's build (Engine 20.10), a step from the cache.
+    let output = "\
+Step 1/9 : ARG BASE
+Step 2/9 : ARG SAMPLER
+Step 3/9 : FROM ${SAMPLER} AS sampler
+ ---> 5d0da3dc9764
+Step 4/9 : FROM ${BASE} AS build
+ ---> 0c62b8b4a1e2
+Step 5/9 : COPY probe.c /src/probe.c
+ ---> Using cache
+ ---> 8f3e2c1a9b7d
+Step 6/9 : RUN gcc -O2 -o /probe /src/probe.c
+ ---> Running in 1b2c3d4e5f60
+Removing intermediate container 1b2c3d4e5f60
+ ---> a41f0e9c2d3b
+Step 7/9 : FROM ${BASE}
+ ---> 0c62b8b4a1e2
+Step 8/9 : COPY --from=sampler /sampler /usr/local/bin/sampler
+ ---> 77aa01bc23de
+Step 9/9 : COPY --from=build /probe /usr/local/bin/probe
+ ---> 9e8d7c6b5a49
+Successfully built 9e8d7c6b5a49
+Successfully tagged parkbench/c-probe:0123456789abcdef
+";
+    assert_eq!(
+        stage_ends(output),
+        ["9e8d7c6b5a49", "a41f0e9c2d3b", "5d0da3dc9764"],
+        "the built image, the build stage's last step, the sampler stage's image"
+    );
+}
+
+#[test]
+fn a_failed_build_names_the_last_step_it_committed() {
+    let output = "\
+Step 1/6 : ARG BASE
+Step 2/6 : FROM ${BASE} AS build
+ ---> 0c62b8b4a1e2
+Step 3/6 : COPY broken.c /src/broken.c
+ ---> 8f3e2c1a9b7d
+Step 4/6 : RUN gcc -o /probe /src/broken.c
+ ---> Running in 1b2c3d4e5f60
+/src/broken.c:2:12: error: 'x' undeclared (first use in this function)
+";
+    assert_eq!(stage_ends(output), ["8f3e2c1a9b7d"]);
+}
+
+#[test]
+fn podman_s_output_names_its_stages_too_and_other_lines_name_none() {
+    let output = "\
+STEP 1/4: FROM localhost/parkbench/base:1 AS build
+STEP 2/4: RUN echo made > /made
+--> Using cache 3f2a9c0d1b7e44556677889900aabbccddeeff00112233445566778899aabbcc
+--> 3f2a9c0d1b7e
+STEP 3/4: FROM localhost/parkbench/base:1
+STEP 4/4: COPY --from=build /made /made
+COMMIT parkbench/made:1
+--> 6a5b4c3d2e1f
+ ---> Running in 0123456789abcdef
+ ---> not-an-id-at-all
+ ---> 12345
+";
+    assert_eq!(stage_ends(output), ["6a5b4c3d2e1f", "3f2a9c0d1b7e"]);
+}
