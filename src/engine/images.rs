@@ -114,7 +114,9 @@ impl Engine {
     /// of its other stages, a failed build's last step) are removed once it ends, whatever its
     /// outcome (see `stages.rs`), unless `spec` keeps them.
     pub async fn build(&self, spec: &BuildSpec, mut log: impl FnMut(&str)) -> Result<()> {
-        let mut stages = stages::Stages::default();
+        // What the Engine held before is never removed, whatever the build's output names (a
+        // step of an archive's recipe may print `---> <id>` of its own).
+        let mut stages = stages::Stages::new(self.image_ids().await?);
         let result = self
             .run_build(spec, |said| {
                 said.lines().for_each(|line| stages.read(line));
@@ -227,6 +229,17 @@ impl Engine {
     /// Every tag starting with `repo_prefix/` (e.g. `parkbench/`), as the kit writes it.
     pub async fn image_tags(&self, repo_prefix: &str) -> Result<Vec<String>> {
         Ok(self.local_names(self.engine_tags(repo_prefix).await?))
+    }
+
+    /// The ID of every image the Engine holds, untagged ones and build steps included.
+    async fn image_ids(&self) -> Result<std::collections::HashSet<String>> {
+        let options = ListImagesOptionsBuilder::default().all(true).build();
+        let images = self
+            .docker
+            .list_images(Some(options))
+            .await
+            .context("listing images")?;
+        Ok(images.into_iter().map(|i| i.id).collect())
     }
 
     /// Every tag starting with `repo_prefix/`, as the Engine names it (on Podman, with a registry).

@@ -18,6 +18,8 @@ use super::Engine;
 /// The images a build's output names as the ends of its stages, read line by line.
 #[derive(Debug, Default)]
 pub(super) struct Stages {
+    /// The images the Engine held before the build (full `sha256:` IDs): never removed.
+    before: std::collections::HashSet<String>,
     /// The last image of each stage the build went past.
     ended: Vec<String>,
     /// The last image named in the stage being built.
@@ -25,6 +27,21 @@ pub(super) struct Stages {
 }
 
 impl Stages {
+    /// Before a build, with the IDs of every image the Engine holds.
+    pub(super) fn new(before: std::collections::HashSet<String>) -> Self {
+        Self {
+            before,
+            ..Self::default()
+        }
+    }
+
+    /// True when `id` (a short or full ID, with or without `sha256:`) names an image the Engine
+    /// held before the build.
+    fn held_before(&self, id: &str) -> bool {
+        let id = id.strip_prefix("sha256:").unwrap_or(id);
+        (self.before.iter()).any(|b| b.strip_prefix("sha256:").unwrap_or(b).starts_with(id))
+    }
+
     /// Reads one line of the build's output: `Step 3/9 : FROM …` (Podman: `STEP 3/9: FROM …`)
     /// starts a stage, ` ---> 3f2a9c0d1b7e` (Podman: `--> 3f2a9c0d1b7e`) names the image a step
     /// made or found in the cache.
@@ -41,8 +58,8 @@ impl Stages {
     /// or the step a failed build stopped after), each once.
     pub(super) fn ends(self) -> Vec<String> {
         let mut ends: Vec<String> = Vec::new();
-        for id in self.last.into_iter().chain(self.ended.into_iter().rev()) {
-            if !ends.contains(&id) {
+        for id in self.last.iter().chain(self.ended.iter().rev()).cloned() {
+            if !ends.contains(&id) && !self.held_before(&id) {
                 ends.push(id);
             }
         }

@@ -128,3 +128,21 @@ COMMIT parkbench/made:1
 ";
     assert_eq!(stage_ends(output), ["6a5b4c3d2e1f", "3f2a9c0d1b7e"]);
 }
+
+#[test]
+fn an_image_the_engine_held_before_the_build_is_never_an_end_to_remove() {
+    // A step of an archive's recipe may print `---> <id>` of any image the Engine holds.
+    let before =
+        ["sha256:5d0da3dc9764aaaabbbbccccddddeeeeffff0000111122223333444455556666".to_string()];
+    let mut stages = stages::Stages::new(before.into_iter().collect());
+    let output = "\
+Step 1/3 : FROM base AS build
+ ---> 0c62b8b4a1e2
+Step 2/3 : RUN echo ' ---> 5d0da3dc9764'
+ ---> 5d0da3dc9764
+Step 3/3 : FROM base
+ ---> 0c62b8b4a1e2
+";
+    output.lines().for_each(|line| stages.read(line));
+    assert_eq!(stages.ends(), ["0c62b8b4a1e2"]);
+}
