@@ -318,7 +318,7 @@ mod tests {
         o.samples.push(short);
         let err = refuse_unless_complete(&o).unwrap_err().to_string();
         assert!(err.contains("sampler exited with Some(1)"), "{err}");
-        o.samples.retain(|s| !s.exit_code.is_some_and(|c| c != 0));
+        o.samples.retain(|s| s.exit_code.is_none_or(|c| c == 0));
         o.partial = Some("2 malformed lines".into());
         let err = refuse_unless_complete(&o).unwrap_err().to_string();
         assert!(err.contains("partial (2 malformed lines)"), "{err}");
