@@ -16,9 +16,10 @@ use parkbench::engine::Engine;
 use serde_json::Value;
 use tokio::runtime::Runtime;
 
+/// `/usr/bin/sh` is a link (to `dash`) in Debian: the manifest records the file it leads to.
 const RECIPE: &str = "\
 parents: {BASE: base}
-binaries: [/made]
+binaries: [/made, /usr/bin/sh]
 ";
 
 /// The build stage is made unique by `mark`, so that none of its steps comes from the cache of
@@ -132,6 +133,13 @@ fn a_multi_stage_build_leaves_no_untagged_image_and_clean_finds_nothing_left() {
     let (output, m) = build(&root, &namespace, &dir.path().join("m1.json"));
     let (tag, was_built) = built(&m);
     assert!(was_built, "{output}");
+    // A binary named by its link is hashed through it, as the file the link leads to.
+    let image = (m["images"].as_array().unwrap().iter())
+        .find(|i| i["tag"] == tag.as_str())
+        .unwrap();
+    let sh = image["binaries"]["/usr/bin/sh"].as_str().unwrap_or_default();
+    let dash = rt.block_on(engine.read_file(&tag, "/usr/bin/dash")).unwrap();
+    assert_eq!(sh, parkbench::files::digest::bytes(&dash), "{image}");
     let named = named_images(&output);
     let last_stage = named.values().copied().max().unwrap_or_default();
     assert_eq!(last_stage, 2, "two stages in the build's output:\n{output}");

@@ -192,12 +192,24 @@ impl Engine {
     }
 
     /// Reads one regular file out of an image (through a created, never started, container).
+    /// A symbolic link is followed (a Debian runtime's `/usr/bin/ruby` → `ruby3.1`), up to
+    /// [`LINK_HOPS`] links, within the image.
     pub async fn read_file(&self, image: &str, path: &str) -> Result<Vec<u8>> {
         let container = self.create_unstarted(image).await?;
-        let result = self.download(container.id(), path).await;
+        let result = self.read_following_links(container.id(), path).await;
         container.remove().await;
-        let tar = result.with_context(|| format!("reading {path} from image {image}"))?;
-        first_file(&tar).with_context(|| format!("reading {path} from image {image}"))
+        result.with_context(|| format!("reading {path} from image {image}"))
+    }
+
+    async fn read_following_links(&self, id: &str, path: &str) -> Result<Vec<u8>> {
+        let mut at = path.to_string();
+        for _ in 0..=LINK_HOPS {
+            match first_entry(&self.download(id, &at).await?)? {
+                Entry::File(data) => return Ok(data),
+                Entry::Link(target) => at = link_target(&at, &target),
+            }
+        }
+        bail!("more than {LINK_HOPS} symbolic links from {path} (the last one names {at})")
     }
 
     async fn download(&self, id: &str, path: &str) -> Result<Vec<u8>> {
@@ -642,18 +654,53 @@ async fn write_stream(
     Ok(())
 }
 
-/// The first regular file in a tar (the Engine's archive endpoint answers with a tar).
-fn first_file(tar: &[u8]) -> Result<Vec<u8>> {
+/// The most symbolic links [`Engine::read_file`] follows from one path.
+const LINK_HOPS: usize = 8;
+
+/// What the Engine's archive endpoint answers for one path (a tar of it).
+enum Entry {
+    File(Vec<u8>),
+    /// A symbolic link, and what it names.
+    Link(String),
+}
+
+/// The first regular file or symbolic link in a tar.
+fn first_entry(tar: &[u8]) -> Result<Entry> {
     let mut archive = tar::Archive::new(tar);
     for entry in archive.entries()? {
         let mut entry = entry?;
-        if entry.header().entry_type().is_file() {
+        let kind = entry.header().entry_type();
+        if kind.is_file() {
             let mut data = Vec::new();
             entry.read_to_end(&mut data)?;
-            return Ok(data);
+            return Ok(Entry::File(data));
+        }
+        if kind.is_symlink() {
+            let target = entry.link_name()?.context("a symbolic link naming nothing")?;
+            return Ok(Entry::Link(target.to_string_lossy().into_owned()));
         }
     }
-    bail!("no regular file in the Engine's answer (is the path a link or a directory?)")
+    bail!("no regular file in the Engine's answer (is the path a directory?)")
+}
+
+/// The path a symbolic link at `link` naming `target` leads to: `target` itself when absolute,
+/// else beside the link; `.` and `..` resolved (never above `/`).
+fn link_target(link: &str, target: &str) -> String {
+    let base = match target.starts_with('/') {
+        true => String::new(),
+        false => link.rsplit_once('/').map_or("", |(dir, _)| dir).to_string(),
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for part in base.split('/').chain(target.split('/')) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    format!("/{}", parts.join("/"))
 }
 
 #[cfg(test)]

@@ -41,7 +41,8 @@ fn decimals(v: f64, unit: Unit) -> usize {
         | Unit::Percent
         | Unit::Ns
         | Unit::Us
-        | Unit::Ms => 2,
+        | Unit::Ms
+        | Unit::S => 2,
         Unit::B | Unit::Count | Unit::Rank if v.fract() == 0.0 => 0,
         Unit::B | Unit::Count | Unit::Rank => 1,
     }

@@ -336,11 +336,13 @@ impl Sample {
         self.oom_killed || self.peak.as_ref().is_some_and(|p| p.signal.is_some())
     }
 
-    /// What an `outcome` claim's `pattern` is matched against: why the process failed, then the
-    /// last lines of its stderr ([`Sample::stderr_last_lines`]).
+    /// What an `outcome` claim's `pattern` is matched against: why the process failed, then every
+    /// line of its stderr the sample keeps (`stderr_tail`, its last 4 KiB): a runtime that prints
+    /// its error before a backtrace (Ruby, Python) is matched by the error, not only the last
+    /// lines the report shows.
     pub fn said(&self) -> Vec<String> {
         (self.error.iter().cloned())
-            .chain(self.stderr_last_lines())
+            .chain(self.stderr_tail.lines().map(str::to_owned))
             .collect()
     }
 
@@ -603,6 +605,21 @@ mod tests {
         assert_eq!(s.stderr_last_lines(), ["sampler: cannot start the probe"]);
         s.stderr_tail = String::new();
         assert!(s.stderr_last_lines().is_empty() && s.stderr_line().is_none());
+    }
+
+    #[test]
+    fn an_error_printed_before_its_backtrace_is_among_what_the_process_said() {
+        let fixture = include_str!("../../tests/fixtures/samples.jsonl");
+        let (mut samples, _) = parse_lines(fixture.as_bytes()).unwrap();
+        let s = &mut samples[0];
+        // Ruby's ThreadError, then its backtrace: more lines than the report shows.
+        s.stderr_tail = "main.rb:4:in `initialize': can't create Thread: Resource temporarily \
+                         unavailable (ThreadError)\n\tfrom main.rb:4:in `new'\n\tfrom main.rb:4:in \
+                         `block in <main>'\n\tfrom main.rb:4:in `initialize'\n\tfrom main.rb:4:in `new'\n\
+                         \tfrom main.rb:4:in `<main>'\nsampler: probe exited with code 1\n"
+            .into();
+        assert!(!s.stderr_last_lines().iter().any(|l| l.contains("can't create Thread")));
+        assert!(s.said().iter().any(|l| l.contains("can't create Thread")));
     }
 
     #[test]

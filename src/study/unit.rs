@@ -27,6 +27,9 @@ pub enum Unit {
     /// Milliseconds.
     #[serde(rename = "ms")]
     Ms,
+    /// Seconds.
+    #[serde(rename = "s")]
+    S,
     /// A plain ratio ("13×").
     #[serde(rename = "x")]
     Times,
@@ -64,6 +67,7 @@ impl Unit {
             Unit::Mb => 1e6,
             Unit::Us => 1e3,
             Unit::Ms => 1e6,
+            Unit::S => 1e9,
             _ => 1.0,
         }
     }
@@ -72,7 +76,7 @@ impl Unit {
     pub fn dimension(self) -> Dimension {
         match self {
             Unit::B | Unit::KiB | Unit::MiB | Unit::GiB | Unit::Kb | Unit::Mb => Dimension::Memory,
-            Unit::Ns | Unit::Us | Unit::Ms => Dimension::Time,
+            Unit::Ns | Unit::Us | Unit::Ms | Unit::S => Dimension::Time,
             Unit::Percent => Dimension::Percent,
             Unit::Times | Unit::Count => Dimension::Plain,
             Unit::Rank => Dimension::Rank,
@@ -91,5 +95,7 @@ mod tests {
         assert_eq!(unit("MB").scale(), 1e6);
         assert_eq!(unit("MB").dimension(), Dimension::Memory);
         assert!(serde_yaml::from_str::<Unit>("mb").is_err());
+        assert_eq!(unit("s").scale(), 1e9);
+        assert_eq!(unit("s").dimension(), Dimension::Time);
     }
 }

@@ -146,3 +146,14 @@ Step 3/3 : FROM base
     output.lines().for_each(|line| stages.read(line));
     assert_eq!(stages.ends(), ["0c62b8b4a1e2"]);
 }
+
+#[test]
+fn a_link_in_an_image_leads_beside_it_or_to_its_absolute_target_never_above_the_root() {
+    assert_eq!(super::link_target("/usr/bin/ruby", "ruby3.1"), "/usr/bin/ruby3.1");
+    assert_eq!(
+        super::link_target("/usr/bin/java", "/etc/alternatives/java"),
+        "/etc/alternatives/java"
+    );
+    assert_eq!(super::link_target("/usr/bin/x", "../lib/./x"), "/usr/lib/x");
+    assert_eq!(super::link_target("/a/x", "../../../../etc/y"), "/etc/y");
+}

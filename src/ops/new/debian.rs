@@ -46,6 +46,7 @@ pub fn probe(paths: &Paths, name: &str, packages: &[String], kind: Kind) -> Resu
             .replace("{{pin}}", &pin)
             .replace("{{kind}}", &super::kind_word(kind))
             .replace("{{packages_list}}", &packages.join(","))
+            .replace("{{package}}", &packages[0])
             .replace("{{packages_list_yaml}}", &packages.join(", "))
             .replace("{{packages_words}}", &words(&packages))
     };
@@ -157,6 +158,17 @@ mod tests {
         std::fs::remove_dir_all(repo.path().join("docker/ex")).unwrap();
         let again = probe(&paths(repo.path()), "ex", &packages, Kind::Peak).unwrap_err();
         assert!(format!("{again:#}").contains("debian-ex.yaml already exists"));
+    }
+
+    #[test]
+    fn the_scaffolds_examples_name_the_first_package_asked_for() {
+        let repo = repo();
+        probe(&paths(repo.path()), "rb", &["ruby".to_string()], Kind::Peak).unwrap();
+        for file in ["image.yaml", "probe"] {
+            let text = std::fs::read_to_string(repo.path().join("docker/rb").join(file)).unwrap();
+            assert!(text.contains("/usr/bin/ruby"), "{file}: {text}");
+            assert!(!text.contains("/usr/bin/elixir"), "{file}: {text}");
+        }
     }
 
     #[test]

@@ -202,7 +202,9 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
             own.join("; ")
         );
     }
-    if let Some(t) = p.target_cv {
+    // Said only where a probe's kind flags its cells by it (timed, latency).
+    let flagged = (study.probes.iter()).any(|probe| probe.kind.measure().flags_target_cv());
+    if let Some(t) = p.target_cv.filter(|_| flagged) {
         let _ = writeln!(
             out,
             "- Timed precision: a cell whose CV across process medians is above {} % is flagged.",
@@ -592,6 +594,16 @@ mod tests {
             md.contains("- Notes of st at 10 tasks: “limit \\| reached” (1 process)"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn the_timed_precision_line_is_only_for_a_study_with_a_kind_it_flags() {
+        // The fixture's probes are steady: a `target_cv` flags none of their cells.
+        let mut study = fixture::study();
+        study.protocol.target_cv = Some(0.05);
+        assert!(!render(&study, None).contains("Timed precision"));
+        study.probes[0].kind = crate::study::Kind::Timed;
+        assert!(render(&study, None).contains("Timed precision"));
     }
 
     #[test]

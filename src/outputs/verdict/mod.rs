@@ -386,6 +386,7 @@ pub fn unit_label(unit: Unit) -> &'static str {
         Unit::Ns => "ns",
         Unit::Us => "µs",
         Unit::Ms => "ms",
+        Unit::S => "s",
         Unit::Times => "×",
         Unit::Count => "",
         Unit::Rank => "",
