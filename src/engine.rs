@@ -174,6 +174,8 @@ pub struct Engine {
     /// A container of this connection was read back holding the tasks limit asked for: the
     /// Engine applies it, and later containers are not read back for it.
     holds_tasks_limit: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Builds under way and what the ended ones left (see `images/stages.rs`).
+    builds: std::sync::Arc<images::stages::InFlight>,
 }
 
 /// What the Engine says about itself (part of the environment record).
@@ -448,6 +450,7 @@ impl Engine {
             docker,
             podman,
             holds_tasks_limit: Default::default(),
+            builds: Default::default(),
         })
     }
 

@@ -137,8 +137,12 @@ fn a_multi_stage_build_leaves_no_untagged_image_and_clean_finds_nothing_left() {
     let image = (m["images"].as_array().unwrap().iter())
         .find(|i| i["tag"] == tag.as_str())
         .unwrap();
-    let sh = image["binaries"]["/usr/bin/sh"].as_str().unwrap_or_default();
-    let dash = rt.block_on(engine.read_file(&tag, "/usr/bin/dash")).unwrap();
+    let sh = image["binaries"]["/usr/bin/sh"]
+        .as_str()
+        .unwrap_or_default();
+    let dash = rt
+        .block_on(engine.read_file(&tag, "/usr/bin/dash"))
+        .unwrap();
     assert_eq!(sh, parkbench::files::digest::bytes(&dash), "{image}");
     let named = named_images(&output);
     let last_stage = named.values().copied().max().unwrap_or_default();

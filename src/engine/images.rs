@@ -20,7 +20,7 @@ use tokio_util::io::ReaderStream;
 
 use super::{BuildSpec, Engine, ImageFacts};
 
-mod stages;
+pub(super) mod stages;
 
 /// A tag as the kit writes it (`parkbench/go:…`): Podman names the images it imports, builds and
 /// loads with a registry in front (`docker.io/parkbench/go:…`, `localhost/parkbench/go:…`), which
@@ -117,13 +117,14 @@ impl Engine {
         // What the Engine held before is never removed, whatever the build's output names (a
         // step of an archive's recipe may print `---> <id>` of its own).
         let mut stages = stages::Stages::new(self.image_ids().await?);
+        self.build_begins();
         let result = self
             .run_build(spec, |said| {
                 said.lines().for_each(|line| stages.read(line));
                 log(said);
             })
             .await;
-        self.remove_stages(spec, stages).await;
+        self.build_ends(spec, stages).await;
         result
     }
 
@@ -676,7 +677,9 @@ fn first_entry(tar: &[u8]) -> Result<Entry> {
             return Ok(Entry::File(data));
         }
         if kind.is_symlink() {
-            let target = entry.link_name()?.context("a symbolic link naming nothing")?;
+            let target = entry
+                .link_name()?
+                .context("a symbolic link naming nothing")?;
             return Ok(Entry::Link(target.to_string_lossy().into_owned()));
         }
     }

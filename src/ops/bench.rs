@@ -115,14 +115,21 @@ pub struct Scale {
 /// writers as a run's. What `merge`, `verify` and `compare` are timed on by `just bench-scale`.
 pub fn scale(paths: &Paths, args: &Scale) -> Result<Ending> {
     ensure!(args.runs > 0, "--runs: give at least one run");
-    let from = match &args.study {
-        Some(file) => file
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(reference::DIR)
-            .join(reference::ARCHIVE),
-        None => reference::dir(&paths.results, &Study::default_study().id).join(reference::ARCHIVE),
+    let id = match &args.study {
+        Some(file) => Study::load(file)?.id,
+        None => Study::default_study().id,
     };
+    // Found as a run finds it for its first estimate: beside the study file, then in the results.
+    let from =
+        super::launch::reference_of(paths, args.study.as_deref(), &id).with_context(|| {
+            format!(
+                "study {id} has no reference run ({}; results/REFERENCES-PENDING says why): give \
+             --study a study file with one beside it, or leave --study out for the default study",
+                reference::dir(&paths.results, &id)
+                    .join(reference::ARCHIVE)
+                    .display()
+            )
+        })?;
     let files = archive::read_run(&from)
         .with_context(|| format!("reading the reference run {}", from.display()))?;
     let state: RunState = serde_json::from_str(files.run_json.as_deref().unwrap_or_default())
@@ -135,7 +142,16 @@ pub fn scale(paths: &Paths, args: &Scale) -> Result<Ending> {
     let env: Environment = serde_json::from_str(files.env_json.as_deref().unwrap_or_default())
         .with_context(|| format!("{}: its env.json", from.display()))?;
     let (samples, bad) = sample::parse_lines(files.samples_jsonl.as_bytes())?;
-    ensure!(bad.is_empty(), "{}: malformed sample lines", from.display());
+    if let Some(first) = bad.first() {
+        bail!(
+            "{}: {} malformed sample lines, the first at line {}: {}; its samples.jsonl must be the \
+             kit's own (`parkbench check` it)",
+            from.display(),
+            bad.len(),
+            first.line,
+            first.error
+        );
+    }
     let started = chrono::DateTime::parse_from_rfc3339(&state.started_at)
         .with_context(|| format!("{}: its started_at", from.display()))?;
     std::fs::create_dir_all(&args.out)

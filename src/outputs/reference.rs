@@ -310,7 +310,21 @@ mod tests {
             .metrics
             .insert("created".into(), short.expected as f64 - 1.0);
         crate::study::kind::judge_validity(&mut short, None, &[]);
-        assert!(!short.valid && crate::study::kind::invalid_by_protocol(&short));
+        // Short of a task it could not create (a thread limit): a failure.
+        assert!(!short.valid && !crate::study::kind::invalid_by_protocol(&short));
+        for ended in [None, Some(0.0)] {
+            let mut limited = short.clone();
+            if let Some(n) = ended {
+                limited.metrics.insert("completed_before_ready".into(), n);
+            }
+            o.samples.push(limited);
+            let err = refuse_unless_complete(&o).unwrap_err().to_string();
+            assert!(err.contains("created"), "{err}");
+            o.samples.pop();
+        }
+        // Short of one task that had ended, as the probe accounts: the protocol's own rule.
+        short.metrics.insert("completed_before_ready".into(), 1.0);
+        assert!(crate::study::kind::invalid_by_protocol(&short));
         o.samples.push(short.clone());
         refuse_unless_complete(&o).unwrap();
         short.exit_code = Some(1);

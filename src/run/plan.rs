@@ -101,10 +101,16 @@ impl Estimates {
     /// (at this machine's pace, [`Self::pace`]), then this run's times at the same scale, then the
     /// other probes' processes scaled by tasks, then the least time the study declares
     /// ([`least_ms`]), which is also the floor of every estimate.
+    #[cfg(test)]
     fn of(&self, study: &Study, cell: &Cell) -> Option<f64> {
+        Some(self.estimate(study, cell, self.pace(study))?.ms)
+    }
+
+    /// [`Self::of`] at a pace computed once for many cells.
+    fn estimate(&self, study: &Study, cell: &Cell, pace: f64) -> Option<Estimate> {
         let key = (study.probes[cell.probe].id.clone(), cell.tasks);
         if self.not_run.contains(&key.0) {
-            return Some(0.0);
+            return Some(Estimate::measured(0.0));
         }
         let same_scale: Vec<f64> = self
             .finished
@@ -114,19 +120,23 @@ impl Estimates {
             .flat_map(|(_, v)| v.iter().copied())
             .collect();
         let least = least_ms(study, &study.probes[cell.probe]);
-        let declared = (least > 0.0).then_some(least);
-        self.finished
-            .get(&key)
+        let measured = (self.finished.get(&key))
             .and_then(|v| median(v))
             .or_else(|| {
                 let earlier = self.by_cell.get(&key)?;
-                Some(least + (earlier - least).max(0.0) * self.pace(study))
+                Some(least + (earlier - least).max(0.0) * pace)
             })
             .or_else(|| self.by_scale(&key.0, cell.tasks))
             .or_else(|| median(&same_scale))
-            .or_else(|| self.by_other_probes(&key.0, cell.tasks))
-            .or(declared)
-            .map(|t| t.max(least))
+            .or_else(|| self.by_other_probes(&key.0, cell.tasks));
+        match measured {
+            Some(t) => Some(Estimate::measured(t.max(least))),
+            None if least > 0.0 => Some(Estimate {
+                ms: least,
+                least_only: true,
+            }),
+            None => None,
+        }
     }
 
     /// How much longer this run's processes take than the earlier run's of the same cells, in the
@@ -226,17 +236,36 @@ impl Estimates {
 
     /// The expected time of these processes, and how many of them have no estimate.
     pub fn total(&self, study: &Study, cells: &[Cell]) -> (Duration, usize) {
-        let mut ms = 0.0;
-        let mut unknown = 0;
+        let total = self.sum(study, cells);
+        (total.time, total.unknown)
+    }
+
+    /// The expected time of these processes, how many have no estimate, and how many are
+    /// estimated at their least time alone.
+    fn sum(&self, study: &Study, cells: &[Cell]) -> Total {
+        let pace = self.pace(study);
+        let (mut ms, mut unknown, mut least_only) = (0.0, 0, 0);
         for c in cells {
             let runs = !self.not_run.contains(&study.probes[c.probe].id);
-            match self.of(study, c) {
-                Some(t) if runs => ms += t + self.between_ms.unwrap_or(0.0),
-                Some(t) => ms += t,
+            match self.estimate(study, c, pace) {
+                Some(e) => {
+                    ms += e.ms
+                        + if runs {
+                            self.between_ms.unwrap_or(0.0)
+                        } else {
+                            0.0
+                        };
+                    least_only += usize::from(e.least_only);
+                }
                 None => unknown += 1,
             }
         }
-        (Duration::from_secs_f64(ms / 1000.0), unknown)
+        let time = Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX);
+        Total {
+            time,
+            unknown,
+            least_only,
+        }
     }
 }
 
@@ -252,6 +281,27 @@ impl Estimates {
             _ => "ETA unknown".into(),
         }
     }
+}
+
+/// One process's expected time.
+struct Estimate {
+    ms: f64,
+    /// Nothing measured tells it: it is the least time the study declares ([`least_ms`]).
+    least_only: bool,
+}
+
+impl Estimate {
+    fn measured(ms: f64) -> Self {
+        let least_only = false;
+        Self { ms, least_only }
+    }
+}
+
+/// The expected time of some processes ([`Estimates::sum`]).
+struct Total {
+    time: Duration,
+    unknown: usize,
+    least_only: usize,
 }
 
 /// The least time one process of `probe` takes by what the study declares, ms: the larger of
@@ -313,26 +363,42 @@ pub fn describe(study: &Study, todo: &[Cell], already: usize, est: &Estimates) -
         "plan: {} processes to run ({shape}; {already} already measured{more})",
         todo.len()
     );
-    let (time, unknown) = est.total(study, todo);
-    match (&est.source, unknown) {
-        (_, n) if n == todo.len() => out.push_str(
+    let Total {
+        time,
+        unknown,
+        least_only,
+    } = est.sum(study, todo);
+    // Processes estimated at their least time alone make the time a lower bound.
+    let bound = if unknown + least_only == 0 {
+        "≈"
+    } else {
+        "≥"
+    };
+    let mut without = Vec::new();
+    if unknown > 0 {
+        without.push(format!("{unknown} processes without an estimate"));
+    }
+    if least_only > 0 {
+        without.push(format!(
+            "{least_only} at their least time: `duration_s`, or their kind's settle and readings"
+        ));
+    }
+    let without = without.iter().map(|w| format!("; {w}")).collect::<String>();
+    match &est.source {
+        _ if unknown == todo.len() && !todo.is_empty() => out.push_str(
             "; expected time not known yet (no earlier run of this study): the progress line \
              estimates it as processes finish",
         ),
-        (Some(run), 0) => out.push_str(&format!(
-            "; expected ≈ {} (container times of run {run})",
+        Some(run) => out.push_str(&format!(
+            "; expected {bound} {} (container times of run {run}{without})",
             clock(time)
         )),
-        (Some(run), n) => out.push_str(&format!(
-            "; expected ≥ {} (container times of run {run}; {n} processes without an estimate)",
+        None if est.finished.is_empty() => out.push_str(&format!(
+            "; expected {bound} {} (no earlier run of this study{without}): the progress line \
+             estimates it as processes finish",
             clock(time)
         )),
-        (None, 0) if est.finished.is_empty() => out.push_str(&format!(
-            "; expected ≥ {} (the least time per process the study declares; the progress line \
-             estimates it as processes finish)",
-            clock(time)
-        )),
-        (None, _) => {}
+        None => {}
     }
     out
 }
@@ -394,7 +460,7 @@ mod tests {
         assert_eq!((t.as_secs(), unknown), (10 * cells.len() as u64, 0));
         let plan = describe(&study, &cells, 0, &est);
         assert!(
-            plan.contains("expected ≥ 4 min 00 s (the least time per process"),
+            plan.contains("expected ≥ 4 min 00 s (no earlier run of this study; 24 at their least"),
             "{plan}"
         );
         // A quicker process of another probe does not bring an estimate under the declared time.

@@ -618,7 +618,11 @@ mod tests {
                          `block in <main>'\n\tfrom main.rb:4:in `initialize'\n\tfrom main.rb:4:in `new'\n\
                          \tfrom main.rb:4:in `<main>'\nsampler: probe exited with code 1\n"
             .into();
-        assert!(!s.stderr_last_lines().iter().any(|l| l.contains("can't create Thread")));
+        assert!(
+            !s.stderr_last_lines()
+                .iter()
+                .any(|l| l.contains("can't create Thread"))
+        );
         assert!(s.said().iter().any(|l| l.contains("can't create Thread")));
     }
 

@@ -252,3 +252,14 @@ fn a_declared_duration_must_end_before_the_timeout() {
     );
     assert_eq!(Study::parse(&text).unwrap().protocol.duration_s, Some(10.0));
 }
+
+#[test]
+fn a_timeout_past_a_week_is_refused() {
+    let text = DEFAULT_STUDY.replacen(
+        "  timeout_s: 300\n",
+        "  timeout_s: 18446744073709551615\n",
+        1,
+    );
+    let err = format!("{:#}", Study::parse(&text).unwrap_err());
+    assert!(err.contains("at most 604800 (a week)"), "{err}");
+}

@@ -85,9 +85,9 @@ impl Study {
             "protocol.interval_ms must be > 0"
         );
         ensure_at!(
-            p.timeout_s > 0,
+            p.timeout_s > 0 && p.timeout_s <= MAX_TIMEOUT_S,
             "protocol.timeout_s",
-            "protocol.timeout_s must be > 0"
+            "protocol.timeout_s must be > 0 and at most {MAX_TIMEOUT_S} (a week)"
         );
         if let Some(d) = p.duration_s {
             ensure_at!(
@@ -333,6 +333,10 @@ impl Study {
 
 /// `of` can be compared across probes `ids` of these `kinds` (named in the claim's field `list`):
 /// it is a single value per cell, and the probes are of one kind, which offers it.
+/// The longest `protocol.timeout_s`: a week, past which a process is surely not measured (and times
+/// derived from it stay far from overflow).
+const MAX_TIMEOUT_S: u64 = 7 * 24 * 3600;
+
 fn compared(of: Stat, ids: &[String], kinds: &[Kind], list: &str) -> Checked {
     claim::check_scalar(of).at("of")?;
     claim::check_one_kind(ids, kinds).at(list)?;

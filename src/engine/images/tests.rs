@@ -149,11 +149,29 @@ Step 3/3 : FROM base
 
 #[test]
 fn a_link_in_an_image_leads_beside_it_or_to_its_absolute_target_never_above_the_root() {
-    assert_eq!(super::link_target("/usr/bin/ruby", "ruby3.1"), "/usr/bin/ruby3.1");
+    assert_eq!(
+        super::link_target("/usr/bin/ruby", "ruby3.1"),
+        "/usr/bin/ruby3.1"
+    );
     assert_eq!(
         super::link_target("/usr/bin/java", "/etc/alternatives/java"),
         "/etc/alternatives/java"
     );
     assert_eq!(super::link_target("/usr/bin/x", "../lib/./x"), "/usr/lib/x");
     assert_eq!(super::link_target("/a/x", "../../../../etc/y"), "/etc/y");
+}
+
+#[test]
+fn what_builds_leave_is_removed_only_once_none_is_under_way() {
+    let in_flight = stages::InFlight::default();
+    let before = std::sync::Arc::new(std::collections::HashSet::new());
+    let left = |id: &str| vec![stages::Leftover::new(id, "t", before.clone())];
+    in_flight.begin();
+    in_flight.begin();
+    // The first build to end may have left an image the other one took from the cache.
+    assert!(in_flight.end(left("a")).is_empty());
+    let all: Vec<String> = in_flight.end(left("b")).into_iter().map(|l| l.id).collect();
+    assert_eq!(all, ["a", "b"]);
+    in_flight.begin();
+    assert_eq!(in_flight.end(Vec::new()).len(), 0);
 }

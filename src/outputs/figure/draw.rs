@@ -53,9 +53,21 @@ pub fn probe_color(study: &crate::study::Study, label: &str) -> &'static str {
 /// A generous width of one character, as a share of the font size (DejaVu Sans averages ~0.55).
 const CHAR_EM: f64 = 0.62;
 
-/// The width of `s` in `size` px text, px (an upper estimate).
+/// The width of `s` in `size` px text, px (an upper estimate): a wide character (CJK ideographs,
+/// kana, Hangul, fullwidth forms) takes a whole em.
 pub fn text_width(s: &str, size: f64) -> f64 {
-    s.chars().count() as f64 * size * CHAR_EM
+    use unicode_width::UnicodeWidthChar;
+    let em = |c: char| match c.width() {
+        Some(2) => 1.0,
+        _ => CHAR_EM,
+    };
+    s.chars().map(em).sum::<f64>() * size
+}
+
+#[test]
+fn a_wide_character_takes_a_whole_em() {
+    assert_eq!(text_width("ab", 10.0), 2.0 * CHAR_EM * 10.0);
+    assert_eq!(text_width("内存", 10.0), 20.0);
 }
 
 /// An axis-aligned box, px.

@@ -15,7 +15,7 @@ impl Measure for Steady {
     }
     /// The settle after every task is ready, then the readings `interval_ms` apart.
     fn least_ms(&self, p: &Protocol) -> f64 {
-        (p.settle_ms + u64::from(p.samples.saturating_sub(1)) * p.interval_ms) as f64
+        p.settle_ms as f64 + f64::from(p.samples.saturating_sub(1)) * p.interval_ms as f64
     }
     fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
         let mut args = Vec::new();
@@ -37,9 +37,15 @@ impl Measure for Steady {
     fn invalid(&self, s: &Sample, _keys: &[String]) -> Option<String> {
         invalid(s)
     }
-    /// Some tasks ended before the last one was created: the reading never held N tasks.
+    /// Some tasks ended before the last one was created: the reading never held N tasks. Only
+    /// when the probe accounts for every missing task as ended (its `ready` line's
+    /// `completed_before_ready`): a probe short of tasks because it could not create them (a
+    /// thread limit, memory) failed.
     fn by_protocol(&self, s: &Sample) -> Option<String> {
-        created_short(s)
+        let why = created_short(s)?;
+        let created = s.metrics.get("created").copied()?;
+        let ended = s.metrics.get("completed_before_ready").copied()?;
+        (ended > 0.0 && created + ended >= s.expected as f64).then_some(why)
     }
     fn recheck(&self, s: &Sample, keys: &[String]) -> Option<String> {
         if s.rss_bytes.is_empty() {
