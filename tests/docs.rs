@@ -3,7 +3,8 @@
 //! study's enums is written down; the kinds × stats table matches the kinds; `docs/development.md`
 //! names every folder of `src/` and every top-level entry of the repository; every relative link
 //! resolves to a file, and every `#anchor` to a heading; the README stays a first read; imports point down
-//! the floors of `src/`, and no files of it import each other in a circle. No Engine needed.
+//! the floors of `src/`, and no files of it import each other in a circle; `Kind::ALL` lists every
+//! kind, and no file outside `src/study/kind` names one. No Engine needed.
 
 mod common;
 #[path = "docs/floors.rs"]
@@ -473,6 +474,62 @@ fn no_circle_of_files() {
             .map(|(i, c)| format!("circle {}:\n  {}", i + 1, c.join("\n  ")))
             .collect::<Vec<_>>()
             .join("\n")
+    );
+}
+
+/// `Kind::ALL`, the one list of kinds, holds every kind study files may name, once.
+#[test]
+fn the_list_of_kinds_is_every_kind() {
+    let listed: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+    assert_eq!(listed, variants::<Kind>());
+    for kind in Kind::ALL {
+        assert_eq!(Kind::from_name(kind.name()), Some(kind));
+        let written = serde_yaml::to_string(&kind).unwrap();
+        assert_eq!(
+            written.trim(),
+            kind.name(),
+            "{kind:?}: its name is not serde's"
+        );
+    }
+}
+
+/// A kind of measurement in one place: no shipped file outside `src/study/kind.rs` and
+/// `src/study/kind/` names a kind's variant (`Kind::Timed`); the others ask the kind's `Measure`
+/// (its name, figure, scaffold…). Test items are exempt (`#[cfg(test)]` and the files only they
+/// declare, such as every `tests.rs`): they make samples of a given kind.
+#[test]
+fn no_file_names_a_kind_outside_its_module() {
+    let krate = floors::read(&common::repo().join("src"));
+    let variants: Vec<String> = Kind::ALL.iter().map(|k| format!("Kind::{k:?}")).collect();
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let (mut inside, mut outside) = (0, Vec::new());
+    for (i, file) in krate.files.iter().enumerate() {
+        let own = file
+            .module
+            .starts_with(&["study".to_owned(), "kind".to_owned()]);
+        for (n, line) in file.code().lines().enumerate() {
+            for v in &variants {
+                let named = line.match_indices(v.as_str()).filter(|(at, _)| {
+                    !line[..*at].ends_with(ident) && !line[at + v.len()..].starts_with(ident)
+                });
+                for _ in named {
+                    match own {
+                        true => inside += 1,
+                        false => outside.push(format!("{}:{}: {v}", krate.shown(i), n + 1)),
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        inside >= variants.len(),
+        "only {inside} variants named in src/study/kind"
+    );
+    assert!(
+        outside.is_empty(),
+        "a kind's variant named outside src/study/kind: ask its `Measure` (src/study/kind.rs) \
+         instead:\n{}",
+        outside.join("\n")
     );
 }
 

@@ -67,11 +67,11 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
         Command::New(NewCommand::Study(a)) => ops::new::study(paths, &a.id, &a.probes),
         Command::New(NewCommand::Probe(a)) => match a.lang {
             Some(lang) => {
-                let kind = a.kind.unwrap_or(crate::study::Kind::Steady);
+                let kind = a.kind.unwrap_or_default();
                 ops::new::probe(paths, &a.name, lang, kind)
             }
             None => {
-                let kind = a.kind.unwrap_or(crate::study::Kind::Peak);
+                let kind = a.kind.unwrap_or(crate::study::Kind::ANY_PROGRAM);
                 ops::new::debian_probe(paths, &a.name, &a.debian, kind)
             }
         },

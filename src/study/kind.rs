@@ -1,8 +1,10 @@
 //! Kinds of measurement: how a probe process is driven and sampled, what its sample holds, which
 //! statistics its cells have, how the report lays them out and which of them claims may name. A
 //! study says the kind per probe; the run, the summary, the report and the verdicts ask the kind's
-//! [`Measure`], never match on it. A new kind is one type that implements [`Measure`] (a file
-//! beside `steady.rs`) plus its name in [`Kind`] and its line in [`Kind::measure`].
+//! [`Measure`], never match on it: so do `new probe` (its [`Scaffold`]) and the figures (its
+//! [`FigureStyle`]). A new kind is one type that implements [`Measure`] (a file beside
+//! `steady.rs`), its variant in [`Kind`] (`study::sample`), and its line in [`Kind::ALL`] and in
+//! [`Kind::measure`], the only matches on a kind's variants.
 //!
 //! - `steady`: the probe speaks the handshake protocol (`docker/README.md`); RSS is read after every
 //!   task is parked.
@@ -33,6 +35,20 @@ pub use crate::study::sample::Kind;
 pub use results::{PERCENTILES, percentile_name};
 
 impl Kind {
+    /// Every kind, in the order lists of kinds show them: the one list (`new probe --kind`'s
+    /// choices, its errors and the tests derive from it).
+    pub const ALL: [Kind; 5] = [
+        Kind::Steady,
+        Kind::Peak,
+        Kind::Timed,
+        Kind::Latency,
+        Kind::Reported,
+    ];
+
+    /// The kind that runs any program unmodified to its end: what stands in for a program that
+    /// does not say what it is measured for.
+    pub const ANY_PROGRAM: Kind = Kind::Peak;
+
     /// The kind's implementation: the one place that maps a name to it.
     pub fn measure(self) -> &'static dyn Measure {
         match self {
@@ -47,6 +63,18 @@ impl Kind {
     /// The kind as written in study files.
     pub fn name(self) -> &'static str {
         self.measure().name()
+    }
+
+    /// The kind named `word` as study files write it.
+    pub fn from_name(word: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == word)
+    }
+
+    /// Every kind's name, for messages: `steady, peak, timed, latency or reported`.
+    pub fn listed() -> String {
+        let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+        let (last, init) = names.split_last().expect("a kind");
+        format!("{} or {last}", init.join(", "))
     }
 }
 
@@ -68,6 +96,34 @@ pub struct MemoryFigure {
     pub stat: Stat,
     /// What the figure's dots and bars are, one line under its title.
     pub caption: &'static str,
+}
+
+/// Which figure draws a kind's cells, in the study's terms; the figures (`outputs::figure`) draw
+/// each style with its own design and never ask which kind it was.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FigureStyle {
+    /// Memory by scale, a panel per scale and a column per probe: what it plots.
+    Memory(MemoryFigure),
+    /// Per result key, each process's median with its bootstrap interval, a row per probe.
+    Intervals,
+    /// The latency percentiles (`PERCENTILES`) per probe on a logarithmic axis.
+    Percentiles,
+    /// Per family of units, the values the programs report as labelled bars.
+    Bars,
+}
+
+/// What `parkbench new probe` writes for a kind: which parts of the language templates make its
+/// program, and the program's entry in a study.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scaffold {
+    /// The word of the template parts (`@kind WORD`) that write its program: the kind's own name,
+    /// or that of a kind whose program already prints what this kind reads.
+    pub program: &'static str,
+    /// The program's `args` in the study's entry (`["{tasks}"]`).
+    pub args: &'static str,
+    /// The entry's `scales`, for a program that runs at one scale only (`[1]`); `None`: the
+    /// study's.
+    pub scales: Option<&'static str>,
 }
 
 /// What processes on demand judge for a cell: a statistic and its value per valid process.
@@ -105,10 +161,17 @@ pub trait Measure: Sync {
     }
     /// The statistics a claim may name for a probe of this kind.
     fn stats(&self) -> &'static [Stat];
+    /// The figure that draws the kind's cells.
+    fn figure(&self) -> FigureStyle;
     /// The kind's memory figure, which figures plot; `None` for a kind without one.
     fn memory(&self) -> Option<MemoryFigure> {
-        None
+        match self.figure() {
+            FigureStyle::Memory(m) => Some(m),
+            _ => None,
+        }
     }
+    /// What `parkbench new probe` writes for the kind.
+    fn scaffold(&self) -> Scaffold;
     /// The process's memory as the kind measures it, recomputed from its raw sample, bytes: for a
     /// program run unmodified, its peak ([`crate::study::sample::Peak::peak_bytes`]). The value of
     /// the memory figure for a kind with one.

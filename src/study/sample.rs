@@ -15,7 +15,8 @@ use crate::study::bounded;
 use serde::{Deserialize, Serialize};
 
 /// The kind of measurement of a probe (`kind:` in a study, `kind` in a sample). Only the name: what
-/// each kind does is its `Measure`, which `Kind::measure` (`study::kind`) looks up.
+/// each kind does is its `Measure`, which `Kind::measure` (`study::kind`) looks up; `Kind::ALL` lists
+/// them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {

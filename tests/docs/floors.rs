@@ -538,6 +538,13 @@ fn arrows(files: &[File]) -> Vec<BTreeMap<usize, BTreeSet<String>>> {
     out
 }
 
+impl File {
+    /// The file's shipped code: comments, strings and test items blanked, line breaks kept.
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+}
+
 impl Crate {
     /// Whether file `a` is one of the parts of the module file `b` (`b` is `x.rs` or `x/mod.rs`, `a`
     /// is under `x/`): a part may take the folder's shared types from its face.

@@ -44,15 +44,24 @@ pub struct NewProbeArgs {
     /// that `parkbench pin update debian-NAME` records) and docker/NAME/ on it.
     #[arg(long, value_name = "PACKAGE,…", value_delimiter = ',')]
     pub debian: Vec<String>,
-    /// What the program is measured for: steady, peak, timed, latency or reported (default:
-    /// steady with --lang; peak with --debian, which runs any program unmodified).
-    #[arg(long, value_name = "KIND", value_parser = parse_kind)]
+    // What the program is measured for: the help is `kind_help`'s, from the list of kinds.
+    #[arg(long, value_name = "KIND", value_parser = parse_kind, help = kind_help())]
     pub kind: Option<Kind>,
 }
 
+/// `--kind`'s help: the kinds, and the default with each runtime.
+fn kind_help() -> String {
+    format!(
+        "What the program is measured for: {} (default: {} with --lang; {} with --debian, which \
+         runs any program unmodified)",
+        Kind::listed(),
+        Kind::default().name(),
+        Kind::ANY_PROGRAM.name()
+    )
+}
+
 fn parse_kind(s: &str) -> Result<Kind, String> {
-    serde_yaml::from_str(s)
-        .map_err(|_| format!("no kind {s:?}: take steady, peak, timed, latency or reported"))
+    Kind::from_name(s).ok_or_else(|| format!("no kind {s:?}: take {}", Kind::listed()))
 }
 
 #[derive(Debug, Args)]

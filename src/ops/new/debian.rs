@@ -44,7 +44,7 @@ pub fn probe(paths: &Paths, name: &str, packages: &[String], kind: Kind) -> Resu
     let fill = |text: &str| {
         text.replace("{{name}}", name)
             .replace("{{pin}}", &pin)
-            .replace("{{kind}}", &super::kind_word(kind))
+            .replace("{{kind}}", kind.name())
             .replace("{{packages_list}}", &packages.join(","))
             .replace("{{package}}", &packages[0])
             .replace("{{packages_list_yaml}}", &packages.join(", "))
@@ -70,7 +70,7 @@ pub fn probe(paths: &Paths, name: &str, packages: &[String], kind: Kind) -> Resu
     println!(
         "wrote {}/ (a {} probe on it: write the program's command line in {})",
         dir.display(),
-        super::kind_word(kind),
+        kind.name(),
         dir.join("probe").display()
     );
     println!("its entry in a study's probes: (`parkbench new study ID --probe {name}` writes it):");

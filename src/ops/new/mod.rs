@@ -4,8 +4,9 @@
 //! is and prints what its kind measures, on the kit's pinned toolchains. Nothing is overwritten.
 //!
 //! The templates are files under `templates/`, one folder per language. A template line ending in
-//! `@kind K,…` opens a part kept only for those kinds, `@end` closes it; `{{name}}`, `{{kind}}` and
-//! `{{lang}}` are filled in.
+//! `@kind K,…` opens a part kept only for the kinds whose scaffold names one of those words (each
+//! kind's `Measure::scaffold`), `@end` closes it; `{{name}}`, `{{kind}}` and `{{lang}}` are filled
+//! in.
 
 mod debian;
 mod template;
@@ -79,12 +80,13 @@ pub fn study_text(repo: &Path, id: &str, probes: &[String]) -> Result<String> {
         let kind = match scaffold_kind(&repo.join("docker").join(name))? {
             Some(kind) => kind,
             None => {
+                let any = Kind::ANY_PROGRAM.name();
                 entries.push_str(&format!(
                     "  # docker/{name}/image.yaml does not say what its program is measured for \
-                     (a `{KIND_LINE}K` line): peak,\n  # which runs any program unmodified to its \
+                     (a `{KIND_LINE}K` line): {any},\n  # which runs any program unmodified to its \
                      end, stands in; change `kind` if it is another (docs/study-files.md).\n"
                 ));
-                Kind::Peak
+                Kind::ANY_PROGRAM
             }
         };
         entries.push_str(&probe_entry(name, kind));
@@ -114,32 +116,19 @@ fn scaffold_kind(dir: &Path) -> Result<Option<Kind>> {
 }
 
 fn parse_kind(word: &str) -> Result<Kind> {
-    serde_yaml::from_str(word)
-        .with_context(|| format!("{word:?} is no kind: steady, peak, timed, latency or reported"))
+    Kind::from_name(word).with_context(|| format!("{word:?} is no kind: {}", Kind::listed()))
 }
 
-/// A probe's entry in `probes:`: its arguments as the scaffold's program takes them. Timed and
-/// latency programs are scale-free and run at one scale.
+/// A probe's entry in `probes:`: its arguments and scales as the kind's scaffold gives them.
 pub fn probe_entry(name: &str, kind: Kind) -> String {
-    let (args, scales) = match kind {
-        Kind::Steady | Kind::Reported => (r#"["{tasks}"]"#, None),
-        // The templates' peak programs sleep 500 ms unless told; a program of your own takes
-        // only what its entry gives it.
-        Kind::Peak => (r#"["{tasks}"]"#, None),
-        Kind::Timed => (r#"["20"]"#, Some("[1]")),
-        Kind::Latency => (r#"["1000"]"#, Some("[1]")),
-    };
-    let kind = kind_word(kind);
+    let scaffold = kind.measure().scaffold();
+    let kind = kind.name();
     let mut out = format!("  - id: {name}\n    image: {name}\n    kind: {kind}\n");
-    if let Some(scales) = scales {
+    if let Some(scales) = scaffold.scales {
         out.push_str(&format!("    scales: {scales}\n"));
     }
-    out.push_str(&format!("    args: {args}\n"));
+    out.push_str(&format!("    args: {}\n", scaffold.args));
     out
-}
-
-fn kind_word(kind: Kind) -> String {
-    template::kind_name(kind)
 }
 
 /// `parkbench new probe NAME --lang L --kind K`.
@@ -167,7 +156,7 @@ pub fn probe(paths: &Paths, name: &str, lang: Lang, kind: Kind) -> Result<Ending
     println!(
         "wrote {}/ ({} probe in {})",
         dir.display(),
-        kind_word(kind),
+        kind.name(),
         lang.word()
     );
     println!("its entry in a study's probes: (`parkbench new study ID --probe {name}` writes it):");

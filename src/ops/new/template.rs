@@ -114,31 +114,21 @@ impl std::str::FromStr for Lang {
     }
 }
 
-/// The files of a new probe `name` in `lang` measured as `kind`: path, text, executable.
+/// The files of a new probe `name` in `lang` measured as `kind`: path, text, executable. The
+/// kind's scaffold says which `@kind` parts write its program.
 pub fn files(lang: Lang, name: &str, kind: Kind) -> Result<Vec<(String, String, bool)>> {
-    let kind_word = kind_name(kind);
+    let program = kind.measure().scaffold().program;
     lang.templates()
         .iter()
         .map(|(path, text, x)| {
-            let text = render(text, &kind_word)
+            let text = render(text, program)
                 .map_err(|e| anyhow::anyhow!("template {}/{path}: {e}", lang.word()))?
                 .replace("{{name}}", name)
-                .replace("{{kind}}", &kind_word)
+                .replace("{{kind}}", kind.name())
                 .replace("{{lang}}", lang.word());
             Ok((path.to_string(), text, *x))
         })
         .collect()
-}
-
-pub fn kind_name(kind: Kind) -> String {
-    match kind {
-        Kind::Steady => "steady",
-        Kind::Peak => "peak",
-        Kind::Timed => "timed",
-        Kind::Latency => "latency",
-        Kind::Reported => "reported",
-    }
-    .to_string()
 }
 
 /// Keeps the lines of `template` outside any `@kind` part and inside the parts that name `kind`;

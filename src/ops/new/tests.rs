@@ -1,17 +1,9 @@
 use super::*;
 
-const KINDS: [Kind; 5] = [
-    Kind::Steady,
-    Kind::Peak,
-    Kind::Timed,
-    Kind::Latency,
-    Kind::Reported,
-];
-
 #[test]
 fn every_template_renders_for_every_kind_with_nothing_left_unfilled() {
     for lang in LANGS {
-        for kind in KINDS {
+        for kind in Kind::ALL {
             let files = files(lang, "hello", kind).unwrap();
             assert!(files.iter().any(|(p, _, _)| p == "image.yaml"), "{lang:?}");
             for (path, text, _) in &files {
@@ -51,12 +43,12 @@ fn the_study_template_loads_with_the_stand_in_and_with_every_kind() {
     let mut text = study_text(Path::new("."), "demo", &[]).unwrap();
     let stand_in = text.find("  # The kit's own Go probe").unwrap();
     text.truncate(stand_in);
-    for kind in KINDS {
-        text.push_str(&probe_entry(&format!("p-{}", kind_word(kind)), kind));
+    for kind in Kind::ALL {
+        text.push_str(&probe_entry(&format!("p-{}", kind.name()), kind));
     }
     let study = Study::parse(&text).unwrap();
     assert_eq!(study.probes.len(), 5);
-    for (probe, kind) in study.probes.iter().zip(KINDS) {
+    for (probe, kind) in study.probes.iter().zip(Kind::ALL) {
         assert_eq!(probe.kind, kind);
     }
 }
@@ -163,7 +155,7 @@ fn a_peak_entry_passes_only_the_task_count() {
 
 #[test]
 fn the_java_class_is_named_only_in_its_program() {
-    for kind in KINDS {
+    for kind in Kind::ALL {
         for (path, text, _) in files(Lang::Java, "hello", kind).unwrap() {
             if !path.ends_with(".java") {
                 assert!(!text.contains("Probe"), "{path} names the class: {text}");

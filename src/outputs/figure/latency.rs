@@ -6,10 +6,10 @@
 use super::draw::{Scale, probe_color, span, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
 use super::timed::label;
-use super::{Design, Figure, Input, published};
+use super::{Design, Figure, Input, drawn_as, published};
 use crate::outputs::summary::Cell;
 use crate::study::Stat;
-use crate::study::kind::{Kind, PERCENTILES, percentile_name};
+use crate::study::kind::{FigureStyle, PERCENTILES, percentile_name};
 
 /// The shapes' names, in [`PERCENTILES`] order (see `rows::shape_at`).
 const SHAPES: [&str; 4] = ["●", "■", "▲", "✕"];
@@ -19,7 +19,7 @@ pub fn figure(input: &Input) -> Option<Figure> {
         .summary
         .cells
         .iter()
-        .filter(|c| c.kind == Kind::Latency)
+        .filter(|c| drawn_as(c.kind, FigureStyle::Percentiles))
         .collect();
     if cells.is_empty() {
         return None;

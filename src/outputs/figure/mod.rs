@@ -5,6 +5,9 @@
 //! - `timed`: per result key, each process's median with its bootstrap interval, a row per probe;
 //! - `latency`: P50, P90, P99 and P99.9 per probe on a logarithmic axis;
 //! - `reported`: per unit, the values the programs report as labelled bars;
+//!
+//! (the first four draw the probes whose kind answers `FigureStyle::Memory`, `Intervals`,
+//! `Percentiles` and `Bars`, [`drawn_as`]: a figure asks a kind's style, never its name)
 //! - `claims`: each ratio, `lower_by_percent` and order claim as what it claims — its sides side by
 //!   side, with the measured and the published ratio or ranking;
 //! - `values`: every other claim on a single value (per-task bytes, baseline, a metric, a range),
@@ -32,6 +35,13 @@ pub(crate) mod tests;
 use crate::outputs::summary::Summary;
 use crate::outputs::verdict::Verdict;
 use crate::study::Study;
+use crate::study::kind::{FigureStyle, Kind};
+
+/// Whether the figure of `style` draws probes of `kind` (the memory figure asks
+/// `Measure::memory`).
+fn drawn_as(kind: Kind, style: FigureStyle) -> bool {
+    kind.measure().figure() == style
+}
 
 /// Which design a figure follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -9,10 +9,10 @@ use std::collections::BTreeSet;
 
 use super::draw::{Scale, probe_color, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
-use super::{Design, Figure, Input, published};
+use super::{Design, Figure, Input, drawn_as, published};
 use crate::outputs::summary::Cell;
 use crate::study::Stat;
-use crate::study::kind::Kind;
+use crate::study::kind::FigureStyle;
 
 /// The families of units a reported value may have, by its key's name: (name, title).
 const FAMILIES: [(&str, &str); 3] = [
@@ -35,7 +35,7 @@ pub fn figures(input: &Input) -> Vec<Figure> {
         .summary
         .cells
         .iter()
-        .filter(|c| c.kind == Kind::Reported)
+        .filter(|c| drawn_as(c.kind, FigureStyle::Bars))
         .collect();
     FAMILIES
         .iter()

@@ -6,31 +6,31 @@ use std::collections::BTreeSet;
 
 use super::draw::{Scale, probe_color, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
-use super::{Design, Figure, Input, published};
+use super::{Design, Figure, Input, drawn_as, published};
 use crate::outputs::number::grouped;
 use crate::outputs::summary::Cell;
 use crate::study::Stat;
-use crate::study::kind::Kind;
+use crate::study::kind::FigureStyle;
 
 pub fn figures(input: &Input) -> Vec<Figure> {
     let cells: Vec<&Cell> = input
         .summary
         .cells
         .iter()
-        .filter(|c| c.kind == Kind::Timed)
+        .filter(|c| drawn_as(c.kind, FigureStyle::Intervals))
         .collect();
     let keys: BTreeSet<&str> = input
         .study
         .probes
         .iter()
-        .filter(|p| p.kind == Kind::Timed)
+        .filter(|p| drawn_as(p.kind, FigureStyle::Intervals))
         .flat_map(|p| p.results.iter().map(String::as_str))
         .chain(
             cells
                 .iter()
                 .flat_map(|c| c.stats.keys().map(String::as_str)),
         )
-        .chain(claimed(input, Kind::Timed))
+        .chain(claimed(input, FigureStyle::Intervals))
         .collect();
     keys.into_iter()
         .filter_map(|key| figure(input, &cells, key))
@@ -146,10 +146,10 @@ pub(super) fn declares(input: &Input, probe: &str, key: &str) -> bool {
             .is_some_and(|p| p.results.iter().any(|k| k == key))
 }
 
-/// The result keys claims name for probes of `kind`.
-pub(super) fn claimed<'a>(input: &'a Input, kind: Kind) -> impl Iterator<Item = &'a str> {
+/// The result keys claims name for probes the figure of `style` draws.
+pub(super) fn claimed<'a>(input: &'a Input, style: FigureStyle) -> impl Iterator<Item = &'a str> {
     input.study.claims.iter().filter_map(move |c| {
-        let of_kind = input.study.probe(&c.probe).is_some_and(|p| p.kind == kind);
+        let of_kind = (input.study.probe(&c.probe)).is_some_and(|p| drawn_as(p.kind, style));
         if c.stat == Stat::ResultMedian && of_kind {
             c.metric.as_deref()
         } else {

@@ -5,9 +5,10 @@
 
 use super::draw::{Scale, probe_color, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
-use super::{Design, Figure, Input};
+use super::{Design, Figure, Input, drawn_as};
 use crate::outputs::number;
 use crate::outputs::verdict::Measured;
+use crate::study::kind::FigureStyle;
 use crate::study::unit::Dimension;
 use crate::study::{Expected, Stat};
 
@@ -31,12 +32,13 @@ const FAMILIES: [(Dimension, &str, &str); 4] = [
 ];
 
 /// Whether claim `c` is drawn here: a statistic of [`DRAWN_HERE`], or a result of a latency probe
-/// (its requests per second, CPU or memory beside the percentiles the latency figure draws).
+/// (its requests per second, CPU or memory beside the percentiles the latency figure draws: any
+/// probe whose kind that figure draws).
 fn drawn_here(input: &Input, c: &crate::study::Claim) -> bool {
     let latency = input
         .study
         .probe(&c.probe)
-        .is_some_and(|p| p.kind == crate::study::kind::Kind::Latency);
+        .is_some_and(|p| drawn_as(p.kind, FigureStyle::Percentiles));
     DRAWN_HERE.contains(&c.stat) || (c.stat == Stat::ResultMedian && latency)
 }
 

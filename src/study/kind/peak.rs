@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Measure, MemoryFigure, mib};
+use super::{FigureStyle, Measure, MemoryFigure, Scaffold, mib};
 use crate::study::protocol::Protocol;
 use crate::study::sample::{Peak, Sample, SamplerOutput};
 use crate::study::stat::Stat;
@@ -52,8 +52,18 @@ impl Measure for PeakKind {
             Stat::WallMedian,
         ]
     }
-    fn memory(&self) -> Option<MemoryFigure> {
-        Some(MemoryFigure {
+    fn scaffold(&self) -> Scaffold {
+        // The templates' peak programs sleep 500 ms unless told; a program of your own takes
+        // only what its entry gives it.
+        let (args, scales) = (r#"["{tasks}"]"#, None);
+        Scaffold {
+            program: self.name(),
+            args,
+            scales,
+        }
+    }
+    fn figure(&self) -> FigureStyle {
+        FigureStyle::Memory(MemoryFigure {
             name: "peak_bytes",
             stat: Stat::PeakMedian,
             caption: "Peak RSS of each process (ru_maxrss or polled VmHWM). Dot: one process; bar: \

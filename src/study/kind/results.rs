@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use super::Measure;
 use super::batches;
 use super::peak::{fill_peak, peak_ok, unmodified_args};
+use super::{FigureStyle, Measure, Scaffold};
 use crate::stats::percentile;
 use crate::study::protocol::Protocol;
 use crate::study::sample::{Sample, SamplerOutput};
@@ -19,6 +19,18 @@ pub(super) struct Reported;
 impl Measure for Timed {
     fn name(&self) -> &'static str {
         "timed"
+    }
+    fn figure(&self) -> FigureStyle {
+        FigureStyle::Intervals
+    }
+    fn scaffold(&self) -> Scaffold {
+        // The templates' timed and latency programs are scale-free: they run at one scale.
+        let (args, scales) = (r#"["20"]"#, Some("[1]"));
+        Scaffold {
+            program: self.name(),
+            args,
+            scales,
+        }
     }
     fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
         let mut args = unmodified_args("timed", p, cpus);
@@ -106,6 +118,17 @@ impl Measure for Latency {
     fn name(&self) -> &'static str {
         "latency"
     }
+    fn figure(&self) -> FigureStyle {
+        FigureStyle::Percentiles
+    }
+    fn scaffold(&self) -> Scaffold {
+        let (args, scales) = (r#"["1000"]"#, Some("[1]"));
+        Scaffold {
+            program: self.name(),
+            args,
+            scales,
+        }
+    }
     fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
         unmodified_args("latency", p, cpus)
     }
@@ -168,6 +191,17 @@ impl Measure for Latency {
 impl Measure for Reported {
     fn name(&self) -> &'static str {
         "reported"
+    }
+    fn figure(&self) -> FigureStyle {
+        FigureStyle::Bars
+    }
+    fn scaffold(&self) -> Scaffold {
+        let (args, scales) = (r#"["{tasks}"]"#, None);
+        Scaffold {
+            program: self.name(),
+            args,
+            scales,
+        }
     }
     fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
         // The sampler runs it exactly as a timed program: it only collects the lines.
