@@ -116,7 +116,7 @@ impl Engine {
     pub async fn build(&self, spec: &BuildSpec, mut log: impl FnMut(&str)) -> Result<()> {
         // What the Engine held before is never removed, whatever the build's output names (a
         // step of an archive's recipe may print `---> <id>` of its own).
-        let mut stages = stages::Stages::new(self.image_ids().await?);
+        let mut stages = stages::Stages::new(self.all_images().await?.into_keys().collect());
         self.build_begins();
         let result = self
             .run_build(spec, |said| {
@@ -242,17 +242,6 @@ impl Engine {
     /// Every tag starting with `repo_prefix/` (e.g. `parkbench/`), as the kit writes it.
     pub async fn image_tags(&self, repo_prefix: &str) -> Result<Vec<String>> {
         Ok(self.local_names(self.engine_tags(repo_prefix).await?))
-    }
-
-    /// The ID of every image the Engine holds, untagged ones and build steps included.
-    async fn image_ids(&self) -> Result<std::collections::HashSet<String>> {
-        let options = ListImagesOptionsBuilder::default().all(true).build();
-        let images = self
-            .docker
-            .list_images(Some(options))
-            .await
-            .context("listing images")?;
-        Ok(images.into_iter().map(|i| i.id).collect())
     }
 
     /// Every tag starting with `repo_prefix/`, as the Engine names it (on Podman, with a registry).

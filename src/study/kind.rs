@@ -171,7 +171,17 @@ pub trait Measure: Sync {
         }
     }
     /// What `parkbench new probe` writes for the kind.
-    fn scaffold(&self) -> Scaffold;
+    ///
+    /// By default the program is the kind's own template part and takes the scale (`["{tasks}"]`,
+    /// at the study's scales); the templates' peak programs sleep 500 ms unless told, and a program
+    /// of your own takes only what its entry gives it.
+    fn scaffold(&self) -> Scaffold {
+        Scaffold {
+            program: self.name(),
+            args: r#"["{tasks}"]"#,
+            scales: None,
+        }
+    }
     /// The process's memory as the kind measures it, recomputed from its raw sample, bytes: for a
     /// program run unmodified, its peak ([`crate::study::sample::Peak::peak_bytes`]). The value of
     /// the memory figure for a kind with one.

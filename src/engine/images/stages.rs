@@ -169,7 +169,9 @@ impl Engine {
     }
 
     /// Every image the Engine holds (build steps included), by full ID: its parent and tags.
-    async fn all_images(&self) -> Result<HashMap<String, bollard::models::ImageSummary>> {
+    pub(super) async fn all_images(
+        &self,
+    ) -> Result<HashMap<String, bollard::models::ImageSummary>> {
         let options = ListImagesOptionsBuilder::default().all(true).build();
         let images = (self.docker.list_images(Some(options)).await).context("listing images")?;
         Ok(images.into_iter().map(|i| (i.id.clone(), i)).collect())

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{FigureStyle, Measure, MemoryFigure, Scaffold, mib};
+use super::{FigureStyle, Measure, MemoryFigure, mib};
 use crate::study::protocol::Protocol;
 use crate::study::sample::{Peak, Sample, SamplerOutput};
 use crate::study::stat::Stat;
@@ -51,16 +51,6 @@ impl Measure for PeakKind {
             Stat::PerTaskBytes,
             Stat::WallMedian,
         ]
-    }
-    fn scaffold(&self) -> Scaffold {
-        // The templates' peak programs sleep 500 ms unless told; a program of your own takes
-        // only what its entry gives it.
-        let (args, scales) = (r#"["{tasks}"]"#, None);
-        Scaffold {
-            program: self.name(),
-            args,
-            scales,
-        }
     }
     fn figure(&self) -> FigureStyle {
         FigureStyle::Memory(MemoryFigure {

@@ -195,14 +195,6 @@ impl Measure for Reported {
     fn figure(&self) -> FigureStyle {
         FigureStyle::Bars
     }
-    fn scaffold(&self) -> Scaffold {
-        let (args, scales) = (r#"["{tasks}"]"#, None);
-        Scaffold {
-            program: self.name(),
-            args,
-            scales,
-        }
-    }
     fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
         // The sampler runs it exactly as a timed program: it only collects the lines.
         unmodified_args("timed", p, cpus)

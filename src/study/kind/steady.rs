@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Fields, FigureStyle, Measure, MemoryFigure, Scaffold, mib};
+use super::{Fields, FigureStyle, Measure, MemoryFigure, mib};
 use crate::study::protocol::Protocol;
 use crate::study::sample::{Sample, SamplerOutput};
 use crate::study::stat::Stat;
@@ -77,14 +77,6 @@ impl Measure for Steady {
             caption: "Process RSS with every task parked. Dot: one process (median of its \
                       readings); bar: median of the processes. Lower is better.",
         })
-    }
-    fn scaffold(&self) -> Scaffold {
-        let (args, scales) = (r#"["{tasks}"]"#, None);
-        Scaffold {
-            program: self.name(),
-            args,
-            scales,
-        }
     }
     fn memory_bytes(&self, s: &Sample) -> Option<f64> {
         s.rss_median()
