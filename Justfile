@@ -45,6 +45,8 @@ test:
 # Formatting and lints, as CI wants them.
 lint:
     cargo fmt --all -- --check
+    cargo fmt --manifest-path docker/sampler/Cargo.toml -- --check
+    cargo fmt --manifest-path docker/echo-load/Cargo.toml -- --check
     cargo clippy --locked --all-targets -- -D warnings
 
 # Benchmark: cold image build (own empty cache and image namespace) and warm no-op build, in seconds.

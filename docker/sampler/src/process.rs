@@ -116,7 +116,10 @@ fn keep_to(cpus: &[usize]) {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return;
     };
-    for tid in tasks.flatten().filter_map(|t| t.file_name().to_str()?.parse::<i32>().ok()) {
+    for tid in tasks
+        .flatten()
+        .filter_map(|t| t.file_name().to_str()?.parse::<i32>().ok())
+    {
         // SAFETY: sched_setaffinity only reads the set we pass.
         unsafe {
             libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set);
