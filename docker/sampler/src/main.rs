@@ -20,6 +20,9 @@
 //!
 //! `--settle-ms` and `--samples` are accepted and ignored by the last three.
 //!
+//! `sampler --serve` runs none itself: it is the supervisor of a container kept up for a cell's
+//! processes, starting one sampler per request in a fresh folder (see `serve.rs`).
+//!
 //! ## steady: the handshake
 //!
 //! 1. probe prints `baseline …`; the sampler reads `/proc/<pid>/status` and writes a newline;
@@ -123,6 +126,7 @@ mod notes;
 mod parse;
 mod process;
 mod results;
+mod serve;
 mod steady;
 mod unmodified;
 
@@ -132,6 +136,9 @@ use args::Kind;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args == ["--serve"] {
+        std::process::exit(serve::run());
+    }
     let (opts, kind, cpus) = match args::parse_args(&args) {
         Ok(opts) => {
             let (kind, cpus) = (opts.kind, opts.cpus.clone());
