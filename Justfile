@@ -94,39 +94,44 @@ bench-rerun ARCHIVE *ARGS: driver
     t0=$(date +%s.%N); {{bin}} compare "$new" "$new" >/dev/null; t1=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "compare of two archives without images  %.2f s\n", b - a }'
 
-# Benchmark: kit overhead on short processes, each next container created ahead (new) against created just
-# before its start (old, PARKBENCH_SERIAL_CONTAINERS=1), PAIRS alternating runs of each study.
-bench-overhead PAIRS="3" *STUDIES="results/tasks-vs-threads/study.yaml": driver
+# Benchmark: the kit's overhead per process, three ways side by side in one session: each process in a fresh container
+# created just before its start (serial, PARKBENCH_SERIAL_CONTAINERS=1), in a fresh container created ahead (container),
+# and as a fresh process in a container kept up for its cell (process); PAIRS rounds of each study, the order rotated.
+bench-overhead PAIRS="3" *STUDIES="results/tasks-vs-threads/study.yaml results/async-costs/study.yaml": driver
     #!/usr/bin/env bash
     set -euo pipefail
-    log=$(mktemp); trap 'rm -f "$log"' EXIT
+    log=$(mktemp); trap 'rm -f "$log" "$log.all"' EXIT
     once() { # study mode -> "wall probe ratio ms"
-        if [ "$2" = old ]; then export PARKBENCH_SERIAL_CONTAINERS=1; else unset PARKBENCH_SERIAL_CONTAINERS; fi
+        unset PARKBENCH_SERIAL_CONTAINERS PARKBENCH_ISOLATION
+        case "$2" in
+            serial) export PARKBENCH_SERIAL_CONTAINERS=1 PARKBENCH_ISOLATION=container ;;
+            *) export PARKBENCH_ISOLATION="$2" ;;
+        esac
         # Invalid samples (exit 3) still give the run's overhead; any other failure prints its end.
         {{bin}} run "$1" --cpus auto >"$log" 2>&1 || [ $? = 3 ] || { tail -20 "$log" >&2; return 1; }
         sed -n 's/^kit overhead: \([0-9.]*\) s wall for \([0-9.]*\) s of probe lifetimes (\([0-9.]*\)×), \([0-9]*\) ms per process$/\1 \2 \3 \4/p' "$log" | tail -1
     }
-    printf '%-18s %-4s %9s %9s %8s %14s\n' study path wall_s probe_s ratio ms/process
+    modes=(serial container process)
+    printf '%-18s %-9s %9s %9s %8s %14s\n' study isolation wall_s probe_s ratio ms/process
     for study in {{STUDIES}}; do
         name=$(basename "$(dirname "$study")")
         : >"$log.all"
         for p in $(seq 1 {{PAIRS}}); do
-            if [ $((p % 2)) = 1 ]; then order="old new"; else order="new old"; fi
-            for mode in $order; do
+            for k in 0 1 2; do
+                mode=${modes[$(( (p + k) % 3 ))]}
                 r=$(once "$study" "$mode") && [ -n "$r" ] || { echo "no kit overhead line for $study ($mode)" >&2; exit 1; }
                 echo "$mode $r" >>"$log.all"
                 read -r w pr ra ms <<<"$r"
-                printf '%-18s %-4s %9s %9s %8s %14s\n' "$name" "$mode" "$w" "$pr" "$ra" "$ms"
+                printf '%-18s %-9s %9s %9s %8s %14s\n' "$name" "$mode" "$w" "$pr" "$ra" "$ms"
             done
         done
-        for mode in old new; do
+        for mode in "${modes[@]}"; do
             # The mean of each column, and the median ms per process (a busy host makes single runs noisy).
             med=$(awk -v m="$mode" '$1 == m { print $5 }' "$log.all" | sort -n | awk '{ v[NR] = $1 }
                 END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }')
             awk -v m="$mode" -v n="$name" -v med="$med" '$1 == m { w += $2; p += $3; r += $4; ms += $5; k++ }
-                END { printf "%-18s %-4s %9.1f %9.1f %8.3f %14.0f  (mean of %d runs; median %.0f ms/process)\n", n, m, w / k, p / k, r / k, ms / k, k, med }' "$log.all"
+                END { printf "%-18s %-9s %9.1f %9.1f %8.3f %14.0f  (mean of %d runs; median %.0f ms/process)\n", n, m, w / k, p / k, r / k, ms / k, k, med }' "$log.all"
         done
-        rm -f "$log.all"
     done
 
 # Benchmark: steal-aware timing. Runs async-costs' timed probes (REPEATS processes each) under the default

@@ -18,6 +18,7 @@ pub mod fake;
 mod guard;
 mod images;
 mod isolation;
+mod serving;
 mod ship;
 mod ssh;
 mod volumes;
@@ -36,6 +37,7 @@ pub use endpoint::{Endpoint, TlsFiles};
 pub use guard::{ContainerGuard, Created, settle};
 pub use images::{ImageGuard, local_name};
 pub use isolation::{Isolation, NOBODY, TMP, TMP_OPTIONS};
+pub use serving::{SERVE, Serving};
 pub use volumes::{RunningContainer, VolumeFacts, VolumeGuard};
 
 /// What runs need from the Engine. Futures are `Send` so that a guard can remove a container from a
@@ -86,6 +88,28 @@ pub trait Containers: Clone + Send + Sync + 'static {
         created: Created<Self>,
         outcome: ContainerOutcome,
     ) -> impl Future<Output = Result<ContainerOutcome>> + Send;
+
+    /// What is held to talk to a served container (its attached stdin and output).
+    type Stdio: Send + 'static;
+
+    /// Creates and starts the container of `spec`, whose command is the sampler as a supervisor
+    /// ([`SERVE`]), attached to its stdin and output: it stays up, one process per
+    /// [`Containers::sample`], until [`Containers::retire`]d or dropped (then removed).
+    fn serve(&self, spec: &ContainerSpec) -> impl Future<Output = Result<Serving<Self>>> + Send;
+
+    /// One process in a served container, `cmd` its sampler command line, raced against the
+    /// spec's timeout and `cancel` (the outcome says which). After one that timed out, was
+    /// interrupted or did not exit 0, the container is retired. An `Err`: the Engine or the
+    /// supervisor failed (the container is then only fit to be removed).
+    fn sample(
+        &self,
+        serving: &mut Serving<Self>,
+        cmd: &[String],
+        cancel: &CancellationToken,
+    ) -> impl Future<Output = Result<ContainerOutcome>> + Send;
+
+    /// Removes a served container; true when the OOM killer ended something in it.
+    fn retire(&self, serving: Serving<Self>) -> impl Future<Output = bool> + Send;
 
     /// IDs of containers (running or not) carrying `label=value`.
     fn containers_with_label(
@@ -518,6 +542,25 @@ impl Containers for Engine {
         outcome: ContainerOutcome,
     ) -> impl Future<Output = Result<ContainerOutcome>> + Send {
         Engine::finish(self, created, outcome)
+    }
+
+    type Stdio = serving::Attached;
+
+    fn serve(&self, spec: &ContainerSpec) -> impl Future<Output = Result<Serving<Self>>> + Send {
+        Engine::serve(self, spec)
+    }
+
+    fn sample(
+        &self,
+        serving: &mut Serving<Self>,
+        cmd: &[String],
+        cancel: &CancellationToken,
+    ) -> impl Future<Output = Result<ContainerOutcome>> + Send {
+        Engine::sample(self, serving, cmd, cancel)
+    }
+
+    fn retire(&self, serving: Serving<Self>) -> impl Future<Output = bool> + Send {
+        Engine::retire(self, serving)
     }
 
     fn containers_with_label(

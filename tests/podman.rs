@@ -260,6 +260,33 @@ fn the_default_study_on_podman_beside_the_docker_engine_finds_the_same() {
     }
     assert!(!report.contains("2 of 1 processes"), "{report}");
 
+    // A process isolated by process: the container kept up for its cell, attached to, serves them.
+    let served = tmp.path().join("served");
+    let out = parkbench()
+        .env("XDG_CONFIG_HOME", &config)
+        .env("PARKBENCH_ISOLATION", "process")
+        .args(["run", "results/wait-1m/study.yaml", "--hosts", "podman"])
+        .args(["--images", "build", "--repeats", "2", "--scales", "10000"])
+        .args(["--cpus", "auto", "--results"])
+        .arg(&served)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\npodman:\n{}",
+        describe(&out),
+        podman.log()
+    );
+    let samples = samples(&only_run(&served, "wait-1m"));
+    assert_eq!(samples.len(), 4, "{samples:?}");
+    for s in &samples {
+        assert_eq!(
+            (&s["valid"], &s["isolation"]),
+            (&true.into(), &"process".into()),
+            "{s}"
+        );
+    }
+
     // Nothing of the run is left on Podman, nor of the service on this machine once it stops.
     assert_eq!(podman.containers(), Vec::<String>::new());
     let folder = podman.folder().to_owned();

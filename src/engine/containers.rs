@@ -297,7 +297,7 @@ fn missing_program(e: BollardError) -> anyhow::Error {
     }
 }
 
-fn create_body(spec: &ContainerSpec, podman: bool) -> ContainerCreateBody {
+pub(super) fn create_body(spec: &ContainerSpec, podman: bool) -> ContainerCreateBody {
     let isolation = match podman {
         false => Isolation::of(spec),
         true => Isolation::of(spec).for_podman(),

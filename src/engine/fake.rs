@@ -12,7 +12,9 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use tokio_util::sync::CancellationToken;
 
-use super::{ContainerGuard, ContainerOutcome, ContainerSpec, Containers, Created, EngineFacts};
+use super::{
+    ContainerGuard, ContainerOutcome, ContainerSpec, Containers, Created, EngineFacts, Serving,
+};
 pub use images::Build;
 
 /// What the next container does.
@@ -255,6 +257,51 @@ impl Containers for FakeEngine {
         // The sampler's output was scripted with the outcome; removal as the real Engine does.
         created.remove().await;
         Ok(outcome)
+    }
+
+    type Stdio = ();
+
+    async fn serve(&self, spec: &ContainerSpec) -> Result<Serving<Self>> {
+        let created = self.create_container(spec).await?;
+        self.event(format!("start {}", created.id()));
+        Ok(Serving { created, stdio: () })
+    }
+
+    /// Plays the next step as the process of `cmd`: recorded in `runs` as the served container's
+    /// spec with that command, and as `sample ID` in the events.
+    async fn sample(
+        &self,
+        serving: &mut Serving<Self>,
+        cmd: &[String],
+        cancel: &CancellationToken,
+    ) -> Result<ContainerOutcome> {
+        let spec = ContainerSpec {
+            cmd: cmd.to_vec(),
+            ..serving.spec().clone()
+        };
+        let step = {
+            let mut state = self.lock();
+            state.runs.push(spec.clone());
+            state
+                .events
+                .push(format!("sample {}", serving.created.id()));
+            state.steps.pop_front()
+        };
+        match step {
+            _ if cancel.is_cancelled() => Ok(ContainerOutcome {
+                interrupted: true,
+                ..Default::default()
+            }),
+            Some(Step::Hang) => std::future::pending().await,
+            Some(step) => self.play(step, &spec, cancel),
+            None => bail!("the fake Engine has no step left for {cmd:?}"),
+        }
+    }
+
+    /// Removes it; the OOM kill of a scripted [`Step::Oom`] is in its process's outcome.
+    async fn retire(&self, serving: Serving<Self>) -> bool {
+        serving.created.remove().await;
+        false
     }
 
     async fn containers_with_label(&self, label: &str, value: &str) -> Result<Vec<String>> {

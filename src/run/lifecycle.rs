@@ -11,7 +11,7 @@ mod setup;
 
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{Containers, Images};
@@ -22,7 +22,7 @@ use crate::run::guest::{self, Guests};
 use crate::run::plan;
 use crate::run::run_dir::{self, RunDir, RunState, Status};
 use crate::study::sample::{Sample, SampleLog};
-use crate::study::{Study, cpuset};
+use crate::study::{Isolation, Study, cpuset};
 use measuring::Measuring;
 
 pub use rerun::{differences, rerun_folder};
@@ -51,6 +51,23 @@ pub struct Run {
 /// When this environment variable is set, each process's container is created just before it
 /// starts, as before containers were created ahead: `just bench-overhead` compares the two.
 pub const SERIAL_CONTAINERS: &str = "PARKBENCH_SERIAL_CONTAINERS";
+
+/// When this environment variable is set (`container` or `process`), every process is isolated
+/// so, whatever the study says: `just bench-overhead` measures both side by side. Each sample
+/// records the isolation it had.
+pub const ISOLATION: &str = "PARKBENCH_ISOLATION";
+
+/// The isolation [`ISOLATION`] asks for, if any.
+fn isolation_override() -> Result<Option<Isolation>> {
+    let Some(value) = std::env::var_os(ISOLATION) else {
+        return Ok(None);
+    };
+    match value.to_str() {
+        Some("container") => Ok(Some(Isolation::Container)),
+        Some("process") => Ok(Some(Isolation::Process)),
+        _ => bail!("{ISOLATION} is {value:?}: set it to `container` or `process`, or unset it"),
+    }
+}
 
 /// What one invocation of [`Run::measure`] did.
 pub struct RunResult {
@@ -92,7 +109,10 @@ impl Run {
     /// The run in `dir` at `state`, measuring `study` with the images of `manifest`; nothing is
     /// written.
     pub fn new(dir: RunDir, state: RunState, study: &Study, manifest: &Manifest) -> Result<Run> {
-        let study = state.in_force(study.clone())?;
+        let mut study = state.in_force(study.clone())?;
+        if let Some(isolation) = isolation_override()? {
+            study.protocol.isolation = Some(isolation);
+        }
         Ok(Run {
             dir,
             state,
@@ -296,6 +316,9 @@ impl Run {
 
 #[cfg(test)]
 mod loop_tests;
+
+#[cfg(test)]
+mod served_tests;
 
 #[cfg(test)]
 mod guest_tests;

@@ -9,14 +9,14 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{ContainerOutcome, ContainerSpec, Containers, Created};
+use crate::engine::{ContainerOutcome, ContainerSpec, Containers, Created, SERVE, Serving};
 use crate::images::Manifest;
 use crate::run::execution::{Execution, Host, Launch, Process, tail};
 use crate::run::guest::{Guests, InGuest};
 use crate::run::plan::Cell;
 use crate::run::run_dir::RunState;
 use crate::study::sample::{self, Sample, SamplerOutput};
-use crate::study::{Placeholders, Probe, Study};
+use crate::study::{Isolation, Placeholders, Probe, Study};
 use crate::study::{cpuset, kind};
 
 /// What every process of a run is measured with.
@@ -40,20 +40,27 @@ pub async fn measure<E: Containers>(
     cell: &Cell,
     cancel: &CancellationToken,
 ) -> Result<Option<Sample>> {
-    measure_next(engine, with, (cell, None), &mut Ahead::off(), cancel).await
+    measure_next(engine, with, (cell, &[]), &mut Held::off(), cancel).await
 }
 
-/// A container created ahead for the next process, not started: see [`measure_next`].
-pub struct Ahead<E: Containers> {
+/// The containers held between two processes: one created ahead for the next process, not
+/// started (see [`measure_next`]), and those kept up for cells measured `isolation: process`
+/// while they have processes left.
+pub struct Held<E: Containers> {
     /// Whether containers are created ahead at all (off: each is created on the critical path).
     on: bool,
-    held: Option<Created<E>>,
+    ahead: Option<Created<E>>,
+    serving: Vec<Serving<E>>,
 }
 
-impl<E: Containers> Ahead<E> {
+impl<E: Containers> Held<E> {
     /// Containers created ahead when `on`.
     pub fn new(on: bool) -> Self {
-        Self { on, held: None }
+        Self {
+            on,
+            ahead: None,
+            serving: Vec::new(),
+        }
     }
 
     /// Never creates ahead.
@@ -63,7 +70,7 @@ impl<E: Containers> Ahead<E> {
 
     /// The container created ahead for `spec`; one created for anything else is removed.
     async fn take(&mut self, spec: &ContainerSpec) -> Option<Created<E>> {
-        let held = self.held.take()?;
+        let held = self.ahead.take()?;
         if held.spec == *spec {
             return Some(held);
         }
@@ -71,25 +78,29 @@ impl<E: Containers> Ahead<E> {
         None
     }
 
-    /// Removes the container created ahead, if any: the next process will not run (an interrupt,
-    /// an error, the end of the cells). A dropped `Ahead` removes it too, through its guard.
+    /// Removes every container held: no process of theirs will run (an interrupt, an error, the
+    /// end of the cells). A dropped `Held` removes them too, through their guards.
     pub async fn clear(&mut self) {
-        if let Some(held) = self.held.take() {
+        if let Some(held) = self.ahead.take() {
             held.remove().await;
+        }
+        for serving in self.serving.drain(..) {
+            serving.created.remove().await;
         }
     }
 }
 
-/// [`measure`] of `cell` that, once its process has ended and while nothing is measured, creates
-/// (does not start) the container of the `next` cell's process into `ahead`, alongside reading
-/// this one's output and removing it; `cell` uses the container `ahead` holds when it was created
-/// from the very same spec. The Engine never works while a process runs: the create is done
-/// between two processes, as it was, only no longer on the critical path.
+/// [`measure`] of `cell`, with the `rest` of the cells after it in view. A process isolated by
+/// container: once it has ended and while nothing is measured, the container of the next cell's
+/// process is created (not started) into `held`, alongside reading this one's output and removing
+/// it, and used when it was created from the very same spec. A process isolated by process: it
+/// runs in its cell's container kept up in `held`, started for its first process and removed once
+/// no cell of `rest` needs it. The Engine never works while a process runs.
 pub async fn measure_next<E: Containers>(
     engine: &E,
     with: &Setting<'_>,
-    (cell, next): (&Cell, Option<&Cell>),
-    ahead: &mut Ahead<E>,
+    (cell, rest): (&Cell, &[Cell]),
+    held: &mut Held<E>,
     cancel: &CancellationToken,
 ) -> Result<Option<Sample>> {
     let process = match with.process(cell)? {
@@ -111,7 +122,50 @@ pub async fn measure_next<E: Containers>(
         Launch::Container(spec) => spec,
         Launch::Refused(why) => return Ok(Some(with.invalid(cell, why))),
     };
-    let container = match ahead.take(&spec).await {
+    let isolation = isolation(&process);
+    let ran = match isolation {
+        Isolation::Container => in_container(engine, with, spec, rest.first(), held, cancel).await,
+        Isolation::Process => in_process(engine, with, spec, rest, held, cancel).await,
+    };
+    let Some((started_at, outcome)) = ran? else {
+        return Ok(None);
+    };
+    let mut s = with.blank(cell, started_at);
+    s.isolation = Some(isolation);
+    s.image_tag = process.image.tag.clone();
+    s.image_id = process.image.id.clone();
+    s.stderr_tail = tail(&outcome.stderr, 4096);
+    s.exit_code = outcome.exit_code;
+    s.oom_killed = outcome.oom_killed;
+    s.timings.container_ms = Some(outcome.elapsed.as_secs_f64() * 1000.0);
+    let error = fill(&mut s, &outcome);
+    let error = execution.judge(&mut s, &outcome, error);
+    kind::judge_validity(&mut s, error.as_deref(), &process.probe.results);
+    Ok(Some(s))
+}
+
+/// How `process` is kept apart from the others: a VM always has a container of its own.
+fn isolation(process: &Process) -> Isolation {
+    match process.probe.kernel {
+        Some(_) => Isolation::Container,
+        None => process.probe.kind.isolation(process.protocol),
+    }
+}
+
+/// When a process starts, and how it ended; `None` when interrupted (nothing is left of it).
+type Ran = Option<(String, ContainerOutcome)>;
+
+/// The process of `spec` in a container of its own, which is then removed; the container of the
+/// `next` cell's process is created meanwhile, when it gets one of its own.
+async fn in_container<E: Containers>(
+    engine: &E,
+    with: &Setting<'_>,
+    spec: ContainerSpec,
+    next: Option<&Cell>,
+    held: &mut Held<E>,
+    cancel: &CancellationToken,
+) -> Result<Ran> {
+    let container = match held.take(&spec).await {
         Some(created) => created,
         None => engine.create_container(&spec).await?,
     };
@@ -124,28 +178,70 @@ pub async fn measure_next<E: Containers>(
         }
     };
     // The process has ended: nothing is measured until the next one starts.
-    let next_spec = next.filter(|_| ahead.on).and_then(|c| with.spec(c));
+    let next_spec = next.filter(|_| held.on).and_then(|c| with.spec(c));
     let create_next = async {
         match &next_spec {
-            Some(spec) => engine.create_container(spec).await.ok(),
-            None => None,
+            Some((Isolation::Container, spec)) => engine.create_container(spec).await.ok(),
+            _ => None,
         }
     };
     let (outcome, created) = tokio::join!(engine.finish(container, outcome), create_next);
     // A create that failed ahead is tried again, on the critical path, where its error stops the run.
-    ahead.held = created;
-    let outcome = outcome?;
-    let mut s = with.blank(cell, started_at);
-    s.image_tag = process.image.tag.clone();
-    s.image_id = process.image.id.clone();
-    s.stderr_tail = tail(&outcome.stderr, 4096);
-    s.exit_code = outcome.exit_code;
-    s.oom_killed = outcome.oom_killed;
-    s.timings.container_ms = Some(outcome.elapsed.as_secs_f64() * 1000.0);
-    let error = fill(&mut s, &outcome);
-    let error = execution.judge(&mut s, &outcome, error);
-    kind::judge_validity(&mut s, error.as_deref(), &process.probe.results);
-    Ok(Some(s))
+    held.ahead = created;
+    Ok(Some((started_at, outcome?)))
+}
+
+/// The process of `spec` as a fresh process in its cell's container, kept up in `held` while a
+/// cell of `rest` needs it; a process that did not exit 0 takes its container with it.
+async fn in_process<E: Containers>(
+    engine: &E,
+    with: &Setting<'_>,
+    spec: ContainerSpec,
+    rest: &[Cell],
+    held: &mut Held<E>,
+    cancel: &CancellationToken,
+) -> Result<Ran> {
+    let serve = kept_up(&spec);
+    let mut serving = match held.serving.iter().position(|s| *s.spec() == serve) {
+        Some(at) => held.serving.swap_remove(at),
+        None => engine.serve(&serve).await?,
+    };
+    let started_at = now();
+    let mut outcome = engine.sample(&mut serving, &spec.cmd, cancel).await?;
+    let ended = outcome.interrupted || outcome.timed_out || outcome.exit_code != Some(0);
+    match ended {
+        true => outcome.oom_killed |= engine.retire(serving).await,
+        false => held.serving.push(serving),
+    }
+    // The process has ended: the containers no cell left needs go.
+    let wanted: Vec<ContainerSpec> = rest
+        .iter()
+        .filter_map(|c| match with.spec(c)? {
+            (Isolation::Process, spec) => Some(kept_up(&spec)),
+            _ => None,
+        })
+        .collect();
+    let (keep, done) = held
+        .serving
+        .drain(..)
+        .partition(|s| wanted.contains(s.spec()));
+    held.serving = keep;
+    for serving in done {
+        serving.created.remove().await;
+    }
+    Ok((!outcome.interrupted).then_some((started_at, outcome)))
+}
+
+/// The container kept up for the processes of `spec`'s cell: the same, but for its command (the
+/// sampler as their supervisor) and the repeat's label.
+fn kept_up(spec: &ContainerSpec) -> ContainerSpec {
+    let mut labels = spec.labels.clone();
+    labels.remove("parkbench.repeat");
+    ContainerSpec {
+        cmd: SERVE.map(String::from).to_vec(),
+        labels,
+        ..spec.clone()
+    }
 }
 
 impl<'a> Setting<'a> {
@@ -190,9 +286,10 @@ impl<'a> Setting<'a> {
         }))
     }
 
-    /// The container spec of `cell`'s process, when it runs in one (not when it is not measured,
-    /// refused or its needs were not made ready: those show when it is measured).
-    fn spec(&self, cell: &Cell) -> Option<ContainerSpec> {
+    /// How `cell`'s process is isolated, and the spec of its container, when it runs in one (not
+    /// when it is not measured, refused or its needs were not made ready: those show when it is
+    /// measured).
+    fn spec(&self, cell: &Cell) -> Option<(Isolation, ContainerSpec)> {
         let process = self.process(cell).ok()?.ok()?;
         let launch = match &process.probe.kernel {
             None => Host.launch(&process),
@@ -203,7 +300,7 @@ impl<'a> Setting<'a> {
             .launch(&process),
         };
         match launch.ok()? {
-            Launch::Container(spec) => Some(spec),
+            Launch::Container(spec) => Some((isolation(&process), spec)),
             Launch::Refused(_) => None,
         }
     }
@@ -273,6 +370,7 @@ impl<'a> Setting<'a> {
             batches: Vec::new(),
             drop_batches: None,
             notes: Vec::new(),
+            isolation: None,
             guest: None,
             host: None,
             hardware: None,

@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::study::protocol::Protocol;
+use crate::study::protocol::{Isolation, Protocol};
 use crate::study::sample::{Sample, SamplerOutput};
 use crate::study::stat::Stat;
 
@@ -44,6 +44,11 @@ impl Kind {
         Kind::Latency,
         Kind::Reported,
     ];
+
+    /// How a process of this kind is isolated under `p`: the study's choice, else the kind's own.
+    pub fn isolation(self, p: &Protocol) -> Isolation {
+        p.isolation.unwrap_or_else(|| self.measure().isolation())
+    }
 
     /// The kind that runs any program unmodified to its end: what stands in for a program that
     /// does not say what it is measured for.
@@ -253,6 +258,11 @@ pub trait Measure: Sync {
     /// does (the steady kind's settle and readings); 0 when the protocol sets none.
     fn least_ms(&self, _p: &Protocol) -> f64 {
         0.0
+    }
+    /// How a process of this kind is kept apart from the one before when the study does not say
+    /// (`protocol.isolation`): a fresh container, the articles' protocol for memory.
+    fn isolation(&self) -> Isolation {
+        Isolation::Container
     }
     /// The report's words above the kind's tables: what the values are and their units.
     fn legend(&self) -> &'static str;

@@ -36,7 +36,7 @@ pub use crate::study::claim::{Bound, Claim, Expected, Than, Tolerance};
 pub use crate::study::kind::Kind;
 pub use crate::study::placeholders::{PLACEHOLDERS, Placeholders};
 pub use crate::study::probe::{DEFAULT_PROGRAM, Probe, THP_MODES, check_thp_mode};
-pub use crate::study::protocol::{Order, Protocol, Source};
+pub use crate::study::protocol::{Isolation, Order, Protocol, Source};
 pub use crate::study::repeats::Repeats;
 pub use crate::study::stat::Stat;
 pub use crate::study::unit::{Dimension, Unit};

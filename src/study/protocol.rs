@@ -85,6 +85,38 @@ pub struct Protocol {
     /// [`DropBatches`]. Default: steal above 5 % or wait above 5 % (beyond the median batch's).
     #[serde(default, skip_serializing_if = "DropBatches::is_default")]
     pub drop_batches: DropBatches,
+    /// How each process is kept apart from the one before (see [`Isolation`]): `container` (a
+    /// fresh container per process) or `process` (a fresh process in a container kept up for its
+    /// cell). Default: by the probe's kind, `process` for timed, latency and reported, `container`
+    /// for steady and peak (the articles' protocol). A probe under a guest kernel always boots its
+    /// own VM in its own container. Recorded in every sample and the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<Isolation>,
+}
+
+/// How each process of a cell is kept apart from the others (`protocol.isolation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// A fresh container per process, created, started and removed around it.
+    Container,
+    /// One container per probe and cell stays up while the cell has processes left, holding the
+    /// same confinement (no network, no capabilities, read-only root, nobody, the tasks limit, the
+    /// study's seccomp); in it the sampler, as a small supervisor, starts each process afresh on
+    /// the pinned CPUs, in its own empty working folder with `TMPDIR` there and the probe's
+    /// environment, and once it has ended kills whatever it left and deletes the folder. A
+    /// process that fails, times out or is OOM-killed takes its container with it.
+    Process,
+}
+
+impl Isolation {
+    /// Its name in study files, samples and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::Container => "container",
+            Isolation::Process => "process",
+        }
+    }
 }
 
 /// When a batch of a timed program is dropped (`protocol.drop_batches`): any threshold passed drops

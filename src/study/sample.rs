@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, ensure};
 
 use crate::study::bounded;
+use crate::study::protocol::Isolation;
 use serde::{Deserialize, Serialize};
 
 /// The kind of measurement of a probe (`kind:` in a study, `kind` in a sample). Only the name: what
@@ -138,6 +139,11 @@ pub struct Sample {
     /// program's words (e.g. which limit stopped thread creation).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// How the process was kept apart from the others (`protocol.isolation`): `container`, a fresh
+    /// container of its own; `process`, a fresh process in a container kept up for its cell.
+    /// Absent in samples written before the field (each had a container of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<Isolation>,
     /// The VM the process ran in, under a guest kernel; absent on the host's kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest: Option<GuestSample>,

@@ -1,6 +1,7 @@
 //! `report.md`: the human report — validity warnings, verdicts, environment, deviations, protocol,
 //! results per scale, invalid samples, the figure and how to recompute everything.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use anyhow::Result;
@@ -14,7 +15,7 @@ use crate::run::run_dir;
 use crate::run::warning::{Touches, Warning};
 use crate::study::kind::Kind;
 use crate::study::sample::Sample;
-use crate::study::{Order, Study};
+use crate::study::{Isolation, Order, Study};
 use crate::text;
 
 /// `report.md`.
@@ -244,9 +245,48 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
         let _ = writeln!(out, "- {}", kind.measure().describe(p));
     }
     let _ = writeln!(out, "- Timeout: {} s per process.", p.timeout_s);
+    if let Some(line) = separation(samples) {
+        let _ = writeln!(out, "{line}");
+    }
     let _ = writeln!(out, "{}\n", isolation(study));
     out.push_str(&probe_table(study));
     out
+}
+
+/// How the processes were kept apart, by probe where they differ; `None` when no sample says
+/// (samples written before `isolation` was recorded: each had a container of its own).
+fn separation(samples: &[Sample]) -> Option<String> {
+    let mut by: BTreeMap<Isolation, BTreeSet<&str>> = BTreeMap::new();
+    for s in samples {
+        if let Some(isolation) = s.isolation {
+            by.entry(isolation).or_default().insert(&s.probe);
+        }
+    }
+    let parts: Vec<String> = by
+        .iter()
+        .map(|(isolation, probes)| {
+            let how = match isolation {
+                Isolation::Container => "in a fresh container of its own",
+                Isolation::Process => {
+                    "as a fresh process, in its own empty folder, in a container kept up for its \
+                     probe and scale"
+                }
+            };
+            let of = match by.len() {
+                1 => String::new(),
+                _ => format!(
+                    " ({})",
+                    probes
+                        .iter()
+                        .map(|p| text::markdown(p))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            format!("{how} (`isolation: {}`){of}", isolation.name())
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("- Each process ran {}.", parts.join("; ")))
 }
 
 /// How the probe containers were confined: the study's tasks limit, and what every container has.

@@ -15,7 +15,7 @@ use crate::files::is_disk_full;
 use crate::images::Manifest;
 use crate::run::guest::Guests;
 use crate::run::plan::{self, Cell};
-use crate::run::process::{self, Ahead, Setting, now};
+use crate::run::process::{self, Held, Setting, now};
 use crate::run::run_dir::{self, RunDir, RunState, Status};
 use crate::run::warning::{self, Watch};
 use crate::study::Study;
@@ -82,8 +82,9 @@ impl<E: Containers> Measuring<'_, E> {
     /// error or a sample that cannot be written stops the run (incomplete, resumable).
     async fn cells(&mut self, state: &mut RunState, cells: &[Cell]) -> Result<bool> {
         let study = self.study;
-        // The next process's container, created (not started) between two processes.
-        let mut ahead = Ahead::new(self.create_ahead);
+        // The next process's container, created (not started) between two processes, and the
+        // containers kept up for cells isolated by process.
+        let mut held = Held::new(self.create_ahead);
         for (i, cell) in cells.iter().enumerate() {
             let probe = &study.probes[cell.probe];
             self.bar.set_message(format!(
@@ -100,22 +101,22 @@ impl<E: Containers> Measuring<'_, E> {
                 state,
                 seccomp: self.seccomp.as_deref(),
             };
-            let next = (cell, cells.get(i + 1));
+            let rest = (cell, &cells[i + 1..]);
             let measured =
-                process::measure_next(self.engine, &setting, next, &mut ahead, self.cancel).await;
+                process::measure_next(self.engine, &setting, rest, &mut held, self.cancel).await;
             let sample = match measured {
                 Ok(Some(sample)) => sample,
                 Ok(None) => {
-                    ahead.clear().await;
+                    held.clear().await;
                     return Ok(false);
                 }
                 Err(e) => {
-                    ahead.clear().await;
+                    held.clear().await;
                     return Err(self.halt(state, e, cell));
                 }
             };
             if let Err(e) = self.log.append(&sample) {
-                ahead.clear().await;
+                held.clear().await;
                 self.bar.finish_and_clear();
                 // The measurement is not lost: it goes to the terminal as the line it should have been.
                 eprintln!(
@@ -135,7 +136,7 @@ impl<E: Containers> Measuring<'_, E> {
             self.bar.inc(1);
             self.samples.push(sample);
         }
-        ahead.clear().await;
+        held.clear().await;
         Ok(true)
     }
 

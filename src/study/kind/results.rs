@@ -8,7 +8,7 @@ use super::batches;
 use super::peak::{fill_peak, peak_ok, unmodified_args};
 use super::{FigureStyle, Measure, Scaffold};
 use crate::stats::percentile;
-use crate::study::protocol::Protocol;
+use crate::study::protocol::{Isolation, Protocol};
 use crate::study::sample::{Sample, SamplerOutput};
 use crate::study::stat::Stat;
 
@@ -17,6 +17,12 @@ pub(super) struct Latency;
 pub(super) struct Reported;
 
 impl Measure for Timed {
+    /// A fresh process, not a fresh container: a program timed (or reporting its own values) is
+    /// measured by what it does, not by its container's start.
+    fn isolation(&self) -> Isolation {
+        Isolation::Process
+    }
+
     fn name(&self) -> &'static str {
         "timed"
     }
@@ -115,6 +121,11 @@ impl Measure for Timed {
 }
 
 impl Measure for Latency {
+    /// As [`Timed`]'s.
+    fn isolation(&self) -> Isolation {
+        Isolation::Process
+    }
+
     fn name(&self) -> &'static str {
         "latency"
     }
@@ -189,6 +200,11 @@ impl Measure for Latency {
 }
 
 impl Measure for Reported {
+    /// As [`Timed`]'s.
+    fn isolation(&self) -> Isolation {
+        Isolation::Process
+    }
+
     fn name(&self) -> &'static str {
         "reported"
     }

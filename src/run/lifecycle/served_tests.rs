@@ -1,0 +1,159 @@
+//! Processes isolated by process (`protocol.isolation: process`) on a scripted Engine: one
+//! container per probe and cell is started for its first process and serves the rest of its
+//! cell's processes; it is removed once no process left needs it, when a process of it fails, and
+//! on every way the run stops.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use tokio_util::sync::CancellationToken;
+
+use super::loop_tests::{manifest, new_run, samples, study_with};
+use super::*;
+use crate::engine::SERVE;
+use crate::engine::fake::{FakeEngine, Step};
+
+/// `study_with(repeats)`, its processes isolated by process.
+fn served(repeats: &str) -> Study {
+    let mut study = study_with(repeats);
+    study.protocol.isolation = Some(Isolation::Process);
+    study
+}
+
+async fn execute(
+    engine: &FakeEngine,
+    study: &Study,
+    dir: &RunDir,
+    cancel: &CancellationToken,
+) -> Result<RunResult> {
+    let run = Run::new(dir.clone(), dir.load_state()?, study, &manifest())?;
+    run.measure(engine, &Guests::default(), cancel).await
+}
+
+#[tokio::test]
+async fn a_cells_processes_share_its_container_and_it_goes_with_its_last() {
+    let study = served("3");
+    let (_tmp, dir) = new_run(&study);
+    let engine = FakeEngine::new(vec![Step::Valid; 6]);
+    let result = execute(&engine, &study, &dir, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!((result.measured, result.invalid), (6, 0));
+    // Two cells (go and rust-tokio at 1,000 tasks): two containers, three processes each.
+    let events = engine.events();
+    let creates: Vec<&String> = events.iter().filter(|e| e.starts_with("create")).collect();
+    assert_eq!(creates.len(), 2, "{events:?}");
+    assert_eq!(events.iter().filter(|e| e.starts_with("sample")).count(), 6);
+    // Each is removed right after its cell's last process, before anything else runs.
+    let last = events
+        .iter()
+        .rposition(|e| e.starts_with("sample"))
+        .unwrap();
+    assert!(
+        events[..last].iter().any(|e| e.starts_with("remove")),
+        "{events:?}"
+    );
+    assert!(engine.live().is_empty(), "nothing left: {events:?}");
+    for s in samples(&dir) {
+        assert_eq!(s.isolation, Some(Isolation::Process));
+    }
+    // The container runs the supervisor; each process is the sampler's own command line.
+    let runs = engine.runs();
+    assert!(
+        runs.iter()
+            .all(|r| r.cmd[0] == "/usr/local/bin/sampler" && r.cmd != SERVE)
+    );
+    assert!(
+        runs.iter()
+            .all(|r| !r.labels.contains_key("parkbench.repeat"))
+    );
+}
+
+#[tokio::test]
+async fn a_process_that_fails_takes_its_container_with_it() {
+    let study = served("3");
+    let (_tmp, dir) = new_run(&study);
+    let failed = Step::Exit {
+        code: 1,
+        stdout: String::new(),
+        stderr: "boom".into(),
+    };
+    // go 1, rust-tokio 1, then (alternate order) rust-tokio 2 fails, go 2, go 3, rust-tokio 3.
+    let steps = [
+        Step::Valid,
+        Step::Valid,
+        failed,
+        Step::Valid,
+        Step::Valid,
+        Step::Oom,
+    ];
+    let engine = FakeEngine::new(steps);
+    let result = execute(&engine, &study, &dir, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!((result.measured, result.invalid), (6, 2));
+    let creates = engine
+        .events()
+        .iter()
+        .filter(|e| e.starts_with("create"))
+        .count();
+    assert_eq!(
+        creates, 3,
+        "rust-tokio's third process had a fresh container"
+    );
+    assert!(engine.live().is_empty(), "{:?}", engine.events());
+    let oom = samples(&dir).into_iter().filter(|s| s.oom_killed).count();
+    assert_eq!(oom, 1);
+}
+
+#[tokio::test]
+async fn an_interrupt_an_engine_error_or_a_drop_leaves_no_container() {
+    for steps in [
+        vec![Step::Valid, Step::Valid, Step::Interrupt],
+        vec![Step::Valid, Step::TimedOut, Step::Valid, Step::Interrupt],
+        vec![
+            Step::Valid,
+            Step::EngineError("the Engine went away".into()),
+        ],
+    ] {
+        let study = served("3");
+        let (_tmp, dir) = new_run(&study);
+        let engine = FakeEngine::new(steps.clone());
+        let _ = execute(&engine, &study, &dir, &CancellationToken::new()).await;
+        crate::engine::settle().await;
+        assert!(engine.live().is_empty(), "{steps:?}: {:?}", engine.events());
+    }
+    let study = served("3");
+    let (_tmp, dir) = new_run(&study);
+    let engine = FakeEngine::new([Step::Valid, Step::Hang]);
+    let second_runs = async {
+        while engine.runs().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    let cancel = CancellationToken::new();
+    tokio::select! {
+        _ = execute(&engine, &study, &dir, &cancel) => panic!("the second process never ends"),
+        () = second_runs => {}
+    }
+    crate::engine::settle().await;
+    assert!(engine.live().is_empty(), "{:?}", engine.events());
+}
+
+#[tokio::test]
+async fn the_kind_chooses_unless_the_study_says() {
+    let study = study_with("1");
+    let (_tmp, dir) = new_run(&study);
+    let engine = FakeEngine::new(vec![Step::Valid; 2]);
+    execute(&engine, &study, &dir, &CancellationToken::new())
+        .await
+        .unwrap();
+    for s in samples(&dir) {
+        assert_eq!(
+            s.isolation,
+            Some(Isolation::Container),
+            "steady: a container each"
+        );
+    }
+    assert!(!engine.events().iter().any(|e| e.starts_with("sample")));
+}
