@@ -131,9 +131,11 @@ fn across_then_spread_over_an_extra_engine_and_this_one() {
         assert!(out.status.success(), "{then}: {}", describe(&out));
     }
 
-    // --spread: the images are there now; each cell on exactly one host, every cell measured.
+    // --spread: the images are there now; each cell on exactly one host, every cell measured. Each
+    // process isolated by process: the kept containers are attached to over TLS too.
     let results = tmp.path().join("spread");
     let out = fleet_run(&extra, &results)
+        .env("PARKBENCH_ISOLATION", "process")
         .args(["--hosts", &hosts, "--spread"])
         .arg(&file)
         .output()
@@ -149,6 +151,11 @@ fn across_then_spread_over_an_extra_engine_and_this_one() {
     assert_eq!(all.len(), 4, "{all:?}");
     let each: BTreeSet<_> = cells(&all).into_iter().collect();
     assert_eq!(each.len(), 4, "each cell once: {all:?}");
+    assert!(
+        all.iter()
+            .all(|s| s["isolation"] == "process" && s["valid"] == true),
+        "{all:?}"
+    );
     for h in [extra.url.as_str(), "local"] {
         assert_eq!(
             all.iter().filter(|s| s["host"] == h).count(),

@@ -2,7 +2,8 @@
 
 pub const USAGE: &str = "usage: sampler [--kind steady|peak|timed|latency] [--cpus LIST] [--settle-ms 500] \
                          [--samples 5] [--interval-ms 50] [--timeout-s 300] [--drop-steal FRACTION] \
-                         [--drop-wait FRACTION] [--drop-involuntary N] -- <probe> <args…>";
+                         [--drop-wait FRACTION] [--drop-involuntary N] -- <probe> <args…>\n       \
+                         sampler --serve   (a supervisor: one such command line per request on stdin)";
 
 /// What the sampler measures, and how it talks to the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
