@@ -99,17 +99,14 @@ pub trait Containers: Clone + Send + Sync + 'static {
 
     /// One process in a served container, `cmd` its sampler command line, raced against the
     /// spec's timeout and `cancel` (the outcome says which). After one that timed out, was
-    /// interrupted or did not exit 0, the container is retired. An `Err`: the Engine or the
-    /// supervisor failed (the container is then only fit to be removed).
+    /// interrupted, was OOM-killed or did not exit 0 (its supervisor failing included), the
+    /// container is only fit to be removed.
     fn sample(
         &self,
         serving: &mut Serving<Self>,
         cmd: &[String],
         cancel: &CancellationToken,
     ) -> impl Future<Output = Result<ContainerOutcome>> + Send;
-
-    /// Removes a served container; true when the OOM killer ended something in it.
-    fn retire(&self, serving: Serving<Self>) -> impl Future<Output = bool> + Send;
 
     /// IDs of containers (running or not) carrying `label=value`.
     fn containers_with_label(
@@ -557,10 +554,6 @@ impl Containers for Engine {
         cancel: &CancellationToken,
     ) -> impl Future<Output = Result<ContainerOutcome>> + Send {
         Engine::sample(self, serving, cmd, cancel)
-    }
-
-    fn retire(&self, serving: Serving<Self>) -> impl Future<Output = bool> + Send {
-        Engine::retire(self, serving)
     }
 
     fn containers_with_label(

@@ -298,12 +298,6 @@ impl Containers for FakeEngine {
         }
     }
 
-    /// Removes it; the OOM kill of a scripted [`Step::Oom`] is in its process's outcome.
-    async fn retire(&self, serving: Serving<Self>) -> bool {
-        serving.created.remove().await;
-        false
-    }
-
     async fn containers_with_label(&self, label: &str, value: &str) -> Result<Vec<String>> {
         let state = self.lock();
         Ok(state

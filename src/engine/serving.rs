@@ -52,12 +52,14 @@ pub struct Attached {
 }
 
 impl Engine {
-    /// Creates the container of `spec` (its command [`SERVE`]), attaches to it, and starts it.
+    /// Creates the container of `spec`, attaches to its stdin and output, and starts it; its
+    /// command must be the supervisor's ([`SERVE`], which the caller sets).
     pub async fn serve(&self, spec: &ContainerSpec) -> Result<Serving<Engine>> {
         let began = Instant::now();
         let mut body = super::containers::create_body(spec, self.podman);
         body.open_stdin = Some(true);
-        body.stdin_once = Some(false);
+        // The supervisor's stdin ends when the driver's attachment does (the driver killed).
+        body.stdin_once = Some(true);
         body.attach_stdin = Some(true);
         body.attach_stdout = Some(true);
         body.attach_stderr = Some(true);
@@ -97,7 +99,9 @@ impl Engine {
     }
 
     /// One process in a served container: the request for `cmd`, its reply, raced against the
-    /// spec's timeout and `cancel`.
+    /// spec's timeout and `cancel`. A supervisor that fails (it ended, its output does not parse)
+    /// fails this process, with what it said as its stderr: its container is only fit to be
+    /// removed.
     pub async fn sample(
         &self,
         serving: &mut Serving<Engine>,
@@ -113,15 +117,26 @@ impl Engine {
         let (id, timeout) = (serving.created.id().to_string(), serving.spec().timeout);
         let io = &mut serving.stdio;
         tokio::select! {
-            reply = io.ask(cmd) => {
-                let (status, stdout, stderr) = reply.with_context(|| format!(
-                    "container {id}: its supervisor (`sampler --serve`) failed{}",
-                    said(&io.said)
-                ))?;
-                outcome.exit_code = Some(status);
-                outcome.stdout = String::from_utf8_lossy(&stdout).into_owned();
-                outcome.stderr = String::from_utf8_lossy(&stderr).into_owned();
-            }
+            reply = io.ask(cmd) => match reply {
+                Ok(reply) => {
+                    outcome.exit_code = Some(reply.status);
+                    outcome.stdout = String::from_utf8_lossy(&reply.stdout).into_owned();
+                    outcome.stderr = String::from_utf8_lossy(&reply.stderr).into_owned();
+                    outcome.oom_killed = match reply.oom_kills {
+                        Some(n) => n > 0,
+                        // The cgroup does not say: the Engine's flag, once a process failed.
+                        None if reply.status != 0 => self.oom_killed(&id).await,
+                        None => false,
+                    };
+                }
+                Err(e) => {
+                    outcome.stderr = format!(
+                        "container {id}: its supervisor (`sampler --serve`) failed: {e:#}{}",
+                        said(&io.said)
+                    );
+                    outcome.oom_killed = self.oom_killed(&id).await;
+                }
+            },
             () = tokio::time::sleep(timeout) => outcome.timed_out = true,
             () = cancel.cancelled() => outcome.interrupted = true,
         }
@@ -130,25 +145,25 @@ impl Engine {
         Ok(outcome)
     }
 
-    /// Removes a served container; true when the OOM killer ended something in it.
-    pub async fn retire(&self, serving: Serving<Engine>) -> bool {
-        let inspect = self.docker.inspect_container(serving.created.id(), None);
-        let oom = (inspect.await.ok())
+    /// Whether the Engine says the OOM killer ended something in container `id`.
+    async fn oom_killed(&self, id: &str) -> bool {
+        (self.docker.inspect_container(id, None).await.ok())
             .and_then(|c| c.state)
             .and_then(|s| s.oom_killed)
-            .unwrap_or(false);
-        serving.created.remove().await;
-        oom
+            .unwrap_or(false)
     }
 }
 
 impl Attached {
-    /// Writes the request for `cmd` and reads its reply: status, stdout, stderr.
+    /// Writes the request for `cmd` and reads its reply; nothing may follow it.
     async fn ask(&mut self, cmd: &[String]) -> Result<Reply> {
         self.input.write_all(&request(cmd)).await?;
         self.input.flush().await?;
         loop {
             if let Some(reply) = take_reply(&mut self.pending)? {
+                if !self.pending.is_empty() {
+                    bail!("more than one reply: {:?}", excerpt(&self.pending));
+                }
                 return Ok(reply);
             }
             match self.output.next().await {
@@ -166,8 +181,15 @@ impl Attached {
     }
 }
 
-/// A reply: the sampler's status, its stdout and its stderr.
-type Reply = (i64, Vec<u8>, Vec<u8>);
+/// A reply: the sampler's status, its stdout and stderr, and the OOM kills in the container
+/// during the process (`None`: its cgroup does not say).
+#[derive(Debug, PartialEq)]
+struct Reply {
+    status: i64,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    oom_kills: Option<u64>,
+}
 
 /// The request for `cmd`.
 fn request(cmd: &[String]) -> Vec<u8> {
@@ -193,22 +215,31 @@ fn take_reply(pending: &mut Vec<u8>) -> Result<Option<Reply>> {
     let header = String::from_utf8_lossy(&pending[..end]).into_owned();
     let words: Vec<&str> = header.split(' ').collect();
     let parsed = match words[..] {
-        ["sampled", status, out, err] => status
-            .parse::<i64>()
-            .ok()
-            .zip(out.parse::<usize>().ok())
-            .zip(err.parse::<usize>().ok()),
+        ["sampled", status, out, err, oom] => (|| {
+            let (out, err) = (out.parse::<usize>().ok()?, err.parse::<usize>().ok()?);
+            let oom = match oom {
+                "-" => None,
+                n => Some(n.parse::<u64>().ok()?),
+            };
+            let total = out.checked_add(err).filter(|&t| t <= MAX_REPLY)?;
+            Some((status.parse::<i64>().ok()?, out, total, oom))
+        })(),
         _ => None,
     };
-    let Some(((status, out), err)) = parsed.filter(|((_, o), e)| o + e <= MAX_REPLY) else {
+    let Some((status, out, total, oom_kills)) = parsed else {
         bail!("not a reply: {header:?}");
     };
-    if pending.len() < end + 1 + out + err {
+    if pending.len() < end + 1 + total {
         return Ok(None);
     }
-    let mut body: Vec<u8> = pending.drain(..end + 1 + out + err).skip(end + 1).collect();
-    let stderr = body.split_off(out);
-    Ok(Some((status, body, stderr)))
+    let mut stdout: Vec<u8> = pending.drain(..end + 1 + total).skip(end + 1).collect();
+    let stderr = stdout.split_off(out);
+    Ok(Some(Reply {
+        status,
+        stdout,
+        stderr,
+        oom_kills,
+    }))
 }
 
 fn excerpt(bytes: &[u8]) -> String {
@@ -229,16 +260,28 @@ mod tests {
 
     #[test]
     fn a_reply_is_taken_once_it_is_all_there() {
-        let mut pending = b"sampled 0 3 2\nabc".to_vec();
+        let mut pending = b"sampled 0 3 2 -\nabc".to_vec();
         assert_eq!(take_reply(&mut pending).unwrap(), None);
         pending.extend_from_slice(b"deSAMPLED");
-        let (status, out, err) = take_reply(&mut pending).unwrap().unwrap();
-        assert_eq!((status, &out[..], &err[..]), (0, &b"abc"[..], &b"de"[..]));
-        assert_eq!(pending, b"SAMPLED", "what follows stays");
+        let reply = take_reply(&mut pending).unwrap().unwrap();
+        let expected = Reply {
+            status: 0,
+            stdout: b"abc".to_vec(),
+            stderr: b"de".to_vec(),
+            oom_kills: None,
+        };
+        assert_eq!(reply, expected);
+        assert_eq!(pending, b"SAMPLED", "what follows is left");
+        let mut killed = b"sampled 137 0 0 1\n".to_vec();
+        assert_eq!(take_reply(&mut killed).unwrap().unwrap().oom_kills, Some(1));
         for bad in [
-            "hello 1 2 3\n",
-            "sampled x 1 1\n",
-            "sampled 0 999999999999 0\n",
+            "hello 1 2 3 4\n",
+            "sampled 0 1 1\n",
+            "sampled x 1 1 0\n",
+            "sampled 0 1 1 x\n",
+            "sampled 0 999999999999 0 0\n",
+            "sampled 0 18446744073709551615 1 0\n",
+            "sampled 0 1 18446744073709551615 0\n",
         ] {
             let mut pending = bad.as_bytes().to_vec();
             assert!(take_reply(&mut pending).is_err(), "{bad:?}");

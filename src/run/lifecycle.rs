@@ -69,6 +69,29 @@ fn isolation_override() -> Result<Option<Isolation>> {
     }
 }
 
+/// Refuses to go on with a run whose earlier processes of a probe were isolated otherwise than
+/// this invocation would isolate the rest ([`ISOLATION`] set, or unset, unlike before): one cell
+/// would mix both.
+fn same_isolation(study: &Study, existing: &[Sample]) -> Result<()> {
+    for s in existing {
+        let Some(probe) = study.probes.iter().find(|p| p.id == s.probe) else {
+            continue;
+        };
+        let now = crate::run::process::isolation_of(probe, &study.protocol);
+        if let Some(before) = s.isolation.filter(|&b| b != now) {
+            bail!(
+                "the run's processes of {} were isolated by {}, and this invocation would isolate \
+                 the rest by {}: one cell would mix both. Resume with {ISOLATION}={}",
+                s.probe,
+                before.name(),
+                now.name(),
+                before.name()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// What one invocation of [`Run::measure`] did.
 pub struct RunResult {
     pub dir: RunDir,
@@ -199,6 +222,7 @@ impl Run {
         let seccomp = setup::seccomp_of(&self.study, &self.dir)?.map(|p| p.json);
         let log = self.dir.file(run_dir::SAMPLES);
         let existing = measuring::read_samples(&log)?;
+        same_isolation(&self.study, &existing)?;
         let round = measuring::missing_cells(&self.study, &existing);
         let estimates = self.estimates();
         let study = &self.study;

@@ -1,7 +1,8 @@
 //! One process of a cell, measured: its sampler command, where it runs, and the sample its
 //! outcome gives. Where is an [`Execution`]: a container on the host's kernel ([`Host`]) or a VM
-//! under a guest kernel ([`crate::run::guest::InGuest`]). Either way the Engine runs one container
-//! ([`Containers::run`]); the execution says which, and what its outcome adds to the sample.
+//! under a guest kernel ([`crate::run::guest::InGuest`]), which says what its outcome adds to the
+//! sample. How it is kept apart from the others is its [`Isolation`]: a container of its own, or a
+//! fresh process in a container kept up for its cell ([`Containers::serve`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use crate::run::guest::{Guests, InGuest};
 use crate::run::plan::Cell;
 use crate::run::run_dir::RunState;
 use crate::study::sample::{self, Sample, SamplerOutput};
-use crate::study::{Isolation, Placeholders, Probe, Study};
+use crate::study::{Isolation, Placeholders, Probe, Protocol, Study};
 use crate::study::{cpuset, kind};
 
 /// What every process of a run is measured with.
@@ -31,8 +32,9 @@ pub struct Setting<'a> {
     pub seccomp: Option<&'a str>,
 }
 
-/// Runs one process of `cell` where its probe runs (a fresh container, or a VM under its guest
-/// kernel); `None` when interrupted (the container is gone, no sample). An `Err` is the Engine's
+/// Runs one process of `cell` where its probe runs (a fresh container, a fresh process in a
+/// container kept up for it alone, or a VM under its guest kernel); `None` when interrupted (the
+/// container is gone, no sample). An `Err` is the Engine's
 /// failure, or what the process needed was not made ready.
 pub async fn measure<E: Containers>(
     engine: &E,
@@ -144,11 +146,17 @@ pub async fn measure_next<E: Containers>(
     Ok(Some(s))
 }
 
-/// How `process` is kept apart from the others: a VM always has a container of its own.
+/// How `process` is kept apart from the others ([`isolation_of`] its probe).
 fn isolation(process: &Process) -> Isolation {
-    match process.probe.kernel {
+    isolation_of(process.probe, process.protocol)
+}
+
+/// How a process of `probe` is kept apart from the others under `protocol`: the study's choice or
+/// the kind's, and under a guest kernel always a container (a VM) of its own.
+pub fn isolation_of(probe: &Probe, protocol: &Protocol) -> Isolation {
+    match probe.kernel {
         Some(_) => Isolation::Container,
-        None => process.probe.kind.isolation(process.protocol),
+        None => probe.kind.isolation(protocol),
     }
 }
 
@@ -207,10 +215,10 @@ async fn in_process<E: Containers>(
         None => engine.serve(&serve).await?,
     };
     let started_at = now();
-    let mut outcome = engine.sample(&mut serving, &spec.cmd, cancel).await?;
-    let ended = outcome.interrupted || outcome.timed_out || outcome.exit_code != Some(0);
-    match ended {
-        true => outcome.oom_killed |= engine.retire(serving).await,
+    let outcome = engine.sample(&mut serving, &spec.cmd, cancel).await?;
+    let failed = outcome.exit_code != Some(0) || outcome.oom_killed;
+    match failed || outcome.interrupted || outcome.timed_out {
+        true => serving.created.remove().await,
         false => held.serving.push(serving),
     }
     // The process has ended: the containers no cell left needs go.

@@ -74,10 +74,11 @@ pub struct Protocol {
     /// initramfs, plus 4 KiB per task of the largest scale, plus 512 MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest_memory_mib: Option<u64>,
-    /// Tasks (processes and threads, the sampler's included) each probe's container may hold at
-    /// once, > 0 (default 25,000); past it `fork` and `pthread_create` fail with EAGAIN. A runaway
-    /// probe so stops inside its container, short of the host's own limit (kernel.pid_max is
-    /// 32,768 on many machines); article 002's thread-limit probe creates up to 24,000 threads.
+    /// Tasks (processes and threads, the sampler's and its supervisor's included) each probe's
+    /// container may hold at once, > 0 (default 25,000); past it `fork` and `pthread_create` fail
+    /// with EAGAIN. A runaway probe so stops inside its container, short of the host's own limit
+    /// (kernel.pid_max is 32,768 on many machines); article 002's thread-limit probe creates up to
+    /// 24,000 threads.
     #[serde(default = "default_pids_limit")]
     pub pids_limit: u64,
     /// Timed kind: when a batch (one `result` line) is dropped from its process's value — steal on

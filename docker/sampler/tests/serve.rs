@@ -10,6 +10,7 @@ fn reply(out: &mut impl BufRead) -> (i32, String, String) {
     out.read_line(&mut header).unwrap();
     let words: Vec<&str> = header.split_whitespace().collect();
     assert_eq!(words[0], "sampled", "{header:?}");
+    assert_eq!(words.len(), 5, "{header:?}");
     let [status, stdout, stderr] = [1, 2, 3].map(|i| words[i].parse::<usize>().unwrap());
     let mut read = |n| {
         let mut bytes = vec![0; n];
@@ -74,6 +75,26 @@ fn each_sample_is_a_fresh_process_in_a_fresh_folder() {
     assert!(stderr.contains("/nonexistent/program"), "{stderr}");
     request(&mut input, &["/bin/sh", "-c", "kill -9 $$"]);
     assert_eq!(reply(&mut output).0, 128 + 9);
+    // What a sample leaves running, its stderr still open, is ended before the reply: no wait.
+    let began = std::time::Instant::now();
+    request(
+        &mut input,
+        &["/bin/sh", "-c", "sleep 1000 & (sleep 1000 &) ; echo $!"],
+    );
+    let (status, stdout, _) = reply(&mut output);
+    assert_eq!(status, 0);
+    assert!(began.elapsed() < std::time::Duration::from_secs(30));
+    let left = stdout.trim();
+    assert!(
+        !std::path::Path::new(&format!("/proc/{left}")).exists(),
+        "process {left} ended"
+    );
+    // A folder the sample made unwritable is removed all the same.
+    let lock = "pwd; mkdir d; touch d/f; chmod 500 d";
+    request(&mut input, &["/bin/sh", "-c", lock]);
+    let (status, stdout, stderr) = reply(&mut output);
+    assert_eq!(status, 0, "{stderr}");
+    folders.push(stdout.trim().to_string());
     drop(input);
     assert!(child.wait().unwrap().success(), "the end of input ends it");
     for folder in folders {

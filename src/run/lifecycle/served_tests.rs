@@ -157,3 +157,32 @@ async fn the_kind_chooses_unless_the_study_says() {
     }
     assert!(!engine.events().iter().any(|e| e.starts_with("sample")));
 }
+
+#[tokio::test]
+async fn a_run_is_not_resumed_with_the_other_isolation() {
+    let study = served("2");
+    let (_tmp, dir) = new_run(&study);
+    let engine = FakeEngine::new([Step::Valid, Step::Interrupt]);
+    let result = execute(&engine, &study, &dir, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(result.interrupted);
+    // Resumed with each process in a container of its own (as PARKBENCH_ISOLATION=container would).
+    let mut other = study.clone();
+    other.protocol.isolation = Some(Isolation::Container);
+    let err = execute(
+        &FakeEngine::new(vec![Step::Valid; 3]),
+        &other,
+        &dir,
+        &CancellationToken::new(),
+    )
+    .await
+    .err()
+    .expect("refused");
+    let said = format!("{err:#}");
+    assert!(
+        said.contains("isolated by process") && said.contains("PARKBENCH_ISOLATION=process"),
+        "{said}"
+    );
+    assert_eq!(samples(&dir).len(), 1, "nothing measured is lost");
+}
