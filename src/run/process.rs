@@ -47,7 +47,7 @@ pub async fn measure<E: Containers>(
 
 /// The containers held between two processes: one created ahead for the next process, not
 /// started (see [`measure_next`]), and those kept up for cells measured `isolation: process`
-/// while they have processes left.
+/// while they have processes left (the next cell's started ahead too).
 pub struct Held<E: Containers> {
     /// Whether containers are created ahead at all (off: each is created on the critical path).
     on: bool,
@@ -96,8 +96,9 @@ impl<E: Containers> Held<E> {
 /// container: once it has ended and while nothing is measured, the container of the next cell's
 /// process is created (not started) into `held`, alongside reading this one's output and removing
 /// it, and used when it was created from the very same spec. A process isolated by process: it
-/// runs in its cell's container kept up in `held`, started for its first process and removed once
-/// no cell of `rest` needs it. The Engine never works while a process runs.
+/// runs in its cell's container kept up in `held`, started once the process before its first one
+/// has ended (or for it, when containers are not made ready ahead) and removed once no cell of
+/// `rest` needs it. The Engine never works while a process runs.
 pub async fn measure_next<E: Containers>(
     engine: &E,
     with: &Setting<'_>,
@@ -186,16 +187,9 @@ async fn in_container<E: Containers>(
         }
     };
     // The process has ended: nothing is measured until the next one starts.
-    let next_spec = next.filter(|_| held.on).and_then(|c| with.spec(c));
-    let create_next = async {
-        match &next_spec {
-            Some((Isolation::Container, spec)) => engine.create_container(spec).await.ok(),
-            _ => None,
-        }
-    };
-    let (outcome, created) = tokio::join!(engine.finish(container, outcome), create_next);
-    // A create that failed ahead is tried again, on the critical path, where its error stops the run.
-    held.ahead = created;
+    let next = next_ready(with, next, held);
+    let (outcome, ready) = tokio::join!(engine.finish(container, outcome), ready(engine, next));
+    held.keep(ready);
     Ok(Some((started_at, outcome?)))
 }
 
@@ -217,11 +211,19 @@ async fn in_process<E: Containers>(
     let started_at = now();
     let outcome = engine.sample(&mut serving, &spec.cmd, cancel).await?;
     let failed = outcome.exit_code != Some(0) || outcome.oom_killed;
+    let mut done = Vec::new();
     match failed || outcome.interrupted || outcome.timed_out {
-        true => serving.created.remove().await,
+        true => done.push(serving),
         false => held.serving.push(serving),
     }
-    // The process has ended: the containers no cell left needs go.
+    if outcome.interrupted {
+        for serving in done {
+            serving.created.remove().await;
+        }
+        return Ok(None);
+    }
+    // The process has ended: the containers no cell left needs go, while the next process's is
+    // made ready.
     let wanted: Vec<ContainerSpec> = rest
         .iter()
         .filter_map(|c| match with.spec(c)? {
@@ -229,15 +231,71 @@ async fn in_process<E: Containers>(
             _ => None,
         })
         .collect();
-    let (keep, done) = held
-        .serving
-        .drain(..)
-        .partition(|s| wanted.contains(s.spec()));
+    let (keep, gone): (Vec<_>, Vec<_>) =
+        (held.serving.drain(..)).partition(|s| wanted.contains(s.spec()));
     held.serving = keep;
-    for serving in done {
-        serving.created.remove().await;
+    done.extend(gone);
+    let next = next_ready(with, rest.first(), held);
+    let remove = futures_util::future::join_all(done.into_iter().map(|s| s.created.remove()));
+    let ((), ready) = tokio::join!(
+        async {
+            remove.await;
+        },
+        ready(engine, next)
+    );
+    held.keep(ready);
+    Ok(Some((started_at, outcome)))
+}
+
+/// What is made ready for the next process between two: its own container created (not started),
+/// or its cell's kept-up container started (idle until its request).
+enum Ready<E: Containers> {
+    Created(Created<E>),
+    Serving(Serving<E>),
+}
+
+impl<E: Containers> Held<E> {
+    /// Holds what was made ready for the next process; one that failed is tried again on the
+    /// critical path, where its error stops the run.
+    fn keep(&mut self, ready: Option<Ready<E>>) {
+        match ready {
+            Some(Ready::Created(created)) => self.ahead = Some(created),
+            Some(Ready::Serving(serving)) => self.serving.push(serving),
+            None => {}
+        }
     }
-    Ok((!outcome.interrupted).then_some((started_at, outcome)))
+}
+
+/// How the `next` cell's process runs and its container's spec, when something is to be made
+/// ready for it (containers made ready ahead, and its cell's container not already kept up).
+fn next_ready<E: Containers>(
+    with: &Setting<'_>,
+    next: Option<&Cell>,
+    held: &Held<E>,
+) -> Option<(Isolation, ContainerSpec)> {
+    match next.filter(|_| held.on).and_then(|c| with.spec(c))? {
+        (Isolation::Process, spec) => {
+            let serve = kept_up(&spec);
+            let kept = held.serving.iter().any(|s| *s.spec() == serve);
+            (!kept).then_some((Isolation::Process, serve))
+        }
+        container => Some(container),
+    }
+}
+
+/// Makes `next` ready ([`next_ready`]); `None` when there is nothing to do or it failed.
+async fn ready<E: Containers>(
+    engine: &E,
+    next: Option<(Isolation, ContainerSpec)>,
+) -> Option<Ready<E>> {
+    match next? {
+        (Isolation::Container, spec) => engine
+            .create_container(&spec)
+            .await
+            .ok()
+            .map(Ready::Created),
+        (Isolation::Process, serve) => engine.serve(&serve).await.ok().map(Ready::Serving),
+    }
 }
 
 /// The container kept up for the processes of `spec`'s cell: the same, but for its command (the

@@ -44,6 +44,23 @@ async fn a_cells_processes_share_its_container_and_it_goes_with_its_last() {
     let creates: Vec<&String> = events.iter().filter(|e| e.starts_with("create")).collect();
     assert_eq!(creates.len(), 2, "{events:?}");
     assert_eq!(events.iter().filter(|e| e.starts_with("sample")).count(), 6);
+    // The second cell's container is started once the first process has ended, before the second
+    // process is asked for: made ready between two processes, as a container created ahead is.
+    let first_sample = events.iter().position(|e| e.starts_with("sample")).unwrap();
+    let second_create = events
+        .iter()
+        .rposition(|e| e.starts_with("create"))
+        .unwrap();
+    let second_sample = first_sample
+        + 1
+        + events[first_sample + 1..]
+            .iter()
+            .position(|e| e.starts_with("sample"))
+            .unwrap();
+    assert!(
+        first_sample < second_create && second_create < second_sample,
+        "{events:?}"
+    );
     // Each is removed right after its cell's last process, before anything else runs.
     let last = events
         .iter()
