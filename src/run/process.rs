@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use futures_util::future::join_all;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{ContainerOutcome, ContainerSpec, Containers, Created, SERVE, Serving};
@@ -80,15 +81,12 @@ impl<E: Containers> Held<E> {
         None
     }
 
-    /// Removes every container held: no process of theirs will run (an interrupt, an error, the
-    /// end of the cells). A dropped `Held` removes them too, through their guards.
+    /// Removes every container held, side by side: no process of theirs will run (an interrupt,
+    /// an error, the end of the cells). A dropped `Held` removes them too, through their guards.
     pub async fn clear(&mut self) {
-        if let Some(held) = self.ahead.take() {
-            held.remove().await;
-        }
-        for serving in self.serving.drain(..) {
-            serving.created.remove().await;
-        }
+        let ahead = self.ahead.take().map(Created::remove);
+        let serving = self.serving.drain(..).map(|s| s.created.remove());
+        join_all(serving.chain(ahead)).await;
     }
 }
 
@@ -127,7 +125,7 @@ pub async fn measure_next<E: Containers>(
     };
     let isolation = isolation(&process);
     let ran = match isolation {
-        Isolation::Container => in_container(engine, with, spec, rest.first(), held, cancel).await,
+        Isolation::Container => in_container(engine, with, spec, rest, held, cancel).await,
         Isolation::Process => in_process(engine, with, spec, rest, held, cancel).await,
     };
     let Some((started_at, outcome)) = ran? else {
@@ -164,13 +162,13 @@ pub fn isolation_of(probe: &Probe, protocol: &Protocol) -> Isolation {
 /// When a process starts, and how it ended; `None` when interrupted (nothing is left of it).
 type Ran = Option<(String, ContainerOutcome)>;
 
-/// The process of `spec` in a container of its own, which is then removed; the container of the
-/// `next` cell's process is created meanwhile, when it gets one of its own.
+/// The process of `spec` in a container of its own, which is then removed; what the next cell's
+/// process needs is made ready meanwhile ([`next_ready`]).
 async fn in_container<E: Containers>(
     engine: &E,
     with: &Setting<'_>,
     spec: ContainerSpec,
-    next: Option<&Cell>,
+    rest: &[Cell],
     held: &mut Held<E>,
     cancel: &CancellationToken,
 ) -> Result<Ran> {
@@ -187,7 +185,7 @@ async fn in_container<E: Containers>(
         }
     };
     // The process has ended: nothing is measured until the next one starts.
-    let next = next_ready(with, next, held);
+    let next = next_ready(with, rest, held);
     let (outcome, ready) = tokio::join!(engine.finish(container, outcome), ready(engine, next));
     held.keep(ready);
     Ok(Some((started_at, outcome?)))
@@ -211,91 +209,110 @@ async fn in_process<E: Containers>(
     let started_at = now();
     let outcome = engine.sample(&mut serving, &spec.cmd, cancel).await?;
     let failed = outcome.exit_code != Some(0) || outcome.oom_killed;
-    let mut done = Vec::new();
-    match failed || outcome.interrupted || outcome.timed_out {
-        true => done.push(serving),
-        false => held.serving.push(serving),
+    if failed || outcome.interrupted || outcome.timed_out {
+        // It may still hold the process (timed out, interrupted): it goes now.
+        serving.created.remove().await;
+    } else {
+        held.serving.push(serving);
     }
     if outcome.interrupted {
-        for serving in done {
-            serving.created.remove().await;
-        }
         return Ok(None);
     }
-    // The process has ended: the containers no cell left needs go, while the next process's is
-    // made ready.
-    let wanted: Vec<ContainerSpec> = rest
-        .iter()
-        .filter_map(|c| match with.spec(c)? {
-            (Isolation::Process, spec) => Some(kept_up(&spec)),
-            _ => None,
-        })
-        .collect();
-    let (keep, gone): (Vec<_>, Vec<_>) =
-        (held.serving.drain(..)).partition(|s| wanted.contains(s.spec()));
-    held.serving = keep;
-    done.extend(gone);
-    let next = next_ready(with, rest.first(), held);
-    let remove = futures_util::future::join_all(done.into_iter().map(|s| s.created.remove()));
-    let ((), ready) = tokio::join!(
-        async {
-            remove.await;
-        },
-        ready(engine, next)
-    );
-    held.keep(ready);
+    // The process has ended. When the next process needs containers started, the kept containers
+    // no cell left needs are removed alongside; otherwise they wait, idle, for the next such
+    // moment or the end of the cells.
+    let next = next_ready(with, rest, held);
+    if !next.is_empty() {
+        let wanted: Vec<ContainerSpec> = (rest.iter())
+            .filter_map(|c| match with.spec(c)? {
+                (Isolation::Process, spec) => Some(kept_up(&spec)),
+                _ => None,
+            })
+            .collect();
+        let (keep, done): (Vec<_>, Vec<_>) =
+            (held.serving.drain(..)).partition(|s| wanted.contains(s.spec()));
+        held.serving = keep;
+        let remove = join_all(done.into_iter().map(|s| s.created.remove()));
+        let ((), ready) = tokio::join!(
+            async {
+                remove.await;
+            },
+            ready(engine, next)
+        );
+        held.keep(ready);
+    }
     Ok(Some((started_at, outcome)))
 }
 
 /// What is made ready for the next process between two: its own container created (not started),
-/// or its cell's kept-up container started (idle until its request).
+/// or kept-up containers started (idle until their first request).
 enum Ready<E: Containers> {
     Created(Created<E>),
     Serving(Serving<E>),
 }
 
 impl<E: Containers> Held<E> {
-    /// Holds what was made ready for the next process; one that failed is tried again on the
-    /// critical path, where its error stops the run.
-    fn keep(&mut self, ready: Option<Ready<E>>) {
-        match ready {
-            Some(Ready::Created(created)) => self.ahead = Some(created),
-            Some(Ready::Serving(serving)) => self.serving.push(serving),
-            None => {}
+    /// Holds what was made ready; what failed is tried again on the critical path, where its
+    /// error stops the run.
+    fn keep(&mut self, ready: Vec<Ready<E>>) {
+        for r in ready {
+            match r {
+                Ready::Created(created) => self.ahead = Some(created),
+                Ready::Serving(serving) => self.serving.push(serving),
+            }
         }
     }
 }
 
-/// How the `next` cell's process runs and its container's spec, when something is to be made
-/// ready for it (containers made ready ahead, and its cell's container not already kept up).
+/// Most kept-up containers started at once ahead of their first process.
+const READY_AT_ONCE: usize = 8;
+
+/// What to make ready for the processes after this one, when containers are made ready ahead: the
+/// next cell's own container, when it gets one; or, when it runs in a kept-up container not yet
+/// started, that one and those of the cells that follow it until a cell comes again or one gets a
+/// container of its own (one repeat's worth, at most [`READY_AT_ONCE`]), to be started side by
+/// side.
 fn next_ready<E: Containers>(
     with: &Setting<'_>,
-    next: Option<&Cell>,
+    rest: &[Cell],
     held: &Held<E>,
-) -> Option<(Isolation, ContainerSpec)> {
-    match next.filter(|_| held.on).and_then(|c| with.spec(c))? {
-        (Isolation::Process, spec) => {
-            let serve = kept_up(&spec);
-            let kept = held.serving.iter().any(|s| *s.spec() == serve);
-            (!kept).then_some((Isolation::Process, serve))
-        }
-        container => Some(container),
+) -> Vec<(Isolation, ContainerSpec)> {
+    let Some(first) = rest.first().filter(|_| held.on).and_then(|c| with.spec(c)) else {
+        return Vec::new();
+    };
+    if first.0 == Isolation::Container {
+        return vec![first];
     }
+    let mut seen: Vec<ContainerSpec> = Vec::new();
+    for cell in rest {
+        let Some((Isolation::Process, spec)) = with.spec(cell) else {
+            break;
+        };
+        let serve = kept_up(&spec);
+        if seen.contains(&serve) || seen.len() == READY_AT_ONCE {
+            break;
+        }
+        seen.push(serve);
+    }
+    seen.into_iter()
+        .filter(|serve| !held.serving.iter().any(|s| s.spec() == serve))
+        .map(|serve| (Isolation::Process, serve))
+        .collect()
 }
 
-/// Makes `next` ready ([`next_ready`]); `None` when there is nothing to do or it failed.
-async fn ready<E: Containers>(
-    engine: &E,
-    next: Option<(Isolation, ContainerSpec)>,
-) -> Option<Ready<E>> {
-    match next? {
-        (Isolation::Container, spec) => engine
-            .create_container(&spec)
-            .await
-            .ok()
-            .map(Ready::Created),
-        (Isolation::Process, serve) => engine.serve(&serve).await.ok().map(Ready::Serving),
-    }
+/// Makes `next` ready ([`next_ready`]), side by side; what fails is left out.
+async fn ready<E: Containers>(engine: &E, next: Vec<(Isolation, ContainerSpec)>) -> Vec<Ready<E>> {
+    let each = next.into_iter().map(|(isolation, spec)| async move {
+        match isolation {
+            Isolation::Container => engine
+                .create_container(&spec)
+                .await
+                .ok()
+                .map(Ready::Created),
+            Isolation::Process => engine.serve(&spec).await.ok().map(Ready::Serving),
+        }
+    });
+    join_all(each).await.into_iter().flatten().collect()
 }
 
 /// The container kept up for the processes of `spec`'s cell: the same, but for its command (the

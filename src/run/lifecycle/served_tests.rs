@@ -61,14 +61,10 @@ async fn a_cells_processes_share_its_container_and_it_goes_with_its_last() {
         first_sample < second_create && second_create < second_sample,
         "{events:?}"
     );
-    // Each is removed right after its cell's last process, before anything else runs.
-    let last = events
-        .iter()
-        .rposition(|e| e.starts_with("sample"))
-        .unwrap();
-    assert!(
-        events[..last].iter().any(|e| e.starts_with("remove")),
-        "{events:?}"
+    // Both are removed at the end of the cells.
+    assert_eq!(
+        &events[events.len() - 2..],
+        ["remove fake-1", "remove fake-2"]
     );
     assert!(engine.live().is_empty(), "nothing left: {events:?}");
     for s in samples(&dir) {
@@ -202,4 +198,38 @@ async fn a_run_is_not_resumed_with_the_other_isolation() {
         "{said}"
     );
     assert_eq!(samples(&dir).len(), 1, "nothing measured is lost");
+}
+
+#[tokio::test]
+async fn the_next_cells_containers_start_together_as_those_done_go() {
+    let mut study = served("1");
+    study.protocol.scales = vec![1000, 2000];
+    let (_tmp, dir) = new_run(&study);
+    let engine = FakeEngine::new(vec![Step::Valid; 4]);
+    execute(&engine, &study, &dir, &CancellationToken::new())
+        .await
+        .unwrap();
+    let events = engine.events();
+    // go and rust-tokio at 1,000, then at 2,000, each once. Once the first process has ended,
+    // the other three cells' containers are started side by side and the first one's removed,
+    // all before the next process; then the Engine does nothing until the last has ended.
+    let expected: Vec<String> = [
+        "create fake-1",
+        "start fake-1",
+        "sample fake-1",
+        "remove fake-1",
+        "create fake-2",
+        "start fake-2",
+        "create fake-3",
+        "start fake-3",
+        "create fake-4",
+        "start fake-4",
+        "sample fake-2",
+        "sample fake-3",
+        "sample fake-4",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(events[..expected.len()], expected[..], "{events:?}");
+    assert!(engine.live().is_empty(), "{events:?}");
 }
