@@ -94,7 +94,7 @@ pub trait Containers: Clone + Send + Sync + 'static {
 
     /// Creates and starts the container of `spec`, whose command is the sampler as a supervisor
     /// ([`SERVE`]), attached to its stdin and output: it stays up, one process per
-    /// [`Containers::sample`], until [`Containers::retire`]d or dropped (then removed).
+    /// [`Containers::sample`], until removed or dropped (then removed).
     fn serve(&self, spec: &ContainerSpec) -> impl Future<Output = Result<Serving<Self>>> + Send;
 
     /// One process in a served container, `cmd` its sampler command line, raced against the

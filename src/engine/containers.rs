@@ -55,7 +55,7 @@ impl Engine {
     /// The first container of this connection is read back from the Engine: one that does not
     /// carry the tasks limit asked for refuses the Engine. Once one does, the Engine applies it and
     /// no later container is read back (the run's hot path).
-    async fn check_tasks_limit(&self, id: &str, spec: &ContainerSpec) -> Result<()> {
+    pub(super) async fn check_tasks_limit(&self, id: &str, spec: &ContainerSpec) -> Result<()> {
         use std::sync::atomic::Ordering;
         if self.holds_tasks_limit.load(Ordering::Relaxed) {
             return Ok(());

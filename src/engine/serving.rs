@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! request:  sample <n>\n  then n arguments, each  <byte length>\n<bytes>
-//! reply:    sampled <status> <stdout length> <stderr length>\n<stdout bytes><stderr bytes>
+//! reply:    sampled <status> <stdout length> <stderr length> <oom kills|->\n<stdout bytes><stderr bytes>
 //! ```
 
 use std::pin::Pin;
@@ -28,7 +28,7 @@ pub const SERVE: [&str; 2] = ["/usr/local/bin/sampler", "--serve"];
 const MAX_REPLY: usize = 256 << 20;
 
 /// A container kept up for the processes of one cell, its supervisor waiting for requests
-/// ([`Containers::sample`]). Removed when retired ([`Containers::retire`]) or dropped.
+/// ([`Containers::sample`]). Removed when its `created` is removed, or dropped.
 pub struct Serving<E: Containers> {
     pub created: Created<E>,
     pub(super) stdio: E::Stdio,
@@ -65,24 +65,30 @@ impl Engine {
         body.attach_stderr = Some(true);
         let guard = self.create(body).await?;
         let id = guard.id().to_string();
-        let options = AttachContainerOptionsBuilder::default()
-            .stdin(true)
-            .stdout(true)
-            .stderr(true)
-            .stream(true)
-            .build();
-        let attached = self
-            .docker
-            .attach_container(&id, Some(options))
-            .await
-            .with_context(|| format!("attaching to container {id}"))?;
-        self.docker
-            .start_container(
-                &id,
-                None::<bollard::query_parameters::StartContainerOptions>,
-            )
-            .await
-            .with_context(|| format!("starting container {id}"))?;
+        let started = async {
+            self.check_tasks_limit(&id, spec).await?;
+            let options = AttachContainerOptionsBuilder::default()
+                .stdin(true)
+                .stdout(true)
+                .stderr(true)
+                .stream(true)
+                .build();
+            let attached = (self.docker.attach_container(&id, Some(options)).await)
+                .with_context(|| format!("attaching to container {id}"))?;
+            let start = None::<bollard::query_parameters::StartContainerOptions>;
+            (self.docker.start_container(&id, start).await)
+                .with_context(|| format!("starting container {id}"))?;
+            anyhow::Ok(attached)
+        };
+        let attached = match started.await {
+            Ok(attached) => attached,
+            // Removed now, not by the guard's removal in the background, which could still run
+            // while the next process is measured.
+            Err(e) => {
+                guard.remove().await;
+                return Err(e);
+            }
+        };
         Ok(Serving {
             created: Created {
                 guard,
@@ -116,32 +122,35 @@ impl Engine {
         let began = Instant::now();
         let (id, timeout) = (serving.created.id().to_string(), serving.spec().timeout);
         let io = &mut serving.stdio;
+        // Whether to ask the Engine if the OOM killer ended something: the supervisor failed, or a
+        // process failed and its cgroup does not say.
+        let mut ask_engine = false;
         tokio::select! {
             reply = io.ask(cmd) => match reply {
                 Ok(reply) => {
                     outcome.exit_code = Some(reply.status);
                     outcome.stdout = String::from_utf8_lossy(&reply.stdout).into_owned();
                     outcome.stderr = String::from_utf8_lossy(&reply.stderr).into_owned();
-                    outcome.oom_killed = match reply.oom_kills {
-                        Some(n) => n > 0,
-                        // The cgroup does not say: the Engine's flag, once a process failed.
-                        None if reply.status != 0 => self.oom_killed(&id).await,
-                        None => false,
-                    };
+                    outcome.oom_killed = reply.oom_kills.is_some_and(|n| n > 0);
+                    ask_engine = reply.oom_kills.is_none() && reply.status != 0;
                 }
                 Err(e) => {
                     outcome.stderr = format!(
                         "container {id}: its supervisor (`sampler --serve`) failed: {e:#}{}",
                         said(&io.said)
                     );
-                    outcome.oom_killed = self.oom_killed(&id).await;
+                    ask_engine = true;
                 }
             },
             () = tokio::time::sleep(timeout) => outcome.timed_out = true,
             () = cancel.cancelled() => outcome.interrupted = true,
         }
-        // The container's own start counts once, with its first process.
+        // The container's own start counts once, with its first process; the Engine's word on an
+        // OOM kill, asked only after a failure, does not count.
         outcome.elapsed = std::mem::take(&mut serving.created.took) + began.elapsed();
+        if ask_engine {
+            outcome.oom_killed = self.oom_killed(&id).await;
+        }
         Ok(outcome)
     }
 

@@ -78,7 +78,10 @@ fn same_isolation(study: &Study, existing: &[Sample]) -> Result<()> {
             continue;
         };
         let now = crate::run::process::isolation_of(probe, &study.protocol);
-        if let Some(before) = s.isolation.filter(|&b| b != now) {
+        // A process measured before isolation was recorded had a container of its own.
+        let measured = !s.image_id.is_empty();
+        let before = s.isolation.or(measured.then_some(Isolation::Container));
+        if let Some(before) = before.filter(|&b| b != now) {
             bail!(
                 "the run's processes of {} were isolated by {}, and this invocation would isolate \
                  the rest by {}: one cell would mix both. Resume with {ISOLATION}={}",

@@ -123,7 +123,7 @@ pub async fn measure_next<E: Containers>(
         Launch::Container(spec) => spec,
         Launch::Refused(why) => return Ok(Some(with.invalid(cell, why))),
     };
-    let isolation = isolation(&process);
+    let isolation = isolation_of(process.probe, process.protocol);
     let ran = match isolation {
         Isolation::Container => in_container(engine, with, spec, rest, held, cancel).await,
         Isolation::Process => in_process(engine, with, spec, rest, held, cancel).await,
@@ -143,11 +143,6 @@ pub async fn measure_next<E: Containers>(
     let error = execution.judge(&mut s, &outcome, error);
     kind::judge_validity(&mut s, error.as_deref(), &process.probe.results);
     Ok(Some(s))
-}
-
-/// How `process` is kept apart from the others ([`isolation_of`] its probe).
-fn isolation(process: &Process) -> Isolation {
-    isolation_of(process.probe, process.protocol)
 }
 
 /// How a process of `probe` is kept apart from the others under `protocol`: the study's choice or
@@ -218,27 +213,24 @@ async fn in_process<E: Containers>(
     if outcome.interrupted {
         return Ok(None);
     }
-    // The process has ended. When the next process needs containers started, the kept containers
-    // no cell left needs are removed alongside; otherwise they wait, idle, for the next such
-    // moment or the end of the cells.
+    // The process has ended. When the next process needs containers started (or none is made
+    // ready ahead), the kept containers no cell left needs are removed alongside; otherwise they
+    // wait, idle, for the next such moment or the end of the cells.
     let next = next_ready(with, rest, held);
-    if !next.is_empty() {
-        let wanted: Vec<ContainerSpec> = (rest.iter())
-            .filter_map(|c| match with.spec(c)? {
-                (Isolation::Process, spec) => Some(kept_up(&spec)),
-                _ => None,
-            })
-            .collect();
-        let (keep, done): (Vec<_>, Vec<_>) =
-            (held.serving.drain(..)).partition(|s| wanted.contains(s.spec()));
+    if !next.is_empty() || !held.on {
+        let probes = &with.study.probes;
+        let wanted = |s: &Serving<E>| {
+            let (probe, tasks) = (
+                &s.spec().labels["parkbench.probe"],
+                &s.spec().labels["parkbench.tasks"],
+            );
+            rest.iter()
+                .any(|c| probes[c.probe].id == *probe && c.tasks.to_string() == *tasks)
+        };
+        let (keep, done): (Vec<_>, Vec<_>) = held.serving.drain(..).partition(wanted);
         held.serving = keep;
         let remove = join_all(done.into_iter().map(|s| s.created.remove()));
-        let ((), ready) = tokio::join!(
-            async {
-                remove.await;
-            },
-            ready(engine, next)
-        );
+        let (_, ready) = tokio::join!(remove, ready(engine, next));
         held.keep(ready);
     }
     Ok(Some((started_at, outcome)))
@@ -257,7 +249,10 @@ impl<E: Containers> Held<E> {
     fn keep(&mut self, ready: Vec<Ready<E>>) {
         for r in ready {
             match r {
-                Ready::Created(created) => self.ahead = Some(created),
+                Ready::Created(created) => {
+                    debug_assert!(self.ahead.is_none(), "one created ahead at a time");
+                    self.ahead = Some(created)
+                }
                 Ready::Serving(serving) => self.serving.push(serving),
             }
         }
@@ -270,8 +265,8 @@ const READY_AT_ONCE: usize = 8;
 /// What to make ready for the processes after this one, when containers are made ready ahead: the
 /// next cell's own container, when it gets one; or, when it runs in a kept-up container not yet
 /// started, that one and those of the cells that follow it until a cell comes again or one gets a
-/// container of its own (one repeat's worth, at most [`READY_AT_ONCE`]), to be started side by
-/// side.
+/// container of its own or cannot be measured (one repeat's worth, at most [`READY_AT_ONCE`]), to
+/// be started side by side.
 fn next_ready<E: Containers>(
     with: &Setting<'_>,
     rest: &[Cell],
@@ -383,7 +378,7 @@ impl<'a> Setting<'a> {
             .launch(&process),
         };
         match launch.ok()? {
-            Launch::Container(spec) => Some((isolation(&process), spec)),
+            Launch::Container(spec) => Some((isolation_of(process.probe, process.protocol), spec)),
             Launch::Refused(_) => None,
         }
     }

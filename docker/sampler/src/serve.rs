@@ -20,7 +20,8 @@
 //! ended in the container's memory cgroup during the sample (`oom_kill` of `memory.events` or
 //! `memory.oom_control`), `-` when the cgroup does not say. A folder that cannot be removed is said
 //! at the end of the stderr. End of stdin ends the supervisor with exit 0; a malformed request ends
-//! it with exit 2, and a reply it cannot write with exit 1, each with a line on its own stderr.
+//! it with exit 2; a reply it cannot write, or a process a sample left that it cannot end (it
+//! then answers status 255 and says so), with exit 1; each with a line on its own stderr.
 
 use std::io::{self, BufRead, Read, Write};
 use std::os::unix::fs::DirBuilderExt;
@@ -50,7 +51,13 @@ pub fn run() -> i32 {
         };
         let folder = PathBuf::from(format!("/tmp/sample-{}-{n}", std::process::id()));
         let oom_before = oom_kills();
-        let (status, stdout, mut stderr) = sample(&args, &folder);
+        let Some((status, stdout, mut stderr)) = sample(&args, &folder) else {
+            // Something it left could not be ended: this container is not fit for another.
+            let why = "sampler --serve: a process the sample left could not be ended";
+            let _ = reply(&mut output, 255, (&[], format!("{why}\n").as_bytes()), "-");
+            eprintln!("{why}");
+            return 1;
+        };
         if let Err(e) = remove(&folder) {
             stderr.extend_from_slice(format!("\nsampler --serve: {e}\n").as_bytes());
         }
@@ -107,8 +114,9 @@ fn reply(out: &mut impl Write, status: i32, (o, e): (&[u8], &[u8]), oom: &str) -
 pub const STDERR_TAIL: usize = 64 * 1024;
 
 /// Runs one sample's process in a fresh `folder`, and once it has exited ends everything it left:
-/// its status, stdout and the tail of its stderr.
-fn sample(args: &[String], folder: &Path) -> (i32, Vec<u8>, Vec<u8>) {
+/// its status, stdout and the tail of its stderr; `None` when something it left could not be
+/// ended (its output may then never end).
+fn sample(args: &[String], folder: &Path) -> Option<(i32, Vec<u8>, Vec<u8>)> {
     let started = std::fs::DirBuilder::new()
         .mode(0o700)
         .create(folder)
@@ -130,7 +138,7 @@ fn sample(args: &[String], folder: &Path) -> (i32, Vec<u8>, Vec<u8>) {
                 args[0],
                 folder.display()
             );
-            return (127, Vec::new(), why.into_bytes());
+            return Some((127, Vec::new(), why.into_bytes()));
         }
     };
     let stdout = read_all(child.stdout.take(), usize::MAX);
@@ -144,10 +152,12 @@ fn sample(args: &[String], folder: &Path) -> (i32, Vec<u8>, Vec<u8>) {
         Err(_) => 255,
     };
     // What the sample left may hold its pipes open: it goes before they are read to their end.
-    end_descendants();
+    if !end_descendants() {
+        return None;
+    }
     let stdout = stdout.join().unwrap_or_default();
     let stderr = stderr.join().unwrap_or_default();
-    (status, stdout, stderr)
+    Some((status, stdout, stderr))
 }
 
 /// Reads `pipe` to its end on a thread of its own, keeping its last `keep` bytes.
@@ -174,13 +184,14 @@ fn read_all(pipe: Option<impl Read + Send + 'static>, keep: usize) -> thread::Jo
 
 /// Kills every process descended from this one and reaps them, until none is left: with this
 /// process a child subreaper, whatever a sample started (daemons, their children) is found as its
-/// child once its own parent has gone.
-fn end_descendants() {
+/// child once its own parent has gone. False when some are still there after a thousand rounds (a
+/// process that cannot die, or forks faster than it is killed).
+fn end_descendants() -> bool {
     let me = std::process::id();
     for _ in 0..1000 {
         let children = children_of(me);
         if children.is_empty() {
-            return;
+            return true;
         }
         for pid in children {
             // SAFETY: kill only sends a signal.
@@ -197,6 +208,7 @@ fn end_descendants() {
         }
         thread::sleep(std::time::Duration::from_millis(1));
     }
+    children_of(me).is_empty()
 }
 
 /// The processes whose parent is `pid`, from `/proc/<pid>/stat` (its fourth field).

@@ -31,7 +31,7 @@ async fn execute(
 }
 
 #[tokio::test]
-async fn a_cells_processes_share_its_container_and_it_goes_with_its_last() {
+async fn a_cells_processes_share_its_container_which_goes_at_the_end_of_the_cells() {
     let study = served("3");
     let (_tmp, dir) = new_run(&study);
     let engine = FakeEngine::new(vec![Step::Valid; 6]);
