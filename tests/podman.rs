@@ -262,13 +262,21 @@ fn the_default_study_on_podman_beside_the_docker_engine_finds_the_same() {
 
     // A process isolated by process: the container kept up for its cell, attached to, serves them.
     let served = tmp.path().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    let study = write_study(
+        &served,
+        "s.yaml",
+        &small_study("served", "10000", 2, "0", 100, ""),
+    );
     let out = parkbench()
         .env("XDG_CONFIG_HOME", &config)
         .env("PARKBENCH_ISOLATION", "process")
-        .args(["run", "results/wait-1m/study.yaml", "--hosts", "podman"])
-        .args(["--images", "build", "--repeats", "2", "--scales", "10000"])
-        .args(["--cpus", "auto", "--results"])
+        .args([
+            "run", "--hosts", "podman", "--images", "build", "--cpus", "auto",
+        ])
+        .arg("--results")
         .arg(&served)
+        .arg(&study)
         .output()
         .unwrap();
     assert!(
@@ -277,7 +285,7 @@ fn the_default_study_on_podman_beside_the_docker_engine_finds_the_same() {
         describe(&out),
         podman.log()
     );
-    let samples = samples(&only_run(&served, "wait-1m"));
+    let samples = samples(&only_run(&served, "served"));
     assert_eq!(samples.len(), 4, "{samples:?}");
     for s in &samples {
         assert_eq!(

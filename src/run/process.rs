@@ -95,8 +95,9 @@ impl<E: Containers> Held<E> {
 /// process is created (not started) into `held`, alongside reading this one's output and removing
 /// it, and used when it was created from the very same spec. A process isolated by process: it
 /// runs in its cell's container kept up in `held`, started once the process before its first one
-/// has ended (or for it, when containers are not made ready ahead) and removed once no cell of
-/// `rest` needs it. The Engine never works while a process runs.
+/// has ended (or for it, when containers are not made ready ahead); once no cell of `rest` needs
+/// it, it is removed the next time the Engine works between two processes, or at the end of the
+/// cells. The Engine never works while a process runs.
 pub async fn measure_next<E: Containers>(
     engine: &E,
     with: &Setting<'_>,
