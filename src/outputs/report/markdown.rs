@@ -275,7 +275,7 @@ fn separation(samples: &[Sample]) -> Option<String> {
             let of = match by.len() {
                 1 => String::new(),
                 _ => format!(
-                    " ({})",
+                    ": {}",
                     probes
                         .iter()
                         .map(|p| text::markdown(p))
@@ -283,7 +283,7 @@ fn separation(samples: &[Sample]) -> Option<String> {
                         .join(", ")
                 ),
             };
-            format!("{how} (`isolation: {}`){of}", isolation.name())
+            format!("{how} (`isolation: {}`{of})", isolation.name())
         })
         .collect();
     (!parts.is_empty()).then(|| format!("- Each process ran {}.", parts.join("; ")))
