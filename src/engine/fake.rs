@@ -121,6 +121,31 @@ impl FakeEngine {
         id
     }
 
+    /// Records the run of `spec` (and `event`) and plays the next step for it: interrupted when
+    /// `cancel` already fired, never ending for [`Step::Hang`].
+    async fn play_next(
+        &self,
+        spec: ContainerSpec,
+        event: String,
+        cancel: &CancellationToken,
+    ) -> Result<ContainerOutcome> {
+        let step = {
+            let mut state = self.lock();
+            state.runs.push(spec.clone());
+            state.events.push(event);
+            state.steps.pop_front()
+        };
+        match step {
+            _ if cancel.is_cancelled() => Ok(ContainerOutcome {
+                interrupted: true,
+                ..Default::default()
+            }),
+            Some(Step::Hang) => std::future::pending().await,
+            Some(step) => self.play(step, &spec, cancel),
+            None => bail!("the fake Engine has no step left for {:?}", spec.cmd),
+        }
+    }
+
     /// The outcome of `step` for `spec`, or the Engine's error.
     fn play(
         &self,
@@ -226,25 +251,8 @@ impl Containers for FakeEngine {
         created: &Created<Self>,
         cancel: &CancellationToken,
     ) -> Result<ContainerOutcome> {
-        let spec = &created.spec;
-        let step = {
-            let mut state = self.lock();
-            state.runs.push(spec.clone());
-            state.events.push(format!("start {}", created.id()));
-            state.steps.pop_front()
-        };
-        let result = match step {
-            _ if cancel.is_cancelled() => Ok(ContainerOutcome {
-                interrupted: true,
-                ..Default::default()
-            }),
-            Some(Step::Hang) => std::future::pending().await,
-            Some(step) => self.play(step, spec, cancel),
-            None => Err(anyhow::anyhow!(
-                "the fake Engine has no step left for {:?}",
-                spec.cmd
-            )),
-        };
+        let started = format!("start {}", created.id());
+        let result = self.play_next(created.spec.clone(), started, cancel).await;
         self.event(format!("end {}", created.id()));
         result
     }
@@ -279,23 +287,8 @@ impl Containers for FakeEngine {
             cmd: cmd.to_vec(),
             ..serving.spec().clone()
         };
-        let step = {
-            let mut state = self.lock();
-            state.runs.push(spec.clone());
-            state
-                .events
-                .push(format!("sample {}", serving.created.id()));
-            state.steps.pop_front()
-        };
-        match step {
-            _ if cancel.is_cancelled() => Ok(ContainerOutcome {
-                interrupted: true,
-                ..Default::default()
-            }),
-            Some(Step::Hang) => std::future::pending().await,
-            Some(step) => self.play(step, &spec, cancel),
-            None => bail!("the fake Engine has no step left for {cmd:?}"),
-        }
+        let event = format!("sample {}", serving.created.id());
+        self.play_next(spec, event, cancel).await
     }
 
     async fn containers_with_label(&self, label: &str, value: &str) -> Result<Vec<String>> {

@@ -11,6 +11,23 @@ fn unfloored() -> Study {
     study
 }
 
+/// The first repeat's cell of `probe` at `tasks`.
+fn cell_of(study: &Study, probe: &str, tasks: u64) -> Cell {
+    Cell {
+        probe: study.probes.iter().position(|p| p.id == probe).unwrap(),
+        tasks,
+        repeat: 1,
+        position: 0,
+    }
+}
+
+/// Tells `est` that a process of `probe` at `tasks` ended after `ms`.
+fn finish(est: &mut Estimates, probe: &str, tasks: u64, ms: f64) {
+    let mut s = crate::study::sample::fixture::samples()[0].clone();
+    (s.probe, s.tasks, s.timings.container_ms) = (probe.into(), tasks, Some(ms));
+    est.finished(&s);
+}
+
 #[test]
 fn estimates_prefer_this_run_then_the_earlier_one() {
     let study = unfloored();
@@ -182,19 +199,8 @@ fn the_kits_own_time_per_process_is_added_to_every_process_left() {
 #[test]
 fn one_finished_process_estimates_every_scale_of_its_probe() {
     let study = unfloored();
-    let go = study.probes.iter().position(|p| p.id == "go").unwrap();
-    let cell = |tasks| Cell {
-        probe: go,
-        tasks,
-        repeat: 1,
-        position: 0,
-    };
-    let mut s = crate::study::sample::fixture::samples()[0].clone();
+    let cell = |tasks| cell_of(&study, "go", tasks);
     let mut est = Estimates::default();
-    let mut finish = |est: &mut Estimates, probe: &str, tasks, ms| {
-        (s.probe, s.tasks, s.timings.container_ms) = (probe.into(), tasks, Some(ms));
-        est.finished(&s);
-    };
     // One process of go, none of any other probe at two scales: every scale as long as it.
     finish(&mut est, "go", 1, 10_200.0);
     assert_eq!(est.of(&study, &cell(1_000_000)), Some(10_200.0));
@@ -285,23 +291,8 @@ fn the_pace_stretches_only_the_time_beyond_the_protocols_own() {
 #[test]
 fn a_probe_not_yet_started_is_estimated_from_the_others_scaled_by_tasks() {
     let study = unfloored();
-    let tokio = study
-        .probes
-        .iter()
-        .position(|p| p.id == "rust-tokio")
-        .unwrap();
-    let cell = |tasks| Cell {
-        probe: tokio,
-        tasks,
-        repeat: 1,
-        position: 0,
-    };
-    let mut s = crate::study::sample::fixture::samples()[0].clone();
+    let cell = |tasks| cell_of(&study, "rust-tokio", tasks);
     let mut est = Estimates::default();
-    let mut finish = |est: &mut Estimates, probe: &str, tasks, ms| {
-        (s.probe, s.tasks, s.timings.container_ms) = (probe.into(), tasks, Some(ms));
-        est.finished(&s);
-    };
     assert_eq!(est.of(&study, &cell(1_000_000)), None);
     // go at two scales: 100 ms + 0.01 ms per task; rust-tokio, not started, at 1M: go's line.
     finish(&mut est, "go", 10_000, 200.0);
