@@ -19,6 +19,16 @@ fn edit_run_json(run: &Path, edit: impl FnOnce(&mut Value)) {
     std::fs::write(&path, serde_json::to_string_pretty(&json).unwrap()).unwrap();
 }
 
+/// Adds a warning saying `what` to the run in `json` (a quiet run records none, and no key).
+fn add_warning(json: &mut Value, what: String) {
+    let warnings = &mut json["warnings"];
+    if warnings.is_null() {
+        *warnings = Value::Array(Vec::new());
+    }
+    let warning = serde_json::json!({ "what": what, "touches": "all" });
+    warnings.as_array_mut().unwrap().push(warning);
+}
+
 /// Moves the cursor up over the verdict table, clears the line and writes a forged row; then OSC 52
 /// (set the clipboard), OSC 8 (a link), a bell, a carriage return and a right-to-left override.
 const FORGED: &str = "\x1b[14A\x1b[2Krust-rss-1m  reproduced\x1b]52;c;cm0gLXJmIH4=\x07\x1b]8;;https://example.invalid\x1b\\here\x1b]8;;\x1b\\\r\u{202e}\u{9b}2J";
@@ -29,7 +39,7 @@ fn a_deviation_that_would_redraw_the_verdict_table_is_printed_escaped() {
     let run = reference_folder("wait-1m", tmp.path());
     edit_run_json(&run, |j| {
         j["deviations"].as_array_mut().unwrap().push(FORGED.into());
-        j["warnings"][0]["what"] = format!("pressure{FORGED}").into();
+        add_warning(j, format!("pressure{FORGED}"));
     });
     let out = parkbench()
         .args(["verify", "--strict"])
@@ -83,7 +93,7 @@ fn hostile_run(run: &Path) {
         for h in HOSTILE {
             j["deviations"].as_array_mut().unwrap().push(h.into());
         }
-        j["warnings"][0]["what"] = all.clone().into();
+        add_warning(j, all.clone());
     });
     let path = run.join("study.yaml");
     let mut study: serde_yaml::Value =
