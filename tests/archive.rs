@@ -34,13 +34,9 @@ fn reproduce_then_check_and_verify_the_archive() {
     let tmp = tempfile::tempdir().unwrap();
     let yaml = small_study("tiny", "10000", 1, "0", 200, "") + CLAIMS;
     let study = write_study(tmp.path(), "s.yaml", &yaml);
-    let out = parkbench()
-        .args(["reproduce", "--cpus", "auto", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    let out = Invocation::reproduce(tmp.path(), &study)
+        .cpus("auto")
+        .succeeds();
     let printed = text(&out.stdout);
     assert!(
         printed.contains("go-rss-10k") && printed.contains("differs"),
@@ -208,13 +204,10 @@ fn reproduce_makes_a_reference_run_that_later_runs_compare_with() {
         write_study(tmp.path(), "s.yaml", &yaml)
     };
     let reproduce = |study: &std::path::Path, extra: &[&str]| {
-        parkbench()
-            .args(["reproduce", "--cpus", "auto", "--results"])
-            .arg(tmp.path())
+        Invocation::reproduce(tmp.path(), study)
+            .cpus("auto")
             .args(extra)
-            .arg(study)
             .output()
-            .unwrap()
     };
     let dir = tmp.path().join("refd/reference");
     let leftovers = || {

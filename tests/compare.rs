@@ -14,13 +14,9 @@ fn a_run_compared_with_its_archive() {
         "s.yaml",
         &small_study("tiny", "1000, 10000", 2, "0", 200, ""),
     );
-    let out = parkbench()
-        .args(["reproduce", "--cpus", "auto", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    Invocation::reproduce(tmp.path(), &study)
+        .cpus("auto")
+        .succeeds();
     let run = only_run(tmp.path(), "tiny");
     let archive = run.with_extension("tar.gz");
 

@@ -76,14 +76,10 @@ fn a_probe_without_an_image_is_named_with_its_file_and_line_before_any_build() {
     let tmp = tempfile::tempdir().unwrap();
     let yaml = small_study("no-image", "1000", 1, "0", 0, "").replace("image: go", "image: nope");
     let study = write_study(tmp.path(), "s.yaml", &yaml);
-    let out = parkbench()
+    let out = Invocation::run(tmp.path(), &study)
         // No Engine is reached: the check comes before the build.
         .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-        .args(["run", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let err = text(&out.stderr);
     assert!(
@@ -100,13 +96,9 @@ fn a_program_the_image_does_not_hold_is_named_with_the_images_binaries_before_an
         "    image: go\n    program: /usr/local/bin/nope\n",
     );
     let study = write_study(tmp.path(), "s.yaml", &yaml);
-    let out = parkbench()
+    let out = Invocation::run(tmp.path(), &study)
         .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-        .args(["run", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let err = text(&out.stderr);
     assert!(
@@ -124,13 +116,9 @@ fn a_comparison_that_mixes_kinds_is_refused_at_load() {
         "  - id: rust-tokio\n    image: rust-tokio\n    kind: peak\n",
     ) + "claims:\n  - {id: c, text: t, stat: ratio, of: rss_median, probe: go, than: rust-tokio, tasks: 1000, expected: {above: 1}, unit: x}\n";
     let study = write_study(tmp.path(), "s.yaml", &yaml);
-    let out = parkbench()
+    let out = Invocation::run(tmp.path(), &study)
         .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-        .args(["run", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let err = text(&out.stderr);
     assert!(
@@ -147,12 +135,11 @@ fn cpus_the_host_lacks_are_refused_by_plan_and_by_run_before_any_build() {
     let yaml = small_study("no-such-cpu", "1000", 1, "0", 0, "");
     let study = write_study(tmp.path(), "s.yaml", &yaml);
     for command in ["plan", "run"] {
-        let out = parkbench()
-            .args([command, "--cpus", "0,4095", "--results"])
-            .arg(tmp.path())
+        let out = Invocation::new(command)
+            .cpus("0,4095")
+            .results(tmp.path())
             .arg(&study)
-            .output()
-            .unwrap();
+            .output();
         assert_eq!(out.status.code(), Some(1), "{command}: {}", describe(&out));
         let err = text(&out.stderr);
         assert!(

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{describe, ensure_built, only_run, parkbench, small_study, write_study};
+use common::{Invocation, describe, ensure_built, only_run, parkbench, small_study, write_study};
 
 /// A study of the Go probe at 10k tasks with a claim that differs (1 B per task, ±5 %), one that
 /// reproduces (anything from 0 to 1 GiB of RSS), and a GOGC factor.
@@ -47,13 +47,11 @@ fn a_differing_claim_is_explained_archived_and_verifiable() {
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("results");
     let file = write_study(tmp.path(), "study.yaml", &study());
-    let out = parkbench()
+    Invocation::new("run")
         .env("PARKBENCH_RESULTS", &results)
-        .args(["run", "--cpus", "0"])
+        .cpus("0")
         .arg(&file)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+        .succeeds();
     let run = only_run(&results, "explain-test");
 
     // A claim that reproduced has nothing to explain; an undeclared factor is named.
@@ -241,13 +239,11 @@ fn every_next_step_the_kit_prints_runs_as_printed() {
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("results");
     let file = write_study(tmp.path(), "study.yaml", &two_languages());
-    let out = parkbench()
+    let out = Invocation::new("reproduce")
         .env("PARKBENCH_RESULTS", &results)
-        .args(["reproduce", "--cpus", "0"])
+        .cpus("0")
         .arg(&file)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+        .succeeds();
     let steps = next_steps(&out);
     let subcommands: Vec<&str> = steps.iter().map(|s| s[1].as_str()).collect();
     assert!(
@@ -274,13 +270,11 @@ fn every_next_step_the_kit_prints_runs_as_printed() {
     }
 
     // `run`'s closing line: report, then archive.
-    let out = parkbench()
+    let out = Invocation::new("run")
         .env("PARKBENCH_RESULTS", &results)
-        .args(["run", "--cpus", "0"])
+        .cpus("0")
         .arg(&file)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+        .succeeds();
     let steps = next_steps(&out);
     let names: Vec<&str> = steps.iter().map(|s| s[1].as_str()).collect();
     assert_eq!(names, ["report", "archive"], "{}", describe(&out));

@@ -83,15 +83,11 @@ fn a_probe_image_that_does_not_compile_is_not_measured_and_the_others_run() {
     let study = write_study(dir.path(), "s.yaml", &study());
     assert!(study.is_file());
     let run = |extra: &[&str]| {
-        parkbench()
-            .arg("--repo")
-            .arg(&root)
-            .args(["run", "--cpus", "auto", "--results"])
-            .arg(&results)
+        Invocation::run(&results, &study)
+            .repo(&root)
+            .cpus("auto")
             .args(extra)
-            .arg(&study)
             .output()
-            .unwrap()
     };
 
     let strict = run(&["--strict-build"]);

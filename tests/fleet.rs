@@ -43,13 +43,9 @@ fn study(dir: &Path, scales: &str) -> PathBuf {
     )
 }
 
-/// `parkbench run --hosts …` with the extra Engine's client certificates.
-fn fleet_run(extra: &ExtraEngine, results: &Path) -> std::process::Command {
-    let mut cmd = parkbench();
-    cmd.env("DOCKER_CERT_PATH", &extra.certs)
-        .args(["run", "--results"])
-        .arg(results);
-    cmd
+/// `run` (a study, or `--resume`) with the extra Engine's client certificates, for `--hosts …`.
+fn fleet_run(extra: &ExtraEngine, run: Invocation) -> Invocation {
+    run.env("DOCKER_CERT_PATH", &extra.certs)
 }
 
 fn cells(samples: &[serde_json::Value]) -> Vec<(String, u64)> {
@@ -75,11 +71,9 @@ fn across_then_spread_over_an_extra_engine_and_this_one() {
     let hosts = format!("{},local", extra.url);
 
     let results = tmp.path().join("across");
-    let out = fleet_run(&extra, &results)
+    let out = fleet_run(&extra, Invocation::run(&results, &file))
         .args(["--hosts", &hosts, "--across"])
-        .arg(&file)
-        .output()
-        .unwrap();
+        .output();
     assert!(out.status.success(), "{}\n{}", describe(&out), extra.log());
     let err = text(&out.stderr);
     assert!(err.contains("image go shipped"), "{err}");
@@ -134,12 +128,10 @@ fn across_then_spread_over_an_extra_engine_and_this_one() {
     // --spread: the images are there now; each cell on exactly one host, every cell measured. Each
     // process isolated by process: the kept containers are attached to over TLS too.
     let results = tmp.path().join("spread");
-    let out = fleet_run(&extra, &results)
+    let out = fleet_run(&extra, Invocation::run(&results, &file))
         .env("PARKBENCH_ISOLATION", "process")
         .args(["--hosts", &hosts, "--spread"])
-        .arg(&file)
-        .output()
-        .unwrap();
+        .output();
     assert!(out.status.success(), "{}\n{}", describe(&out), extra.log());
     assert!(
         text(&out.stderr).contains("image go present"),
@@ -176,12 +168,10 @@ fn a_host_killed_mid_run_loses_its_cells_and_resume_finishes_them_elsewhere() {
     let tmp = tempfile::tempdir().unwrap();
     let file = study(tmp.path(), "1000, 10000, 20000");
     let results = tmp.path().join("results");
-    let mut child = fleet_run(&doomed, &results)
+    let mut child = fleet_run(&doomed, Invocation::run(&results, &file))
         .args(["--hosts", &format!("{},local", doomed.url), "--across"])
-        .arg(&file)
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let mut said = String::new();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     // The extra Engine measures first; it dies once its first process is measured.
@@ -215,12 +205,9 @@ fn a_host_killed_mid_run_loses_its_cells_and_resume_finishes_them_elsewhere() {
 
     // Another Engine of its class finishes the lost cells.
     let spare = ExtraEngine::start(&driver);
-    let out = fleet_run(&spare, &results)
-        .arg("--resume")
-        .arg(&run)
+    let out = fleet_run(&spare, Invocation::resume(&results, &run))
         .args(["--hosts", &spare.url])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(
         out.status.code(),
         Some(3),
@@ -274,12 +261,10 @@ fn ctrl_c_stops_every_host_releases_its_leases_and_the_same_hosts_finish_on_resu
     let tmp = tempfile::tempdir().unwrap();
     let file = study(tmp.path(), "1000, 10000");
     let results = tmp.path().join("results");
-    let mut child = fleet_run(&extra, &results)
+    let mut child = fleet_run(&extra, Invocation::run(&results, &file))
         .args(["--hosts", &format!("{},local", extra.url)])
-        .arg(&file)
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let mut said = String::new();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     until_first_process(&mut lines, &mut said);
@@ -312,12 +297,7 @@ fn ctrl_c_stops_every_host_releases_its_leases_and_the_same_hosts_finish_on_resu
     assert!((1..8).contains(&before), "{before}: {said}");
 
     // Nothing lost: the same hosts go on.
-    let out = fleet_run(&extra, &results)
-        .arg("--resume")
-        .arg(&run)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    fleet_run(&extra, Invocation::resume(&results, &run)).succeeds();
     let all = samples(&run);
     assert_eq!(all.len(), 8, "{all:?}");
     assert!(all.iter().all(|s| s["valid"] == true), "{all:?}");
@@ -342,14 +322,11 @@ fn a_plain_tcp_host_is_refused_before_anything_runs_unless_allowed() {
     let file = study(tmp.path(), "1000");
     let results = tmp.path().join("results");
     let plain = |extra_args: &[&str]| {
-        let mut cmd = parkbench();
-        cmd.env_remove("DOCKER_CERT_PATH")
-            .args(["run", "--results"])
-            .arg(&results)
+        Invocation::run(&results, &file)
+            .env_remove("DOCKER_CERT_PATH")
             .args(["--hosts", &format!("local,{}", extra.url)])
             .args(extra_args)
-            .arg(&file);
-        cmd.output().unwrap()
+            .output()
     };
     let out = plain(&[]);
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
@@ -401,13 +378,10 @@ impl Timed {
 fn timed_run(dir: &Path, file: &Path, label: &str, args: &[&str]) -> Timed {
     let results = dir.join(label);
     let started = std::time::Instant::now();
-    let out = parkbench()
-        .args(["run", "--cpus", "auto", "--results"])
-        .arg(&results)
+    let out = Invocation::run(&results, file)
+        .cpus("auto")
         .args(args)
-        .arg(file)
-        .output()
-        .unwrap();
+        .output();
     let wall_s = started.elapsed().as_secs_f64();
     assert!(
         matches!(out.status.code(), Some(0 | 3)),

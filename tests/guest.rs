@@ -34,15 +34,14 @@ fn run_with_root(
     root: Option<&str>,
 ) -> std::process::Output {
     let study = write_study(tmp, "s.yaml", yaml);
-    let mut cmd = parkbench();
-    cmd.args(["run", "--cpus", "auto", "--kernel", kernel, "--results"])
-        .arg(tmp)
-        .arg(&study)
+    let mut run = Invocation::run(tmp, &study)
+        .cpus("auto")
+        .args(["--kernel", kernel])
         .env_remove("PARKBENCH_GUEST_ROOT");
     if let Some(root) = root {
-        cmd.env("PARKBENCH_GUEST_ROOT", root);
+        run = run.env("PARKBENCH_GUEST_ROOT", root);
     }
-    cmd.output().unwrap()
+    run.output()
 }
 
 /// One valid Go sample at 10k tasks under debian-6.1 booted with `root`, and the run's kernel

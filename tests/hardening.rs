@@ -59,14 +59,11 @@ fn a_running_probe_container_is_confined() {
     let tmp = tempfile::tempdir().unwrap();
     let study = write_study(tmp.path(), "s.yaml", STEADY);
     let log = tmp.path().join("run.log");
-    let mut run = parkbench()
-        .args(["run", "--cpus", "auto", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
+    let mut run = Invocation::run(tmp.path(), &study)
+        .cpus("auto")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+        .spawn();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (isolation, status) = rt.block_on(async {
         let engine = Engine::connect().await.unwrap();

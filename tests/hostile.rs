@@ -100,13 +100,9 @@ impl Fixture {
         let tmp = tempfile::tempdir().unwrap();
         let study = write_study(tmp.path(), "s.yaml", &one_probe_study());
         let first = tmp.path().join("first");
-        let out = parkbench()
-            .args(["reproduce", "--cpus", "auto", "--results"])
-            .arg(&first)
-            .arg(&study)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", describe(&out));
+        Invocation::reproduce(&first, &study)
+            .cpus("auto")
+            .succeeds();
         let run = only_run(&first, STUDY);
         let plain = tmp.path().join("plain.tar.gz");
         std::fs::rename(run.with_extension("tar.gz"), &plain).unwrap();
@@ -175,13 +171,10 @@ impl Fixture {
     }
 
     fn rerun(&self, archive: &Path, extra: &[&str]) -> Output {
-        parkbench()
-            .args(["rerun", "--cpus", "auto", "--results"])
-            .arg(self.results())
-            .arg(archive)
+        Invocation::rerun(self.results(), archive)
+            .cpus("auto")
             .args(extra)
             .output()
-            .unwrap()
     }
 }
 
@@ -393,14 +386,11 @@ fn an_interrupted_load_leaves_nothing(docker: &Docker, fx: &Fixture) {
         |f| saved_image(f, &[&go_tag], &layer, None),
         true,
     );
-    let mut child = parkbench()
-        .args(["rerun", "--cpus", "auto", "--results"])
-        .arg(fx.results())
-        .arg(&archive)
+    let mut child = Invocation::rerun(fx.results(), &archive)
+        .cpus("auto")
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut said = String::new();
     for line in lines.by_ref() {

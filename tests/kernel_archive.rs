@@ -27,12 +27,7 @@ fn json(path: &Path) -> serde_json::Value {
 }
 
 fn rerun(results: &Path, archive: &Path) -> std::process::Output {
-    parkbench()
-        .args(["rerun", "--cpus", "auto", "--results"])
-        .arg(results)
-        .arg(archive)
-        .output()
-        .unwrap()
+    Invocation::rerun(results, archive).cpus("auto").output()
 }
 
 /// The kernel's vmlinuz sha256 a run's `run.json` records.
@@ -52,20 +47,10 @@ fn archived_guest_run(results: &Path) -> (PathBuf, PathBuf) {
         .unwrap();
     assert!(built.status.success(), "{}", describe(&built));
     let study = write_study(results, "s.yaml", &tiny_study());
-    let out = parkbench()
-        .args([
-            "run",
-            "--cpus",
-            "auto",
-            "--kernel",
-            "debian-6.1",
-            "--results",
-        ])
-        .arg(results)
-        .arg(&study)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    Invocation::run(results, &study)
+        .cpus("auto")
+        .args(["--kernel", "debian-6.1"])
+        .succeeds();
     let run = only_run(results, "kernel-travels");
     let out = parkbench()
         .args(["archive", "--with-images", "--no-driver"])

@@ -11,13 +11,11 @@ const STUDY: &str = "results/wait-1m/study.yaml";
 fn a_partial_run_measures_only_its_slice_and_says_it_is_partial() {
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("results");
-    let out = parkbench()
-        .args(["run", STUDY, "--only", "go", "--scales", "10000"])
-        .args(["--repeats", "1", "--cpus", "auto", "--results"])
-        .arg(&results)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    let out = Invocation::run(&results, STUDY)
+        .args(["--only", "go", "--scales", "10000"])
+        .args(["--repeats", "1"])
+        .cpus("auto")
+        .succeeds();
     let run = only_run(&results, "wait-1m");
     let samples = samples(&run);
     assert!(!samples.is_empty(), "{}", describe(&out));
@@ -48,11 +46,9 @@ fn a_probe_or_scale_the_study_lacks_is_refused_naming_those_it_has() {
         ("--only", "cobol", "go, rust-tokio"),
         ("--scales", "7", "10000"),
     ] {
-        let out = parkbench()
-            .args(["run", STUDY, flag, value, "--results"])
-            .arg(tmp.path())
-            .output()
-            .unwrap();
+        let out = Invocation::run(tmp.path(), STUDY)
+            .args([flag, value])
+            .output();
         assert!(!out.status.success(), "{}", describe(&out));
         let err = text(&out.stderr);
         assert!(err.contains(value) && err.contains(names), "{err}");

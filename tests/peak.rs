@@ -46,13 +46,9 @@ fn unmodified_programs_give_peaks_and_verdicts_with_unavailable_toolchains_named
         claims,
     );
     let study = write_study(tmp.path(), "s.yaml", &yaml);
-    let out = parkbench()
-        .args(["reproduce", "--cpus", "auto", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    Invocation::reproduce(tmp.path(), &study)
+        .cpus("auto")
+        .succeeds();
     let run = only_run(tmp.path(), "peak");
     let samples = samples(&run);
     assert_eq!(samples.len(), 8, "every cell has a sample, measured or not");

@@ -132,29 +132,14 @@ fn the_default_study_on_podman_beside_the_docker_engine_finds_the_same() {
 
     let log = tmp.path().join("run.log");
     let results = tmp.path().join("results");
-    let run = parkbench()
+    let run = Invocation::run(&results, "results/wait-1m/study.yaml")
         .env("XDG_CONFIG_HOME", &config)
-        .args([
-            "run",
-            "results/wait-1m/study.yaml",
-            "--hosts",
-            "local,podman",
-        ])
-        .args([
-            "--across",
-            "--images",
-            "build",
-            "--repeats",
-            "1",
-            "--cpus",
-            "auto",
-        ])
-        .arg("--results")
-        .arg(&results)
+        .args(["--hosts", "local,podman"])
+        .args(["--across", "--images", "build", "--repeats", "1"])
+        .cpus("auto")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+        .spawn();
     let mut run = Stopped(Some(run));
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (status, mounts) = rt.block_on(async {
@@ -268,17 +253,12 @@ fn the_default_study_on_podman_beside_the_docker_engine_finds_the_same() {
         "s.yaml",
         &small_study("served", "10000", 2, "0", 100, ""),
     );
-    let out = parkbench()
+    let out = Invocation::run(&served, &study)
         .env("XDG_CONFIG_HOME", &config)
         .env("PARKBENCH_ISOLATION", "process")
-        .args([
-            "run", "--hosts", "podman", "--images", "build", "--cpus", "auto",
-        ])
-        .arg("--results")
-        .arg(&served)
-        .arg(&study)
-        .output()
-        .unwrap();
+        .args(["--hosts", "podman", "--images", "build"])
+        .cpus("auto")
+        .output();
     assert!(
         out.status.success(),
         "{}\npodman:\n{}",

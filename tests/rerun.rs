@@ -12,13 +12,10 @@ use common::archive::{repack, tar, unpack};
 use common::*;
 
 fn rerun(results: &Path, archive: &Path, extra: &[&str]) -> std::process::Output {
-    parkbench()
-        .args(["rerun", "--cpus", "auto", "--results"])
-        .arg(results)
-        .arg(archive)
+    Invocation::rerun(results, archive)
+        .cpus("auto")
         .args(extra)
         .output()
-        .unwrap()
 }
 
 fn runs(results: &Path) -> usize {
@@ -46,13 +43,10 @@ fn rerun_an_archive_with_and_without_images() {
         "s.yaml",
         &small_study("tiny-rerun", "10000", 1, "0", 200, ""),
     );
-    let out = parkbench()
-        .args(["reproduce", "--cpus", "auto", "--with-images", "--results"])
-        .arg(&first)
-        .arg(&study)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    Invocation::reproduce(&first, &study)
+        .cpus("auto")
+        .arg("--with-images")
+        .succeeds();
     let original = only_run(&first, "tiny-rerun");
     let with_images = tmp.path().join("with-images.tar.gz");
     std::fs::rename(original.with_extension("tar.gz"), &with_images).unwrap();

@@ -15,13 +15,7 @@ fn small_study_gives_valid_alternating_samples() {
         "s.yaml",
         &small_study("small", "10000", 2, "0-1", 500, ""),
     );
-    let out = parkbench()
-        .args(["run", "--cpus", "auto", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    Invocation::run(tmp.path(), &study).cpus("auto").succeeds();
     let run = only_run(tmp.path(), "small");
     let samples = samples(&run);
     assert_eq!(samples.len(), 4);
@@ -57,12 +51,7 @@ fn a_failing_probe_is_an_invalid_sample_and_the_run_goes_on() {
     let tmp = tempfile::tempdir().unwrap();
     let yaml = small_study("failing", "1000", 1, "0", 100, r#", "--no-such-flag""#);
     let study = write_study(tmp.path(), "s.yaml", &yaml);
-    let out = parkbench()
-        .args(["run", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
+    let out = Invocation::run(tmp.path(), &study).output();
     assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
     let samples = samples(&only_run(tmp.path(), "failing"));
     assert_eq!(samples.len(), 2);
@@ -80,12 +69,7 @@ fn sigint_removes_the_container_and_resume_fills_the_missing_cells() {
     // Each process lives a few seconds (settle 4 s), so the interrupt lands while a container runs.
     let yaml = small_study("interrupted", "1000", 2, "0", 4000, "");
     let study = write_study(tmp.path(), "s.yaml", &yaml);
-    let mut child = parkbench()
-        .args(["run", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .spawn()
-        .unwrap();
+    let mut child = Invocation::run(tmp.path(), &study).spawn();
     let log =
         |p: &std::path::Path| std::fs::read_to_string(p.join("samples.jsonl")).unwrap_or_default();
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -118,14 +102,7 @@ fn sigint_removes_the_container_and_resume_fills_the_missing_cells() {
     let before = samples(&run);
     assert_eq!(before.len(), 1);
 
-    let out = parkbench()
-        .args(["run", "--results"])
-        .arg(tmp.path())
-        .arg("--resume")
-        .arg(&run)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    Invocation::resume(tmp.path(), &run).succeeds();
     let after = samples(&run);
     assert_eq!(after.len(), 4, "2 probes × 2 repeats");
     assert_eq!(after[0], before[0], "a measured sample is never rewritten");
@@ -156,12 +133,7 @@ fn a_malformed_study_fails_with_its_line() {
         .replace("  repeats: 1\n", "  repeats: 1\n  colour: blue\n");
     let line = yaml.lines().position(|l| l.contains("colour")).unwrap() + 1;
     let study = write_study(tmp.path(), "bad.yaml", &yaml);
-    let out = parkbench()
-        .args(["run", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
+    let out = Invocation::run(tmp.path(), &study).output();
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
@@ -185,24 +157,14 @@ fn a_cpu_list_the_host_lacks_is_refused() {
         "s.yaml",
         &small_study("cpus", "1000", 1, "0-511", 100, ""),
     );
-    let out = parkbench()
-        .args(["run", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
+    let out = Invocation::run(tmp.path(), &study).output();
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stderr).contains("--cpus auto"),
         "{}",
         describe(&out)
     );
-    let out = parkbench()
-        .args(["run", "--cpus", "0,511", "--results"])
-        .arg(tmp.path())
-        .arg(&study)
-        .output()
-        .unwrap();
+    let out = Invocation::run(tmp.path(), &study).cpus("0,511").output();
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("CPU 511"), "{}", describe(&out));
 }

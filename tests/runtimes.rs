@@ -142,12 +142,7 @@ fn a_profile_refusing_io_uring_makes_glommio_invalid_and_says_so() {
     );
     let results = tempfile::tempdir().unwrap();
     let file = write_study(results.path(), "s.yaml", &yaml);
-    let out = parkbench()
-        .args(["run", "--cpus", "auto", "--results"])
-        .arg(results.path())
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = Invocation::run(results.path(), &file).cpus("auto").output();
     assert_eq!(
         out.status.code(),
         Some(3),
@@ -188,12 +183,7 @@ fn a_profile_refusing_io_uring_makes_glommio_invalid_and_says_so() {
         "bad.yaml",
         &study(", seccomp: nowhere.json", probes),
     );
-    let out = parkbench()
-        .args(["run", "--cpus", "auto", "--results"])
-        .arg(results.path())
-        .arg(&bad)
-        .output()
-        .unwrap();
+    let out = Invocation::run(results.path(), &bad).cpus("auto").output();
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     assert!(
         text(&out.stderr).contains("protocol.seccomp \"nowhere.json\""),

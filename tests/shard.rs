@@ -31,13 +31,10 @@ fn two_shards_merged_judge_as_their_samples_together() {
     let mut archives = Vec::new();
     for shard in ["1/2", "2/2"] {
         let results = tmp.path().join(format!("shard-{}", &shard[..1]));
-        let out = parkbench()
-            .args(["run", "--cpus", "auto", "--shard", shard, "--results"])
-            .arg(&results)
-            .arg(&study)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", describe(&out));
+        Invocation::run(&results, &study)
+            .cpus("auto")
+            .args(["--shard", shard])
+            .succeeds();
         let run = only_run(&results, "tiny");
         for then in ["report", "archive"] {
             let out = parkbench().arg(then).arg(&run).output().unwrap();
@@ -241,12 +238,9 @@ fn bad_shard_specs_stop_before_anything_runs() {
         &small_study("tiny", "1000", 1, "0", 100, ""),
     );
     for bad in ["3/2", "0/2", "1/0", "a/b"] {
-        let out = parkbench()
-            .args(["run", "--shard", bad, "--results"])
-            .arg(tmp.path())
-            .arg(&study)
-            .output()
-            .unwrap();
+        let out = Invocation::run(tmp.path(), &study)
+            .args(["--shard", bad])
+            .output();
         assert_eq!(out.status.code(), Some(2), "{bad}: {}", describe(&out));
         assert!(text(&out.stderr).contains("i/N"), "{}", describe(&out));
         assert!(!tmp.path().join("tiny").exists(), "{bad}: nothing ran");

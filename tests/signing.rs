@@ -271,12 +271,11 @@ fn keys_parkbench_cannot_use_are_refused_with_the_ssh_keygen_command_instead() {
     assert!(!dir.join("run.tar.gz.sig").exists());
 
     // `reproduce --sign` reads the key before it runs anything.
-    let out = parkbench()
-        .args(["reproduce", "--sign"])
+    let out = Invocation::new("reproduce")
+        .arg("--sign")
         .arg(&locked)
         .env("DOCKER_HOST", "unix:///nonexistent.sock")
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     assert!(
         text(&out.stderr).contains("passphrase"),

@@ -468,13 +468,10 @@ fn the_default_study_in_two_shards_on_slurm_judges_as_one_plain_run() {
 
     // One plain run of the same study, here.
     let plain = tmp.path().join("plain");
-    let out = parkbench()
-        .arg("--results")
-        .arg(&plain)
-        .args(["run", "--cpus", "auto", "--repeats", REPEATS])
-        .arg(&study)
-        .output()
-        .unwrap();
+    let out = Invocation::run(&plain, &study)
+        .cpus("auto")
+        .args(["--repeats", REPEATS])
+        .output();
     run_ok(&out, "plain run");
     let run = only_run(&plain, "wait-1m");
     run_ok(

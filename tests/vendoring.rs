@@ -167,15 +167,10 @@ probes:
     results: [letters]
 "#,
     );
-    let out = parkbench()
-        .arg("--repo")
-        .arg(&repo)
-        .args(["run", "--cpus", "auto", "--results"])
-        .arg(&results)
-        .arg(&study)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", describe(&out));
+    Invocation::run(&results, &study)
+        .repo(&repo)
+        .cpus("auto")
+        .succeeds();
     let run = only_run(&results, "patched");
     let out = parkbench().arg("report").arg(&run).output().unwrap();
     assert!(out.status.success(), "{}", describe(&out));

@@ -3,7 +3,10 @@
 
 pub mod archive;
 pub mod dockerd;
+pub mod invoke;
 pub mod podman;
+
+pub use invoke::*;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -52,12 +55,7 @@ pub fn describe(out: &Output) -> String {
 /// Writes `yaml` as `s.yaml` into the results folder `results` and runs it there with `--cpus auto`.
 pub fn run_study(results: &Path, yaml: &str) -> std::process::Output {
     let study = write_study(results, "s.yaml", yaml);
-    parkbench()
-        .args(["run", "--cpus", "auto", "--results"])
-        .arg(results)
-        .arg(&study)
-        .output()
-        .unwrap()
+    Invocation::run(results, &study).cpus("auto").output()
 }
 
 /// Writes a study file into `dir` and returns its path.
