@@ -60,12 +60,12 @@ bench-build: driver
 
 # Benchmark: article 000's images shipped to a fresh Engine over loopback mutual TLS: bytes, seconds, per GiB, IDs equal.
 bench-ship:
-    cargo test --test placing bench_ship -- --ignored --nocapture --test-threads 1
+    cargo test --test it placing::bench_ship -- --ignored --nocapture --test-threads 1
 
 # Benchmark: runs across hosts on this machine's Engine and two extra ones (loopback mutual TLS): overhead per
 # process with three hosts against one, and a study --across the three against a plain local run, claim by claim.
 bench-fleet:
-    cargo test --test fleet bench_fleet -- --ignored --nocapture --test-threads 1
+    cargo test --test it fleet::bench_fleet -- --ignored --nocapture --test-threads 1
 
 # Benchmark: the WSL-like kernel's cold compile (its root filesystems made first, not timed), then again
 # without cache; same sha256 or not.

@@ -26,7 +26,7 @@ fn beyond(json: &str) -> Vec<String> {
         .beyond_default()
 }
 
-/// The profile tests/runtimes.rs runs glommio under: everything allowed but io_uring_setup.
+/// The profile tests/it/runtimes.rs runs glommio under: everything allowed but io_uring_setup.
 const NO_IO_URING_ON_ALLOW: &str = r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["io_uring_setup"],"action":"SCMP_ACT_ERRNO"}]}"#;
 
 /// The same refusal of io_uring in the shape of the Engine's default profile: deny by default,

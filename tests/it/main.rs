@@ -1,0 +1,47 @@
+//! The integration tests, one binary: each file is the tests of one part of the kit, driving the real
+//! `parkbench` binary (most of them against the real Engine); `common` holds what they share.
+//! `cargo test --test it NAME::` runs one file's tests (e.g. `cargo test --test it docs::`).
+
+mod common;
+
+mod archive;
+mod archive_text;
+mod authoring;
+mod browser;
+mod build;
+mod build_stages;
+mod compare;
+mod costs;
+mod docs;
+mod driver;
+mod engines;
+mod errors;
+mod explain;
+mod failed_build;
+mod fleet;
+mod guest;
+mod hardening;
+mod hostile;
+mod hosts;
+mod isolation;
+mod kernel_archive;
+mod kubernetes_schema;
+mod partial;
+mod peak;
+mod pin_lock;
+mod pin_update;
+mod placing;
+mod podman;
+mod provenance;
+mod readme;
+mod rebuild_driver;
+mod reference;
+mod rerun;
+mod run;
+mod runtimes;
+mod scale;
+mod shard;
+mod signing;
+mod slurm;
+mod tar_bytes;
+mod vendoring;

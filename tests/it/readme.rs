@@ -1,0 +1,148 @@
+//! The docs' examples still hold: the study example in `docs/study-files.md` is the embedded default
+//! study and parses, the image recipe example in `docs/images.md` parses, the `rerun_of` example in
+//! `docs/archives.md` is a rerun record, every `just` recipe the README and the docs name exists, and
+//! every `parkbench` subcommand they name answers `--help`. No Engine needed.
+
+use crate::common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use parkbench::study::{DEFAULT_STUDY, Study};
+
+fn read(relative: &str) -> String {
+    let path = common::repo().join(relative);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+/// The README, every page under `docs/` and every study's README, each with its path.
+fn every_doc() -> Vec<(PathBuf, String)> {
+    let repo = common::repo();
+    let mut files = vec![repo.join("README.md")];
+    for dir in ["docs", "results"] {
+        for entry in std::fs::read_dir(repo.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            let readme = path.join("README.md");
+            if path.extension().is_some_and(|e| e == "md") {
+                files.push(path);
+            } else if readme.is_file() {
+                files.push(readme);
+            }
+        }
+    }
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap();
+            (f.strip_prefix(&repo).unwrap().to_owned(), text)
+        })
+        .collect()
+}
+
+/// The fenced block after a `<!-- marker -->` line of `file`.
+fn block_after(file: &str, marker: &str) -> String {
+    let text = read(file);
+    let after = text
+        .split(marker)
+        .nth(1)
+        .unwrap_or_else(|| panic!("{file} has no {marker}"));
+    let body = after.split("```").nth(1).unwrap();
+    body.split_once('\n').unwrap().1.to_string()
+}
+
+#[test]
+fn the_study_example_is_the_default_study_and_parses() {
+    let example = block_after("docs/study-files.md", "<!-- default-study -->");
+    let parsed = Study::parse(&example).expect("the study example in docs/study-files.md parses");
+    assert_eq!(parsed, Study::parse(DEFAULT_STUDY).unwrap());
+    assert_eq!(
+        example.trim_end(),
+        DEFAULT_STUDY.trim_end(),
+        "the example in docs/study-files.md drifted from results/wait-1m/study.yaml"
+    );
+}
+
+#[test]
+fn the_image_recipe_example_parses_with_every_field() {
+    use parkbench::images::recipe::Recipe;
+    let example = block_after("docs/images.md", "<!-- image-recipe -->");
+    let recipe = Recipe::parse("example", &example)
+        .expect("the image.yaml example in docs/images.md parses");
+    assert!(recipe.vendor.has(parkbench::images::recipe::Tool::Cargo) && recipe.probe);
+    assert!(!recipe.parents.is_empty() && !recipe.artifacts.is_empty());
+    assert!(!recipe.binaries.is_empty() && !recipe.versions.is_empty());
+}
+
+#[test]
+fn the_patches_example_is_the_go_fixtures_recipe() {
+    use parkbench::images::recipe::Recipe;
+    let example = block_after("docs/images.md", "<!-- image-patches -->");
+    let recipe = Recipe::parse("example", &example).expect("the patches example parses");
+    let fixture = read("tests/fixtures/images/go-third-party/image.yaml");
+    let fixture = Recipe::parse("go-third-party", &fixture).unwrap();
+    assert_eq!(recipe.patches, fixture.patches);
+}
+
+#[test]
+fn the_rerun_record_example_parses() {
+    let example = block_after("docs/archives.md", "<!-- rerun-of -->");
+    let record: serde_json::Value =
+        serde_json::from_str(&format!("{{{example}}}")).expect("the rerun_of example is JSON");
+    let of: parkbench::run::run_dir::RerunOf =
+        serde_json::from_value(record["rerun_of"].clone()).expect("it is a rerun_of record");
+    assert_eq!(of.images, parkbench::run::run_dir::Origin::Loaded);
+}
+
+#[test]
+fn every_just_recipe_named_exists() {
+    let justfile = read("Justfile");
+    let recipes: BTreeSet<&str> = justfile
+        .lines()
+        .filter(|l| !l.starts_with([' ', '#', '\t']) && l.contains(':') && !l.contains(":="))
+        .filter_map(|l| l.split([' ', ':']).next())
+        .collect();
+    for (file, text) in every_doc() {
+        for named in text
+            .split("just ")
+            .skip(1)
+            .filter_map(|r| r.split([' ', '`', '\n']).next())
+        {
+            if named.chars().all(|c| c.is_ascii_lowercase() || c == '-') && !named.is_empty() {
+                assert!(
+                    recipes.contains(named),
+                    "{} names `just {named}`, which the Justfile lacks",
+                    file.display()
+                );
+            }
+        }
+    }
+}
+
+/// The subcommands `text` names as `` `parkbench <sub> ``.
+fn subcommands_named(text: &str) -> BTreeSet<String> {
+    text.split("`parkbench ")
+        .skip(1)
+        .filter_map(|r| r.split([' ', '`']).next())
+        .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_lowercase()))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_parkbench_subcommand_named_answers_help() {
+    let in_readme = subcommands_named(&read("README.md"));
+    assert!(in_readme.len() >= 5, "{in_readme:?}");
+    let named: BTreeSet<String> = every_doc()
+        .iter()
+        .flat_map(|(_, text)| subcommands_named(text))
+        .collect();
+    for sub in named {
+        let out = common::parkbench().args([&sub, "--help"]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "`parkbench {sub} --help` fails: {}",
+            common::describe(&out)
+        );
+    }
+}
