@@ -1,6 +1,7 @@
 //! The integration tests, one binary: each file is the tests of one part of the kit, driving the real
 //! `parkbench` binary (most of them against the real Engine); `common` holds what they share.
-//! `cargo test --test it NAME::` runs one file's tests (e.g. `cargo test --test it docs::`).
+//! `cargo test --test it NAME:: -- --test-threads 1` runs one file's tests (the filter matches anywhere in a
+//! name: `run::` also runs `rerun::`). One at a time: tests of the Engine lock CPUs and count its containers.
 
 mod common;
 

@@ -35,6 +35,8 @@ impl ExtraEngine {
         let dir = PathBuf::from(BASE).join(format!("{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        // Owned before anything else is made in it: another test's reaping never takes it for stale.
+        std::fs::write(dir.join("owner"), std::process::id().to_string()).unwrap();
         let certs = dir.join("client");
         let wrong_certs = dir.join("wrong");
         make_certs(&dir, &certs, &wrong_certs);
@@ -68,7 +70,6 @@ impl ExtraEngine {
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
         let child = cmd.spawn().expect("starting dockerd");
-        std::fs::write(dir.join("owner"), std::process::id().to_string()).unwrap();
         let mut engine = ExtraEngine {
             url,
             certs,

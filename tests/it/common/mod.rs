@@ -10,7 +10,7 @@ pub use invoke::*;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Once;
+use std::sync::OnceLock;
 
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -23,20 +23,23 @@ pub fn parkbench() -> Command {
     cmd
 }
 
-/// Builds every image once per test binary (a no-op when they exist).
+/// Builds every image once for all the tests (a no-op when they exist). A failed build fails every
+/// test that needs it, each with the build's own error.
 pub fn ensure_built() {
-    static BUILD: Once = Once::new();
-    BUILD.call_once(|| {
+    static BUILD: OnceLock<Result<(), String>> = OnceLock::new();
+    let built = BUILD.get_or_init(|| {
         let out = parkbench()
             .arg("build")
             .output()
             .expect("running parkbench build");
-        assert!(
-            out.status.success(),
-            "parkbench build failed:\n{}",
-            text(&out.stderr)
-        );
+        match out.status.success() {
+            true => Ok(()),
+            false => Err(text(&out.stderr)),
+        }
     });
+    if let Err(stderr) = built {
+        panic!("parkbench build failed:\n{stderr}");
+    }
 }
 
 pub fn text(bytes: &[u8]) -> String {
