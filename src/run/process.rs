@@ -81,6 +81,20 @@ impl<E: Containers> Held<E> {
         None
     }
 
+    /// Holds what was made ready; what failed is tried again on the critical path, where its
+    /// error stops the run.
+    fn keep(&mut self, ready: Vec<Ready<E>>) {
+        for r in ready {
+            match r {
+                Ready::Created(created) => {
+                    debug_assert!(self.ahead.is_none(), "one created ahead at a time");
+                    self.ahead = Some(created)
+                }
+                Ready::Serving(serving) => self.serving.push(serving),
+            }
+        }
+    }
+
     /// Removes every container held, side by side: no process of theirs will run (an interrupt,
     /// an error, the end of the cells). A dropped `Held` removes them too, through their guards.
     pub async fn clear(&mut self) {
@@ -219,14 +233,17 @@ async fn in_process<E: Containers>(
     // wait, idle, for the next such moment or the end of the cells.
     let next = next_ready(with, rest, held);
     if !next.is_empty() || !held.on {
-        let probes = &with.study.probes;
+        // The cells left, as the probe and tasks labels of the containers kept up for them.
+        let left: Vec<(&str, String)> = (rest.iter())
+            .map(|c| (with.study.probes[c.probe].id.as_str(), c.tasks.to_string()))
+            .collect();
         let wanted = |s: &Serving<E>| {
-            let (probe, tasks) = (
-                &s.spec().labels["parkbench.probe"],
-                &s.spec().labels["parkbench.tasks"],
+            let labels = &s.spec().labels;
+            let cell = (
+                labels["parkbench.probe"].as_str(),
+                &labels["parkbench.tasks"],
             );
-            rest.iter()
-                .any(|c| probes[c.probe].id == *probe && c.tasks.to_string() == *tasks)
+            left.iter().any(|(probe, tasks)| (*probe, tasks) == cell)
         };
         let (keep, done): (Vec<_>, Vec<_>) = held.serving.drain(..).partition(wanted);
         held.serving = keep;
@@ -242,22 +259,6 @@ async fn in_process<E: Containers>(
 enum Ready<E: Containers> {
     Created(Created<E>),
     Serving(Serving<E>),
-}
-
-impl<E: Containers> Held<E> {
-    /// Holds what was made ready; what failed is tried again on the critical path, where its
-    /// error stops the run.
-    fn keep(&mut self, ready: Vec<Ready<E>>) {
-        for r in ready {
-            match r {
-                Ready::Created(created) => {
-                    debug_assert!(self.ahead.is_none(), "one created ahead at a time");
-                    self.ahead = Some(created)
-                }
-                Ready::Serving(serving) => self.serving.push(serving),
-            }
-        }
-    }
 }
 
 /// Most kept-up containers started at once ahead of their first process.

@@ -2,6 +2,8 @@
 
 use crate::common;
 
+use std::path::Path;
+
 use common::*;
 
 #[test]
@@ -71,17 +73,23 @@ fn a_malformed_pin_is_named_with_its_line() {
     );
 }
 
-#[test]
-fn a_probe_without_an_image_is_named_with_its_file_and_line_before_any_build() {
-    let tmp = tempfile::tempdir().unwrap();
-    let yaml = small_study("no-image", "1000", 1, "0", 0, "").replace("image: go", "image: nope");
-    let study = write_study(tmp.path(), "s.yaml", &yaml);
-    let out = Invocation::run(tmp.path(), &study)
+/// `run` of `yaml` (written as `s.yaml` into `results`) with no Engine to reach: refused with exit 1
+/// before any build; returns its stderr.
+fn refused_before_any_build(results: &Path, yaml: &str) -> String {
+    let study = write_study(results, "s.yaml", yaml);
+    let out = Invocation::run(results, &study)
         // No Engine is reached: the check comes before the build.
         .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
         .output();
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
-    let err = text(&out.stderr);
+    text(&out.stderr)
+}
+
+#[test]
+fn a_probe_without_an_image_is_named_with_its_file_and_line_before_any_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let yaml = small_study("no-image", "1000", 1, "0", 0, "").replace("image: go", "image: nope");
+    let err = refused_before_any_build(tmp.path(), &yaml);
     assert!(
         err.contains("s.yaml:18:") && err.contains("\"nope\"") && err.contains("image.yaml"),
         "{err}"
@@ -95,12 +103,7 @@ fn a_program_the_image_does_not_hold_is_named_with_the_images_binaries_before_an
         "    image: go\n",
         "    image: go\n    program: /usr/local/bin/nope\n",
     );
-    let study = write_study(tmp.path(), "s.yaml", &yaml);
-    let out = Invocation::run(tmp.path(), &study)
-        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-        .output();
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
-    let err = text(&out.stderr);
+    let err = refused_before_any_build(tmp.path(), &yaml);
     assert!(
         err.contains("/usr/local/bin/nope") && err.contains("/usr/local/bin/probe"),
         "the error names the program and what the image holds: {err}"
@@ -115,12 +118,7 @@ fn a_comparison_that_mixes_kinds_is_refused_at_load() {
         "  - id: rust-tokio\n    image: rust-tokio\n",
         "  - id: rust-tokio\n    image: rust-tokio\n    kind: peak\n",
     ) + "claims:\n  - {id: c, text: t, stat: ratio, of: rss_median, probe: go, than: rust-tokio, tasks: 1000, expected: {above: 1}, unit: x}\n";
-    let study = write_study(tmp.path(), "s.yaml", &yaml);
-    let out = Invocation::run(tmp.path(), &study)
-        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-        .output();
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
-    let err = text(&out.stderr);
+    let err = refused_before_any_build(tmp.path(), &yaml);
     assert!(
         // The file, the claim's line and the column of its `than`.
         err.contains("s.yaml:26:68: claim \"c\": the claim mixes kinds")
