@@ -1,3 +1,4 @@
+use super::loaded::Change;
 use super::*;
 
 fn list(entries: &[(&str, &[&str])]) -> BTreeMap<String, Vec<String>> {
