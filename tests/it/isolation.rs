@@ -71,7 +71,7 @@ fn alike(isolation: &str) -> String {
         r#"id: isolation-alike
 title: both isolations measure alike
 source: {{article: test, environment: test, cpus: "0-1"}}
-protocol: {{scales: [200000], repeats: 2, order: alternate, cpus: "0-1", settle_ms: 200, samples: 3, interval_ms: 50, timeout_s: 120, isolation: {isolation}}}
+protocol: {{scales: [200000], repeats: 3, order: alternate, cpus: "0-1", settle_ms: 200, samples: 3, interval_ms: 50, timeout_s: 120, isolation: {isolation}}}
 probes:
   - {{id: parked, image: rust-tokio-154, program: /usr/local/bin/parked, args: ["--tasks", "{{tasks}}", "--workers", "{{workers}}", "--wait", "notify"]}}
   - {{id: pingpong, image: c-costs, program: /usr/local/bin/pingpong, kind: timed, scales: [1], args: []}}
@@ -108,7 +108,8 @@ fn values(samples: &[Value], probe: &str) -> Vec<f64> {
 #[test]
 fn both_isolations_measure_alike() {
     build_images();
-    // Two runs of each, alternating, so that a drift of the machine falls on both.
+    // Two runs of each, alternating, so that a drift of the machine falls on both; three processes
+    // a run, so that one process slowed by the machine moves neither median far.
     let mut by: std::collections::BTreeMap<&str, Vec<Value>> = Default::default();
     for isolation in ["container", "process", "process", "container"] {
         let tmp = tempfile::tempdir().unwrap();
