@@ -16,7 +16,7 @@ use crate::run::env::Environment;
 use crate::run::lifecycle;
 use crate::run::run_dir::{self, RunDir, RunState, Status};
 use crate::run::{bench, guest};
-use crate::study::cpus::{CpuChoice, choose_cpus};
+use crate::study::cpus::{Chosen, CpuChoice};
 use crate::study::sample;
 use crate::study::{Repeats, Study};
 
@@ -57,8 +57,7 @@ pub async fn fidelity(repo: &Path, args: &Fidelity) -> Result<Ending> {
         manifest,
         cache,
     } = prepare(repo, &build).await?;
-    let available = engine.cpus().await?;
-    let (cpus, deviations) = choose_cpus(&study.protocol.cpus, &available, &args.cpus)?;
+    let Chosen { cpus, deviations } = lifecycle::choose(&engine, &study, Some(&args.cpus)).await?;
     let state = lifecycle::new_state("bench-fidelity", &study, &cpus, deviations);
     let guests = match &in_vm {
         Some(s) => {

@@ -19,7 +19,7 @@ use crate::images::{self, artifact, lint, pin, timing};
 use crate::run::plan::{clock, describe, matrix};
 use crate::run::run_dir::{self, RunDir};
 use crate::run::{guest, needs};
-use crate::study::cpus::{CpuChoice, choose_cpus};
+use crate::study::cpus::{Chosen, CpuChoice, choose_cpus};
 use crate::study::{Study, cpuset};
 use crate::yaml::{Doc, Invalid};
 
@@ -314,7 +314,7 @@ async fn said_cpus(study: &Study, options: &Options, engine: Option<&Engine>) ->
     };
     let choice = options.cpus.clone().unwrap_or(CpuChoice::Study);
     let requested = &study.protocol.cpus;
-    let (cpus, deviations) = choose_cpus(requested, &available, &choice)?;
+    let Chosen { cpus, deviations } = choose_cpus(requested, &available, &choice)?;
     let mut s = format!(
         "CPUs: {} of {whose} {} ({})\n",
         cpuset::format(&cpus),

@@ -24,9 +24,14 @@ pub struct Prepared {
 /// Builds every pinned image (a no-op when nothing changed) and prints the image table.
 pub async fn prepare(repo: &Path, options: &BuildOptions) -> Result<Prepared> {
     check_repo(repo)?;
+    prepare_on(Engine::connect().await?, repo, options).await
+}
+
+/// [`prepare`] on an Engine already connected to.
+pub async fn prepare_on(engine: Engine, repo: &Path, options: &BuildOptions) -> Result<Prepared> {
+    check_repo(repo)?;
     let pins = pin::load_all(&repo.join("toolchains"))?;
     let cache = Cache::from_env()?;
-    let engine = Engine::connect().await?;
     let manifest = images::build_all(&engine, &cache, &pins, repo, options).await?;
     print!("{}", images::table(&manifest));
     Ok(Prepared {

@@ -141,7 +141,7 @@ async fn run_folder(
         .collect();
     let fresh = Fresh {
         text: &source.files.study_yaml,
-        cpus: args.cpus.as_ref(),
+        cpus: lifecycle::choose(engine, study, args.cpus.as_ref()).await?,
         seccomp: seccomp.profile,
         repo: &source.repo(),
         rerun_of: Some((

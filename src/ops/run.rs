@@ -5,18 +5,18 @@
 use anyhow::Result;
 
 use super::launch::{load, reference_estimates, said, study_text};
-use super::{Ending, Interrupt, Paths, Prepared, fleet, prepare};
+use super::prepare::prepare_on;
+use super::{Ending, Interrupt, Paths, Prepared, fleet};
 
 pub use super::launch::Options;
 use crate::engine::Engine;
 use crate::images::BuildOptions;
 use crate::images::cache::Cache;
-use crate::run::lifecycle::{Fresh, Run, RunResult};
+use crate::run::lifecycle::{self, Fresh, Run, RunResult};
 use crate::run::needs;
 use crate::run::run_dir::RunDir;
 use crate::run::seccomp::Profile;
-use crate::study::Study;
-use crate::study::cpus::{CpuChoice, choose_cpus};
+use crate::study::cpus::Chosen;
 
 pub async fn command(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<Ending> {
     let result = run(paths, options, interrupt).await?;
@@ -42,15 +42,19 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         (None, Some(file)) => Some(Profile::load(&paths.repo, file)?),
         _ => None,
     };
-    if resume.is_none() {
-        if let Some(slice) = &options.slice {
-            slice.check(&study)?;
+    let engine = Engine::connect().await?;
+    let begin = match resume {
+        Some(dir) => Begin::Resume(dir),
+        None => {
+            if let Some(slice) = &options.slice {
+                slice.check(&study)?;
+            }
+            Begin::New(lifecycle::choose(&engine, &study, options.cpus.as_ref()).await?)
         }
-        check_cpus(&study, options).await?;
-    }
+    };
     // A partial run builds the images of its probes alone.
-    let measured = match (&resume, &options.slice) {
-        (None, Some(slice)) => slice.restrict(study.clone()),
+    let measured = match (&begin, &options.slice) {
+        (Begin::New(_), Some(slice)) => slice.restrict(study.clone()),
         _ => study.clone(),
     };
     let build = BuildOptions {
@@ -60,16 +64,16 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     };
     let Prepared {
         engine, manifest, ..
-    } = prepare(&paths.repo, &build).await?;
+    } = prepare_on(engine, &paths.repo, &build).await?;
     needs::check_runnable(&study, &manifest)?;
-    let mut run = match resume {
-        Some(dir) => Run::resume(&engine, dir, &study, &manifest, &paths.repo).await?,
-        None => {
+    let mut run = match begin {
+        Begin::Resume(dir) => Run::resume(&engine, dir, &study, &manifest, &paths.repo).await?,
+        Begin::New(cpus) => {
             let text = study_text(options)?;
             let p = &study.protocol;
             let fresh = Fresh {
                 text: &text,
-                cpus: options.cpus.as_ref(),
+                cpus,
                 seccomp,
                 repo: &paths.repo,
                 rerun_of: None,
@@ -87,13 +91,10 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     measure(&engine, run, interrupt).await
 }
 
-/// Refuses CPUs the Engine does not have before any image is built, with what `Run::start` would
-/// say (and `plan` says) later.
-async fn check_cpus(study: &Study, options: &Options) -> Result<()> {
-    let available = Engine::connect().await?.cpus().await?;
-    let choice = options.cpus.clone().unwrap_or(CpuChoice::Study);
-    choose_cpus(&study.protocol.cpus, &available, &choice)?;
-    Ok(())
+/// A run resumed from its folder, or a new one on the CPUs chosen for it before any build.
+enum Begin {
+    Resume(RunDir),
+    New(Chosen),
 }
 
 /// Runs the missing cells of a run folder (Ctrl-C stops it between processes and keeps its

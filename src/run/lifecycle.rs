@@ -26,7 +26,7 @@ use crate::study::{Isolation, Study, cpuset};
 use measuring::Measuring;
 
 pub use rerun::{differences, rerun_folder};
-pub use setup::{Fresh, new_state};
+pub use setup::{Fresh, choose, new_state};
 
 /// A run folder, its state, the study as it measures it and the images it runs.
 pub struct Run {

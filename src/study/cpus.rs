@@ -26,15 +26,19 @@ impl std::str::FromStr for CpuChoice {
     }
 }
 
+/// The CPUs a run pins its probes to, chosen once, and what the run records when they are not the
+/// study's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chosen {
+    pub cpus: Vec<usize>,
+    pub deviations: Vec<String>,
+}
+
 /// Chooses the CPU list in force from the study's request, the host's CPUs and the user's choice.
-pub fn choose_cpus(
-    requested: &str,
-    available: &[usize],
-    choice: &CpuChoice,
-) -> Result<(Vec<usize>, Vec<String>)> {
+pub fn choose_cpus(requested: &str, available: &[usize], choice: &CpuChoice) -> Result<Chosen> {
     let want = cpuset::parse(requested)?;
     let have = cpuset::format(available);
-    let chosen = match choice {
+    let cpus = match choice {
         CpuChoice::Study => {
             if let Some(missing) = want.iter().find(|c| !available.contains(c)) {
                 bail!(
@@ -59,16 +63,16 @@ pub fn choose_cpus(
         }
     };
     let mut deviations = Vec::new();
-    if chosen != want {
+    if cpus != want {
         deviations.push(format!(
             "pinned to CPUs {} ({} CPUs, {} workers) instead of the published {requested} ({} CPUs)",
-            cpuset::format(&chosen),
-            chosen.len(),
-            chosen.len(),
+            cpuset::format(&cpus),
+            cpus.len(),
+            cpus.len(),
             want.len()
         ));
     }
-    Ok((chosen, deviations))
+    Ok(Chosen { cpus, deviations })
 }
 
 #[cfg(test)]
@@ -81,11 +85,11 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("--cpus auto"), "{err}");
-        let (cpus, dev) = choose_cpus("0-3", &[0, 1], &CpuChoice::Auto).unwrap();
-        assert_eq!(cpus, vec![0, 1]);
-        assert_eq!(dev.len(), 1);
-        let (cpus, dev) = choose_cpus("0-1", &[0, 1, 2], &CpuChoice::Study).unwrap();
-        assert_eq!((cpus, dev.len()), (vec![0, 1], 0));
+        let auto = choose_cpus("0-3", &[0, 1], &CpuChoice::Auto).unwrap();
+        assert_eq!(auto.cpus, vec![0, 1]);
+        assert_eq!(auto.deviations.len(), 1);
+        let study = choose_cpus("0-1", &[0, 1, 2], &CpuChoice::Study).unwrap();
+        assert_eq!((study.cpus, study.deviations.len()), (vec![0, 1], 0));
         let err = choose_cpus("0-3", &[0, 1], &CpuChoice::List("0-3".into()))
             .unwrap_err()
             .to_string();

@@ -16,24 +16,21 @@ use crate::run::fleet::hosts::HostEntry;
 use crate::run::fleet::lease::{self, Lease};
 use crate::run::fleet::record::{FleetRecord, PlacedImage};
 use crate::run::fleet::survey::{self, Surveyed};
+use crate::run::lifecycle;
 use crate::run::run_dir::RunDir;
 use crate::run::warning::Warning;
 use crate::study::Study;
-use crate::study::cpus::{CpuChoice, choose_cpus};
+use crate::study::cpus::CpuChoice;
 
 /// Every host can pin the study's CPUs (`--cpus`, else `auto`: its own first ones) and has the
 /// CPUs and memory it needs; refused naming the host and the reason.
 pub async fn fit(study: &Study, cpus: &CpuChoice, hosts: &[Surveyed]) -> Result<()> {
     for s in hosts {
         let name = &s.entry.name;
-        let available = s
-            .engine
-            .cpus()
+        let chosen = lifecycle::choose(&s.engine, study, Some(cpus))
             .await
-            .with_context(|| format!("host `{name}`"))?;
-        let (chosen, _) = choose_cpus(&study.protocol.cpus, &available, cpus)
             .with_context(|| format!("host `{name}` cannot run study {}", study.id))?;
-        let needed = chosen.iter().max().map_or(0, |c| c + 1);
+        let needed = chosen.cpus.iter().max().map_or(0, |c| c + 1);
         if let Err(why) = survey::fits(s, needed, None) {
             bail!("{why}");
         }

@@ -15,7 +15,7 @@ use crate::images::Manifest;
 use crate::images::cache::Cache;
 use crate::run::env::{self, Environment};
 use crate::run::guest::Guests;
-use crate::run::lifecycle::{Fresh, Run, RunResult};
+use crate::run::lifecycle::{self, Fresh, Run, RunResult};
 use crate::run::process::Setting;
 use crate::run::run_dir::{self, RunDir};
 use crate::run::seccomp::Profile;
@@ -112,7 +112,7 @@ async fn open<E: Containers>(plan: &HostPlan<E>, common: &Common) -> Result<Run>
     }
     let fresh = Fresh {
         text: &common.text,
-        cpus: Some(&common.cpus),
+        cpus: lifecycle::choose(&plan.engine, &common.study, Some(&common.cpus)).await?,
         seccomp: common.seccomp.clone(),
         repo: &common.repo,
         rerun_of: None,

@@ -16,7 +16,7 @@ use crate::run::seccomp::Profile;
 use crate::run::shard::{self, Shard, ShardRecord};
 use crate::run::slice::Slice;
 use crate::run::warning::{Touches, Warning};
-use crate::study::cpus::{CpuChoice, choose_cpus};
+use crate::study::cpus::{Chosen, CpuChoice, choose_cpus};
 use crate::study::cpuset;
 use crate::study::{Repeats, Study};
 
@@ -24,8 +24,8 @@ use crate::study::{Repeats, Study};
 pub struct Fresh<'a> {
     /// The study file's text, copied into the run folder.
     pub text: &'a str,
-    /// The CPU choice (`None`: the study's list).
-    pub cpus: Option<&'a CpuChoice>,
+    /// The CPUs it pins to ([`choose`]).
+    pub cpus: Chosen,
     /// The study's seccomp profile, copied into the run folder.
     pub seccomp: Option<Profile>,
     /// The repository whose probe folders the environment record reads lockfiles from.
@@ -38,6 +38,22 @@ pub struct Fresh<'a> {
     pub shard: Option<Shard>,
     /// The probes and scales of a partial run (`--only`, `--scales`); `None`: all of them.
     pub slice: Option<Slice>,
+}
+
+/// The CPUs a new run pins to: the study's list, `--cpus` (`None`: the study's) and the CPUs
+/// `engine` can pin to; asked before any image is built, so that a host without them is refused
+/// first.
+pub async fn choose(
+    engine: &impl Containers,
+    study: &Study,
+    choice: Option<&CpuChoice>,
+) -> Result<Chosen> {
+    let available = engine.cpus().await?;
+    choose_cpus(
+        &study.protocol.cpus,
+        &available,
+        choice.unwrap_or(&CpuChoice::Study),
+    )
 }
 
 impl Run {
@@ -70,9 +86,7 @@ impl Run {
         manifest: &Manifest,
         fresh: Fresh<'_>,
     ) -> Result<Run> {
-        let available = engine.cpus().await?;
-        let choice = fresh.cpus.cloned().unwrap_or(CpuChoice::Study);
-        let (cpus, mut deviations) = choose_cpus(&study.protocol.cpus, &available, &choice)?;
+        let (cpus, mut deviations) = (fresh.cpus.cpus, fresh.cpus.deviations);
         deviations.extend(image_deviations(study, manifest));
         let rerun_of = fresh.rerun_of.map(|(of, more)| {
             deviations.extend(more);
@@ -407,7 +421,9 @@ mod tests {
         let engine = FakeEngine::new([Step::Hang]);
         let fresh = Fresh {
             text: crate::study::DEFAULT_STUDY,
-            cpus: Some(&CpuChoice::Auto),
+            cpus: choose(&engine, &study, Some(&CpuChoice::Auto))
+                .await
+                .unwrap(),
             seccomp: None,
             repo: &repo,
             rerun_of: None,
