@@ -229,16 +229,7 @@ impl Engine {
 
     /// Every tag of every image the Engine holds.
     pub async fn all_tags(&self) -> Result<Vec<String>> {
-        let images = self
-            .docker
-            .list_images(None::<bollard::query_parameters::ListImagesOptions>)
-            .await
-            .context("listing images")?;
-        let tags = images
-            .into_iter()
-            .flat_map(|i| self.local_names(i.repo_tags));
-        // An untagged image is listed with this placeholder.
-        Ok(tags.filter(|t| t != "<none>:<none>").collect())
+        Ok(self.image_list().await?.into_values().flatten().collect())
     }
 
     /// Every tag starting with `repo_prefix/` (e.g. `parkbench/`), as the kit writes it.
@@ -326,6 +317,7 @@ impl Engine {
             .into_iter()
             .map(|i| {
                 let tags = self.local_names(i.repo_tags).into_iter();
+                // An untagged image is listed with this placeholder.
                 let tags = tags.filter(|t| t != "<none>:<none>");
                 (i.id, tags.collect())
             })
