@@ -6,7 +6,7 @@
 use super::draw::{Scale, probe_color, span, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
 use super::timed::label;
-use super::{Design, Figure, Input, drawn_as, published};
+use super::{Design, Figure, Input, cells_drawn_as, published};
 use crate::outputs::summary::Cell;
 use crate::study::Stat;
 use crate::study::kind::{FigureStyle, PERCENTILES, percentile_name};
@@ -15,12 +15,7 @@ use crate::study::kind::{FigureStyle, PERCENTILES, percentile_name};
 const SHAPES: [&str; 4] = ["●", "■", "▲", "✕"];
 
 pub fn figure(input: &Input) -> Option<Figure> {
-    let cells: Vec<&Cell> = input
-        .summary
-        .cells
-        .iter()
-        .filter(|c| drawn_as(c.kind, FigureStyle::Percentiles))
-        .collect();
+    let cells = cells_drawn_as(input, FigureStyle::Percentiles);
     if cells.is_empty() {
         return None;
     }

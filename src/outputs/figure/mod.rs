@@ -32,7 +32,7 @@ mod values;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use crate::outputs::summary::Summary;
+use crate::outputs::summary::{Cell, Summary};
 use crate::outputs::verdict::Verdict;
 use crate::study::Study;
 use crate::study::kind::{FigureStyle, Kind};
@@ -41,6 +41,12 @@ use crate::study::kind::{FigureStyle, Kind};
 /// `Measure::memory`).
 fn drawn_as(kind: Kind, style: FigureStyle) -> bool {
     kind.measure().figure() == style
+}
+
+/// The summary's cells the figure of `style` draws.
+fn cells_drawn_as<'a>(input: &Input<'a>, style: FigureStyle) -> Vec<&'a Cell> {
+    let cells = input.summary.cells.iter();
+    cells.filter(|c| drawn_as(c.kind, style)).collect()
 }
 
 /// Which design a figure follows.

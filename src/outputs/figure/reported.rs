@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use super::draw::{Scale, probe_color, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
-use super::{Design, Figure, Input, drawn_as, published};
+use super::{Design, Figure, Input, cells_drawn_as, published};
 use crate::outputs::summary::Cell;
 use crate::study::Stat;
 use crate::study::kind::FigureStyle;
@@ -31,12 +31,7 @@ fn family(key: &str) -> &'static str {
 }
 
 pub fn figures(input: &Input) -> Vec<Figure> {
-    let cells: Vec<&Cell> = input
-        .summary
-        .cells
-        .iter()
-        .filter(|c| drawn_as(c.kind, FigureStyle::Bars))
-        .collect();
+    let cells = cells_drawn_as(input, FigureStyle::Bars);
     FAMILIES
         .iter()
         .filter_map(|(fam, title)| figure(input, &cells, fam, title))

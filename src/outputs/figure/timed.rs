@@ -6,19 +6,14 @@ use std::collections::BTreeSet;
 
 use super::draw::{Scale, probe_color, unit_of};
 use super::rows::{Chart, Mark, Row, draw};
-use super::{Design, Figure, Input, drawn_as, published};
+use super::{Design, Figure, Input, cells_drawn_as, drawn_as, published};
 use crate::outputs::number::grouped;
 use crate::outputs::summary::Cell;
 use crate::study::Stat;
 use crate::study::kind::FigureStyle;
 
 pub fn figures(input: &Input) -> Vec<Figure> {
-    let cells: Vec<&Cell> = input
-        .summary
-        .cells
-        .iter()
-        .filter(|c| drawn_as(c.kind, FigureStyle::Intervals))
-        .collect();
+    let cells = cells_drawn_as(input, FigureStyle::Intervals);
     let keys: BTreeSet<&str> = input
         .study
         .probes
