@@ -16,6 +16,19 @@ pub(super) struct Timed;
 pub(super) struct Latency;
 pub(super) struct Reported;
 
+/// The legend of latency and reported.
+const MEDIAN_LEGEND: &str = "Each value is the median over processes of each process's own value \
+                             (range, CV); times in the unit their name says.\n";
+
+/// The templates' timed and latency programs are scale-free: they run at one scale.
+fn one_scale(program: &'static str, args: &'static str) -> Scaffold {
+    Scaffold {
+        program,
+        args,
+        scales: Some("[1]"),
+    }
+}
+
 impl Measure for Timed {
     /// A fresh process, not a fresh container: a program timed (or reporting its own values) is
     /// measured by what it does, not by its container's start.
@@ -30,13 +43,7 @@ impl Measure for Timed {
         FigureStyle::Intervals
     }
     fn scaffold(&self) -> Scaffold {
-        // The templates' timed and latency programs are scale-free: they run at one scale.
-        let (args, scales) = (r#"["20"]"#, Some("[1]"));
-        Scaffold {
-            program: self.name(),
-            args,
-            scales,
-        }
+        one_scale(self.name(), r#"["20"]"#)
     }
     fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
         let mut args = unmodified_args("timed", p, cpus);
@@ -133,12 +140,7 @@ impl Measure for Latency {
         FigureStyle::Percentiles
     }
     fn scaffold(&self) -> Scaffold {
-        let (args, scales) = (r#"["1000"]"#, Some("[1]"));
-        Scaffold {
-            program: self.name(),
-            args,
-            scales,
-        }
+        one_scale(self.name(), r#"["1000"]"#)
     }
     fn sampler_args(&self, p: &Protocol, cpus: &str) -> Vec<String> {
         unmodified_args("latency", p, cpus)
@@ -181,8 +183,7 @@ impl Measure for Latency {
         true
     }
     fn legend(&self) -> &'static str {
-        "Each value is the median over processes of each process's own value (range, CV); times \
-         in the unit their name says.\n"
+        MEDIAN_LEGEND
     }
     fn describe(&self, _p: &Protocol) -> String {
         "latency: the program prints its latency histogram; percentiles (nearest rank) are \
@@ -232,8 +233,7 @@ impl Measure for Reported {
         true
     }
     fn legend(&self) -> &'static str {
-        "Each value is the median over processes of each process's own value (range, CV); times \
-         in the unit their name says.\n"
+        MEDIAN_LEGEND
     }
     fn describe(&self, _p: &Protocol) -> String {
         "reported: the program prints `result key=value` lines with values it computes itself \
