@@ -42,6 +42,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// A text file, read whole.
+pub fn read_text(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
 /// A small text file, refused when larger than `limit` or not UTF-8.
 pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<String> {
     let file = File::open(path).with_context(|| format!("opening {what} {}", path.display()))?;

@@ -15,7 +15,7 @@ use super::cache::Cache;
 use super::plan::{Graph, Node};
 use super::{BuildOptions, build, context, manifest, pin, recipe};
 use crate::engine::{BuildSpec, Engine};
-use crate::files::digest;
+use crate::files::{digest, read_text};
 
 /// What the driver is built from, relative to the repository (or to an archive's `source/`).
 pub const SOURCES: [&str; 5] = [
@@ -283,10 +283,7 @@ pub fn check_sources(repo: &Path, ours: &Path) -> Result<()> {
         }
     }
     let manifest = repo.join("Cargo.toml");
-    let text = std::fs::read_to_string(&manifest)
-        .with_context(|| format!("reading {}", manifest.display()))?;
-    let doc: toml::Table =
-        toml::from_str(&text).with_context(|| format!("{}: not valid TOML", manifest.display()))?;
+    let doc = toml_table(&manifest)?;
     let refuse = |what: String| -> anyhow::Error {
         anyhow::anyhow!(
             "{}: refused: {what}: a rebuild vendors only locked crates of the registry",
@@ -372,12 +369,15 @@ struct Locked {
     checksum: Option<String>,
 }
 
+/// The TOML file at `path`.
+fn toml_table(path: &Path) -> Result<toml::Table> {
+    let text = read_text(path)?;
+    toml::from_str(&text).with_context(|| format!("{}: not valid TOML", path.display()))
+}
+
 /// The packages of the `Cargo.lock` at `path`.
 fn locked(path: &Path) -> Result<Vec<Locked>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let doc: toml::Table =
-        toml::from_str(&text).with_context(|| format!("{}: not valid TOML", path.display()))?;
+    let doc = toml_table(path)?;
     let packages = doc.get("package").and_then(toml::Value::as_array);
     Ok(packages
         .into_iter()

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::recipe::Recipe;
 
@@ -126,8 +126,7 @@ fn build_arg(word: &str) -> Option<&str> {
 /// Dockerfile's last stage counts for it (a compiler used in a build stage is not there).
 pub fn programs(docker: &Path, recipe: &Recipe) -> Result<Vec<Program>> {
     let file = dockerfile(docker, recipe);
-    let text =
-        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let text = crate::files::read_text(&file)?;
     let is_from = |l: &&str| {
         l.split_whitespace()
             .next()

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::Paths;
 use crate::outputs::report::terminal;
@@ -117,9 +117,7 @@ pub(super) fn load(
 /// The text of the study file (the embedded default study when none is named).
 pub(super) fn study_text(options: &Options) -> Result<String> {
     match &options.study {
-        Some(path) => {
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
-        }
+        Some(path) => crate::files::read_text(path),
         None => Ok(study::DEFAULT_STUDY.to_string()),
     }
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::Ending;
-use crate::files::write_atomic;
+use crate::files::{read_text, write_atomic};
 use crate::images::artifact;
 use crate::images::cache::Cache;
 use crate::images::pin::{Lock, Pin, Source};
@@ -139,8 +139,7 @@ fn changes(old: Option<&Lock>, new: &Lock) -> Vec<String> {
 
 /// Replaces the pin file's top-level `sha256: <old>` line, keeping every comment.
 fn set_sha256(pin_file: &Path, old: &str, new: &str) -> Result<()> {
-    let text = std::fs::read_to_string(pin_file)
-        .with_context(|| format!("reading {}", pin_file.display()))?;
+    let text = read_text(pin_file)?;
     let line = format!("sha256: {old}");
     if text.lines().filter(|l| *l == line).count() != 1 {
         bail!(

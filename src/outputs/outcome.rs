@@ -402,8 +402,7 @@ pub fn link_explanations(dir: &Path) -> Result<()> {
         return Ok(());
     }
     let path = dir.join(run_dir::REPORT);
-    let mut text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let mut text = crate::files::read_text(&path)?;
     const HEADING: &str = "\n## Explanations\n";
     if text.contains(HEADING) {
         return Ok(());

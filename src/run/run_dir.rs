@@ -352,8 +352,7 @@ impl RunDir {
 
     /// Reads one of the run's text files.
     pub fn read(&self, name: &str) -> Result<String> {
-        let path = self.file(name);
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+        crate::files::read_text(&self.file(name))
     }
 
     /// The run's small text files; absent optional files are `None`. Each is read only when it is

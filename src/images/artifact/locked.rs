@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 
 use super::{debs, rootfs};
-use crate::files::digest;
+use crate::files::{digest, read_text};
 use crate::images::cache::Cache;
 use crate::images::pin::{Drift, Lock, Locked, Mmdebstrap, Pin};
 
@@ -207,8 +207,7 @@ pub fn make(cache: &Cache, m: &Mmdebstrap) -> Result<Lock> {
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         bail!("mmdebstrap failed ({status}):\n{}", tail.join("\n"));
     }
-    let installed = std::fs::read_to_string(&listing)
-        .with_context(|| format!("reading {}", listing.display()))?;
+    let installed = read_text(&listing)?;
     let priorities = priorities(&lists_dir)?;
     lock_of(cache, &installed, &debs_dir, &priorities)
 }
@@ -223,8 +222,7 @@ fn priorities(dir: &Path) -> Result<BTreeMap<(String, String), String>> {
         if !path.to_string_lossy().ends_with("_Packages") {
             continue;
         }
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let text = read_text(&path)?;
         for stanza in text.split("\n\n") {
             let field = |name: &str| {
                 stanza
