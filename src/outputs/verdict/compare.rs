@@ -56,17 +56,8 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
         });
     }
     let others = study.than_probes(claim).map_err(|e| format!("{e:#}"))?;
-    let mut values = Vec::new();
-    let mut missing = Vec::new();
-    for id in &others {
-        match scalar(of, claim_b, id, tasks, summary) {
-            Ok((v, more)) => {
-                notes.extend(more);
-                values.push((id.clone(), v));
-            }
-            Err(e) => missing.push(why_missing(summary, id, tasks, &e)),
-        }
-    }
+    let (values, more, missing) = scalars(of, claim_b, &others, tasks, summary);
+    notes.extend(more);
     if values.is_empty() {
         return Err(format!("nothing to compare with: {}", missing.join("; ")));
     }
@@ -87,6 +78,24 @@ pub(super) fn ratio(study: &Study, claim: &Claim, summary: &Summary) -> Result<F
         settled,
         accepted: None,
     })
+}
+
+/// The values measured (probe, value), their notes, and why each probe left out was not measured.
+type Scalars = (Vec<(String, f64)>, Vec<String>, Vec<String>);
+
+/// `of` of each probe of `ids` at `tasks`.
+fn scalars(of: Stat, claim: &Claim, ids: &[String], tasks: u64, summary: &Summary) -> Scalars {
+    let (mut values, mut notes, mut missing) = (Vec::new(), Vec::new(), Vec::new());
+    for id in ids {
+        match scalar(of, claim, id, tasks, summary) {
+            Ok((v, more)) => {
+                notes.extend(more);
+                values.push((id.clone(), v));
+            }
+            Err(e) => missing.push(why_missing(summary, id, tasks, &e)),
+        }
+    }
+    (values, notes, missing)
 }
 
 /// The other side of a ratio for a note: the probe, and its metric when `than_metric` names one.
@@ -268,17 +277,7 @@ pub(super) fn order(claim: &Claim, summary: &Summary) -> Result<Found, String> {
     let Expected::Order(ids) = &claim.expected else {
         return Err("order needs a list of probes".into());
     };
-    let mut values = Vec::new();
-    let (mut notes, mut missing) = (Vec::new(), Vec::new());
-    for id in ids {
-        match scalar(of, claim, id, tasks, summary) {
-            Ok((v, more)) => {
-                notes.extend(more);
-                values.push((id.clone(), v));
-            }
-            Err(e) => missing.push(why_missing(summary, id, tasks, &e)),
-        }
-    }
+    let (mut values, mut notes, missing) = scalars(of, claim, ids, tasks, summary);
     if values.len() < 2 {
         return Err(format!(
             "fewer than two probes measured: {}",
