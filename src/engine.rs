@@ -383,11 +383,6 @@ impl Engine {
             root_dir: i.docker_root_dir.unwrap_or_default(),
         })
     }
-
-    /// The CPUs a container can be pinned to: 0..ncpu as the Engine counts them (containers get no cpuset).
-    pub async fn cpus(&self) -> Result<Vec<usize>> {
-        Ok(cpus_of(&self.facts().await?))
-    }
 }
 
 impl Containers for Engine {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 
 use super::{Ending, Paths};
-use crate::engine::Engine;
+use crate::engine::{Containers, Engine};
 use crate::images::cache::Cache;
 use crate::images::plan::{Graph, Node};
 use crate::images::tags::{self, Planned};
