@@ -43,60 +43,35 @@ impl Lang {
         }
     }
 
-    /// The template files: path in the new folder, template text, executable.
+    /// The template files: path in the new folder, template text, executable. Every language has
+    /// an `image.yaml` and a `Dockerfile`; then its own files, `from => to`, `true` when executable.
     fn templates(self) -> &'static [(&'static str, &'static str, bool)] {
-        macro_rules! t {
-            ($lang:literal, $file:literal, $to:literal, $x:literal) => {
-                (
-                    $to,
-                    include_str!(concat!("templates/", $lang, "/", $file)),
-                    $x,
-                )
+        macro_rules! files {
+            ($lang:literal $(, $from:literal => $to:literal $x:literal)*) => {
+                &[
+                    files!(@ $lang, "image.yaml", "image.yaml", false),
+                    files!(@ $lang, "Dockerfile", "Dockerfile", false),
+                    $(files!(@ $lang, $from, $to, $x),)*
+                ]
+            };
+            (@ $lang:literal, $from:literal, $to:literal, $x:literal) => {
+                ($to, include_str!(concat!("templates/", $lang, "/", $from)), $x)
             };
         }
         match self {
-            Lang::Rust => &[
-                t!("rust", "image.yaml", "image.yaml", false),
-                t!("rust", "Dockerfile", "Dockerfile", false),
-                t!("rust", "Cargo.toml", "Cargo.toml", false),
-                t!("rust", "Cargo.lock", "Cargo.lock", false),
-                t!("rust", "gitignore", ".gitignore", false),
-                t!("rust", "main.rs", "src/main.rs", false),
-            ],
-            Lang::Go => &[
-                t!("go", "image.yaml", "image.yaml", false),
-                t!("go", "Dockerfile", "Dockerfile", false),
-                t!("go", "go.mod", "go.mod", false),
-                t!("go", "main.go", "main.go", false),
-            ],
-            Lang::C => &[
-                t!("c", "image.yaml", "image.yaml", false),
-                t!("c", "Dockerfile", "Dockerfile", false),
-                t!("c", "main.c", "main.c", false),
-            ],
-            Lang::Python => &[
-                t!("python", "image.yaml", "image.yaml", false),
-                t!("python", "Dockerfile", "Dockerfile", false),
-                t!("python", "probe", "probe", true),
-                t!("python", "main.py", "main.py", false),
-            ],
-            Lang::Node => &[
-                t!("node", "image.yaml", "image.yaml", false),
-                t!("node", "Dockerfile", "Dockerfile", false),
-                t!("node", "probe", "probe", true),
-                t!("node", "main.js", "main.js", false),
-            ],
-            Lang::Java => &[
-                t!("java", "image.yaml", "image.yaml", false),
-                t!("java", "Dockerfile", "Dockerfile", false),
-                t!("java", "probe", "probe", true),
-                t!("java", "Probe.java", "Probe.java", false),
-            ],
-            Lang::Binary => &[
-                t!("binary", "image.yaml", "image.yaml", false),
-                t!("binary", "Dockerfile", "Dockerfile", false),
-                t!("binary", "probe", "probe", true),
-            ],
+            Lang::Rust => files!("rust",
+                "Cargo.toml" => "Cargo.toml" false,
+                "Cargo.lock" => "Cargo.lock" false,
+                "gitignore" => ".gitignore" false,
+                "main.rs" => "src/main.rs" false),
+            Lang::Go => files!("go", "go.mod" => "go.mod" false, "main.go" => "main.go" false),
+            Lang::C => files!("c", "main.c" => "main.c" false),
+            Lang::Python => files!("python", "probe" => "probe" true, "main.py" => "main.py" false),
+            Lang::Node => files!("node", "probe" => "probe" true, "main.js" => "main.js" false),
+            Lang::Java => {
+                files!("java", "probe" => "probe" true, "Probe.java" => "Probe.java" false)
+            }
+            Lang::Binary => files!("binary", "probe" => "probe" true),
         }
     }
 }
