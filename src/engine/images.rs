@@ -227,11 +227,6 @@ impl Engine {
         Ok(chunks.concat())
     }
 
-    /// Every tag of every image the Engine holds.
-    pub async fn all_tags(&self) -> Result<Vec<String>> {
-        Ok(self.image_list().await?.into_values().flatten().collect())
-    }
-
     /// Every tag starting with `repo_prefix/` (e.g. `parkbench/`), as the kit writes it.
     pub async fn image_tags(&self, repo_prefix: &str) -> Result<Vec<String>> {
         Ok(self.local_names(self.engine_tags(repo_prefix).await?))

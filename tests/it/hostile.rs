@@ -66,7 +66,7 @@ impl Docker {
     }
 
     fn tags(&self) -> BTreeSet<String> {
-        let tags = self.rt.block_on(self.engine.all_tags()).unwrap();
+        let tags = self.rt.block_on(all_tags(&self.engine));
         tags.into_iter().collect()
     }
 

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use bollard::query_parameters::RemoveContainerOptionsBuilder;
 use common::dockerd::ExtraEngine;
-use common::repo;
+use common::{all_tags, repo};
 use parkbench::engine::{Endpoint, Engine, TlsFiles, settle};
 use parkbench::images::cache::Cache;
 use parkbench::images::place::{Placed, Placement, Sources, place};
@@ -43,7 +43,7 @@ async fn start_extra(local: &Engine) -> (ExtraEngine, Engine) {
 async fn state(engine: &Engine) -> (Vec<String>, Vec<String>, Vec<String>) {
     let containers = engine.running_containers().await.unwrap();
     let volumes = engine.volumes_with_label("parkbench.lease").await.unwrap();
-    let mut tags = engine.all_tags().await.unwrap();
+    let mut tags = all_tags(engine).await;
     tags.sort();
     (
         containers.into_iter().map(|c| c.id).collect(),
@@ -95,7 +95,7 @@ async fn shipped_images_keep_their_ids_and_a_second_placement_sends_nothing() {
         host.image_id(&go.tag).await.unwrap().as_deref(),
         Some(go.id.as_str())
     );
-    let tags = host.all_tags().await.unwrap();
+    let tags = all_tags(&host).await;
     assert_eq!(tags, vec![go.tag.clone()], "only the kit's own tag");
 
     let again = ship(&local, &host, &manifest, &["go"]).await;

@@ -42,6 +42,15 @@ pub fn ensure_built() {
     }
 }
 
+/// Every tag of every image `engine` holds.
+pub async fn all_tags(engine: &parkbench::engine::Engine) -> Vec<String> {
+    let images = engine
+        .image_list()
+        .await
+        .expect("listing the Engine's images");
+    images.into_values().flatten().collect()
+}
+
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
