@@ -1,5 +1,6 @@
-//! The step every command that runs containers starts with: check the repository, load the pins,
-//! connect to the Engine, and build or reuse every image. `parkbench build` is this step alone.
+//! The step every command that runs containers starts with: check the repository, connect to the
+//! Engine (`run` has connected already, to choose its CPUs), load the pins, and build or reuse
+//! every image. `parkbench build` is this step alone.
 
 use std::path::Path;
 
@@ -27,9 +28,9 @@ pub async fn prepare(repo: &Path, options: &BuildOptions) -> Result<Prepared> {
     prepare_on(Engine::connect().await?, repo, options).await
 }
 
-/// [`prepare`] on an Engine already connected to.
+/// [`prepare`] on an Engine already connected to, in a repository already checked
+/// ([`check_repo`]).
 pub async fn prepare_on(engine: Engine, repo: &Path, options: &BuildOptions) -> Result<Prepared> {
-    check_repo(repo)?;
     let pins = pin::load_all(&repo.join("toolchains"))?;
     let cache = Cache::from_env()?;
     let manifest = images::build_all(&engine, &cache, &pins, repo, options).await?;
@@ -73,7 +74,7 @@ pub fn for_study(study: &Study) -> BuildOptions {
     }
 }
 
-fn check_repo(repo: &Path) -> Result<()> {
+pub(super) fn check_repo(repo: &Path) -> Result<()> {
     for dir in ["docker", "toolchains"] {
         if !repo.join(dir).is_dir() {
             bail!(

@@ -141,7 +141,6 @@ async fn run_folder(
         .collect();
     let fresh = Fresh {
         text: &source.files.study_yaml,
-        cpus: lifecycle::choose(engine, study, args.cpus.as_ref()).await?,
         seccomp: seccomp.profile,
         repo: &source.repo(),
         rerun_of: Some((
@@ -156,6 +155,8 @@ async fn run_folder(
             .transpose()?,
         // And a partial run's as the same slice.
         slice: archived_state(source)?.and_then(|s| s.partial),
+        // Chosen once the archive's records are read: a broken one is said first.
+        cpus: lifecycle::choose(engine, study, args.cpus.as_ref()).await?,
     };
     let mut run = Run::start(engine, &paths.results, study, manifest, fresh).await?;
     if let Some(warning) = seccomp.warning {

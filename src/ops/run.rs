@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use super::launch::{load, reference_estimates, said, study_text};
-use super::prepare::prepare_on;
+use super::prepare::{check_repo, for_study, prepare_on};
 use super::{Ending, Interrupt, Paths, Prepared, fleet};
 
 pub use super::launch::Options;
@@ -42,15 +42,14 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         (None, Some(file)) => Some(Profile::load(&paths.repo, file)?),
         _ => None,
     };
+    if let (None, Some(slice)) = (&resume, &options.slice) {
+        slice.check(&study)?;
+    }
+    check_repo(&paths.repo)?;
     let engine = Engine::connect().await?;
     let begin = match resume {
         Some(dir) => Begin::Resume(dir),
-        None => {
-            if let Some(slice) = &options.slice {
-                slice.check(&study)?;
-            }
-            Begin::New(lifecycle::choose(&engine, &study, options.cpus.as_ref()).await?)
-        }
+        None => Begin::New(lifecycle::choose(&engine, &study, options.cpus.as_ref()).await?),
     };
     // A partial run builds the images of its probes alone.
     let measured = match (&begin, &options.slice) {
@@ -60,7 +59,7 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     let build = BuildOptions {
         strict: options.strict_build,
         strict_pins: options.strict_pins,
-        ..super::prepare::for_study(&measured)
+        ..for_study(&measured)
     };
     let Prepared {
         engine, manifest, ..

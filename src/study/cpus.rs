@@ -30,7 +30,9 @@ impl std::str::FromStr for CpuChoice {
 /// study's.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chosen {
+    /// The CPUs, one worker each.
     pub cpus: Vec<usize>,
+    /// Said in run.json when they are not the study's list.
     pub deviations: Vec<String>,
 }
 

@@ -41,8 +41,7 @@ pub struct Fresh<'a> {
 }
 
 /// The CPUs a new run pins to: the study's list, `--cpus` (`None`: the study's) and the CPUs
-/// `engine` can pin to; asked before any image is built, so that a host without them is refused
-/// first.
+/// `engine` can pin to. `run` asks before it builds, so that a host without them is refused first.
 pub async fn choose(
     engine: &impl Containers,
     study: &Study,
