@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use super::Paths;
 use crate::outputs::report::terminal;
@@ -96,6 +96,14 @@ pub(super) fn load(
     options: &Options,
     resume: Option<&RunDir>,
 ) -> Result<(Study, Option<PathBuf>)> {
+    if let Some(dir) = resume.filter(|d| !d.file(run_dir::STATE).is_file()) {
+        bail!(
+            "{} is no run folder (it has no {}): resume the folder a stopped run named, \
+             results/<study>/runs/<id>",
+            dir.path().display(),
+            run_dir::STATE
+        );
+    }
     let file = match (resume, &options.study) {
         (Some(dir), _) => Some(dir.file(run_dir::STUDY)),
         (None, path) => path.clone(),

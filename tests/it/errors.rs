@@ -86,6 +86,24 @@ fn refused_before_any_build(results: &Path, yaml: &str) -> String {
 }
 
 #[test]
+fn resuming_a_folder_that_is_no_run_names_it_and_what_to_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Invocation::resume(tmp.path(), tmp.path())
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .output();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let err = text(&out.stderr);
+    let folder = tmp.path().canonicalize().unwrap();
+    assert!(
+        err.contains(&format!(
+            "{} is no run folder (it has no run.json)",
+            folder.display()
+        )) && err.contains("results/<study>/runs/<id>"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_probe_without_an_image_is_named_with_its_file_and_line_before_any_build() {
     let tmp = tempfile::tempdir().unwrap();
     let yaml = small_study("no-image", "1000", 1, "0", 0, "").replace("image: go", "image: nope");
