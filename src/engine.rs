@@ -124,7 +124,7 @@ pub trait Containers: Clone + Send + Sync + 'static {
 
     /// The CPUs a container can be pinned to.
     fn cpus(&self) -> impl Future<Output = Result<Vec<usize>>> + Send {
-        async { Ok(cpus_of(&self.facts().await?)) }
+        async { Ok(self.facts().await?.cpus()) }
     }
 
     /// A short command in a fresh container from `image`, labelled with `role`: its trimmed stdout,
@@ -184,11 +184,6 @@ pub trait Images: Clone + Send + Sync + 'static {
     -> impl Future<Output = Result<()>> + Send;
 }
 
-/// 0..ncpu as the Engine counts them (containers get no cpuset).
-fn cpus_of(facts: &EngineFacts) -> Vec<usize> {
-    (0..facts.ncpu.max(0) as usize).collect()
-}
-
 /// A connection to the Docker Engine.
 #[derive(Clone)]
 pub struct Engine {
@@ -243,6 +238,12 @@ pub const DOCKER: &str = "Docker Engine";
 pub const PODMAN: &str = "Podman Engine";
 
 impl EngineFacts {
+    /// The CPUs a container can be pinned to: 0..ncpu as the Engine counts them (containers get
+    /// no cpuset).
+    pub fn cpus(&self) -> Vec<usize> {
+        (0..self.ncpu.max(0) as usize).collect()
+    }
+
     /// `Docker Engine` or `Podman Engine`: a record older than the product's name was a Docker
     /// Engine's.
     pub fn product(&self) -> &str {

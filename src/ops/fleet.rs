@@ -223,7 +223,7 @@ async fn ready(
         true => Vec::new(),
         false => survey::survey(entries, probe_tag(&common.study, &common.manifest)?).await?,
     };
-    hosts::fit(&common.study, &common.cpus, &surveyed).await?;
+    hosts::fit(&common.study, &common.cpus, &surveyed)?;
     Ok(Ready {
         busy,
         placed,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{Containers, Endpoint, Engine};
+use crate::engine::{Endpoint, Engine};
 use crate::images::place::{self, Placement, Sources};
 use crate::run::fleet::assign;
 use crate::run::fleet::host_run::{self, Common, HostEnd, HostPlan};
@@ -23,15 +23,11 @@ use crate::study::cpus::{CpuChoice, choose_cpus};
 
 /// Every host can pin the study's CPUs (`--cpus`, else `auto`: its own first ones) and has the
 /// CPUs and memory it needs; refused naming the host and the reason.
-pub async fn fit(study: &Study, cpus: &CpuChoice, hosts: &[Surveyed]) -> Result<()> {
+pub fn fit(study: &Study, cpus: &CpuChoice, hosts: &[Surveyed]) -> Result<()> {
     for s in hosts {
         let name = &s.entry.name;
-        let available = s
-            .engine
-            .cpus()
-            .await
-            .with_context(|| format!("host `{name}`"))?;
-        let chosen = choose_cpus(&study.protocol.cpus, &available, cpus)
+        // Read from the facts its survey asked for, not asked again.
+        let chosen = choose_cpus(&study.protocol.cpus, &s.facts.cpus(), cpus)
             .with_context(|| format!("host `{name}` cannot run study {}", study.id))?;
         let needed = chosen.cpus.iter().max().map_or(0, |c| c + 1);
         if let Err(why) = survey::fits(s, needed, None) {
