@@ -54,6 +54,24 @@ pub struct BuiltImage {
     pub built: bool,
 }
 
+#[cfg(test)]
+impl BuiltImage {
+    /// An image `name` as tests use it: tagged `parkbench/<name>:test`, reused, with nothing in it.
+    pub fn named(name: &str) -> BuiltImage {
+        BuiltImage {
+            name: name.into(),
+            tag: format!("parkbench/{name}:test"),
+            id: format!("sha256:{name}"),
+            layers: vec![],
+            inputs: BTreeMap::new(),
+            binaries: BTreeMap::new(),
+            versions: BTreeMap::new(),
+            notes: Vec::new(),
+            built: false,
+        }
+    }
+}
+
 /// An image of the kit that was not built here.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UnavailableImage {

@@ -48,17 +48,7 @@ probes:
 }
 
 pub(super) fn manifest() -> Manifest {
-    let image = |name: &str| BuiltImage {
-        name: name.into(),
-        tag: format!("parkbench/{name}:test"),
-        id: format!("sha256:{name}"),
-        layers: vec![],
-        inputs: BTreeMap::new(),
-        binaries: BTreeMap::new(),
-        versions: BTreeMap::new(),
-        notes: Vec::new(),
-        built: false,
-    };
+    let image = BuiltImage::named;
     Manifest {
         images: vec![image("go"), image("rust-tokio")],
         ..Manifest::default()

@@ -2,17 +2,7 @@ use super::*;
 use crate::images::BuiltImage;
 
 fn image() -> BuiltImage {
-    BuiltImage {
-        name: "go".into(),
-        tag: "parkbench/go:test".into(),
-        id: "sha256:go".into(),
-        layers: vec![],
-        inputs: BTreeMap::new(),
-        binaries: BTreeMap::new(),
-        versions: BTreeMap::new(),
-        notes: Vec::new(),
-        built: false,
-    }
+    BuiltImage::named("go")
 }
 
 #[test]

@@ -2,8 +2,6 @@
 //! an invalid sample with the reason, the cells after it are lost, and a resume on another Engine
 //! measures exactly those.
 
-use std::collections::BTreeMap;
-
 use super::*;
 use crate::engine::fake::{FakeEngine, Step};
 use crate::images::BuiltImage;
@@ -34,17 +32,7 @@ probes:
 "#;
 
 fn common() -> Common {
-    let image = |name: &str| BuiltImage {
-        name: name.into(),
-        tag: format!("parkbench/{name}:test"),
-        id: format!("sha256:{name}"),
-        layers: vec![],
-        inputs: BTreeMap::new(),
-        binaries: BTreeMap::new(),
-        versions: BTreeMap::new(),
-        notes: Vec::new(),
-        built: false,
-    };
+    let image = BuiltImage::named;
     Common {
         study: Study::parse(STUDY).unwrap(),
         text: STUDY.to_string(),
