@@ -15,30 +15,44 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    ContainerGuard, ContainerOutcome, ContainerSpec, Containers, Created, Engine, Isolation,
+    ContainerGuard, ContainerOutcome, ContainerSpec, Containers, Created, DOCKER, Engine,
+    EngineFacts, Isolation, PODMAN, Serving,
 };
 
-impl Engine {
-    /// Runs a container to completion: create, start, wait (raced against the timeout and
-    /// `cancel`), read its output and OOM state, and remove it — whichever way it ended.
-    pub async fn run(
-        &self,
-        spec: &ContainerSpec,
-        cancel: &CancellationToken,
-    ) -> Result<ContainerOutcome> {
-        Containers::run(self, spec, cancel).await
+/// The Engine's side of [`Containers`]; the trait says what each does.
+impl Containers for Engine {
+    async fn facts(&self) -> Result<EngineFacts> {
+        let v = self
+            .docker
+            .version()
+            .await
+            .context("asking the Engine for its version")?;
+        let i = self
+            .docker
+            .info()
+            .await
+            .context("asking the Engine for its info")?;
+        let mut runtimes: Vec<String> = i.runtimes.unwrap_or_default().into_keys().collect();
+        runtimes.sort();
+        Ok(EngineFacts {
+            product: if super::is_podman(&v) { PODMAN } else { DOCKER }.to_string(),
+            version: v.version.unwrap_or_default(),
+            api_version: v.api_version.unwrap_or_default(),
+            kernel: i.kernel_version.unwrap_or_default(),
+            operating_system: i.operating_system.unwrap_or_default(),
+            cgroup_version: i.cgroup_version.map(|c| c.to_string()).unwrap_or_default(),
+            cgroup_driver: i.cgroup_driver.map(|c| c.to_string()).unwrap_or_default(),
+            security_options: i.security_options.unwrap_or_default(),
+            storage_driver: i.driver.unwrap_or_default(),
+            runtimes,
+            default_runtime: i.default_runtime.unwrap_or_default(),
+            ncpu: i.ncpu.unwrap_or_default(),
+            mem_total_bytes: i.mem_total.unwrap_or_default(),
+            root_dir: i.docker_root_dir.unwrap_or_default(),
+        })
     }
 
-    /// Runs a short command in a fresh container from `image` (labelled with `role`) and returns its
-    /// trimmed stdout; a non-zero exit is an error carrying its stderr.
-    pub async fn output(&self, image: &str, cmd: &[&str], role: &str) -> Result<String> {
-        let spec = ContainerSpec::command(image, cmd, role);
-        let outcome = self.run(&spec, &CancellationToken::new()).await?;
-        outcome.into_output(image, cmd)
-    }
-
-    /// Creates the container of `spec`, not started.
-    pub async fn create_container(&self, spec: &ContainerSpec) -> Result<Created<Engine>> {
+    async fn create_container(&self, spec: &ContainerSpec) -> Result<Created<Engine>> {
         let began = Instant::now();
         let guard = self.create(create_body(spec, self.podman)).await?;
         if let Err(e) = self.check_tasks_limit(guard.id(), spec).await {
@@ -52,26 +66,7 @@ impl Engine {
         })
     }
 
-    /// The first container of this connection is read back from the Engine: one that does not
-    /// carry the tasks limit asked for refuses the Engine. Once one does, the Engine applies it and
-    /// no later container is read back (the run's hot path).
-    pub(super) async fn check_tasks_limit(&self, id: &str, spec: &ContainerSpec) -> Result<()> {
-        use std::sync::atomic::Ordering;
-        if self.holds_tasks_limit.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        let asked = i64::try_from(spec.pids_limit).unwrap_or(i64::MAX);
-        let held = self.isolation(id).await?.0.pids_limit;
-        if held != asked {
-            return Err(unlimited_tasks(asked, held, self.podman));
-        }
-        self.holds_tasks_limit.store(true, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Starts a created container and waits for its end, raced against its timeout (then it is
-    /// killed) and `cancel`; its output is left for [`Engine::finish`].
-    pub async fn start_and_wait(
+    async fn start_and_wait(
         &self,
         created: &Created<Engine>,
         cancel: &CancellationToken,
@@ -100,8 +95,7 @@ impl Engine {
         Ok(outcome)
     }
 
-    /// Reads an ended container's OOM state and output into `outcome`, then removes it.
-    pub async fn finish(
+    async fn finish(
         &self,
         created: Created<Engine>,
         mut outcome: ContainerOutcome,
@@ -118,6 +112,68 @@ impl Engine {
         (outcome.stdout, outcome.stderr) = logs?;
         outcome.elapsed += began.elapsed();
         Ok(outcome)
+    }
+
+    type Stdio = super::serving::Attached;
+
+    async fn serve(&self, spec: &ContainerSpec) -> Result<Serving<Engine>> {
+        self.serve_attached(spec).await
+    }
+
+    async fn sample(
+        &self,
+        serving: &mut Serving<Engine>,
+        cmd: &[String],
+        cancel: &CancellationToken,
+    ) -> Result<ContainerOutcome> {
+        self.sample_attached(serving, cmd, cancel).await
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<()> {
+        let options = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(true)
+            .build();
+        match self.docker.remove_container(id, Some(options)).await {
+            Ok(())
+            | Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(()),
+            Err(e) => Err(e).with_context(|| format!("removing container {id}")),
+        }
+    }
+
+    async fn containers_with_label(&self, label: &str, value: &str) -> Result<Vec<String>> {
+        let filters = HashMap::from([("label".to_string(), vec![format!("{label}={value}")])]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let list = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .context("listing containers")?;
+        Ok(list.into_iter().filter_map(|c| c.id).collect())
+    }
+}
+
+impl Engine {
+    /// The first container of this connection is read back from the Engine: one that does not
+    /// carry the tasks limit asked for refuses the Engine. Once one does, the Engine applies it and
+    /// no later container is read back (the run's hot path).
+    pub(super) async fn check_tasks_limit(&self, id: &str, spec: &ContainerSpec) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        if self.holds_tasks_limit.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let asked = i64::try_from(spec.pids_limit).unwrap_or(i64::MAX);
+        let held = self.isolation(id).await?.0.pids_limit;
+        if held != asked {
+            return Err(unlimited_tasks(asked, held, self.podman));
+        }
+        self.holds_tasks_limit.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     async fn wait(&self, id: &str) -> Result<i64> {
@@ -179,36 +235,6 @@ impl Engine {
         if let Err(e) = self.docker.kill_container(id, Some(options)).await {
             eprintln!("warning: could not kill container {id}: {e}");
         }
-    }
-
-    /// Force-removes a container (and its anonymous volumes); one already gone is not an error.
-    pub async fn remove_container(&self, id: &str) -> Result<()> {
-        let options = RemoveContainerOptionsBuilder::default()
-            .force(true)
-            .v(true)
-            .build();
-        match self.docker.remove_container(id, Some(options)).await {
-            Ok(())
-            | Err(BollardError::DockerResponseServerError {
-                status_code: 404, ..
-            }) => Ok(()),
-            Err(e) => Err(e).with_context(|| format!("removing container {id}")),
-        }
-    }
-
-    /// IDs of containers (running or not) carrying `label=value`.
-    pub async fn containers_with_label(&self, label: &str, value: &str) -> Result<Vec<String>> {
-        let filters = HashMap::from([("label".to_string(), vec![format!("{label}={value}")])]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let list = self
-            .docker
-            .list_containers(Some(options))
-            .await
-            .context("listing containers")?;
-        Ok(list.into_iter().filter_map(|c| c.id).collect())
     }
 }
 

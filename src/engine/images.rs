@@ -17,7 +17,7 @@ use bollard::query_parameters::{
 use futures_util::{StreamExt, TryStreamExt};
 use tokio_util::io::ReaderStream;
 
-use super::{BuildSpec, Engine, ImageFacts};
+use super::{BuildSpec, Containers, Engine, ImageFacts, Images};
 
 mod loaded;
 pub(super) mod stages;
@@ -36,18 +36,9 @@ pub fn local_name(tag: &str) -> String {
         .to_string()
 }
 
-impl Engine {
-    /// The Engine's names for images as the kit writes them: Podman's with their registry taken
-    /// off, the Docker Engine's as they are (there `localhost/…` is another repository).
-    fn local_names(&self, tags: Vec<String>) -> Vec<String> {
-        match self.podman {
-            true => tags.iter().map(|t| local_name(t)).collect(),
-            false => tags,
-        }
-    }
-
-    /// The image behind a tag, or `None` when there is no such tag.
-    pub async fn image(&self, tag: &str) -> Result<Option<ImageFacts>> {
+/// The Engine's side of [`Images`]; the trait says what each does.
+impl Images for Engine {
+    async fn image(&self, tag: &str) -> Result<Option<ImageFacts>> {
         match self.docker.inspect_image(tag).await {
             Ok(img) => {
                 let config = img.config.unwrap_or_default();
@@ -65,8 +56,8 @@ impl Engine {
         }
     }
 
-    /// Imports a root filesystem tar as `repo:tag` (the Engine's import, streamed from disk).
-    pub async fn import(&self, rootfs: &Path, repo: &str, tag: &str) -> Result<()> {
+    /// The Engine's import, streamed from disk.
+    async fn import(&self, rootfs: &Path, repo: &str, tag: &str) -> Result<()> {
         let file = tokio::fs::File::open(rootfs)
             .await
             .with_context(|| format!("opening rootfs {}", rootfs.display()))?;
@@ -92,12 +83,12 @@ impl Engine {
         if let Some(id) = id {
             let tags = self.repo_tags(&id).await?.unwrap_or_default();
             if !tags.contains(&wanted) {
-                self.set_tag(&id, &wanted).await?;
+                self.tag(&id, &wanted).await?;
                 if tag != "latest" && tags.contains(&latest) {
                     match latest_before {
                         None => self.remove_tag(&latest).await?,
                         // It named another image before: it goes back there.
-                        Some(before) if before != id => self.set_tag(&before, &latest).await?,
+                        Some(before) if before != id => self.tag(&before, &latest).await?,
                         Some(_) => {}
                     }
                 }
@@ -111,11 +102,10 @@ impl Engine {
         Ok(())
     }
 
-    /// Builds an image with the classic builder from a context tar on disk, with no network.
-    /// `log` receives every line the build prints. The images the build leaves untagged (the ends
-    /// of its other stages, a failed build's last step) are removed once it ends, whatever its
-    /// outcome (see `stages.rs`), unless `spec` keeps them.
-    pub async fn build(&self, spec: &BuildSpec, mut log: impl FnMut(&str)) -> Result<()> {
+    /// The classic builder, from a context tar on disk, with no network. The images the build
+    /// leaves untagged (the ends of its other stages, a failed build's last step) are removed once
+    /// it ends, whatever its outcome (see `stages.rs`), unless `spec` keeps them.
+    async fn build(&self, spec: &BuildSpec, mut log: impl FnMut(&str) + Send) -> Result<()> {
         // What the Engine held before is never removed, whatever the build's output names (a
         // step of an archive's recipe may print `---> <id>` of its own).
         let mut stages = stages::Stages::new(self.all_images().await?.into_keys().collect());
@@ -128,6 +118,38 @@ impl Engine {
             .await;
         self.build_ends(spec, stages).await;
         result
+    }
+
+    /// Through a created, never started, container. A symbolic link is followed (a Debian
+    /// runtime's `/usr/bin/ruby` → `ruby3.1`), up to [`LINK_HOPS`] links, within the image.
+    async fn read_file(&self, image: &str, path: &str) -> Result<Vec<u8>> {
+        let container = self.create_unstarted(image).await?;
+        let result = self.read_following_links(container.id(), path).await;
+        container.remove().await;
+        result.with_context(|| format!("reading {path} from image {image}"))
+    }
+
+    async fn export_filesystem(&self, image: &str, out: &Path) -> Result<()> {
+        let container = self.create_unstarted(image).await?;
+        let stream = self.docker.export_container(container.id());
+        let result = write_stream(stream, out).await;
+        container.remove().await;
+        result.with_context(|| format!("exporting the filesystem of image {image}"))
+    }
+
+    async fn output(&self, image: &str, cmd: &[&str], role: &str) -> Result<String> {
+        Containers::output(self, image, cmd, role).await
+    }
+}
+
+impl Engine {
+    /// The Engine's names for images as the kit writes them: Podman's with their registry taken
+    /// off, the Docker Engine's as they are (there `localhost/…` is another repository).
+    fn local_names(&self, tags: Vec<String>) -> Vec<String> {
+        match self.podman {
+            true => tags.iter().map(|t| local_name(t)).collect(),
+            false => tags,
+        }
     }
 
     /// The Engine's build of `spec`, every line it prints given to `log`.
@@ -192,16 +214,6 @@ impl Engine {
             ..Default::default()
         };
         self.create(body).await
-    }
-
-    /// Reads one regular file out of an image (through a created, never started, container).
-    /// A symbolic link is followed (a Debian runtime's `/usr/bin/ruby` → `ruby3.1`), up to
-    /// [`LINK_HOPS`] links, within the image.
-    pub async fn read_file(&self, image: &str, path: &str) -> Result<Vec<u8>> {
-        let container = self.create_unstarted(image).await?;
-        let result = self.read_following_links(container.id(), path).await;
-        container.remove().await;
-        result.with_context(|| format!("reading {path} from image {image}"))
     }
 
     async fn read_following_links(&self, id: &str, path: &str) -> Result<Vec<u8>> {
@@ -319,17 +331,19 @@ impl Engine {
             .collect())
     }
 
-    /// Sets `tag` (`repository:tag`) on the image `id`.
-    async fn set_tag(&self, id: &str, tag: &str) -> Result<()> {
-        let (repo, version) = tag.rsplit_once(':').unwrap_or((tag, "latest"));
+    /// Sets `tag` (`repo:tag`) on the image `image` (a tag or an ID), moving it off any other image.
+    pub async fn tag(&self, image: &str, tag: &str) -> Result<()> {
+        let (repo, version) = tag
+            .rsplit_once(':')
+            .with_context(|| format!("tag {tag} has no `:version`"))?;
         let options = TagImageOptionsBuilder::default()
             .repo(repo)
             .tag(version)
             .build();
         self.docker
-            .tag_image(id, Some(options))
+            .tag_image(image, Some(options))
             .await
-            .with_context(|| format!("setting the tag {tag} on image {id} again"))
+            .with_context(|| format!("tagging image {image} as {tag}"))
     }
 
     /// Removes one tag (and the image, when no other tag names it).
@@ -372,16 +386,6 @@ impl Engine {
         }
     }
 
-    /// Writes the flattened filesystem of `image` (a container export: one tar, no layers) to
-    /// `out`, streamed, through a created and never started container.
-    pub async fn export_filesystem(&self, image: &str, out: &Path) -> Result<()> {
-        let container = self.create_unstarted(image).await?;
-        let stream = self.docker.export_container(container.id());
-        let result = write_stream(stream, out).await;
-        container.remove().await;
-        result.with_context(|| format!("exporting the filesystem of image {image}"))
-    }
-
     /// Exports an image (the Engine's save format) to a file, streamed.
     pub async fn export_image(&self, tag: &str, out: &Path) -> Result<()> {
         let stream = self.docker.export_image(tag);
@@ -413,7 +417,7 @@ async fn write_stream(
     Ok(())
 }
 
-/// The most symbolic links [`Engine::read_file`] follows from one path.
+/// The most symbolic links [`Images::read_file`] follows from one path.
 const LINK_HOPS: usize = 8;
 
 /// What the Engine's archive endpoint answers for one path (a tar of it).

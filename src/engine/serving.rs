@@ -54,7 +54,7 @@ pub struct Attached {
 impl Engine {
     /// Creates the container of `spec`, attaches to its stdin and output, and starts it; its
     /// command must be the supervisor's ([`SERVE`], which the caller sets).
-    pub async fn serve(&self, spec: &ContainerSpec) -> Result<Serving<Engine>> {
+    pub(super) async fn serve_attached(&self, spec: &ContainerSpec) -> Result<Serving<Engine>> {
         let began = Instant::now();
         let mut body = super::containers::create_body(spec, self.podman);
         body.open_stdin = Some(true);
@@ -108,7 +108,7 @@ impl Engine {
     /// spec's timeout and `cancel`. A supervisor that fails (it ended, its output does not parse)
     /// fails this process, with what it said as its stderr: its container is only fit to be
     /// removed.
-    pub async fn sample(
+    pub(super) async fn sample_attached(
         &self,
         serving: &mut Serving<Engine>,
         cmd: &[String],

@@ -4,10 +4,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result, anyhow, ensure};
-use bollard::query_parameters::{ImportImageOptionsBuilder, TagImageOptionsBuilder};
+use bollard::query_parameters::ImportImageOptionsBuilder;
 use futures_util::StreamExt;
 
-use super::Engine;
+use super::{Engine, Images};
 
 /// Chunks of the save stream held between the two Engines at most (the Engine sends chunks of
 /// up to a few hundred KiB), so memory stays small whatever the image's size.
@@ -67,20 +67,5 @@ impl Engine {
              image did not arrive intact"
         );
         Ok(sent.load(Ordering::Relaxed))
-    }
-
-    /// Sets `tag` (`repo:tag`) on the image `image` (a tag or an ID), moving it off any other image.
-    pub async fn tag(&self, image: &str, tag: &str) -> Result<()> {
-        let (repo, version) = tag
-            .rsplit_once(':')
-            .with_context(|| format!("tag {tag} has no `:version`"))?;
-        let options = TagImageOptionsBuilder::default()
-            .repo(repo)
-            .tag(version)
-            .build();
-        self.docker
-            .tag_image(image, Some(options))
-            .await
-            .with_context(|| format!("tagging image {image} as {tag}"))
     }
 }

@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use super::cache::Cache;
 use super::plan::{Graph, Node};
 use super::{BuildOptions, build, context, manifest, pin, recipe};
-use crate::engine::{BuildSpec, Engine};
+use crate::engine::{BuildSpec, Engine, Images};
 use crate::files::{digest, read_text};
 
 /// What the driver is built from, relative to the repository (or to an archive's `source/`).

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::engine::{Engine, EngineFacts};
+use crate::engine::{Containers, Engine, EngineFacts};
 use crate::images::namespace;
 use crate::run::fleet::hosts::HostEntry;
 use crate::run::fleet::survey::{self, Surveyed};

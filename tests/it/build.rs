@@ -443,7 +443,7 @@ async fn run_by_hand(image: &str, cmd: &[&str]) -> String {
 /// Runs `cmd` in a container of `image` through the kit's engine: exit code, stdout, and how long
 /// the container ran.
 async fn run_with_status(image: &str, cmd: &[&str]) -> (i64, String, std::time::Duration) {
-    use parkbench::engine::{ContainerSpec, Engine};
+    use parkbench::engine::{ContainerSpec, Containers, Engine};
     let engine = Engine::connect().await.unwrap();
     let spec = ContainerSpec::command(image, cmd, "test");
     let cancel = tokio_util::sync::CancellationToken::new();

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::*;
-use parkbench::engine::Engine;
+use parkbench::engine::{Engine, Images};
 use serde_json::Value;
 use tokio::runtime::Runtime;
 

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use common::archive::{tar, unpack};
 use common::*;
-use parkbench::engine::{ContainerOutcome, ContainerSpec, Engine, Mount};
+use parkbench::engine::{ContainerOutcome, ContainerSpec, Containers, Engine, Mount};
 use tokio_util::sync::CancellationToken;
 
 /// Builds the self-contained driver as `just driver` does (a no-op when it is up to date).

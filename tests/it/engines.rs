@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::dockerd::ExtraEngine;
-use parkbench::engine::{Endpoint, Engine, TlsFiles};
+use parkbench::engine::{Containers, Endpoint, Engine, TlsFiles};
 
 fn storage_driver() -> String {
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -16,7 +16,7 @@ use std::process::Stdio;
 
 use common::dockerd::ExtraEngine;
 use common::*;
-use parkbench::engine::Engine;
+use parkbench::engine::{Containers, Engine};
 
 const CLAIMS: &str = "claims:
   - {id: go-rss, text: t, stat: rss_median, probe: go, tasks: 1000, expected: 5, unit: MiB, tolerance: {relative: 100}}

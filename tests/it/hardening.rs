@@ -9,7 +9,7 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use common::*;
-use parkbench::engine::Engine;
+use parkbench::engine::{Containers, Engine};
 use serde_json::Value;
 
 fn build_c_costs() {

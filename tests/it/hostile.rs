@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use common::archive::{Entry, Saved, put, repack, saved_image, unpack};
 use common::*;
-use parkbench::engine::Engine;
+use parkbench::engine::{Engine, Images};
 use serde_json::Value;
 
 const STUDY: &str = "hostile";

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use common::dockerd::ExtraEngine;
 use common::{describe, parkbench, text};
-use parkbench::engine::Engine;
+use parkbench::engine::{Containers, Engine, Images};
 
 /// The machine Engine's storage driver, and its base image (the image doctor reads a host
 /// through), copied onto `extra` through the Engine API (save → load: the image ID kept).

@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::*;
-use parkbench::engine::Engine;
+use parkbench::engine::{Containers, Engine};
 use serde_json::Value;
 
 fn build_images() {

@@ -13,7 +13,7 @@ use std::time::Instant;
 use bollard::query_parameters::RemoveContainerOptionsBuilder;
 use common::dockerd::ExtraEngine;
 use common::{all_tags, repo};
-use parkbench::engine::{Endpoint, Engine, TlsFiles, settle};
+use parkbench::engine::{Containers, Endpoint, Engine, TlsFiles, settle};
 use parkbench::images::cache::Cache;
 use parkbench::images::place::{Placed, Placement, Sources, place};
 use parkbench::images::{self, BuildOptions, Manifest, pin};

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::podman::PodmanService;
 use common::*;
-use parkbench::engine::{Endpoint, Engine};
+use parkbench::engine::{Containers, Endpoint, Engine};
 use serde_json::Value;
 
 fn json(path: &Path) -> Value {

@@ -118,7 +118,8 @@ fn sigint_removes_the_container_and_resume_fills_the_missing_cells() {
 fn labelled_containers(run_id: &str) -> Vec<String> {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let engine = parkbench::engine::Engine::connect().await.unwrap();
+        use parkbench::engine::{Containers, Engine};
+        let engine = Engine::connect().await.unwrap();
         engine
             .containers_with_label("parkbench.run", run_id)
             .await

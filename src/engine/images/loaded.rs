@@ -93,7 +93,7 @@ impl ImageGuard {
             held.retain(|h| h != reference);
             let owner = before.iter().find(|(_, tags)| tags.contains(reference));
             if let Some((owner, _)) = owner {
-                self.engine.set_tag(owner, reference).await?;
+                self.engine.tag(owner, reference).await?;
             }
         }
         Ok(())

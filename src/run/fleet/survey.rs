@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use tokio_util::sync::CancellationToken;
 
 use super::hosts::HostEntry;
-use crate::engine::{ContainerSpec, Engine, EngineFacts, Mount, NOBODY};
+use crate::engine::{ContainerSpec, Containers, Engine, EngineFacts, Images, Mount, NOBODY};
 use crate::run::{env, hardware};
 
 /// One host, reached and read.
