@@ -171,7 +171,8 @@ pub trait Images: Clone + Send + Sync + 'static {
     /// The trimmed stdout of a short command in a fresh container from `image`, labelled with
     /// `role` (tool versions); an error carries its stderr when it does not exit 0. A command that
     /// exits non-zero or whose program is missing fails with a [`CommandFailed`]; any other error
-    /// is the Engine's.
+    /// is the Engine's. The Engine's is [`Containers::output`]: where both traits are imported, a
+    /// call names which.
     fn output(
         &self,
         image: &str,

@@ -129,6 +129,7 @@ impl Containers for Engine {
         self.sample_attached(serving, cmd, cancel).await
     }
 
+    /// Its anonymous volumes with it.
     async fn remove_container(&self, id: &str) -> Result<()> {
         let options = RemoveContainerOptionsBuilder::default()
             .force(true)

@@ -1,6 +1,6 @@
-//! Images through the Engine: inspect, import, build, read files out of, remove, export and load;
-//! and images loaded from files the kit did not write, held by an [`ImageGuard`] that removes them
-//! again on every path.
+//! Images through the Engine: inspect, import, build, tag, read files out of, remove, export and
+//! load; and images loaded from files the kit did not write, held by an [`ImageGuard`] that removes
+//! them again on every path.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
@@ -129,6 +129,7 @@ impl Images for Engine {
         result.with_context(|| format!("reading {path} from image {image}"))
     }
 
+    /// A container export, streamed, through a created and never started container.
     async fn export_filesystem(&self, image: &str, out: &Path) -> Result<()> {
         let container = self.create_unstarted(image).await?;
         let stream = self.docker.export_container(container.id());

@@ -58,8 +58,8 @@ impl std::fmt::Display for BuildFailed {
 
 impl std::error::Error for BuildFailed {}
 
-/// A short command ([`Containers::output`](super::Containers::output)) ran and failed on its own: it exited non-zero, or its
-/// program is not in the image. The command's fault (the recipe's), not the Engine's; any other
+/// A short command ([`Images::output`](super::Images::output)) ran and failed on its own: it
+/// exited non-zero, or its program is not in the image. The command's fault (the recipe's), not the Engine's; any other
 /// error of `output` (the Engine gone, a timeout) is the Engine or the machine failing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommandFailed {
