@@ -24,6 +24,11 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `n` and its noun: `one` when `n` is 1, else `many` (`1 process`, `3 processes`).
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `text` as Markdown inline text that shows as written, wherever it is rendered: [`printable`],
 /// on one line, with every character that could start a link, an image, raw HTML, an autolink
 /// (`https://`, `www.`, `a@b`), emphasis, code or a table cell written as a backslash escape.

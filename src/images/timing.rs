@@ -84,8 +84,8 @@ impl Expected {
         match self.basis {
             Basis::LastBuild => "its last build here".to_string(),
             Basis::Declared { cpus } => format!(
-                "declared estimate, on {cpus} CPU{}",
-                if cpus == 1 { "" } else { "s" }
+                "declared estimate, on {}",
+                crate::text::count(cpus as usize, "CPU", "CPUs")
             ),
         }
     }

@@ -103,7 +103,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
     {
         ending = sweeps.pair(&study, pair, &mut e, &mut dirs).await?;
     }
-    publish(&paths.repo, (&run, &explained), &e, &dirs).await?;
+    publish(paths, (&run, &explained), &e, &dirs).await?;
     Ok(ending)
 }
 
@@ -358,7 +358,7 @@ fn write_sweep(
 /// Writes the explanation into every sweep's folder and archives each, adds it to the explained
 /// run's index and report, and prints it.
 async fn publish(
-    repo: &Path,
+    paths: &Paths,
     (run, explained): (&RunDir, &Outcome),
     e: &Explanation,
     dirs: &[PathBuf],
@@ -367,7 +367,7 @@ async fn publish(
     let mut archives = Vec::new();
     for dir in dirs {
         files::write(e, dir)?;
-        archives.push(archive(repo, dir, Contents::SOURCES).await?.path);
+        archives.push(archive(&paths.repo, dir, Contents::SOURCES).await?.path);
     }
     files::index(run.path(), &dirs[0], e)?;
     // A run's report gets the link; a run not yet reported (`run` alone) gets its report now.
@@ -384,7 +384,7 @@ async fn publish(
     for a in &archives {
         println!(
             "{}",
-            super::next_step::runnable(&format!(
+            paths.runnable(&format!(
                 "archive: {}\ncheck it with: parkbench verify {}",
                 a.display(),
                 a.display()

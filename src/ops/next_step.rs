@@ -1,13 +1,28 @@
 //! A command the user is told to run next, named so that it runs as printed: `parkbench` when that
 //! name on `PATH` is this very driver, else the driver's own path (`target/driver/parkbench` when
-//! `just` built it and it is not on `PATH` yet).
+//! `just` built it and it is not on `PATH` yet), on the repository and results folder it was given.
 
 use std::path::{Path, PathBuf};
 
-/// `line` with each `parkbench` that starts a command (at the line's start, or after a space, a
-/// colon or a backtick) written as this driver is run from here.
-pub fn runnable(line: &str) -> String {
-    named(line, &driver())
+impl super::Paths {
+    /// `line` with each `parkbench` that starts a command (at the line's start, or after a space,
+    /// a colon or a backtick) written as this driver is run from here, with `--repo` and
+    /// `--results` when these paths are not the ones it finds by itself.
+    pub fn runnable(&self, line: &str) -> String {
+        let mut driver = driver();
+        let repo = ("--repo", &self.repo, PathBuf::from("."));
+        for (flag, path, default) in [
+            repo,
+            ("--results", &self.results, self.repo.join("results")),
+        ] {
+            if *path != default
+                && let Ok(quoted) = shlex::try_quote(&path.to_string_lossy())
+            {
+                driver += &format!(" {flag} {quoted}");
+            }
+        }
+        named(line, &driver)
+    }
 }
 
 /// How to name this driver in a command line.

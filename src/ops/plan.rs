@@ -241,7 +241,7 @@ fn said_placeholders(study: &Study, file: &Path) -> String {
         let at = doc.mark(field).map(|m| format!(":{m}")).unwrap_or_default();
         out.push_str(&format!(
             "warning: {}{at}: {field} still holds the placeholder `parkbench new study` wrote: \
-             write the study's own\n",
+             replace it with the study's own\n",
             file.display()
         ));
     }
@@ -250,12 +250,12 @@ fn said_placeholders(study: &Study, file: &Path) -> String {
 
 fn said_study(study: &Study, file: &Path) -> String {
     format!(
-        "study {} ({}): valid: {} probes, {} claims, {} factors",
+        "study {} ({}): valid: {}, {}, {}",
         study.id,
         file.display(),
-        study.probes.len(),
-        study.claims.len(),
-        study.factors.len()
+        crate::text::count(study.probes.len(), "probe", "probes"),
+        crate::text::count(study.claims.len(), "claim", "claims"),
+        crate::text::count(study.factors.len(), "factor", "factors")
     )
 }
 

@@ -151,7 +151,7 @@ async fn one(
     // `archive` said where it wrote it, with its size and sha256.
     println!(
         "{}",
-        super::next_step::runnable(&format!(
+        paths.runnable(&format!(
             "check it with: parkbench check {}",
             info.path.display()
         ))
@@ -160,10 +160,7 @@ async fn one(
         make_reference(paths, &outcome, run.dir.path()).await?;
     }
     if let Some(claim) = super::explain::first_explainable(paths, run.dir.path(), &outcome).await {
-        println!(
-            "{}",
-            super::next_step::runnable(&explain_hint(run.dir.path(), &claim))
-        );
+        println!("{}", paths.runnable(&explain_hint(run.dir.path(), &claim)));
     }
     if args.strict && outcome.claims_differ() {
         eprintln!("--strict: some claims were not reproduced");

@@ -109,7 +109,7 @@ async fn rerun(
     let info = archive(&source.repo(), run.dir.path(), Contents::DEFAULT).await?;
     println!(
         "{}",
-        super::next_step::runnable(&format!(
+        paths.runnable(&format!(
             "\narchive: {}\ncheck it with: parkbench check {}",
             info.path.display(),
             info.path.display()

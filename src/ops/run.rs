@@ -21,10 +21,7 @@ use crate::study::cpus::Chosen;
 pub async fn command(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<Ending> {
     let result = run(paths, options, interrupt).await?;
     if !result.incomplete() {
-        eprint!(
-            "{}",
-            super::next_step::runnable(&next_steps(result.dir.path()))
-        );
+        eprint!("{}", paths.runnable(&next_steps(result.dir.path())));
     }
     Ok(Ending::of_run(&result))
 }

@@ -401,9 +401,8 @@ pub fn merge_deviations(record: &MergeRecord) -> Vec<String> {
         })
         .collect();
     out.push(format!(
-        "merged from {} run{}: {}",
-        shards.len(),
-        if shards.len() == 1 { "" } else { "s" },
+        "merged from {}: {}",
+        crate::text::count(shards.len(), "run", "runs"),
         shards.join(", ")
     ));
     if !record.missing_shards.is_empty() {

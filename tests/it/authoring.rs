@@ -225,3 +225,69 @@ fn a_broken_study_is_refused_by_plan_at_its_line_without_an_engine() {
         assert!(err.contains(&at), "{at}: {err}");
     }
 }
+
+/// `new study` run from outside the repository, on another results folder: the commands it prints
+/// next (`plan`, then `reproduce`) run as printed, from where it was run, and find both.
+#[test]
+fn a_study_made_from_another_folder_runs_its_next_steps_as_printed() {
+    ensure_built();
+    let tmp = tempfile::tempdir().unwrap();
+    let (repo, elsewhere) = (tmp.path().join("repo copy"), tmp.path().join("elsewhere"));
+    repo_copy(&repo);
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let out = in_repo(&elsewhere)
+        .args([
+            "--repo",
+            "../repo copy",
+            "--results",
+            "../runs",
+            "new",
+            "study",
+            "away",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let said = text(&out.stdout);
+    let next = (said.lines())
+        .find_map(|l| l.strip_prefix("next: "))
+        .unwrap_or_else(|| panic!("no next step: {said}"));
+    let (plan, reproduce) = next.split_once("   (").unwrap();
+    let reproduce = reproduce.split_once(", then ").unwrap().1;
+    assert!(
+        plan.contains("--repo '../repo copy' --results ../runs plan"),
+        "{plan}"
+    );
+    for command in [plan, reproduce] {
+        let out = shell(&elsewhere, command);
+        assert!(out.status.success(), "{command}: {}", describe(&out));
+    }
+    only_run(&tmp.path().join("runs"), "away");
+    assert!(
+        !elsewhere.join("results").exists(),
+        "a results folder where it ran"
+    );
+}
+
+/// A study naming a probe image that is not there is refused, naming the command that makes one;
+/// that command, run with a language, makes it, and the study is then written.
+#[test]
+fn a_study_of_a_probe_not_made_yet_names_the_command_that_makes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    repo_copy(tmp.path());
+    let study = ["new", "study", "mine", "--probe", "my-probe"];
+    let out = in_repo(tmp.path()).args(study).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let err = text(&out.stderr);
+    let told = "`parkbench new probe my-probe --lang go`";
+    assert!(
+        err.contains("no probe image `my-probe`") && err.contains(told),
+        "{err}"
+    );
+    assert!(!tmp.path().join("results/mine").exists());
+    let command = told.trim_matches('`');
+    let out = shell(tmp.path(), command);
+    assert!(out.status.success(), "{command}: {}", describe(&out));
+    let out = in_repo(tmp.path()).args(study).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+}

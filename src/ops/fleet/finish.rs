@@ -177,9 +177,8 @@ fn merge_hosts(top: &RunDir, fleet: &FleetRecord) -> Result<Option<run_dir::RunS
 /// What a fleet run says about itself in the report's deviations.
 fn fleet_deviations(fleet: &FleetRecord) -> Vec<String> {
     let mut out = vec![format!(
-        "measured on {} host{} ({}): {}",
-        fleet.hosts.len(),
-        if fleet.hosts.len() == 1 { "" } else { "s" },
+        "measured on {} ({}): {}",
+        crate::text::count(fleet.hosts.len(), "host", "hosts"),
         fleet.mode,
         (fleet.hosts.iter())
             .map(|h| match h.engine.is_empty() {

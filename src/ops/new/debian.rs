@@ -73,11 +73,11 @@ pub fn probe(paths: &Paths, name: &str, packages: &[String], kind: Kind) -> Resu
         kind.name(),
         dir.join("probe").display()
     );
-    println!("its entry in a study's probes: (`parkbench new study ID --probe {name}` writes it):");
+    println!("its entry in a study's probes (`parkbench new study ID --probe {name}` writes it):");
     print!("{}", probe_entry(name, kind));
     println!(
         "{}",
-        crate::ops::next_step::runnable(&format!(
+        paths.runnable(&format!(
             "next: parkbench pin update {pin}   (locks the packages and records the root \
              filesystem's sha256; `plan` refuses the pin until then)"
         ))

@@ -48,7 +48,7 @@ pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
     println!("wrote {}", readme.display());
     println!(
         "{}",
-        crate::ops::next_step::runnable(&format!(
+        paths.runnable(&format!(
             "next: parkbench plan {}   (checks it without building), then parkbench reproduce {} --cpus auto",
             file.display(),
             file.display()
@@ -77,6 +77,19 @@ pub fn study_text(repo: &Path, id: &str, probes: &[String]) -> Result<String> {
         );
     }
     for name in probes {
+        if !repo.join("docker").join(name).is_dir() {
+            let recipes = recipe::discover(&repo.join("docker"))?;
+            let names: Vec<&str> = (recipes.iter().filter(|r| r.probe))
+                .map(|r| r.name.as_str())
+                .collect();
+            bail!(
+                "no probe image `{name}` in {}: `parkbench new probe {name} --lang go` makes one in \
+                 Go (`--help` lists the other languages, and `--debian` takes a runtime's Debian \
+                 packages); the probe images there are {}",
+                repo.join("docker").display(),
+                names.join(", ")
+            );
+        }
         let kind = match scaffold_kind(&repo.join("docker").join(name))? {
             Some(kind) => kind,
             None => {
@@ -159,7 +172,7 @@ pub fn probe(paths: &Paths, name: &str, lang: Lang, kind: Kind) -> Result<Ending
         kind.name(),
         lang.word()
     );
-    println!("its entry in a study's probes: (`parkbench new study ID --probe {name}` writes it):");
+    println!("its entry in a study's probes (`parkbench new study ID --probe {name}` writes it):");
     print!("{}", probe_entry(name, kind));
     Ok(Ending::Ok)
 }

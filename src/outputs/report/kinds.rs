@@ -205,10 +205,7 @@ pub(crate) fn probe_notes(cells: &[&Cell]) -> String {
             .probe_notes
             .iter()
             .map(|n| {
-                let who = match n.processes {
-                    1 => "1 process".to_string(),
-                    k => format!("{k} processes"),
-                };
+                let who = crate::text::count(n.processes, "process", "processes");
                 format!("“{}” ({who})", cell_text(&n.text))
             })
             .collect();

@@ -217,11 +217,14 @@ fn protocol(study: &Study, samples: &[Sample]) -> String {
         .rule()
         .map(|r| format!(", {r} (standard deviation ÷ mean of the cell's headline values)"))
         .unwrap_or_default();
-    let n = p.repeats.min;
-    let noun = if n == 1 { "process" } else { "processes" };
+    let n = crate::text::count(
+        p.repeats.min as usize,
+        "independent process",
+        "independent processes",
+    );
     let _ = writeln!(
         out,
-        "- Repeats: {n} independent {noun} per probe and scale{more}; order {order}."
+        "- Repeats: {n} per probe and scale{more}; order {order}."
     );
     let pinned: std::collections::BTreeSet<&str> =
         samples.iter().map(|s| s.cpus_pinned.as_str()).collect();

@@ -141,10 +141,10 @@ impl Run {
         }
         record_env(engine, &dir, study, manifest, fresh.repo).await?;
         eprintln!(
-            "run {}: CPUs {} ({} workers) in {}",
+            "run {}: CPUs {} ({}) in {}",
             state.run_id,
             state.cpus_pinned,
-            state.workers,
+            crate::text::count(state.workers as usize, "worker", "workers"),
             dir.path().display()
         );
         Run::new(dir, state, study, manifest)
