@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
-use bollard::models::{ContainerInspectResponse, HostConfig};
+use bollard::models::{ContainerCreateBody, ContainerInspectResponse, DeviceMapping, HostConfig};
 use serde::{Deserialize, Serialize};
 
 use super::{ContainerSpec, Engine};
@@ -153,5 +153,177 @@ impl Engine {
             .and_then(|p| u32::try_from(p).ok())
             .filter(|&p| p > 0);
         Ok((Isolation::inspected(&c), pid))
+    }
+}
+
+/// The body a container of `spec` is created with: the spec's image, command, environment,
+/// labels, user, mounts (read-only) and devices, confined as [`Isolation::of`] says (for Podman,
+/// [`Isolation::for_podman`]).
+pub(super) fn create_body(spec: &ContainerSpec, podman: bool) -> ContainerCreateBody {
+    let isolation = match podman {
+        false => Isolation::of(spec),
+        true => Isolation::of(spec).for_podman(),
+    };
+    ContainerCreateBody {
+        image: Some(spec.image.clone()),
+        cmd: Some(spec.cmd.clone()),
+        entrypoint: Some(vec![]),
+        env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+        labels: Some(spec.labels.clone().into_iter().collect()),
+        user: spec.user.clone(),
+        network_disabled: Some(true),
+        host_config: Some(HostConfig {
+            // No CPU quota, no cpuset, no memory limit: pinning is done inside by sched_setaffinity.
+            binds: (!spec.mounts.is_empty()).then(|| {
+                spec.mounts
+                    .iter()
+                    .map(|m| format!("{}:{}:ro", m.host.display(), m.container))
+                    .collect()
+            }),
+            devices: (!spec.devices.is_empty()).then(|| {
+                spec.devices
+                    .iter()
+                    .map(|d| DeviceMapping {
+                        path_on_host: Some(d.clone()),
+                        path_in_container: Some(d.clone()),
+                        cgroup_permissions: Some("rwm".into()),
+                    })
+                    .collect()
+            }),
+            ..isolation.host_config(spec.seccomp.as_deref())
+        }),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bollard::models::{ContainerConfig, ContainerInspectResponse};
+
+    use super::*;
+    use crate::engine::{Mount, NOBODY};
+
+    fn probe_spec() -> ContainerSpec {
+        ContainerSpec {
+            user: Some(NOBODY.into()),
+            pids_limit: 25_000,
+            seccomp: Some("{\"defaultAction\":\"SCMP_ACT_ALLOW\"}".into()),
+            ..ContainerSpec::command("parkbench/go:1", &["/usr/local/bin/sampler"], "test")
+        }
+    }
+
+    #[test]
+    fn a_probe_container_is_confined() {
+        let body = create_body(&probe_spec(), false);
+        let host = body.host_config.unwrap();
+        assert_eq!(body.user.as_deref(), Some("65534:65534"));
+        assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
+        assert_eq!(host.cap_add, None);
+        assert_eq!(host.pids_limit, Some(25_000));
+        assert_eq!(host.readonly_rootfs, Some(true));
+        assert_eq!(
+            host.tmpfs,
+            Some([("/tmp".to_string(), "size=256m,nosuid,nodev".to_string())].into())
+        );
+        assert_eq!(host.network_mode.as_deref(), Some("none"));
+        assert_eq!(body.network_disabled, Some(true));
+        assert_eq!(host.privileged, Some(false));
+        assert_eq!(
+            host.security_opt,
+            Some(vec![
+                "no-new-privileges:true".to_string(),
+                "seccomp={\"defaultAction\":\"SCMP_ACT_ALLOW\"}".to_string()
+            ])
+        );
+        assert_eq!((host.binds, host.devices), (None, None));
+    }
+
+    fn vm_spec() -> ContainerSpec {
+        ContainerSpec {
+            pids_limit: 1024,
+            mounts: vec![Mount {
+                host: "/k".into(),
+                container: "/guest/vmlinuz".into(),
+            }],
+            devices: vec!["/dev/kvm".into()],
+            ..ContainerSpec::command("parkbench/vm:1", &["qemu-system-x86_64"], "guest")
+        }
+    }
+
+    #[test]
+    fn a_vm_or_a_command_keeps_the_images_user_and_nothing_else() {
+        for spec in [
+            vm_spec(),
+            ContainerSpec::command("i", &["go", "version"], "version"),
+        ] {
+            let body = create_body(&spec, false);
+            let host = body.host_config.unwrap();
+            assert_eq!(body.user, None, "the image's own user");
+            assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
+            assert_eq!(host.cap_add, None);
+            assert_eq!(host.pids_limit, Some(spec.pids_limit as i64));
+            assert_eq!(host.readonly_rootfs, Some(true));
+            assert!(host.tmpfs.unwrap().contains_key("/tmp"));
+            assert_eq!(host.network_mode.as_deref(), Some("none"));
+            assert_eq!(
+                host.security_opt,
+                Some(vec!["no-new-privileges:true".to_string()])
+            );
+        }
+        let vm = create_body(&vm_spec(), false).host_config.unwrap();
+        assert_eq!(vm.binds, Some(vec!["/k:/guest/vmlinuz:ro".to_string()]));
+        assert_eq!(
+            vm.devices.unwrap()[0].path_on_host.as_deref(),
+            Some("/dev/kvm")
+        );
+    }
+
+    #[test]
+    fn on_podman_nothing_but_tmp_is_writable_and_nothing_there_runs() {
+        let spec = probe_spec();
+        let docker = create_body(&spec, false).host_config.unwrap();
+        let podman = create_body(&spec, true).host_config.unwrap();
+        let tmpfs = podman.tmpfs.clone().unwrap();
+        for path in ["/run", "/var/tmp"] {
+            let options: Vec<&str> = tmpfs[path].split(',').collect();
+            assert!(
+                options.contains(&"ro") && options.contains(&"noexec"),
+                "{path}: {tmpfs:?}"
+            );
+        }
+        for option in ["noexec", "notmpcopyup"] {
+            assert!(tmpfs["/tmp"].split(',').any(|o| o == option), "{tmpfs:?}");
+        }
+        assert_eq!(
+            docker.tmpfs.unwrap().len(),
+            1,
+            "the Docker Engine mounts nothing more"
+        );
+        // Everything else is asked alike of both.
+        assert_eq!(
+            HostConfig {
+                tmpfs: None,
+                ..podman
+            },
+            HostConfig {
+                tmpfs: None,
+                ..docker
+            }
+        );
+    }
+
+    #[test]
+    fn the_engines_report_reads_back_as_what_was_asked() {
+        let spec = probe_spec();
+        let body = create_body(&spec, false);
+        let inspected = ContainerInspectResponse {
+            config: Some(ContainerConfig {
+                user: body.user.clone(),
+                ..Default::default()
+            }),
+            host_config: body.host_config.clone(),
+            ..Default::default()
+        };
+        assert_eq!(Isolation::inspected(&inspected), Isolation::of(&spec));
     }
 }

@@ -56,7 +56,7 @@ impl Engine {
     /// command must be the supervisor's ([`SERVE`], which the caller sets).
     pub(super) async fn serve_attached(&self, spec: &ContainerSpec) -> Result<Serving<Engine>> {
         let began = Instant::now();
-        let mut body = super::containers::create_body(spec, self.podman);
+        let mut body = super::isolation::create_body(spec, self.podman);
         body.open_stdin = Some(true);
         // The supervisor's stdin ends when the driver's attachment does (the driver killed).
         body.stdin_once = Some(true);
