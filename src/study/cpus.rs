@@ -3,6 +3,7 @@
 use anyhow::{Context, Result, bail};
 
 use super::cpuset;
+use crate::text::count;
 
 /// How to choose the CPUs the probes are pinned to.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,11 +68,11 @@ pub fn choose_cpus(requested: &str, available: &[usize], choice: &CpuChoice) -> 
     let mut deviations = Vec::new();
     if cpus != want {
         deviations.push(format!(
-            "pinned to CPUs {} ({} CPUs, {} workers) instead of the published {requested} ({} CPUs)",
+            "pinned to CPUs {} ({}, {}) instead of the published {requested} ({})",
             cpuset::format(&cpus),
-            cpus.len(),
-            cpus.len(),
-            want.len()
+            count(cpus.len(), "CPU", "CPUs"),
+            count(cpus.len(), "worker", "workers"),
+            count(want.len(), "CPU", "CPUs")
         ));
     }
     Ok(Chosen { cpus, deviations })
