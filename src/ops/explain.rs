@@ -387,7 +387,7 @@ async fn publish(
             paths.runnable(&format!(
                 "archive: {}\ncheck it with: parkbench verify {}",
                 a.display(),
-                a.display()
+                super::next_step::shell_path(a)
             ))
         );
     }

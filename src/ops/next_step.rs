@@ -15,14 +15,23 @@ impl super::Paths {
             repo,
             ("--results", &self.results, self.repo.join("results")),
         ] {
-            if *path != default
-                && let Ok(quoted) = shlex::try_quote(&path.to_string_lossy())
-            {
-                driver += &format!(" {flag} {quoted}");
+            if *path != default {
+                driver += &format!(" {flag} {}", shell_path(path));
             }
         }
         named(line, &driver)
     }
+}
+
+/// `word` as one word of a shell command, quoted where it must be, and printable.
+pub fn shell_word(word: &str) -> String {
+    let quoted = shlex::try_quote(word).unwrap_or(std::borrow::Cow::Borrowed(word));
+    crate::text::printable(&quoted).into_owned()
+}
+
+/// A path as one word of a shell command ([`shell_word`]).
+pub fn shell_path(path: &Path) -> String {
+    shell_word(&path.to_string_lossy())
 }
 
 /// How to name this driver in a command line.

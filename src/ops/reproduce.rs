@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 
 use super::archive::{Contents, archive, archive_to};
 use super::doctor::doctor_brief;
+use super::next_step::{shell_path, shell_word};
 use super::report;
 use super::sign::SigningKey;
 use super::{Ending, Interrupt, Paths, run};
@@ -153,7 +154,7 @@ async fn one(
         "{}",
         paths.runnable(&format!(
             "check it with: parkbench check {}",
-            info.path.display()
+            shell_path(&info.path)
         ))
     );
     if args.reference {
@@ -227,14 +228,10 @@ async fn make_reference(paths: &Paths, outcome: &Outcome, run_dir: &Path) -> Res
 /// Where to look next when a claim differs: `explain` on the first one it can sweep, as a line a
 /// shell reads as written (the run's path and the claim quoted where they need it).
 fn explain_hint(run_dir: &Path, claim: &str) -> String {
-    let quoted = |word: &str| {
-        let quoted = shlex::try_quote(word).unwrap_or(std::borrow::Cow::Borrowed(word));
-        crate::text::printable(&quoted).into_owned()
-    };
     format!(
         "why a claim differs: parkbench explain {} --claim {} (see docs/explain.md)",
-        quoted(&run_dir.to_string_lossy()),
-        quoted(claim)
+        shell_path(run_dir),
+        shell_word(claim)
     )
 }
 

@@ -112,7 +112,7 @@ async fn rerun(
         paths.runnable(&format!(
             "\narchive: {}\ncheck it with: parkbench check {}",
             info.path.display(),
-            info.path.display()
+            super::next_step::shell_path(&info.path)
         ))
     );
     Ok(Ending::of_run(&run))

@@ -111,7 +111,7 @@ pub async fn measure(engine: &Engine, mut run: Run, interrupt: &Interrupt) -> Re
 
 /// What comes after a run: its report, then its archive.
 fn next_steps(dir: &std::path::Path) -> String {
-    let dir = dir.display();
+    let dir = super::next_step::shell_path(dir);
     format!("next: parkbench report {dir}, then parkbench archive {dir}\n")
 }
 

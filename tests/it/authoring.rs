@@ -240,7 +240,7 @@ fn a_study_made_from_another_folder_runs_its_next_steps_as_printed() {
             "--repo",
             "../repo copy",
             "--results",
-            "../runs",
+            "../the runs",
             "new",
             "study",
             "away",
@@ -255,14 +255,16 @@ fn a_study_made_from_another_folder_runs_its_next_steps_as_printed() {
     let (plan, reproduce) = next.split_once("   (").unwrap();
     let reproduce = reproduce.split_once(", then ").unwrap().1;
     assert!(
-        plan.contains("--repo '../repo copy' --results ../runs plan"),
+        plan.contains(
+            "--repo '../repo copy' --results '../the runs' plan '../the runs/away/study.yaml'"
+        ),
         "{plan}"
     );
     for command in [plan, reproduce] {
         let out = shell(&elsewhere, command);
         assert!(out.status.success(), "{command}: {}", describe(&out));
     }
-    only_run(&tmp.path().join("runs"), "away");
+    only_run(&tmp.path().join("the runs"), "away");
     assert!(
         !elsewhere.join("results").exists(),
         "a results folder where it ran"
@@ -270,24 +272,31 @@ fn a_study_made_from_another_folder_runs_its_next_steps_as_printed() {
 }
 
 /// A study naming a probe image that is not there is refused, naming the command that makes one;
-/// that command, run with a language, makes it, and the study is then written.
+/// that command, run as printed from another folder, makes it in the repository named, and the
+/// study is then written.
 #[test]
 fn a_study_of_a_probe_not_made_yet_names_the_command_that_makes_it() {
     let tmp = tempfile::tempdir().unwrap();
-    repo_copy(tmp.path());
-    let study = ["new", "study", "mine", "--probe", "my-probe"];
-    let out = in_repo(tmp.path()).args(study).output().unwrap();
+    let (repo, elsewhere) = (tmp.path().join("repo"), tmp.path().join("elsewhere"));
+    repo_copy(&repo);
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let study = [
+        "--repo", "../repo", "new", "study", "mine", "--probe", "my-probe",
+    ];
+    let out = in_repo(&elsewhere).args(study).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let err = text(&out.stderr);
-    let told = "`parkbench new probe my-probe --lang go`";
+    assert!(err.contains("no probe image `my-probe`"), "{err}");
+    let command = (err.split('`').find(|part| part.contains(" new probe ")))
+        .unwrap_or_else(|| panic!("no command named: {err}"));
     assert!(
-        err.contains("no probe image `my-probe`") && err.contains(told),
+        command.ends_with("--repo ../repo new probe my-probe --lang go"),
         "{err}"
     );
-    assert!(!tmp.path().join("results/mine").exists());
-    let command = told.trim_matches('`');
-    let out = shell(tmp.path(), command);
+    assert!(!repo.join("results/mine").exists());
+    let out = shell(&elsewhere, command);
     assert!(out.status.success(), "{command}: {}", describe(&out));
-    let out = in_repo(tmp.path()).args(study).output().unwrap();
+    assert!(repo.join("docker/my-probe").is_dir());
+    let out = in_repo(&elsewhere).args(study).output().unwrap();
     assert!(out.status.success(), "{}", describe(&out));
 }

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use super::next_step::shell_path;
 use super::{Ending, Paths};
 use crate::files::digest;
 use crate::images::recipe::{self, Recipe};
@@ -34,6 +35,26 @@ pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
     let dir = paths.results.join(id);
     let file = dir.join("study.yaml");
     refuse_existing(&file)?;
+    let docker = paths.repo.join("docker");
+    if let Some(name) = probes.iter().find(|name| !docker.join(name).is_dir()) {
+        let recipes = recipe::discover(&docker).unwrap_or_default();
+        let names: Vec<&str> = (recipes.iter().filter(|r| r.probe))
+            .map(|r| r.name.as_str())
+            .collect();
+        let make = match recipe::is_image_name(name) {
+            true => paths.runnable(&format!(
+                ": `parkbench new probe {name} --lang go` makes one in Go (`--help` lists the other \
+                 languages, and `--debian` takes a runtime's Debian packages)"
+            )),
+            false => String::new(),
+        };
+        bail!(
+            "no probe image `{}` in {}{make}; the probe images there are {}",
+            crate::text::printable(name),
+            docker.display(),
+            names.join(", ")
+        );
+    }
     let text = study_text(&paths.repo, id, probes)?;
     // What `new` writes must load: a scaffold that does not is the kit's bug, caught here.
     Study::parse_named(&file.display().to_string(), &text)
@@ -50,8 +71,8 @@ pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
         "{}",
         paths.runnable(&format!(
             "next: parkbench plan {}   (checks it without building), then parkbench reproduce {} --cpus auto",
-            file.display(),
-            file.display()
+            shell_path(&file),
+            shell_path(&file)
         ))
     );
     Ok(Ending::Ok)
@@ -77,19 +98,6 @@ pub fn study_text(repo: &Path, id: &str, probes: &[String]) -> Result<String> {
         );
     }
     for name in probes {
-        if !repo.join("docker").join(name).is_dir() {
-            let recipes = recipe::discover(&repo.join("docker"))?;
-            let names: Vec<&str> = (recipes.iter().filter(|r| r.probe))
-                .map(|r| r.name.as_str())
-                .collect();
-            bail!(
-                "no probe image `{name}` in {}: `parkbench new probe {name} --lang go` makes one in \
-                 Go (`--help` lists the other languages, and `--debian` takes a runtime's Debian \
-                 packages); the probe images there are {}",
-                repo.join("docker").display(),
-                names.join(", ")
-            );
-        }
         let kind = match scaffold_kind(&repo.join("docker").join(name))? {
             Some(kind) => kind,
             None => {
