@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 impl super::Paths {
     /// `line` with each `parkbench` that starts a command (at the line's start, or after a space,
     /// a colon or a backtick) written as this driver is run from here, with `--repo` and
-    /// `--results` when these paths are not the ones it finds by itself.
+    /// `--results` when these paths are not the ones it finds by itself (from the environment, or
+    /// the working folder).
     pub fn runnable(&self, line: &str) -> String {
         let mut driver = driver();
-        let repo = ("--repo", &self.repo, PathBuf::from("."));
-        for (flag, path, default) in [
-            repo,
-            ("--results", &self.results, self.repo.join("results")),
-        ] {
+        let found = |var: &str, or: PathBuf| std::env::var_os(var).map_or(or, PathBuf::from);
+        let results = found("PARKBENCH_RESULTS", self.repo.join("results"));
+        let repo = ("--repo", &self.repo, found("PARKBENCH_REPO", ".".into()));
+        for (flag, path, default) in [repo, ("--results", &self.results, results)] {
             if *path != default {
                 driver += &format!(" {flag} {}", shell_path(path));
             }
