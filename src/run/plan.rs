@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::stats::median;
 use crate::study::sample::{self, Sample};
 use crate::study::{Order, Study};
+use crate::text::count;
 
 /// One process to run: a cell of the study matrix.
 #[derive(Debug, Clone, PartialEq)]
@@ -338,9 +339,9 @@ pub fn describe(study: &Study, todo: &[Cell], already: usize, est: &Estimates) -
     let p = &study.protocol;
     let shape = if study.probes.iter().all(|probe| probe.scales.is_none()) {
         format!(
-            "{} probes × {} scales × {} repeats",
-            study.probes.len(),
-            p.scales.len(),
+            "{} × {} × {} repeats",
+            count(study.probes.len(), "probe", "probes"),
+            count(p.scales.len(), "scale", "scales"),
             p.repeats
         )
     } else {
@@ -350,7 +351,8 @@ pub fn describe(study: &Study, todo: &[Cell], already: usize, est: &Estimates) -
             .filter(|p| !study.scales_of(p).is_empty())
             .count();
         format!(
-            "{cells} probe × scale cells of {probes} probes, each probe at its own scales, × {} repeats",
+            "{cells} probe × scale cells of {}, each probe at its own scales, × {} repeats",
+            count(probes, "probe", "probes"),
             p.repeats
         )
     };
@@ -360,8 +362,8 @@ pub fn describe(study: &Study, todo: &[Cell], already: usize, est: &Estimates) -
         .map(|r| format!("; then {r}"))
         .unwrap_or_default();
     let mut out = format!(
-        "plan: {} processes to run ({shape}; {already} already measured{more})",
-        todo.len()
+        "plan: {} to run ({shape}; {already} already measured{more})",
+        count(todo.len(), "process", "processes")
     );
     let Total {
         time,

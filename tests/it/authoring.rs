@@ -294,9 +294,25 @@ fn a_study_of_a_probe_not_made_yet_names_the_command_that_makes_it() {
         "{err}"
     );
     assert!(!repo.join("results/mine").exists());
+    let bad = [
+        "--repo", "../repo", "new", "study", "mine", "--probe", "My Probe",
+    ];
+    let out = in_repo(&elsewhere).args(bad).output().unwrap();
+    assert!(
+        text(&out.stderr).contains("is no probe name"),
+        "{}",
+        describe(&out)
+    );
     let out = shell(&elsewhere, command);
     assert!(out.status.success(), "{command}: {}", describe(&out));
     assert!(repo.join("docker/my-probe").is_dir());
     let out = in_repo(&elsewhere).args(study).output().unwrap();
     assert!(out.status.success(), "{}", describe(&out));
+    // A study named by its id, not its file, is refused naming the file to give.
+    let out = in_repo(&repo).args(["plan", "mine"]).output().unwrap();
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("there is no study file mine") && err.contains("results/<id>/study.yaml"),
+        "{err}"
+    );
 }

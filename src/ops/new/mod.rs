@@ -37,20 +37,17 @@ pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
     refuse_existing(&file)?;
     let docker = paths.repo.join("docker");
     if let Some(name) = probes.iter().find(|name| !docker.join(name).is_dir()) {
+        check_probe_name(name)?;
         let recipes = recipe::discover(&docker).unwrap_or_default();
         let names: Vec<&str> = (recipes.iter().filter(|r| r.probe))
             .map(|r| r.name.as_str())
             .collect();
-        let make = match recipe::is_image_name(name) {
-            true => paths.runnable(&format!(
-                ": `parkbench new probe {name} --lang go` makes one in Go (`--help` lists the other \
-                 languages, and `--debian` takes a runtime's Debian packages)"
-            )),
-            false => String::new(),
-        };
+        let make = paths.runnable(&format!(
+            "`parkbench new probe {name} --lang go` makes one in Go (`--help` lists the other \
+             languages, and `--debian` takes a runtime's Debian packages)"
+        ));
         bail!(
-            "no probe image `{}` in {}{make}; the probe images there are {}",
-            crate::text::printable(name),
+            "no probe image `{name}` in {}: {make}; the probe images there are {}",
             docker.display(),
             names.join(", ")
         );
