@@ -72,14 +72,13 @@ pub struct Study {
 impl Study {
     /// Reads and validates a study file; an error leads with `file:line:column` of the node at fault.
     pub fn load(path: &Path) -> Result<Self> {
-        if !path.exists() {
-            bail!(
+        let text = match std::fs::read_to_string(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
                 "there is no study file {}: name one, such as results/<id>/study.yaml",
                 path.display()
-            );
-        }
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading study {}", path.display()))?;
+            ),
+            read => read.with_context(|| format!("reading study {}", path.display()))?,
+        };
         Self::parse_named(&path.display().to_string(), &text)
     }
 

@@ -38,10 +38,7 @@ pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
     let docker = paths.repo.join("docker");
     if let Some(name) = probes.iter().find(|name| !docker.join(name).is_dir()) {
         check_probe_name(name)?;
-        let recipes = recipe::discover(&docker).unwrap_or_default();
-        let names: Vec<&str> = (recipes.iter().filter(|r| r.probe))
-            .map(|r| r.name.as_str())
-            .collect();
+        let names = crate::images::probe_names(&paths.repo).unwrap_or_default();
         let make = paths.runnable(&format!(
             "`parkbench new probe {name} --lang go` makes one in Go (`--help` lists the other \
              languages, and `--debian` takes a runtime's Debian packages)"
