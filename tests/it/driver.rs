@@ -1,38 +1,19 @@
 //! The driver an archive carries, used as a reviewer with nothing installed would: a real small run
-//! is archived by the self-contained driver (`just driver`'s build), the archive is unpacked, and
-//! its own `parkbench` runs `check` and `verify` in a container of the kit's base image — which has
-//! neither Rust nor Docker — as `nobody`, with no network and the archives mounted read-only. A
-//! flipped byte is caught by that same driver, and a development build's archive carries none.
+//! is archived by the self-contained driver (`just driver`'s, built in the pinned toolchain image),
+//! the archive is unpacked, and its own `parkbench` runs `check` and `verify` in a container of the
+//! kit's base image — which has neither Rust nor Docker — as `nobody`, with no network and the
+//! archives mounted read-only. A flipped byte is caught by that same driver, and a development
+//! build's archive carries none.
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common::archive::{tar, unpack};
 use common::*;
 use parkbench::engine::{ContainerOutcome, ContainerSpec, Containers, Engine, Mount};
 use tokio_util::sync::CancellationToken;
-
-/// Builds the self-contained driver as `just driver` does (a no-op when it is up to date).
-fn static_driver() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target"));
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(repo())
-        .env("RUSTFLAGS", "-C target-feature=+crt-static")
-        .args(["build", "--locked", "--quiet", "--profile", "driver"])
-        .args(["--target", "x86_64-unknown-linux-gnu"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "building the driver: {}",
-        describe(&out)
-    );
-    target.join("x86_64-unknown-linux-gnu/driver/parkbench")
-}
 
 /// Runs `cmd` in a fresh container of `image` as nobody, with `dir` mounted read-only at `/a`.
 fn in_base(image: &str, dir: &Path, cmd: &[&str]) -> ContainerOutcome {
@@ -60,7 +41,7 @@ fn base_tag(run: &Path) -> String {
 #[test]
 fn the_archives_own_driver_checks_and_verifies_it_in_a_bare_container() {
     ensure_built();
-    let driver = static_driver();
+    let driver = pinned_driver();
     let tmp = tempfile::tempdir().unwrap();
     let out = run_study(tmp.path(), &small_study("tiny", "10000", 1, "0", 200, ""));
     assert!(out.status.success(), "{}", describe(&out));

@@ -42,6 +42,29 @@ pub fn ensure_built() {
     }
 }
 
+/// The driver built in the pinned Rust toolchain image from this repository (`parkbench driver`, what
+/// `just driver` writes), once for all the tests: reused when the Engine holds the image of the same
+/// sources, compiled there otherwise.
+pub fn pinned_driver() -> PathBuf {
+    static DRIVER: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let built = DRIVER.get_or_init(|| {
+        let file = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pinned-driver/parkbench");
+        let out = parkbench()
+            .args(["driver", "--out"])
+            .arg(&file)
+            .output()
+            .expect("running parkbench driver");
+        match out.status.success() {
+            true => Ok(file),
+            false => Err(describe(&out)),
+        }
+    });
+    match built {
+        Ok(file) => file.clone(),
+        Err(out) => panic!("parkbench driver failed:\n{out}"),
+    }
+}
+
 /// Every tag of every image `engine` holds.
 pub async fn all_tags(engine: &parkbench::engine::Engine) -> Vec<String> {
     let images = engine
