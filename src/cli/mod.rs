@@ -57,7 +57,10 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
         () = interrupt.unclaimed() => Ok(Ending::Interrupted),
     };
     engine::settle().await;
-    ended.map(code)
+    // A command an error names runs as pasted, as the closing lines' do.
+    ended
+        .map(code)
+        .map_err(|e| anyhow::anyhow!("{}", paths.runnable_quoted(&format!("{e:#}"))))
 }
 
 async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Result<Ending> {

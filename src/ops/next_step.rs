@@ -10,6 +10,18 @@ impl super::Paths {
     /// `--results` when these paths are not the ones it finds by itself (from the environment, or
     /// the working folder).
     pub fn runnable(&self, line: &str) -> String {
+        named(line, &self.invocation(), &[' ', ':', '`', '\n'])
+    }
+
+    /// An error's text with each command quoted in it (`` `parkbench …` ``) written as
+    /// [`runnable`](Self::runnable) writes it, so that it runs as pasted; a `parkbench` anywhere
+    /// else in it (this parkbench, a path) is left as it is.
+    pub fn runnable_quoted(&self, text: &str) -> String {
+        named(text, &self.invocation(), &['`'])
+    }
+
+    /// This driver as run from here, with `--repo` and `--results` where they are needed.
+    fn invocation(&self) -> String {
         let mut driver = driver();
         let found = |var: &str, or: PathBuf| std::env::var_os(var).map_or(or, PathBuf::from);
         let results = found("PARKBENCH_RESULTS", self.repo.join("results"));
@@ -19,7 +31,7 @@ impl super::Paths {
                 driver += &format!(" {flag} {}", shell_path(path));
             }
         }
-        named(line, &driver)
+        driver
     }
 }
 
@@ -64,17 +76,20 @@ fn is_executable(path: &Path) -> bool {
         .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// `line` with each command-starting `parkbench ` written as `driver `.
-fn named(line: &str, driver: &str) -> String {
+/// `line` with each `parkbench ` written as `driver ` where the character before it is one of
+/// `after` (`'\n'` standing for the line's start too).
+fn named(line: &str, driver: &str, after: &[char]) -> String {
     const WORD: &str = "parkbench ";
     let mut out = String::with_capacity(line.len());
     let mut rest = line;
     while let Some(at) = rest.find(WORD) {
-        let starts = at == 0 && out.is_empty()
-            || rest[..at].ends_with([' ', ':', '`', '\n'])
-            || (at == 0 && out.ends_with([' ', ':', '`', '\n']));
         out.push_str(&rest[..at]);
-        out.push_str(if starts { driver } else { "parkbench" });
+        let starts = out.chars().last().map_or('\n', |c| c);
+        out.push_str(if after.contains(&starts) {
+            driver
+        } else {
+            "parkbench"
+        });
         out.push(' ');
         rest = &rest[at + WORD.len()..];
     }
@@ -90,10 +105,19 @@ mod tests {
     fn a_command_is_named_as_the_driver_runs_and_a_path_is_left_alone() {
         let line = "check it with: parkbench check /tmp/parkbench x.tar.gz\nparkbench verify `parkbench report r`";
         assert_eq!(
-            named(line, "target/driver/parkbench"),
+            named(line, "target/driver/parkbench", &[' ', ':', '`', '\n']),
             "check it with: target/driver/parkbench check /tmp/parkbench x.tar.gz\n\
              target/driver/parkbench verify `target/driver/parkbench report r`"
         );
-        assert_eq!(named("a/parkbench b", "d"), "a/parkbench b");
+        assert_eq!(named("a/parkbench b", "d", &[' ', '\n']), "a/parkbench b");
+    }
+
+    #[test]
+    fn in_an_error_only_a_quoted_command_is_named_as_the_driver_runs() {
+        let error = "parkbench is not self-contained: run `parkbench doctor`, then parkbench build";
+        assert_eq!(
+            named(error, "d --repo r", &['`']),
+            "parkbench is not self-contained: run `d --repo r doctor`, then parkbench build"
+        );
     }
 }

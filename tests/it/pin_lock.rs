@@ -10,7 +10,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{describe, text};
+use common::{describe, quoted_command, text};
 
 /// A small root filesystem: Debian's essential packages and apt.
 const PIN: &str = "name: test-rootfs\nversion: bookworm\n\
@@ -216,10 +216,23 @@ fn locks_are_honoured_drift_is_recorded_and_debs_rebuild_offline() {
     assert!(
         err.contains(&moved)
             && err.contains(&format!("1 of {}", packages.len()))
-            && err.contains("--with-debs")
-            && err.contains("parkbench pin lock test-rootfs"),
+            && err.contains("--with-debs"),
         "{err}"
     );
+    // The command that accepts the served set, as this test ran it above.
+    let accept = quoted_command(
+        &err,
+        " pin lock test-rootfs",
+        &std::env::current_dir().unwrap(),
+    );
+    let repo_flag = [
+        "--repo",
+        env.repo.to_str().unwrap(),
+        "pin",
+        "lock",
+        "test-rootfs",
+    ];
+    assert_eq!(accept[1..], repo_flag, "{err}");
 
     // Without it: built with the served libc6, the drift named and in the manifest.
     let manifest = tmp.path().join("manifest.json");

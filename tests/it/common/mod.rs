@@ -65,6 +65,23 @@ pub fn pinned_driver() -> PathBuf {
     }
 }
 
+/// The command quoted in `said` (between backticks) that ends with `ending`, split into words as a
+/// shell splits them; its program is this parkbench, named as it runs from `from`.
+pub fn quoted_command(said: &str, ending: &str, from: &Path) -> Vec<String> {
+    let quoted = (said.split('`').skip(1).step_by(2))
+        .find(|q| q.ends_with(ending))
+        .unwrap_or_else(|| panic!("no `…{ending}` in: {said}"));
+    let words = shlex::split(quoted).unwrap_or_else(|| panic!("not shell words: {quoted}"));
+    assert_eq!(
+        from.join(&words[0]).canonicalize().unwrap(),
+        Path::new(env!("CARGO_BIN_EXE_parkbench"))
+            .canonicalize()
+            .unwrap(),
+        "{said}"
+    );
+    words
+}
+
 /// Every tag of every image `engine` holds.
 pub async fn all_tags(engine: &parkbench::engine::Engine) -> Vec<String> {
     let images = engine
