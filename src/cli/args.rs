@@ -64,7 +64,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Write a run's deterministic archive: samples, environment, manifest, report, sources, SHA256SUMS.
     Archive(ArchiveArgs),
-    /// Verify an archive: every SHA256SUMS line and its structure. Offline; nothing is extracted.
+    /// Check an archive's integrity: every SHA256SUMS line and its structure. Offline; nothing is extracted.
     Check(CheckArgs),
     /// Sign an archive with an SSH key: `<archive>.sig`, as `ssh-keygen -Y sign -n parkbench` writes it.
     Sign(SignArgs),

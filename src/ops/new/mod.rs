@@ -11,7 +11,7 @@
 mod debian;
 mod template;
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
@@ -23,7 +23,7 @@ use crate::study::{Kind, Study};
 pub use debian::probe as debian_probe;
 pub use template::{LANGS, Lang, files, render};
 
-/// The study template (`{{id}}`, `{{probes}}`, `{{example_probe}}`).
+/// The study template (`{{id}}`, `{{file}}`, `{{probes}}`, `{{example_probe}}`).
 const STUDY: &str = include_str!("templates/study.yaml");
 
 /// The line of a scaffold's `image.yaml` that says its kind, read back by `new study --probe`.
@@ -49,7 +49,8 @@ pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
             names.join(", ")
         );
     }
-    let text = study_text(&paths.repo, id, probes)?;
+    let named = shell_path(&from_repo(&paths.repo, &file));
+    let text = study_text(&paths.repo, id, &named, probes)?;
     // What `new` writes must load: a scaffold that does not is the kit's bug, caught here.
     Study::parse_named(&file.display().to_string(), &text)
         .context("the study parkbench new wrote does not load (please report this)")?;
@@ -57,7 +58,7 @@ pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
     write(&file, &text, false)?;
     let readme = dir.join("README.md");
     if !readme.exists() {
-        write(&readme, &readme_text(id), false)?;
+        write(&readme, &readme_text(id, &named), false)?;
     }
     println!("wrote {}", file.display());
     println!("wrote {}", readme.display());
@@ -72,9 +73,23 @@ pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
     Ok(Ending::Ok)
 }
 
+/// `file` as named from the repository's root, where a study's commands run: `results/ID/study.yaml`
+/// for a study among the kit's, a path up and out of it for one kept elsewhere (`--results`).
+fn from_repo(repo: &Path, file: &Path) -> PathBuf {
+    let (Ok(repo), Ok(file)) = (std::path::absolute(repo), std::path::absolute(file)) else {
+        return file.to_owned();
+    };
+    let repo: Vec<_> = repo.components().collect();
+    let file: Vec<_> = file.components().collect();
+    let common = repo.iter().zip(&file).take_while(|(a, b)| a == b).count();
+    let up = std::iter::repeat_n(Component::ParentDir, repo.len() - common);
+    up.chain(file[common..].iter().copied()).collect()
+}
+
 /// The text of a new study: the template with a probe entry for each named probe image, or the
-/// kit's own Go probe (article 000's) as a stand-in when none is named.
-pub fn study_text(repo: &Path, id: &str, probes: &[String]) -> Result<String> {
+/// kit's own Go probe (article 000's) as a stand-in when none is named; `file` is the study file as
+/// named from the repository's root.
+pub fn study_text(repo: &Path, id: &str, file: &str, probes: &[String]) -> Result<String> {
     if !recipe::is_image_name(id) {
         bail!(
             "{id:?} is no study id: use lowercase letters, digits, `-`, `_` and `.`, starting with a \
@@ -109,6 +124,7 @@ pub fn study_text(repo: &Path, id: &str, probes: &[String]) -> Result<String> {
     }
     Ok(STUDY
         .replace("{{id}}", id)
+        .replace("{{file}}", file)
         .replace("{{example_probe}}", first.unwrap_or("go"))
         .replace("{{probes}}\n", &entries))
 }
@@ -221,14 +237,14 @@ fn write(path: &PathBuf, text: &str, executable: bool) -> Result<()> {
     Ok(())
 }
 
-fn readme_text(id: &str) -> String {
+fn readme_text(id: &str, file: &str) -> String {
     format!(
         "# {id}\n\nFor a reviewer of this study: what it measures and why, what it chose where the \
          article is silent, its deviations from the published setup, and its findings.\n\n\
          ## What is measured\n\nTODO: the article, its programs, and what each probe runs.\n\n\
          ## Choices and deviations\n\nTODO: what this study chose where the article is silent.\n\n\
-         ## Reproduce\n\n```sh\nparkbench plan results/{id}/study.yaml\nparkbench reproduce \
-         results/{id}/study.yaml --cpus auto\n```\n"
+         ## Reproduce\n\nFrom the repository's root:\n\n```sh\nparkbench plan {file}\nparkbench reproduce \
+         {file} --cpus auto\n```\n"
     )
 }
 

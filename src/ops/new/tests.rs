@@ -37,10 +37,10 @@ fn a_kind_part_is_kept_only_for_its_kinds() {
 
 #[test]
 fn the_study_template_loads_with_the_stand_in_and_with_every_kind() {
-    let text = study_text(Path::new("."), "demo", &[]).unwrap();
+    let text = study_text(Path::new("."), "demo", "results/demo/study.yaml", &[]).unwrap();
     let study = Study::parse(&text).unwrap();
     assert_eq!(study.probes[0].image, "go");
-    let mut text = study_text(Path::new("."), "demo", &[]).unwrap();
+    let mut text = study_text(Path::new("."), "demo", "results/demo/study.yaml", &[]).unwrap();
     let stand_in = text.find("  # The kit's own Go probe").unwrap();
     text.truncate(stand_in);
     for kind in Kind::ALL {
@@ -85,7 +85,9 @@ fn names_are_checked_and_nothing_is_overwritten() {
 
 #[test]
 fn the_templates_placeholders_are_found_until_they_are_replaced() {
-    let text = STUDY.replace("{{id}}", "demo");
+    let text = STUDY
+        .replace("{{id}}", "demo")
+        .replace("{{file}}", "results/demo/study.yaml");
     for (_, placeholder) in PLACEHOLDERS {
         assert!(text.contains(placeholder), "{placeholder}");
     }
@@ -122,7 +124,13 @@ fn a_probe_image_without_a_kind_line_gets_peak_and_a_comment_saying_so() {
         "parents: {BASE: base}\nprobe: true\nbinaries: [/usr/local/bin/probe]\n",
     )
     .unwrap();
-    let text = study_text(tmp.path(), "demo", &["hand".into()]).unwrap();
+    let text = study_text(
+        tmp.path(),
+        "demo",
+        "results/demo/study.yaml",
+        &["hand".into()],
+    )
+    .unwrap();
     assert!(
         text.contains("does not say what its program is measured for"),
         "{text}"
@@ -132,7 +140,13 @@ fn a_probe_image_without_a_kind_line_gets_peak_and_a_comment_saying_so() {
     // A kind line that names no kind is still an error, naming the file.
     let yaml = std::fs::read_to_string(dir.join("image.yaml")).unwrap();
     std::fs::write(dir.join("image.yaml"), format!("# kind: sometimes\n{yaml}")).unwrap();
-    let err = study_text(tmp.path(), "demo", &["hand".into()]).unwrap_err();
+    let err = study_text(
+        tmp.path(),
+        "demo",
+        "results/demo/study.yaml",
+        &["hand".into()],
+    )
+    .unwrap_err();
     let err = format!("{err:#}");
     assert!(
         err.contains("hand/image.yaml") && err.contains("\"sometimes\" is no kind"),
@@ -144,7 +158,7 @@ fn a_probe_image_without_a_kind_line_gets_peak_and_a_comment_saying_so() {
 fn a_peak_entry_passes_only_the_task_count() {
     let entry = probe_entry("p", Kind::Peak);
     let study = Study::parse(
-        &study_text(Path::new("."), "demo", &[])
+        &study_text(Path::new("."), "demo", "results/demo/study.yaml", &[])
             .unwrap()
             .replace("  - id: go\n", &format!("{entry}  - id: go\n")),
     )
@@ -162,4 +176,15 @@ fn the_java_class_is_named_only_in_its_program() {
             }
         }
     }
+}
+
+#[test]
+fn a_study_file_is_named_from_the_repositorys_root_inside_it_or_out() {
+    let repo = Path::new("/r/kit");
+    let named = |file: &str| from_repo(repo, Path::new(file)).display().to_string();
+    assert_eq!(
+        named("/r/kit/results/demo/study.yaml"),
+        "results/demo/study.yaml"
+    );
+    assert_eq!(named("/r/runs/demo/study.yaml"), "../runs/demo/study.yaml");
 }
