@@ -460,8 +460,13 @@ pub fn vendored_with(
         let parent = vendor.parent().context("vendor folder")?;
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
-        std::fs::rename(&tmp, &vendor)
-            .with_context(|| format!("moving vendored crates to {}", vendor.display()))?;
+        // Another build may have vendored the same crates meanwhile: theirs are as good.
+        if let Err(e) = std::fs::rename(&tmp, &vendor)
+            && !vendor.is_dir()
+        {
+            return Err(e)
+                .with_context(|| format!("moving vendored crates to {}", vendor.display()));
+        }
     }
     Ok(vendor)
 }

@@ -1,9 +1,9 @@
 //! The driver an archive carries, used as a reviewer with nothing installed would: a real small run
-//! is archived by the self-contained driver (`just driver`'s, built in the pinned toolchain image),
-//! the archive is unpacked, and its own `parkbench` runs `check` and `verify` in a container of the
-//! kit's base image — which has neither Rust nor Docker — as `nobody`, with no network and the
-//! archives mounted read-only. A flipped byte is caught by that same driver, and a development
-//! build's archive carries none.
+//! is archived by the self-contained driver built in the pinned toolchain image (what `just driver`
+//! writes when the Engine can build it), the archive is unpacked, and its own `parkbench` runs
+//! `check` and `verify` in a container of the kit's base image — which has neither Rust nor Docker
+//! — as `nobody`, with no network and the archives mounted read-only. A flipped byte is caught by
+//! that same driver, and a development build's archive carries none.
 
 use crate::common;
 

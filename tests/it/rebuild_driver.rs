@@ -121,7 +121,7 @@ fn the_pinned_driver_is_the_same_file_from_two_folders_and_rebuilds_from_its_arc
         "{}",
         describe(&out)
     );
-    let out = from_nothing.wait_with_output().unwrap();
+    let out = from_nothing.finish();
     assert!(out.status.success(), "{}", describe(&out));
     let sha_b = digest::file(&b.join("out/parkbench")).unwrap();
     assert!(text(&out.stdout).starts_with(&sha_b), "{}", describe(&out));
@@ -141,12 +141,32 @@ fn the_pinned_driver_is_the_same_file_from_two_folders_and_rebuilds_from_its_arc
     );
 }
 
-/// `cmd` started, its output kept for [`std::process::Child::wait_with_output`].
-fn spawned(cmd: &mut Command) -> Child {
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+/// A command running beside the test: killed if the test fails before it is waited for.
+struct Beside(Option<Child>);
+
+impl Beside {
+    fn finish(mut self) -> Output {
+        self.0.take().unwrap().wait_with_output().unwrap()
+    }
+}
+
+impl Drop for Beside {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `cmd` started, its output kept for [`Beside::finish`].
+fn spawned(cmd: &mut Command) -> Beside {
+    Beside(Some(
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ))
 }
 
 /// `parkbench verify --rebuild-driver archive`, timed.
