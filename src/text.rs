@@ -1,5 +1,6 @@
-//! Plain-text layout shared by every floor that prints to a terminal: aligned columns, and text
-//! from an archive or a study made safe to print ([`printable`]).
+//! Plain-text layout shared by every floor that prints to a terminal: aligned columns, text from
+//! an archive or a study made safe to print ([`printable`]), and words of a command a user pastes
+//! ([`shell_word`]).
 
 use std::borrow::Cow;
 
@@ -22,6 +23,17 @@ pub fn printable(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// `word` as one word of a shell command, quoted where it must be, and printable.
+pub fn shell_word(word: &str) -> String {
+    let quoted = shlex::try_quote(word).unwrap_or(Cow::Borrowed(word));
+    printable(&quoted).into_owned()
+}
+
+/// A path as one word of a shell command ([`shell_word`]).
+pub fn shell_path(path: &std::path::Path) -> String {
+    shell_word(&path.to_string_lossy())
 }
 
 /// `n` and its noun: `one` when `n` is 1, else `many` (`1 process`, `3 processes`).

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub use crate::text::{shell_path, shell_word};
+
 impl super::Paths {
     /// `line` with each `parkbench` that starts a command (at the line's start, or after a space,
     /// a colon or a backtick) written as this driver is run from here, with `--repo` and
@@ -33,17 +35,6 @@ impl super::Paths {
         }
         driver
     }
-}
-
-/// `word` as one word of a shell command, quoted where it must be, and printable.
-pub fn shell_word(word: &str) -> String {
-    let quoted = shlex::try_quote(word).unwrap_or(std::borrow::Cow::Borrowed(word));
-    crate::text::printable(&quoted).into_owned()
-}
-
-/// A path as one word of a shell command ([`shell_word`]).
-pub fn shell_path(path: &Path) -> String {
-    shell_word(&path.to_string_lossy())
 }
 
 /// How to name this driver in a command line.

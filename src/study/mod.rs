@@ -77,6 +77,11 @@ impl Study {
                 "there is no study file {}: name one, such as results/<id>/study.yaml",
                 path.display()
             ),
+            Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => bail!(
+                "{} is a folder: name the study file in it, such as {}",
+                path.display(),
+                path.join("study.yaml").display()
+            ),
             read => read.with_context(|| format!("reading study {}", path.display()))?,
         };
         Self::parse_named(&path.display().to_string(), &text)

@@ -315,4 +315,20 @@ fn a_study_of_a_probe_not_made_yet_names_the_command_that_makes_it() {
         err.contains("there is no study file mine") && err.contains("results/<id>/study.yaml"),
         "{err}"
     );
+    // Its folder is refused naming the file in it; the folder given to `check` is named to `verify`
+    // as one shell word.
+    std::fs::create_dir_all(repo.join("results/mine")).unwrap();
+    let out = in_repo(&repo)
+        .args(["plan", "results/mine"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("results/mine is a folder") && err.contains("results/mine/study.yaml"),
+        "{err}"
+    );
+    std::fs::create_dir_all(repo.join("a folder")).unwrap();
+    let out = in_repo(&repo).args(["check", "a folder"]).output().unwrap();
+    let err = text(&out.stderr);
+    assert!(err.contains("verify 'a folder'`"), "{err}");
 }

@@ -11,7 +11,7 @@
 mod debian;
 mod template;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
@@ -23,7 +23,7 @@ use crate::study::{Kind, Study};
 pub use debian::probe as debian_probe;
 pub use template::{LANGS, Lang, files, render};
 
-/// The study template (`{{id}}`, `{{file}}`, `{{probes}}`, `{{example_probe}}`).
+/// The study template (`{{id}}`, `{{plan}}`, `{{probes}}`, `{{example_probe}}`).
 const STUDY: &str = include_str!("templates/study.yaml");
 
 /// The line of a scaffold's `image.yaml` that says its kind, read back by `new study --probe`.
@@ -39,18 +39,28 @@ pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
     if let Some(name) = probes.iter().find(|name| !docker.join(name).is_dir()) {
         check_probe_name(name)?;
         let names = crate::images::probe_names(&paths.repo).unwrap_or_default();
-        let make = paths.runnable(&format!(
-            "`parkbench new probe {name} --lang go` makes one in Go (`--help` lists the other \
-             languages, and `--debian` takes a runtime's Debian packages)"
-        ));
+        // The command is named as the driver runs from here where the error is printed.
         bail!(
-            "no probe image `{name}` in {}: {make}; the probe images there are {}",
+            "no probe image `{name}` in {}: `parkbench new probe {name} --lang go` makes one in Go \
+             (`--help` lists the other languages, and `--debian` takes a runtime's Debian \
+             packages); the probe images there are {}",
             docker.display(),
             names.join(", ")
         );
     }
+    // The commands the study's files name run from the repository's root, with `--results` when
+    // the study is kept in another folder than the repository's own.
     let named = shell_path(&from_repo(&paths.repo, &file));
-    let text = study_text(&paths.repo, id, &named, probes)?;
+    let driver = match std::path::absolute(paths.repo.join("results")).ok()
+        == std::path::absolute(&paths.results).ok()
+    {
+        true => "parkbench".to_string(),
+        false => format!(
+            "parkbench --results {}",
+            shell_path(&from_repo(&paths.repo, &paths.results))
+        ),
+    };
+    let text = study_text(&paths.repo, id, &format!("{driver} plan {named}"), probes)?;
     // What `new` writes must load: a scaffold that does not is the kit's bug, caught here.
     Study::parse_named(&file.display().to_string(), &text)
         .context("the study parkbench new wrote does not load (please report this)")?;
@@ -58,7 +68,7 @@ pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
     write(&file, &text, false)?;
     let readme = dir.join("README.md");
     if !readme.exists() {
-        write(&readme, &readme_text(id, &named), false)?;
+        write(&readme, &readme_text(id, &driver, &named), false)?;
     }
     println!("wrote {}", file.display());
     println!("wrote {}", readme.display());
@@ -74,22 +84,40 @@ pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
 }
 
 /// `file` as named from the repository's root, where a study's commands run: `results/ID/study.yaml`
-/// for a study among the kit's, a path up and out of it for one kept elsewhere (`--results`).
+/// for a study among the kit's, its absolute path for one kept elsewhere (`--results`). Both are
+/// resolved as the system resolves them (symbolic links, `..`), `file` through the part of it that
+/// exists.
 fn from_repo(repo: &Path, file: &Path) -> PathBuf {
-    let (Ok(repo), Ok(file)) = (std::path::absolute(repo), std::path::absolute(file)) else {
-        return file.to_owned();
-    };
-    let repo: Vec<_> = repo.components().collect();
-    let file: Vec<_> = file.components().collect();
-    let common = repo.iter().zip(&file).take_while(|(a, b)| a == b).count();
-    let up = std::iter::repeat_n(Component::ParentDir, repo.len() - common);
-    up.chain(file[common..].iter().copied()).collect()
+    let (repo, file) = (resolved(repo), resolved(file));
+    match file.strip_prefix(&repo) {
+        Ok(inside) => inside.to_owned(),
+        Err(_) => file,
+    }
+}
+
+/// `path` made absolute, its longest existing part canonical (the rest, not made yet, appended).
+fn resolved(path: &Path) -> PathBuf {
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut rest = Vec::new();
+    let mut at = path.as_path();
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return rest.iter().rev().fold(real, |p, part| p.join(part));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                at = parent;
+            }
+            _ => return path,
+        }
+    }
 }
 
 /// The text of a new study: the template with a probe entry for each named probe image, or the
-/// kit's own Go probe (article 000's) as a stand-in when none is named; `file` is the study file as
-/// named from the repository's root.
-pub fn study_text(repo: &Path, id: &str, file: &str, probes: &[String]) -> Result<String> {
+/// kit's own Go probe (article 000's) as a stand-in when none is named; `plan` is the command that
+/// checks it, run from the repository's root.
+pub fn study_text(repo: &Path, id: &str, plan: &str, probes: &[String]) -> Result<String> {
     if !recipe::is_image_name(id) {
         bail!(
             "{id:?} is no study id: use lowercase letters, digits, `-`, `_` and `.`, starting with a \
@@ -124,7 +152,7 @@ pub fn study_text(repo: &Path, id: &str, file: &str, probes: &[String]) -> Resul
     }
     Ok(STUDY
         .replace("{{id}}", id)
-        .replace("{{file}}", file)
+        .replace("{{plan}}", plan)
         .replace("{{example_probe}}", first.unwrap_or("go"))
         .replace("{{probes}}\n", &entries))
 }
@@ -237,13 +265,13 @@ fn write(path: &PathBuf, text: &str, executable: bool) -> Result<()> {
     Ok(())
 }
 
-fn readme_text(id: &str, file: &str) -> String {
+fn readme_text(id: &str, driver: &str, file: &str) -> String {
     format!(
         "# {id}\n\nFor a reviewer of this study: what it measures and why, what it chose where the \
          article is silent, its deviations from the published setup, and its findings.\n\n\
          ## What is measured\n\nTODO: the article, its programs, and what each probe runs.\n\n\
          ## Choices and deviations\n\nTODO: what this study chose where the article is silent.\n\n\
-         ## Reproduce\n\nFrom the repository's root:\n\n```sh\nparkbench plan {file}\nparkbench reproduce \
+         ## Reproduce\n\nFrom the repository's root:\n\n```sh\n{driver} plan {file}\n{driver} reproduce \
          {file} --cpus auto\n```\n"
     )
 }

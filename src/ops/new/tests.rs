@@ -37,10 +37,22 @@ fn a_kind_part_is_kept_only_for_its_kinds() {
 
 #[test]
 fn the_study_template_loads_with_the_stand_in_and_with_every_kind() {
-    let text = study_text(Path::new("."), "demo", "results/demo/study.yaml", &[]).unwrap();
+    let text = study_text(
+        Path::new("."),
+        "demo",
+        "parkbench plan results/demo/study.yaml",
+        &[],
+    )
+    .unwrap();
     let study = Study::parse(&text).unwrap();
     assert_eq!(study.probes[0].image, "go");
-    let mut text = study_text(Path::new("."), "demo", "results/demo/study.yaml", &[]).unwrap();
+    let mut text = study_text(
+        Path::new("."),
+        "demo",
+        "parkbench plan results/demo/study.yaml",
+        &[],
+    )
+    .unwrap();
     let stand_in = text.find("  # The kit's own Go probe").unwrap();
     text.truncate(stand_in);
     for kind in Kind::ALL {
@@ -87,7 +99,7 @@ fn names_are_checked_and_nothing_is_overwritten() {
 fn the_templates_placeholders_are_found_until_they_are_replaced() {
     let text = STUDY
         .replace("{{id}}", "demo")
-        .replace("{{file}}", "results/demo/study.yaml");
+        .replace("{{plan}}", "parkbench plan results/demo/study.yaml");
     for (_, placeholder) in PLACEHOLDERS {
         assert!(text.contains(placeholder), "{placeholder}");
     }
@@ -158,9 +170,14 @@ fn a_probe_image_without_a_kind_line_gets_peak_and_a_comment_saying_so() {
 fn a_peak_entry_passes_only_the_task_count() {
     let entry = probe_entry("p", Kind::Peak);
     let study = Study::parse(
-        &study_text(Path::new("."), "demo", "results/demo/study.yaml", &[])
-            .unwrap()
-            .replace("  - id: go\n", &format!("{entry}  - id: go\n")),
+        &study_text(
+            Path::new("."),
+            "demo",
+            "parkbench plan results/demo/study.yaml",
+            &[],
+        )
+        .unwrap()
+        .replace("  - id: go\n", &format!("{entry}  - id: go\n")),
     )
     .unwrap();
     let p = study.probes.iter().find(|p| p.id == "p").unwrap();
@@ -180,11 +197,26 @@ fn the_java_class_is_named_only_in_its_program() {
 
 #[test]
 fn a_study_file_is_named_from_the_repositorys_root_inside_it_or_out() {
-    let repo = Path::new("/r/kit");
-    let named = |file: &str| from_repo(repo, Path::new(file)).display().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("kit");
+    std::fs::create_dir_all(repo.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&repo, tmp.path().join("link")).unwrap();
+    let real = tmp.path().canonicalize().unwrap();
+    // Inside: relative, whichever way the repository is named; the study's folder not made yet.
+    for named in [repo.clone(), repo.join("sub/.."), tmp.path().join("link")] {
+        assert_eq!(
+            from_repo(&named, &named.join("results/demo/study.yaml")),
+            Path::new("results/demo/study.yaml"),
+            "{}",
+            named.display()
+        );
+    }
+    // Outside: absolute, resolved.
     assert_eq!(
-        named("/r/kit/results/demo/study.yaml"),
-        "results/demo/study.yaml"
+        from_repo(
+            &repo.join("sub/.."),
+            &tmp.path().join("link/../runs/demo/study.yaml")
+        ),
+        real.join("runs/demo/study.yaml")
     );
-    assert_eq!(named("/r/runs/demo/study.yaml"), "../runs/demo/study.yaml");
 }

@@ -84,7 +84,7 @@ pub fn scan_unpacking(archive: &Path, keep: &[&str], unpack: Unpack) -> Result<S
         "{} is a folder: check takes a run's archive (`<run-id>.tar.gz`); to recompute a run folder's \
          statistics and verdicts, use `parkbench verify {}`",
         archive.display(),
-        archive.display()
+        crate::text::shell_path(archive)
     );
     let file =
         File::open(archive).with_context(|| format!("opening archive {}", archive.display()))?;
