@@ -51,14 +51,10 @@ pub fn study(paths: &Paths, id: &str, probes: &[String]) -> Result<Ending> {
     // The commands the study's files name run from the repository's root, with `--results` when
     // the study is kept in another folder than the repository's own.
     let named = shell_path(&from_repo(&paths.repo, &file));
-    let driver = match std::path::absolute(paths.repo.join("results")).ok()
-        == std::path::absolute(&paths.results).ok()
-    {
+    let results = from_repo(&paths.repo, &paths.results);
+    let driver = match results == Path::new("results") {
         true => "parkbench".to_string(),
-        false => format!(
-            "parkbench --results {}",
-            shell_path(&from_repo(&paths.repo, &paths.results))
-        ),
+        false => format!("parkbench --results {}", shell_path(&results)),
     };
     let text = study_text(&paths.repo, id, &format!("{driver} plan {named}"), probes)?;
     // What `new` writes must load: a scaffold that does not is the kit's bug, caught here.
