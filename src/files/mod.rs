@@ -1,9 +1,10 @@
 //! Files on disk, the ground floor every stage may use: the streaming sha256 (`digest`), the
-//! deterministic tar writer and the bounded tar reader (`tarball`), a small file written whole or not
-//! at all, a text file read up to a limit, and a full disk told from other errors. Imports nothing of
-//! the crate.
+//! deterministic tar writer and the bounded tar reader (`tarball`), locks between processes of this
+//! machine (`lock`), a small file written whole or not at all, a text file read up to a limit, and a
+//! full disk told from other errors. Imports nothing of the crate.
 
 pub mod digest;
+pub mod lock;
 pub mod tarball;
 
 use std::fs::File;

@@ -257,6 +257,7 @@ impl Sweeps<'_> {
             repeats: self.args.repeats,
             kernel: Vec::new(),
             shared_cpus: false,
+            wait_for_cpus: false,
             strict_build: false,
             strict_pins: false,
             shard: None,

@@ -35,6 +35,8 @@ pub struct Options {
     pub kernel: Vec<String>,
     /// Measure even when another run holds some of the CPUs (`--allow-shared-cpus`).
     pub shared_cpus: bool,
+    /// Wait for CPUs another run holds instead of being refused (`--wait-for-cpus`).
+    pub wait_for_cpus: bool,
     /// Stop at the first image whose build fails (`--strict-build`); otherwise its probes are
     /// `not measured`.
     pub strict_build: bool,

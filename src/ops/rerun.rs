@@ -47,6 +47,8 @@ pub struct Options {
     pub keep_images: bool,
     /// Measure even when another run holds some of the CPUs (`--allow-shared-cpus`).
     pub shared_cpus: bool,
+    /// Wait for CPUs another run holds instead of being refused (`--wait-for-cpus`).
+    pub wait_for_cpus: bool,
     /// An interrupted rerun of this archive to resume.
     pub resume: Option<PathBuf>,
     /// Processes per probe and scale; the archived run's own when `None`.
@@ -100,6 +102,7 @@ async fn rerun(
     check_runnable(&source.study, &images.manifest)?;
     let mut run = run_folder(paths, args, source, images, seccomp, resumed).await?;
     run.share_cpus(args.shared_cpus);
+    run.wait_for_cpus(args.wait_for_cpus);
     let run = run::measure(&images.engine, run, interrupt).await?;
     if run.interrupted {
         return Ok(Ending::of_run(&run));

@@ -81,6 +81,7 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         }
     };
     run.share_cpus(options.shared_cpus);
+    run.wait_for_cpus(options.wait_for_cpus);
     if let Some(earlier) = reference_estimates(paths, file.as_deref(), &study.id) {
         run.estimate_from(earlier);
     }

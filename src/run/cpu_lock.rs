@@ -4,65 +4,36 @@
 //! ([`folder`]): the kernel drops them when the process ends, however it ends, so a crashed run never
 //! leaves a stale lock. Each file holds the holder's description, for the refusal's message.
 //!
+//! A run given `--wait-for-cpus` waits for CPUs another run holds instead, taking them when that run
+//! ends; runs take their CPUs in ascending order, so that runs waiting for each other never wait in a
+//! circle.
+//!
 //! The lock covers runs of this machine's Engine started from this machine. `--allow-shared-cpus`
 //! skips it; the run then records a validity warning that every sample may share its CPUs.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
+use crate::files::lock::{self, Held, Tried};
 use crate::run::warning::{Touches, Warning};
 use crate::study::cpuset;
 
-/// Where the lock files are: `$PARKBENCH_LOCKS`, or `/run/lock/parkbench` where `/run/lock` exists
-/// (the system's folder for lock files), else `/tmp/parkbench-cpu-locks`: one per machine, shared by
-/// every user's runs whatever their `TMPDIR`.
-pub fn folder() -> PathBuf {
-    #[cfg(test)]
-    if let Some(dir) = TEST_FOLDER.with(|f| f.as_ref().map(|d| d.path().to_owned())) {
-        return dir;
-    }
-    if let Some(dir) = std::env::var_os("PARKBENCH_LOCKS") {
-        return PathBuf::from(dir);
-    }
-    match Path::new("/run/lock").is_dir() {
-        true => PathBuf::from("/run/lock/parkbench"),
-        false => PathBuf::from("/tmp/parkbench-cpu-locks"),
-    }
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Unit tests run side by side on made-up CPUs: each test thread locks in a folder of its own.
-    static TEST_FOLDER: Option<tempfile::TempDir> = tempfile::tempdir().ok();
-}
+pub use crate::files::lock::folder;
 
 /// The locks a run holds on its CPUs; dropped (and so released) when the run ends.
 #[derive(Debug)]
 pub struct CpuLock {
-    files: Vec<File>,
+    held: Vec<Held>,
 }
 
-/// Creates the shared folder as `/tmp` is made: everyone may add a file, only its owner may remove it.
-fn make_folder(dir: &Path) -> Result<()> {
-    if !dir.exists() {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("creating the CPU lock folder {}", dir.display()))?;
-        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777));
-    }
-    let meta = std::fs::symlink_metadata(dir)
-        .with_context(|| format!("reading the CPU lock folder {}", dir.display()))?;
-    anyhow::ensure!(
-        meta.is_dir(),
-        "the CPU lock folder {} is not a folder (a link?): remove it, or point PARKBENCH_LOCKS \
-         at a folder of your own",
-        dir.display()
-    );
-    Ok(())
+/// A CPU another process holds.
+#[derive(Debug)]
+pub struct Busy {
+    /// The CPU.
+    pub cpu: usize,
+    /// Who holds it, as its lock file says.
+    pub by: String,
 }
 
 impl CpuLock {
@@ -70,64 +41,46 @@ impl CpuLock {
     /// 20261204T1200Z of study wait-1m, pid 4242`) in each file. Refuses, taking none, when another
     /// process holds any of them, naming it.
     pub fn acquire(dir: &Path, cpus: &[usize], holder: &str) -> Result<CpuLock> {
-        make_folder(dir)?;
-        let mut files = Vec::with_capacity(cpus.len());
-        for &cpu in cpus {
-            let path = dir.join(format!("cpu{cpu}.lock"));
-            // Never through a link: the folder is shared, and a link planted there must not make
-            // this run write into a file it names.
-            let mut file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o666)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(&path)
-                .with_context(|| format!("opening the CPU lock {}", path.display()))?;
-            // SAFETY: flock on a file descriptor this function owns; no memory is shared.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-                let err = std::io::Error::last_os_error();
-                if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                    return Err(err)
-                        .with_context(|| format!("locking the CPU lock {}", path.display()));
-                }
-                let mut other = String::new();
-                let _ = file.read_to_string(&mut other);
-                let other = match other.trim() {
-                    "" => "another parkbench run".to_string(),
-                    text => text.to_string(),
-                };
-                bail!(
-                    "CPU {cpu} is in use by {other}: two runs on the same CPUs would measure each \
-                     other. Wait for it to end, choose other CPUs with --cpus (this run wants {}), \
-                     or pass --allow-shared-cpus to measure beside it anyway (recorded as a validity \
-                     warning on every sample)",
-                    cpuset::format(cpus)
-                );
-            }
-            // The holder's name is a courtesy for the refusal's message; a lock file another user
-            // made is locked all the same, and left as it is.
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            if file.metadata()?.uid() == unsafe { libc::geteuid() } {
-                file.set_len(0)?;
-                file.seek(SeekFrom::Start(0))?;
-                writeln!(file, "{holder}")
-                    .with_context(|| format!("writing the CPU lock {}", path.display()))?;
-            }
-            files.push(file);
+        match CpuLock::try_acquire(dir, cpus, holder)? {
+            Ok(lock) => Ok(lock),
+            Err(Busy { cpu, by }) => bail!(
+                "CPU {cpu} is in use by {by}: two runs on the same CPUs would measure each other. \
+                 Wait for it to end (--wait-for-cpus waits for you), choose other CPUs with --cpus \
+                 (this run wants {}), or pass --allow-shared-cpus to measure beside it anyway \
+                 (recorded as a validity warning on every sample)",
+                cpuset::format(cpus)
+            ),
         }
-        Ok(CpuLock { files })
+    }
+
+    /// One try at every lock of `cpus`, in ascending order (so that runs waiting for each other's
+    /// CPUs never wait in a circle): all of them, or none and the first CPU found busy.
+    pub fn try_acquire(
+        dir: &Path,
+        cpus: &[usize],
+        holder: &str,
+    ) -> Result<std::result::Result<CpuLock, Busy>> {
+        let mut ordered = cpus.to_vec();
+        ordered.sort_unstable();
+        ordered.dedup();
+        let mut held = Vec::with_capacity(ordered.len());
+        for cpu in ordered {
+            match lock::try_take(dir, &format!("cpu{cpu}.lock"), holder)? {
+                Tried::Held(h) => held.push(h),
+                Tried::Taken(by) => return Ok(Err(Busy { cpu, by })),
+            }
+        }
+        Ok(Ok(CpuLock { held }))
     }
 
     /// How many CPUs are held.
     pub fn len(&self) -> usize {
-        self.files.len()
+        self.held.len()
     }
 
     /// Whether no CPU is held.
     pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
+        self.held.is_empty()
     }
 }
 
@@ -177,19 +130,5 @@ mod tests {
         let zero = CpuLock::acquire(dir.path(), &[0], "run C").unwrap();
         assert!(!zero.is_empty());
         drop(held);
-    }
-
-    #[test]
-    fn a_link_planted_in_the_folder_is_never_written_through() {
-        let dir = tempfile::tempdir().unwrap();
-        let victim = dir.path().join("victim");
-        std::fs::write(&victim, "keep me").unwrap();
-        std::os::unix::fs::symlink(&victim, dir.path().join("cpu0.lock")).unwrap();
-        let e = format!(
-            "{:#}",
-            CpuLock::acquire(dir.path(), &[0], "run A").unwrap_err()
-        );
-        assert!(e.contains("opening the CPU lock"), "{e}");
-        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
     }
 }

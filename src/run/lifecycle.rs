@@ -38,6 +38,8 @@ pub struct Run {
     manifest: Manifest,
     /// Measure even when another run holds some of the CPUs (`--allow-shared-cpus`).
     shared_cpus: bool,
+    /// Wait for CPUs another run holds instead of being refused (`--wait-for-cpus`).
+    wait_cpus: bool,
     /// Process times to estimate from when the study has no earlier run (its reference run's).
     earlier: Option<plan::Estimates>,
     /// Create each next process's container between two processes, off the critical path (see
@@ -145,6 +147,7 @@ impl Run {
             study,
             manifest: manifest.clone(),
             shared_cpus: false,
+            wait_cpus: false,
             earlier: None,
             create_ahead: std::env::var_os(SERIAL_CONTAINERS).is_none(),
             lock_here: true,
@@ -160,6 +163,11 @@ impl Run {
     /// sample then carries a validity warning.
     pub fn share_cpus(&mut self, shared: bool) {
         self.shared_cpus = shared;
+    }
+
+    /// Lets the run wait for CPUs another run holds (`--wait-for-cpus`) instead of being refused.
+    pub fn wait_for_cpus(&mut self, wait: bool) {
+        self.wait_cpus = wait;
     }
 
     /// Whether each next process's container is created ahead (the default) or just before it
@@ -221,7 +229,7 @@ impl Run {
         cancel: &CancellationToken,
     ) -> Result<RunResult> {
         // Held until the run stops measuring, however it stops.
-        let _cpus = self.lock_cpus()?;
+        let _cpus = self.lock_cpus(cancel).await?;
         let seccomp = setup::seccomp_of(&self.study, &self.dir)?.map(|p| p.json);
         let log = self.dir.file(run_dir::SAMPLES);
         let existing = measuring::read_samples(&log)?;
@@ -280,8 +288,9 @@ impl Run {
     }
 
     /// Takes the run's CPUs for itself ([`cpu_lock`]); with `--allow-shared-cpus`, records that it
-    /// may share them instead. A refused run that has measured nothing leaves no folder behind.
-    fn lock_cpus(&mut self) -> Result<Option<CpuLock>> {
+    /// may share them instead; with `--wait-for-cpus`, waits for those another run holds (until
+    /// `cancel`). A refused run that has measured nothing leaves no folder behind.
+    async fn lock_cpus(&mut self, cancel: &CancellationToken) -> Result<Option<CpuLock>> {
         if !self.lock_here {
             return Ok(None);
         }
@@ -299,7 +308,11 @@ impl Run {
             self.study.id,
             std::process::id()
         );
-        match CpuLock::acquire(&cpu_lock::folder(), &cpus, &holder) {
+        let taken = match self.wait_cpus {
+            true => wait_for(&cpus, &holder, cancel).await,
+            false => CpuLock::acquire(&cpu_lock::folder(), &cpus, &holder),
+        };
+        match taken {
             Ok(lock) => Ok(Some(lock)),
             Err(e) if self.state.wall_ms == 0.0 && !self.dir.file(run_dir::SAMPLES).exists() => {
                 // Nothing measured yet: the folder was made moments ago by this invocation.
@@ -338,6 +351,31 @@ impl Run {
             (latest, None) => latest.unwrap_or_default(),
         };
         estimates.not_run(not_run)
+    }
+}
+
+/// The locks of `cpus`, waited for while other runs hold some of them (said once per CPU found
+/// busy), until `cancel`.
+async fn wait_for(cpus: &[usize], holder: &str, cancel: &CancellationToken) -> Result<CpuLock> {
+    let mut told = None;
+    loop {
+        match CpuLock::try_acquire(&cpu_lock::folder(), cpus, holder)? {
+            Ok(lock) => return Ok(lock),
+            Err(busy) => {
+                if told != Some(busy.cpu) {
+                    eprintln!(
+                        "CPU {} is in use by {}: waiting for it (--wait-for-cpus)",
+                        busy.cpu,
+                        crate::text::printable(&busy.by)
+                    );
+                    told = Some(busy.cpu);
+                }
+                tokio::select! {
+                    () = cancel.cancelled() => anyhow::bail!("interrupted while waiting for CPU {}", busy.cpu),
+                    () = tokio::time::sleep(crate::files::lock::RETRY) => {}
+                }
+            }
+        }
     }
 }
 

@@ -45,6 +45,74 @@ fn small_study_gives_valid_alternating_samples() {
     );
 }
 
+/// A run on CPUs another run holds is refused, naming it and `--wait-for-cpus`; with that flag (or
+/// `PARKBENCH_WAIT_FOR_CPUS=1`) it waits for them, says so once, and measures when they are free. The CPU locks are in a folder of
+/// this test's own (`PARKBENCH_LOCKS`), so no other run of this machine is waited for.
+#[test]
+fn a_run_waits_for_cpus_another_run_holds_when_asked() {
+    ensure_built();
+    let tmp = tempfile::tempdir().unwrap();
+    let locks = tmp.path().join("locks");
+    let study = |id: &str, settle_ms| {
+        write_study(
+            tmp.path(),
+            &format!("{id}.yaml"),
+            &small_study(id, "1000", 1, "0", settle_ms, ""),
+        )
+    };
+    let (first, second) = (study("holds", 3000), study("waits", 50));
+    let run = |study: &std::path::Path| {
+        Invocation::run(tmp.path(), study)
+            .cpus("0")
+            .env("PARKBENCH_LOCKS", &locks)
+            .env_remove("PARKBENCH_WAIT_FOR_CPUS")
+    };
+    let quiet = || std::process::Stdio::null();
+    let mut holds = run(&first).stdout(quiet()).stderr(quiet()).spawn();
+    let lock = locks.join("cpu0.lock");
+    let since = Instant::now();
+    while !std::fs::read_to_string(&lock).is_ok_and(|l| l.contains("of study holds")) {
+        assert!(
+            holds.try_wait().unwrap().is_none(),
+            "the first run ended first"
+        );
+        assert!(
+            since.elapsed() < Duration::from_secs(120),
+            "CPU 0 never taken"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let refused = run(&second).output();
+    let err = text(&refused.stderr);
+    assert!(!refused.status.success(), "{}", describe(&refused));
+    assert!(
+        err.contains("CPU 0 is in use by run ") && err.contains("of study holds"),
+        "{err}"
+    );
+    assert!(err.contains("--wait-for-cpus"), "{err}");
+    assert!(
+        holds.try_wait().unwrap().is_none(),
+        "the first run ended before the refusal"
+    );
+
+    // `--wait-for-cpus`, here as its variable (as `just test` sets it).
+    let waited = run(&second).env("PARKBENCH_WAIT_FOR_CPUS", "1").succeeds();
+    let err = text(&waited.stderr);
+    let said = "of study holds (pid ";
+    assert_eq!(err.matches(said).count(), 1, "said once: {err}");
+    assert!(err.contains("waiting for it (--wait-for-cpus)"), "{err}");
+    assert!(holds.wait().unwrap().success());
+    for (id, n) in [("holds", 2), ("waits", 2)] {
+        let samples = samples(&only_run(tmp.path(), id));
+        assert_eq!(samples.len(), n, "{id}");
+        assert!(
+            samples.iter().all(|s| s["valid"] == true),
+            "{id}: {samples:?}"
+        );
+    }
+}
+
 #[test]
 fn a_failing_probe_is_an_invalid_sample_and_the_run_goes_on() {
     ensure_built();

@@ -31,6 +31,15 @@ pub struct RerunArgs {
     /// Measure even when another run holds some of these CPUs (recorded as a validity warning).
     #[arg(long)]
     pub allow_shared_cpus: bool,
+    /// When another run holds some of these CPUs, wait for it to end, then measure (said once per
+    /// CPU waited for).
+    #[arg(
+        long,
+        env = "PARKBENCH_WAIT_FOR_CPUS",
+        value_parser = clap::builder::BoolishValueParser::new(),
+        conflicts_with = "allow_shared_cpus"
+    )]
+    pub wait_for_cpus: bool,
     /// Resume an interrupted rerun of this archive: run only its missing cells.
     #[arg(long, value_name = "RUN_DIR")]
     pub resume: Option<PathBuf>,
@@ -78,6 +87,7 @@ impl From<RerunArgs> for rerun::Options {
             accept_seccomp_from_archive: a.accept_seccomp_from_archive,
             keep_images: a.keep_images,
             shared_cpus: a.allow_shared_cpus,
+            wait_for_cpus: a.wait_for_cpus,
             resume: a.resume,
             repeats: a.repeats,
             strict_build: a.strict_build,
