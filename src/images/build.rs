@@ -10,7 +10,7 @@ use super::context::RECIPE;
 use super::manifest::{BuildOptions, BuiltImage, Manifest, Outcome, namespace};
 use super::recipe::Recipe;
 use crate::engine::{BuildFailed, BuildSpec, CommandFailed, ImageFacts, Images};
-use crate::files::digest;
+use crate::files::{digest, lock};
 use crate::images::artifact::{self, EnsureError};
 use crate::images::cache::Cache;
 use crate::images::context;
@@ -24,6 +24,21 @@ pub mod failure;
 /// The label every built image carries: the JSON of its inputs. An image under a kit tag is reused
 /// only when it carries the inputs the tag is named after.
 pub const INPUTS_LABEL: &str = "parkbench.inputs";
+
+/// How the lock file of a build under way starts ([`turn`]).
+pub const LOCK_PREFIX: &str = "image-";
+
+/// This machine's one build of `tag` while held: a process building the same image at the same time
+/// is waited for (said once, as `what`), and its image then found here and reused. `clean --images`
+/// takes every such lock before it prunes, so that no build stage is removed from under a build.
+pub async fn turn(tag: &str, what: &str) -> Result<lock::Held> {
+    let holder = format!("a build of {tag} (pid {})", std::process::id());
+    let name = lock::file_name(LOCK_PREFIX, tag);
+    lock::take(&lock::folder(), &name, &holder, |by| {
+        eprintln!("{what}: {by} is under way on this machine: waiting for it");
+    })
+    .await
+}
 
 /// What a build needs besides the recipe.
 pub struct Kit<'a, E: Images> {
@@ -69,6 +84,7 @@ pub async fn build<E: Images>(
         recipe.name,
         &hash_inputs(&recipe.name, &inputs)[..16]
     );
+    let _turn = turn(&tag, &recipe.name).await?;
     let existing = kit.engine.image(&tag).await?;
     let built = !reusable(existing.as_ref(), &inputs, &recipe.name, &tag)? || kit.options.no_cache;
     let mut took = None;

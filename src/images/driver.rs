@@ -82,6 +82,7 @@ pub async fn build(
         manifest::namespace(),
         &digest::bytes(format!("{}\n{toolchain}", sources.sha256).as_bytes())[..16]
     );
+    let _turn = super::build::turn(&tag, "the driver").await?;
     let reused = fresh == Fresh::Reuse && engine.image(&tag).await?.is_some();
     if !reused {
         eprintln!(

@@ -46,6 +46,7 @@ use crate::images::cache::Cache;
 use crate::images::pin::Pins;
 use plan::{Graph, Node, Schedule};
 
+pub use build::LOCK_PREFIX;
 use manifest::Outcome;
 pub use manifest::{BuildOptions, BuiltImage, FailedImage, Manifest, UnavailableImage, namespace};
 

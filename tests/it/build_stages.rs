@@ -1,7 +1,8 @@
 //! A multi-stage build leaves nothing behind, against the real Engine: a repository with the kit's
 //! pins and one image whose build stage starts from the imported base (an image without labels,
 //! which `clean --images` could not find). After the build, no image its output named is left
-//! untagged; a second build is a no-op; `clean --images` then leaves nothing of it.
+//! untagged; of two builds at once, one builds and the other waits for it; a second build is a no-op;
+//! `clean --images` waits for a build under way, then leaves nothing of it.
 //!
 //! The build runs in an image namespace of its own; the base's root filesystem comes from the
 //! artifact cache when it is there.
@@ -106,6 +107,37 @@ fn clean(namespace: &str) -> std::process::Output {
         .unwrap()
 }
 
+/// `clean` while `held` is held: it says it waits for the build and does not end; once the lock is
+/// dropped it ends.
+fn clean_waiting_for(namespace: &str, held: parkbench::files::lock::Tried) -> std::process::Output {
+    use std::io::{BufRead, BufReader};
+    let mut child = parkbench()
+        .env("PARKBENCH_NAMESPACE", namespace)
+        .args(["clean", "--images"])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    // Builds of other tests under way on this machine are waited for too, each said once.
+    let mut said = Vec::new();
+    loop {
+        let line = lines.next().unwrap_or_else(|| panic!("{said:?}")).unwrap();
+        said.push(line.clone());
+        if line == "waiting for a build of the test to end before removing images" {
+            break;
+        }
+        assert!(line.starts_with("waiting for a build of "), "{said:?}");
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert!(child.try_wait().unwrap().is_none(), "clean did not wait");
+    drop(held);
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let mut out = child.wait_with_output().unwrap();
+    out.stderr = format!("{}\n{}\n", said.join("\n"), rest.join("\n")).into_bytes();
+    out
+}
+
 /// Cleans the namespace when the test ends, passed or failed.
 struct Cleaned<'a>(&'a str);
 
@@ -130,9 +162,26 @@ fn a_multi_stage_build_leaves_no_untagged_image_and_clean_finds_nothing_left() {
     let rt = Runtime::new().unwrap();
     let engine = rt.block_on(Engine::connect()).unwrap();
 
-    let (output, m) = build(&root, &namespace, &dir.path().join("m1.json"));
-    let (tag, was_built) = built(&m);
-    assert!(was_built, "{output}");
+    // Two builds of it at once: one builds, the other waits for it and reuses its image.
+    let [(a, ma), (b, mb)] = std::thread::scope(|s| {
+        let at = |n: usize| {
+            let (root, namespace, dir) = (&root, &namespace, dir.path());
+            s.spawn(move || build(root, namespace, &dir.join(format!("m{n}.json"))))
+        };
+        let (a, b) = (at(1), at(2));
+        [a.join().unwrap(), b.join().unwrap()]
+    });
+    let ((tag, a_built), (b_tag, b_built)) = (built(&ma), built(&mb));
+    assert_eq!(tag, b_tag);
+    assert!(
+        a_built != b_built,
+        "exactly one of two builds at once builds:\n{a}\n---\n{b}"
+    );
+    let (output, waited, m) = if a_built { (a, b, ma) } else { (b, a, mb) };
+    assert!(
+        waited.contains("is under way on this machine: waiting for it"),
+        "{waited}"
+    );
     // A binary named by its link is hashed through it, as the file the link leads to.
     let image = (m["images"].as_array().unwrap().iter())
         .find(|i| i["tag"] == tag.as_str())
@@ -170,10 +219,21 @@ fn a_multi_stage_build_leaves_no_untagged_image_and_clean_finds_nothing_left() {
 
     // Keyed by its inputs, a second build reuses the image: the build stage is not needed again.
     let (again, m2) = build(&root, &namespace, &dir.path().join("m2.json"));
-    assert_eq!(built(&m2), (tag, false), "{again}");
+    assert_eq!(built(&m2), (tag.clone(), false), "{again}");
     assert!(!again.contains("two-stages: building"), "{again}");
 
-    let out = clean(&namespace);
+    // A clean waits for a build under way on this machine (here, the lock of one) before it prunes.
+    let held = parkbench::files::lock::try_take(
+        &parkbench::files::lock::folder(),
+        &parkbench::files::lock::file_name(parkbench::images::LOCK_PREFIX, &tag),
+        "a build of the test",
+    )
+    .unwrap();
+    assert!(
+        matches!(held, parkbench::files::lock::Tried::Held(_)),
+        "{held:?}"
+    );
+    let out = clean_waiting_for(&namespace, held);
     assert!(out.status.success(), "{}", describe(&out));
     let left = rt.block_on(engine.image_tags(&namespace)).unwrap();
     assert!(left.is_empty(), "clean left {left:?}");
