@@ -4,6 +4,9 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 
 bin := "target/driver/parkbench"
 host_bin := "target/x86_64-unknown-linux-gnu/driver/parkbench"
+# The integration tests that run alone (tests/it/main.rs).
+alone := "hostile:: placing:: isolation::"
+alone_skipped := "--skip " + replace(alone, " ", " --skip ")
 
 # List the recipes.
 default:
@@ -36,11 +39,16 @@ reproduce *ARGS: driver
 reference STUDY *ARGS: driver
     {{bin}} reproduce --cpus auto --reference {{ARGS}} results/{{STUDY}}/study.yaml
 
-# Every test: unit, snapshot, README examples, and integration tests against the real Engine.
+# Every test: unit, snapshot, README examples, and integration tests against the real Engine: two at a
+# time, runs waiting for each other's CPUs; then, one at a time, those that compare the whole Engine before
+# and after, or time a probe against itself (tests/it/main.rs says why).
 test:
     cargo test --locked --manifest-path docker/sampler/Cargo.toml
     cargo test --locked --manifest-path docker/echo-load/Cargo.toml
-    cargo test --locked -- --test-threads 1
+    cargo test --locked --lib --bins -- --test-threads 1
+    cargo test --locked --doc
+    PARKBENCH_WAIT_FOR_CPUS=1 cargo test --locked --test it -- --test-threads 2 {{alone_skipped}}
+    cargo test --locked --test it -- --test-threads 1 {{alone}}
 
 # Formatting and lints, as CI wants them.
 lint:

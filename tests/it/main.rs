@@ -1,7 +1,12 @@
 //! The integration tests, one binary: each file is the tests of one part of the kit, driving the real
 //! `parkbench` binary (most of them against the real Engine); `common` holds what they share.
 //! `cargo test --test it NAME:: -- --test-threads 1` runs one file's tests (the filter matches anywhere in a
-//! name: `run::` also runs `rerun::`). One at a time: tests of the Engine lock CPUs and count its containers.
+//! name: `run::` also runs `rerun::`). `just test` runs them two at a time, with `PARKBENCH_WAIT_FOR_CPUS=1` so
+//! that two runs on the same CPUs take turns instead of one being refused; but for the Justfile's `alone`,
+//! run after, one at a time: `hostile::` and `placing::` compare every tag and container of the Engine before
+//! and after, which another test's builds and runs would change, and `isolation::` compares a probe's times
+//! in two isolations, which another test's compiles would disturb. A test that counts containers counts
+//! those of its own run or study.
 
 mod common;
 
