@@ -14,8 +14,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 /// Where the lock files are: `$PARKBENCH_LOCKS`, or `/run/lock/parkbench` where `/run/lock` exists
-/// (the system's folder for lock files), else `/tmp/parkbench-cpu-locks`: one per machine, shared by
-/// every user's processes whatever their `TMPDIR`.
+/// (the system's folder for lock files), else `/tmp/parkbench-cpu-locks` (named when it held the
+/// CPUs' locks alone): one per machine, shared by every user's processes whatever their `TMPDIR`.
 pub fn folder() -> PathBuf {
     #[cfg(test)]
     if let Some(dir) = TEST_FOLDER.with(|f| f.as_ref().map(|d| d.path().to_owned())) {
@@ -55,6 +55,16 @@ pub enum Tried {
     Taken(String),
 }
 
+impl Tried {
+    /// The lock, or who holds it.
+    pub fn held(self) -> std::result::Result<Held, String> {
+        match self {
+            Tried::Held(held) => Ok(held),
+            Tried::Taken(by) => Err(by),
+        }
+    }
+}
+
 /// Creates the shared folder as `/tmp` is made: everyone may add a file, only its owner may remove it.
 fn make_folder(dir: &Path) -> Result<()> {
     if !dir.exists() {
@@ -73,65 +83,140 @@ fn make_folder(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// One try, never waiting, at the lock `name` in `dir`, recording `holder` (e.g. `run 20261204T1200Z
-/// of study wait-1m (pid 4242)`) in its file when taken.
-pub fn try_take(dir: &Path, name: &str, holder: &str) -> Result<Tried> {
+/// The lock file `name` in `dir`, opened to be written (made by this process: readable and
+/// writable by every user, whatever the umask), or only read when another user made it so.
+fn open(dir: &Path, name: &str) -> Result<(File, bool)> {
     make_folder(dir)?;
     let path = dir.join(name);
     // Never through a link: the folder is shared, and a link planted there must not make this
     // process write into a file it names.
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
+    let flags = libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let opened = (OpenOptions::new().read(true).write(true).create(true))
         .truncate(false)
         .mode(0o666)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&path)
-        .with_context(|| format!("opening the lock {}", path.display()))?;
-    // SAFETY: flock on a file descriptor this function owns; no memory is shared.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
-            return Err(err).with_context(|| format!("locking {}", path.display()));
+        .custom_flags(flags)
+        .open(&path);
+    let file = match opened {
+        Ok(file) => file,
+        // A lock locks through a file only read all the same.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            let file = (OpenOptions::new()
+                .read(true)
+                .custom_flags(flags)
+                .open(&path))
+            .with_context(|| format!("opening the lock {}", path.display()))?;
+            return Ok((file, false));
         }
-        let mut other = String::new();
-        let _ = (&file).take(4096).read_to_string(&mut other);
-        let other = match other.trim() {
-            "" => "another parkbench process".to_string(),
-            text => text.chars().filter(|c| !c.is_control()).collect(),
-        };
-        return Ok(Tried::Taken(other));
+        Err(e) => return Err(e).with_context(|| format!("opening the lock {}", path.display())),
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let ours = file.metadata()?.uid() == unsafe { libc::geteuid() };
+    if ours {
+        let _ = file.set_permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    Ok((file, ours))
+}
+
+/// `flock` with `how` (`LOCK_EX` or `LOCK_SH`) on `file`, never waiting: false when another
+/// process holds it the other way (or exclusively).
+fn flock(file: &File, how: libc::c_int, path: &Path) -> Result<bool> {
+    // SAFETY: flock on a file descriptor the caller owns; no memory is shared.
+    if unsafe { libc::flock(file.as_raw_fd(), how | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let err = std::io::Error::last_os_error();
+    match err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        true => Ok(false),
+        false => Err(err).with_context(|| format!("locking {}", path.display())),
+    }
+}
+
+/// Who holds the lock of `file`, as its file says.
+fn holder_of(file: &File) -> String {
+    let mut other = String::new();
+    let _ = file.take(4096).read_to_string(&mut other);
+    match other.trim() {
+        "" => "another parkbench process".to_string(),
+        text => text.chars().filter(|c| !c.is_control()).collect(),
+    }
+}
+
+/// One try, never waiting, at the lock `name` in `dir` for this process alone, recording `holder`
+/// (e.g. `run 20261204T1200Z of study wait-1m (pid 4242)`) in its file when taken.
+pub fn try_take(dir: &Path, name: &str, holder: &str) -> Result<Tried> {
+    let (mut file, writable) = open(dir, name)?;
+    if !flock(&file, libc::LOCK_EX, &dir.join(name))? {
+        return Ok(Tried::Taken(holder_of(&file)));
     }
     // The holder's name is a courtesy for the message of whoever finds the lock taken; a lock file
     // another user made is locked all the same, and left as it is.
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if file.metadata()?.uid() == unsafe { libc::geteuid() } {
+    if writable {
         file.set_len(0)?;
         file.seek(SeekFrom::Start(0))?;
         writeln!(file, "{holder}")
-            .with_context(|| format!("writing the lock {}", path.display()))?;
+            .with_context(|| format!("writing the lock {}", dir.join(name).display()))?;
     }
     Ok(Tried::Held(Held { _file: file }))
 }
 
-/// The lock `name` in `dir`, waited for while another process holds it: `waiting` is told once who
-/// holds it, when it is taken at the first try.
-pub async fn take(
+/// One try, never waiting, at the lock `name` in `dir` shared with other processes that share it;
+/// taken when a process holds it for itself alone (then named, as its file says).
+pub fn try_share(dir: &Path, name: &str) -> Result<Tried> {
+    let (file, _) = open(dir, name)?;
+    match flock(&file, libc::LOCK_SH, &dir.join(name))? {
+        true => Ok(Tried::Held(Held { _file: file })),
+        false => Ok(Tried::Taken(holder_of(&file))),
+    }
+}
+
+/// `attempt` again every [`RETRY`] until it gives its lock: `waiting` is told each holder it finds
+/// (each once); `None` when `cancelled` completes first.
+pub async fn wait<T>(
+    mut attempt: impl FnMut() -> Result<std::result::Result<T, String>>,
+    mut waiting: impl FnMut(&str),
+    cancelled: impl std::future::Future<Output = ()>,
+) -> Result<Option<T>> {
+    let mut told = std::collections::BTreeSet::new();
+    tokio::pin!(cancelled);
+    loop {
+        let by = match attempt()? {
+            Ok(held) => return Ok(Some(held)),
+            Err(by) => by,
+        };
+        if told.insert(by.clone()) {
+            waiting(&by);
+        }
+        tokio::select! {
+            () = &mut cancelled => return Ok(None),
+            () = tokio::time::sleep(RETRY) => {}
+        }
+    }
+}
+
+/// The lock `name` in `dir` for this process alone, waited for while another process holds it:
+/// `waiting` is told who holds it (each holder once).
+pub async fn take(dir: &Path, name: &str, holder: &str, waiting: impl FnMut(&str)) -> Result<Held> {
+    let attempt = || Ok(try_take(dir, name, holder)?.held());
+    let held = wait(attempt, waiting, std::future::pending()).await?;
+    Ok(held.expect("never cancelled"))
+}
+
+/// [`take`] for code that may block its thread (a blocking task).
+pub fn take_blocking(
     dir: &Path,
     name: &str,
     holder: &str,
-    waiting: impl FnOnce(&str),
+    mut waiting: impl FnMut(&str),
 ) -> Result<Held> {
-    let mut waiting = Some(waiting);
+    let mut told = std::collections::BTreeSet::new();
     loop {
         match try_take(dir, name, holder)? {
             Tried::Held(held) => return Ok(held),
             Tried::Taken(by) => {
-                if let Some(say) = waiting.take() {
-                    say(&by);
+                if told.insert(by.clone()) {
+                    waiting(&by);
                 }
-                tokio::time::sleep(RETRY).await;
+                std::thread::sleep(RETRY);
             }
         }
     }
@@ -149,26 +234,6 @@ pub fn file_name(prefix: &str, thing: &str) -> String {
         )
         .collect();
     format!("{prefix}{safe}.lock")
-}
-
-/// The names of the lock files in `dir` that start with `prefix` (none when there is no folder yet).
-pub fn names(dir: &Path, prefix: &str) -> Result<Vec<String>> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(e).with_context(|| format!("reading the lock folder {}", dir.display()));
-        }
-    };
-    let mut names = Vec::new();
-    for entry in entries {
-        let name = entry?.file_name().to_string_lossy().into_owned();
-        if name.starts_with(prefix) && name.ends_with(".lock") {
-            names.push(name);
-        }
-    }
-    names.sort();
-    Ok(names)
 }
 
 #[cfg(test)]
@@ -222,18 +287,58 @@ mod tests {
             "image-parkbench_go_0123abcd.lock"
         );
         assert_eq!(file_name("image-", "../x"), "image-.._x.lock");
+    }
+
+    #[test]
+    fn shared_holders_keep_out_one_alone_and_one_alone_keeps_them_out() {
         let dir = tempfile::tempdir().unwrap();
-        for n in ["image-a.lock", "cpu0.lock", "image-b.lock", "image-c.part"] {
-            std::fs::write(dir.path().join(n), "").unwrap();
-        }
-        assert_eq!(
-            names(dir.path(), "image-").unwrap(),
-            ["image-a.lock", "image-b.lock"]
+        let a = try_share(dir.path(), "gate.lock").unwrap().held().unwrap();
+        let b = try_share(dir.path(), "gate.lock").unwrap().held().unwrap();
+        assert!(
+            try_take(dir.path(), "gate.lock", "clean")
+                .unwrap()
+                .held()
+                .is_err()
         );
+        drop((a, b));
+        let alone = try_take(dir.path(), "gate.lock", "clean (pid 7)")
+            .unwrap()
+            .held()
+            .unwrap();
         assert_eq!(
-            names(&dir.path().join("none"), "image-").unwrap(),
-            Vec::<String>::new()
+            try_share(dir.path(), "gate.lock")
+                .unwrap()
+                .held()
+                .unwrap_err(),
+            "clean (pid 7)"
         );
+        drop(alone);
+    }
+
+    #[test]
+    fn a_lock_file_is_open_to_every_user_whatever_the_umask() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = try_take(dir.path(), "x.lock", "a").unwrap().held().unwrap();
+        let mode = std::fs::metadata(dir.path().join("x.lock"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o666);
+        drop(held);
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_wait_holds_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let _first = try_take(dir.path(), "x.lock", "first")
+            .unwrap()
+            .held()
+            .unwrap();
+        let attempt = || Ok(try_take(dir.path(), "x.lock", "second")?.held());
+        let got = wait(attempt, |_| {}, tokio::time::sleep(RETRY * 2))
+            .await
+            .unwrap();
+        assert!(got.is_none());
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub struct Options {
     pub cpus: Option<CpuChoice>,
     /// Do not try the two closest levels together.
     pub no_pairs: bool,
+    /// Wait for CPUs another run holds instead of being refused (`--wait-for-cpus`).
+    pub wait_for_cpus: bool,
 }
 
 /// Two levels of different factors of one probe, tried together.
@@ -257,7 +259,7 @@ impl Sweeps<'_> {
             repeats: self.args.repeats,
             kernel: Vec::new(),
             shared_cpus: false,
-            wait_for_cpus: false,
+            wait_for_cpus: self.args.wait_for_cpus,
             strict_build: false,
             strict_pins: false,
             shard: None,

@@ -148,6 +148,7 @@ async fn prepared(
         seccomp,
         repo: paths.repo.clone(),
         repeats,
+        wait_cpus: options.wait_for_cpus,
     };
     Ok((engine, cache, pins, common))
 }

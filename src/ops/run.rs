@@ -12,11 +12,13 @@ pub use super::launch::Options;
 use crate::engine::Engine;
 use crate::images::BuildOptions;
 use crate::images::cache::Cache;
+use crate::run::cpu_lock::{self, CpuLock};
 use crate::run::lifecycle::{self, Fresh, Run, RunResult};
 use crate::run::needs;
 use crate::run::run_dir::RunDir;
 use crate::run::seccomp::Profile;
 use crate::study::cpus::Chosen;
+use crate::study::cpuset;
 
 pub async fn command(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Result<Ending> {
     let result = run(paths, options, interrupt).await?;
@@ -62,6 +64,9 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         engine, manifest, ..
     } = prepare_on(engine, &paths.repo, &build).await?;
     needs::check_runnable(&study, &manifest)?;
+    // The CPUs are taken (or waited for) before the run's environment is recorded, which runs a
+    // container on them: a run refused here has made nothing.
+    let held = take_cpus(&begin, &study.id, options).await?;
     let mut run = match begin {
         Begin::Resume(dir) => Run::resume(&engine, dir, &study, &manifest, &paths.repo).await?,
         Begin::New(cpus) => {
@@ -81,11 +86,32 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         }
     };
     run.share_cpus(options.shared_cpus);
-    run.wait_for_cpus(options.wait_for_cpus);
+    if let Some(held) = held {
+        run.hold_cpus(held);
+    }
     if let Some(earlier) = reference_estimates(paths, file.as_deref(), &study.id) {
         run.estimate_from(earlier);
     }
     measure(&engine, run, interrupt).await
+}
+
+/// The locks of the run's CPUs (none with `--allow-shared-cpus`): waited for with
+/// `--wait-for-cpus` (Ctrl-C then stops the command, nothing made), else refused when another run
+/// holds one, naming it.
+async fn take_cpus(begin: &Begin, study: &str, options: &Options) -> Result<Option<CpuLock>> {
+    if options.shared_cpus {
+        return Ok(None);
+    }
+    let cpus = match begin {
+        Begin::New(chosen) => chosen.cpus.clone(),
+        Begin::Resume(dir) => cpuset::parse(&dir.load_state()?.cpus_pinned)?,
+    };
+    let holder = format!("a run of study {study} (pid {})", std::process::id());
+    let dir = cpu_lock::folder();
+    match options.wait_for_cpus {
+        true => CpuLock::wait(&dir, &cpus, &holder, std::future::pending()).await,
+        false => CpuLock::acquire(&dir, &cpus, &holder).map(Some),
+    }
 }
 
 /// A run resumed from its folder, or a new one on the CPUs chosen for it before any build.

@@ -73,6 +73,22 @@ impl CpuLock {
         Ok(Ok(CpuLock { held }))
     }
 
+    /// The locks of `cpus`, waited for while other processes hold some of them: each CPU found
+    /// busy is said once per holder; `None` when `cancelled` completes first (nothing held).
+    pub async fn wait(
+        dir: &Path,
+        cpus: &[usize],
+        holder: &str,
+        cancelled: impl std::future::Future<Output = ()>,
+    ) -> Result<Option<CpuLock>> {
+        let attempt = || {
+            Ok((CpuLock::try_acquire(dir, cpus, holder)?)
+                .map_err(|Busy { cpu, by }| format!("CPU {cpu} is in use by {by}")))
+        };
+        let said = |busy: &str| eprintln!("{busy}: waiting for it (--wait-for-cpus)");
+        lock::wait(attempt, said, cancelled).await
+    }
+
     /// How many CPUs are held.
     pub fn len(&self) -> usize {
         self.held.len()

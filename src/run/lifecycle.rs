@@ -40,6 +40,11 @@ pub struct Run {
     shared_cpus: bool,
     /// Wait for CPUs another run holds instead of being refused (`--wait-for-cpus`).
     wait_cpus: bool,
+    /// The CPUs' locks, when taken before the run was made or opened ([`Run::hold_cpus`]).
+    held: Option<CpuLock>,
+    /// Whether this invocation made the run's folder: only then is a run refused before it
+    /// measured anything removed.
+    made_here: bool,
     /// Process times to estimate from when the study has no earlier run (its reference run's).
     earlier: Option<plan::Estimates>,
     /// Create each next process's container between two processes, off the critical path (see
@@ -133,6 +138,14 @@ impl RunResult {
     }
 }
 
+/// The CPUs a run measures on, taken.
+enum Taken {
+    /// Their locks (none when the run does not lock them here, or shares them).
+    Locks(Option<CpuLock>),
+    /// Ctrl-C came while the run waited for them: nothing measured, the run as it was.
+    Interrupted,
+}
+
 impl Run {
     /// The run in `dir` at `state`, measuring `study` with the images of `manifest`; nothing is
     /// written.
@@ -148,6 +161,8 @@ impl Run {
             manifest: manifest.clone(),
             shared_cpus: false,
             wait_cpus: false,
+            held: None,
+            made_here: false,
             earlier: None,
             create_ahead: std::env::var_os(SERIAL_CONTAINERS).is_none(),
             lock_here: true,
@@ -168,6 +183,12 @@ impl Run {
     /// Lets the run wait for CPUs another run holds (`--wait-for-cpus`) instead of being refused.
     pub fn wait_for_cpus(&mut self, wait: bool) {
         self.wait_cpus = wait;
+    }
+
+    /// The run's CPUs, locked by the caller before the run's environment was recorded (which runs
+    /// a container on them): measured under these locks, not taken again.
+    pub fn hold_cpus(&mut self, locks: CpuLock) {
+        self.held = Some(locks);
     }
 
     /// Whether each next process's container is created ahead (the default) or just before it
@@ -229,7 +250,13 @@ impl Run {
         cancel: &CancellationToken,
     ) -> Result<RunResult> {
         // Held until the run stops measuring, however it stops.
-        let _cpus = self.lock_cpus(cancel).await?;
+        let _cpus = match self.held.take() {
+            Some(held) => Some(held),
+            None => match self.lock_cpus(cancel).await? {
+                Taken::Locks(locks) => locks,
+                Taken::Interrupted => return Ok(self.ended(0, 0, true, (0.0, 0.0))),
+            },
+        };
         let seccomp = setup::seccomp_of(&self.study, &self.dir)?.map(|p| p.json);
         let log = self.dir.file(run_dir::SAMPLES);
         let existing = measuring::read_samples(&log)?;
@@ -266,14 +293,26 @@ impl Run {
         self.state.status = Status::Running;
         self.dir.save_state(&self.state)?;
         let interrupted = m.rounds(&mut self.state, round).await?;
-        let (measured, invalid, probe_ms, wall_ms) = (m.measured, m.invalid, m.probe_ms, m.wall_ms);
+        let (measured, invalid, times) = (m.measured, m.invalid, (m.probe_ms, m.wall_ms));
+        Ok(self.ended(measured, invalid, interrupted, times))
+    }
+
+    /// The run's result once it stopped measuring: `times` are the processes' own milliseconds and
+    /// the wall's.
+    fn ended(
+        self,
+        measured: usize,
+        invalid: usize,
+        interrupted: bool,
+        (probe_ms, wall_ms): (f64, f64),
+    ) -> RunResult {
         let mut build_failed: Vec<String> = (self.study.probes.iter())
             .filter(|p| self.manifest.failed(&p.image).is_some())
             .map(|p| p.image.clone())
             .collect();
         build_failed.sort();
         build_failed.dedup();
-        Ok(RunResult {
+        RunResult {
             build_failed,
             dir: self.dir,
             state: self.state,
@@ -284,22 +323,23 @@ impl Run {
             lost_hosts: Vec::new(),
             wall_ms,
             probe_ms,
-        })
+        }
     }
 
     /// Takes the run's CPUs for itself ([`cpu_lock`]); with `--allow-shared-cpus`, records that it
     /// may share them instead; with `--wait-for-cpus`, waits for those another run holds (until
-    /// `cancel`). A refused run that has measured nothing leaves no folder behind.
-    async fn lock_cpus(&mut self, cancel: &CancellationToken) -> Result<Option<CpuLock>> {
+    /// `cancel`: then interrupted). A refused run that has measured nothing leaves no folder behind
+    /// when this invocation made it.
+    async fn lock_cpus(&mut self, cancel: &CancellationToken) -> Result<Taken> {
         if !self.lock_here {
-            return Ok(None);
+            return Ok(Taken::Locks(None));
         }
         if self.shared_cpus {
             let w = cpu_lock::shared_warning(&self.state.cpus_pinned);
             if !self.state.warnings.contains(&w) {
                 self.state.warnings.push(w);
             }
-            return Ok(None);
+            return Ok(Taken::Locks(None));
         }
         let cpus = cpuset::parse(&self.state.cpus_pinned)?;
         let holder = format!(
@@ -308,13 +348,18 @@ impl Run {
             self.study.id,
             std::process::id()
         );
+        let dir = cpu_lock::folder();
         let taken = match self.wait_cpus {
-            true => wait_for(&cpus, &holder, cancel).await,
-            false => CpuLock::acquire(&cpu_lock::folder(), &cpus, &holder),
+            true => CpuLock::wait(&dir, &cpus, &holder, cancel.cancelled()).await,
+            false => CpuLock::acquire(&dir, &cpus, &holder).map(Some),
         };
+        let made_now = self.made_here
+            && self.state.wall_ms == 0.0
+            && !self.dir.file(run_dir::SAMPLES).exists();
         match taken {
-            Ok(lock) => Ok(Some(lock)),
-            Err(e) if self.state.wall_ms == 0.0 && !self.dir.file(run_dir::SAMPLES).exists() => {
+            Ok(Some(lock)) => Ok(Taken::Locks(Some(lock))),
+            Ok(None) => Ok(Taken::Interrupted),
+            Err(e) if made_now => {
                 // Nothing measured yet: the folder was made moments ago by this invocation.
                 let _ = std::fs::remove_dir_all(self.dir.path());
                 Err(e.context(format!(
@@ -351,31 +396,6 @@ impl Run {
             (latest, None) => latest.unwrap_or_default(),
         };
         estimates.not_run(not_run)
-    }
-}
-
-/// The locks of `cpus`, waited for while other runs hold some of them (said once per CPU found
-/// busy), until `cancel`.
-async fn wait_for(cpus: &[usize], holder: &str, cancel: &CancellationToken) -> Result<CpuLock> {
-    let mut told = None;
-    loop {
-        match CpuLock::try_acquire(&cpu_lock::folder(), cpus, holder)? {
-            Ok(lock) => return Ok(lock),
-            Err(busy) => {
-                if told != Some(busy.cpu) {
-                    eprintln!(
-                        "CPU {} is in use by {}: waiting for it (--wait-for-cpus)",
-                        busy.cpu,
-                        crate::text::printable(&busy.by)
-                    );
-                    told = Some(busy.cpu);
-                }
-                tokio::select! {
-                    () = cancel.cancelled() => anyhow::bail!("interrupted while waiting for CPU {}", busy.cpu),
-                    () = tokio::time::sleep(crate::files::lock::RETRY) => {}
-                }
-            }
-        }
     }
 }
 

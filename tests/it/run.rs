@@ -38,79 +38,71 @@ fn small_study_gives_valid_alternating_samples() {
     );
     assert!(run.join("env.json").is_file() && run.join("manifest.json").is_file());
     assert!(tmp.path().join("small/runs/latest").exists());
-    let run_id = run.file_name().unwrap().to_str().unwrap();
     assert!(
-        labelled_containers(run_id).is_empty(),
+        containers_of("small").is_empty(),
         "every container of the run is removed, each next one created ahead included"
     );
 }
 
-/// A run on CPUs another run holds is refused, naming it and `--wait-for-cpus`; with that flag (or
-/// `PARKBENCH_WAIT_FOR_CPUS=1`) it waits for them, says so once, and measures when they are free. The CPU locks are in a folder of
-/// this test's own (`PARKBENCH_LOCKS`), so no other run of this machine is waited for.
+/// A run on CPUs another run holds is refused before it makes anything, naming the holder and
+/// `--wait-for-cpus`; with `PARKBENCH_WAIT_FOR_CPUS=1` (that flag's variable) it waits for them,
+/// says so once, makes nothing while it waits (its environment record runs a container on those
+/// CPUs), and measures once they are free. The locks are in a folder of this test's own
+/// (`PARKBENCH_LOCKS`), held by the test.
 #[test]
 fn a_run_waits_for_cpus_another_run_holds_when_asked() {
+    use std::io::{BufRead, BufReader};
     ensure_built();
     let tmp = tempfile::tempdir().unwrap();
     let locks = tmp.path().join("locks");
-    let study = |id: &str, settle_ms| {
-        write_study(
-            tmp.path(),
-            &format!("{id}.yaml"),
-            &small_study(id, "1000", 1, "0", settle_ms, ""),
-        )
-    };
-    let (first, second) = (study("holds", 3000), study("waits", 50));
-    let run = |study: &std::path::Path| {
-        Invocation::run(tmp.path(), study)
+    let study = write_study(
+        tmp.path(),
+        "waits.yaml",
+        &small_study("waits", "1000", 1, "0", 50, ""),
+    );
+    let run = || {
+        Invocation::run(tmp.path(), &study)
             .cpus("0")
             .env("PARKBENCH_LOCKS", &locks)
             .env_remove("PARKBENCH_WAIT_FOR_CPUS")
     };
-    let quiet = || std::process::Stdio::null();
-    let mut holds = run(&first).stdout(quiet()).stderr(quiet()).spawn();
-    let lock = locks.join("cpu0.lock");
-    let since = Instant::now();
-    while !std::fs::read_to_string(&lock).is_ok_and(|l| l.contains("of study holds")) {
-        assert!(
-            holds.try_wait().unwrap().is_none(),
-            "the first run ended first"
-        );
-        assert!(
-            since.elapsed() < Duration::from_secs(120),
-            "CPU 0 never taken"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let holder = "run 1 of study holds (pid 1)";
+    let held = parkbench::run::cpu_lock::CpuLock::acquire(&locks, &[0], holder).unwrap();
+    let runs = tmp.path().join("waits/runs");
 
-    let refused = run(&second).output();
+    let refused = run().output();
     let err = text(&refused.stderr);
     assert!(!refused.status.success(), "{}", describe(&refused));
     assert!(
-        err.contains("CPU 0 is in use by run ") && err.contains("of study holds"),
+        err.contains(&format!("CPU 0 is in use by {holder}")),
         "{err}"
     );
     assert!(err.contains("--wait-for-cpus"), "{err}");
-    assert!(
-        holds.try_wait().unwrap().is_none(),
-        "the first run ended before the refusal"
-    );
+    assert!(!runs.exists(), "a refused run made a folder");
 
-    // `--wait-for-cpus`, here as its variable (as `just test` sets it).
-    let waited = run(&second).env("PARKBENCH_WAIT_FOR_CPUS", "1").succeeds();
-    let err = text(&waited.stderr);
-    let said = "of study holds (pid ";
-    assert_eq!(err.matches(said).count(), 1, "said once: {err}");
-    assert!(err.contains("waiting for it (--wait-for-cpus)"), "{err}");
-    assert!(holds.wait().unwrap().success());
-    for (id, n) in [("holds", 2), ("waits", 2)] {
-        let samples = samples(&only_run(tmp.path(), id));
-        assert_eq!(samples.len(), n, "{id}");
-        assert!(
-            samples.iter().all(|s| s["valid"] == true),
-            "{id}: {samples:?}"
-        );
+    let mut waits = (run().env("PARKBENCH_WAIT_FOR_CPUS", "1"))
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut lines = BufReader::new(waits.stderr.take().unwrap()).lines();
+    let said = format!("CPU 0 is in use by {holder}: waiting for it (--wait-for-cpus)");
+    let mut before = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if line == said {
+            break;
+        }
+        before.push(line);
     }
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(waits.try_wait().unwrap().is_none(), "{before:?}");
+    assert!(!runs.exists(), "a waiting run made its folder");
+    drop(held);
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(waits.wait().unwrap().success(), "{before:?}\n{rest:?}");
+    assert!(!rest.contains(&said), "said once: {rest:?}");
+    let samples = samples(&only_run(tmp.path(), "waits"));
+    assert_eq!(samples.len(), 2);
+    assert!(samples.iter().all(|s| s["valid"] == true), "{samples:?}");
 }
 
 #[test]
@@ -159,10 +151,9 @@ fn sigint_removes_the_container_and_resume_fills_the_missing_cells() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
-    let run_id = run.file_name().unwrap().to_str().unwrap().to_string();
     assert!(
-        labelled_containers(&run_id).is_empty(),
-        "a container with the run's label is left"
+        containers_of("interrupted").is_empty(),
+        "a container of the run is left"
     );
     let state: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
@@ -183,13 +174,15 @@ fn sigint_removes_the_container_and_resume_fills_the_missing_cells() {
     assert_eq!(cells.len(), 4, "each cell exactly once");
 }
 
-fn labelled_containers(run_id: &str) -> Vec<String> {
+/// The containers of `study` in the Engine: its ID is this file's alone, so they are its runs'
+/// (run IDs are times to the second: another test's run may have the same).
+fn containers_of(study: &str) -> Vec<String> {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         use parkbench::engine::{Containers, Engine};
         let engine = Engine::connect().await.unwrap();
         engine
-            .containers_with_label("parkbench.run", run_id)
+            .containers_with_label("parkbench.study", study)
             .await
             .unwrap()
     })

@@ -32,12 +32,11 @@ pub struct RerunArgs {
     #[arg(long)]
     pub allow_shared_cpus: bool,
     /// When another run holds some of these CPUs, wait for it to end, then measure (said once per
-    /// CPU waited for).
+    /// CPU waited for). --allow-shared-cpus, which takes no lock, goes before it.
     #[arg(
         long,
         env = "PARKBENCH_WAIT_FOR_CPUS",
-        value_parser = clap::builder::BoolishValueParser::new(),
-        conflicts_with = "allow_shared_cpus"
+        value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub wait_for_cpus: bool,
     /// Resume an interrupted rerun of this archive: run only its missing cells.
@@ -76,6 +75,14 @@ pub struct ExplainArgs {
     /// Do not try the two closest levels together when no single one reaches the published value.
     #[arg(long)]
     pub no_pairs: bool,
+    /// When another run holds some of the CPUs, wait for it to end, then measure (said once per
+    /// CPU waited for).
+    #[arg(
+        long,
+        env = "PARKBENCH_WAIT_FOR_CPUS",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub wait_for_cpus: bool,
 }
 
 impl From<RerunArgs> for rerun::Options {
@@ -87,7 +94,7 @@ impl From<RerunArgs> for rerun::Options {
             accept_seccomp_from_archive: a.accept_seccomp_from_archive,
             keep_images: a.keep_images,
             shared_cpus: a.allow_shared_cpus,
-            wait_for_cpus: a.wait_for_cpus,
+            wait_for_cpus: a.wait_for_cpus && !a.allow_shared_cpus,
             resume: a.resume,
             repeats: a.repeats,
             strict_build: a.strict_build,
@@ -105,6 +112,7 @@ impl From<ExplainArgs> for explain::Options {
             repeats: a.repeats,
             cpus: a.cpus,
             no_pairs: a.no_pairs,
+            wait_for_cpus: a.wait_for_cpus,
         }
     }
 }

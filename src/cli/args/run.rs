@@ -65,12 +65,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_shared_cpus: bool,
     /// When another run holds some of these CPUs, wait for it to end, then measure (said once per
-    /// CPU waited for).
+    /// CPU waited for). --allow-shared-cpus, which takes no lock, goes before it.
     #[arg(
         long,
         env = "PARKBENCH_WAIT_FOR_CPUS",
-        value_parser = clap::builder::BoolishValueParser::new(),
-        conflicts_with = "allow_shared_cpus"
+        value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub wait_for_cpus: bool,
     /// Stop at the first image whose build fails. Without it, the probes of a failed image (and of
@@ -187,7 +186,7 @@ impl From<RunArgs> for run::Options {
             repeats: a.repeats,
             kernel: a.kernel,
             shared_cpus: a.allow_shared_cpus,
-            wait_for_cpus: a.wait_for_cpus,
+            wait_for_cpus: a.wait_for_cpus && !a.allow_shared_cpus,
             strict_build: a.strict_build,
             strict_pins: a.strict_pins,
             shard: a.shard,

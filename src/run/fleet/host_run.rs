@@ -49,6 +49,8 @@ pub struct Common {
     pub seccomp: Option<Profile>,
     pub repo: PathBuf,
     pub repeats: Option<Repeats>,
+    /// On this machine's Engine, wait for CPUs another run holds (`--wait-for-cpus`).
+    pub wait_cpus: bool,
 }
 
 /// How a host's part ended.
@@ -73,6 +75,7 @@ pub async fn measure<E: Containers + Images>(
     let measured = async {
         let mut run = open(plan, common).await?;
         run.lock_cpus_here(plan.lock_here);
+        run.wait_for_cpus(common.wait_cpus);
         if let Some(machine) = &plan.machine {
             own_machine(run.dir(), machine)?;
         }

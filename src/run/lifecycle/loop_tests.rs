@@ -487,21 +487,74 @@ async fn a_run_on_cpus_another_run_holds_is_refused_and_a_new_one_leaves_no_fold
     .unwrap();
     let engine = FakeEngine::new([]);
     let cancel = CancellationToken::new();
+    // A resumed run that measured nothing yet is kept as it was.
     let err = match execute(&engine, &study, &manifest(), &dir, &cancel).await {
         Ok(_) => panic!("measured beside another run"),
         Err(e) => format!("{e:#}"),
     };
     assert!(
-        err.contains("CPU 0 is in use by run X of study other")
-            && err.contains("folder is removed"),
+        err.contains("CPU 0 is in use by run X of study other") && err.contains("kept as it was"),
         "{err}"
     );
+    assert!(dir.path().exists(), "a resumed run's folder is removed");
+    // A run this invocation made leaves no folder.
+    let mut run = Run::new(dir.clone(), dir.load_state().unwrap(), &study, &manifest()).unwrap();
+    run.made_here = true;
+    let err = match run.measure(&engine, &Guests::default(), &cancel).await {
+        Ok(_) => panic!("measured beside another run"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(err.contains("folder is removed"), "{err}");
     assert!(
         !dir.path().exists(),
         "a run that measured nothing leaves no folder"
     );
     assert!(engine.runs().is_empty(), "no container started");
     drop(held);
+}
+
+#[tokio::test]
+async fn a_run_waits_for_cpus_another_run_holds_and_ctrl_c_while_it_waits_keeps_it() {
+    let study = study(1);
+    let (_tmp, dir) = new_run(&study);
+    let held = crate::run::cpu_lock::CpuLock::acquire(
+        &crate::run::cpu_lock::folder(),
+        &[0],
+        "run X of study other (pid 1)",
+    )
+    .unwrap();
+    let soon = || tokio::time::sleep(crate::files::lock::RETRY * 2);
+
+    // Ctrl-C while it waits: interrupted, nothing measured, its folder kept (even one made now).
+    let engine = FakeEngine::new([]);
+    let cancel = CancellationToken::new();
+    let mut run = Run::new(dir.clone(), dir.load_state().unwrap(), &study, &manifest()).unwrap();
+    (run.made_here, run.wait_cpus) = (true, true);
+    let stop = async {
+        soon().await;
+        cancel.cancel();
+    };
+    let guests = Guests::default();
+    let (result, ()) = tokio::join!(run.measure(&engine, &guests, &cancel), stop);
+    let result = result.unwrap();
+    assert!(result.interrupted && result.measured == 0);
+    assert!(dir.path().exists(), "an interrupted wait removed the run");
+    assert!(
+        engine.runs().is_empty(),
+        "a container started while waiting"
+    );
+
+    // Measured once the other run lets the CPU go.
+    let engine = FakeEngine::new([Step::Valid, Step::Valid]);
+    let cancel = CancellationToken::new();
+    let mut run = Run::new(dir.clone(), dir.load_state().unwrap(), &study, &manifest()).unwrap();
+    run.wait_for_cpus(true);
+    let release = async move {
+        soon().await;
+        drop(held);
+    };
+    let (result, ()) = tokio::join!(run.measure(&engine, &guests, &cancel), release);
+    assert_eq!(result.unwrap().measured, 2);
 }
 
 #[tokio::test]

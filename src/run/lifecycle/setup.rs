@@ -147,7 +147,9 @@ impl Run {
             crate::text::count(state.workers as usize, "worker", "workers"),
             dir.path().display()
         );
-        Run::new(dir, state, study, manifest)
+        let mut run = Run::new(dir, state, study, manifest)?;
+        run.made_here = true;
+        Ok(run)
     }
 
     /// The run in `dir`, to resume: a run of a study file (a rerun of an archive is resumed by

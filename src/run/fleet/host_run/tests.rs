@@ -44,6 +44,7 @@ fn common() -> Common {
         seccomp: None,
         repo: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
         repeats: None,
+        wait_cpus: false,
     }
 }
 
