@@ -25,19 +25,43 @@ pub mod failure;
 /// only when it carries the inputs the tag is named after.
 pub const INPUTS_LABEL: &str = "parkbench.inputs";
 
-/// How the lock file of a build under way starts ([`turn`]).
-pub const LOCK_PREFIX: &str = "image-";
+/// The lock every build holds shared while it builds, and `clean` alone ([`builds_held_off`]).
+const GATE: &str = "images.lock";
 
-/// This machine's one build of `tag` while held: a process building the same image at the same time
-/// is waited for (said once, as `what`), and its image then found here and reused. `clean --images`
-/// takes every such lock before it prunes, so that no build stage is removed from under a build.
-pub async fn turn(tag: &str, what: &str) -> Result<lock::Held> {
+/// A build's turn ([`turn`]): held until dropped.
+#[derive(Debug)]
+pub struct Turn {
+    _gate: lock::Held,
+    _tag: lock::Held,
+}
+
+/// This machine's one build of `tag` while held: a process building the same tag at the same time
+/// is waited for (said once, as `what`), and on the same Engine its image is then found and reused.
+/// A `clean` under way is waited for first, and none starts until the turn is dropped.
+pub async fn turn(tag: &str, what: &str) -> Result<Turn> {
+    let dir = lock::folder();
+    let say = |by: &str| eprintln!("{what}: {by} is under way on this machine: waiting for it");
+    let share = || Ok(lock::try_share(&dir, GATE)?.held());
+    let gate = lock::wait(share, say, std::future::pending()).await?;
     let holder = format!("a build of {tag} (pid {})", std::process::id());
-    let name = lock::file_name(LOCK_PREFIX, tag);
-    lock::take(&lock::folder(), &name, &holder, |by| {
-        eprintln!("{what}: {by} is under way on this machine: waiting for it");
+    let name = lock::file_name("image-", tag);
+    Ok(Turn {
+        _gate: gate.expect("never cancelled"),
+        _tag: lock::take(&dir, &name, &holder, say).await?,
     })
-    .await
+}
+
+/// Every build of an image on this machine ended (waited for), and none starting while the lock
+/// is held: what `clean` removes (build stages, the artifact cache) is then no build's.
+pub async fn builds_held_off() -> Result<lock::Held> {
+    let holder = format!("parkbench clean (pid {})", std::process::id());
+    let mut said = false;
+    let say = |_: &str| {
+        if !std::mem::replace(&mut said, true) {
+            eprintln!("waiting for the image builds under way on this machine to end");
+        }
+    };
+    lock::take(&lock::folder(), GATE, &holder, say).await
 }
 
 /// What a build needs besides the recipe.

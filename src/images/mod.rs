@@ -46,7 +46,7 @@ use crate::images::cache::Cache;
 use crate::images::pin::Pins;
 use plan::{Graph, Node, Schedule};
 
-pub use build::LOCK_PREFIX;
+pub use build::{Turn, builds_held_off, turn};
 use manifest::Outcome;
 pub use manifest::{BuildOptions, BuiltImage, FailedImage, Manifest, UnavailableImage, namespace};
 

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::files::lock as locks;
 use crate::files::write_atomic;
 use crate::images::cache::Cache;
 use crate::images::context;
@@ -112,6 +113,21 @@ fn one(
     };
     let root = cache.root().join(format!("vendor-{tool}"));
     let memo = root.join(format!("{key}.json"));
+    // One vendoring of this tree at a time on this machine: a build beside this one vendoring it too
+    // is waited for, and its tree then found through the memo.
+    let _one = match make {
+        true => Some(locks::take_blocking(
+            &locks::folder(),
+            &locks::file_name("vendor-", &format!("{tool}-{key}")),
+            &format!(
+                "the vendoring of the {tool} dependencies of image {} (pid {})",
+                recipe.name,
+                std::process::id()
+            ),
+            |by| eprintln!("{}: waiting for {by}", recipe.name),
+        )?),
+        false => None,
+    };
     if let Ok(text) = std::fs::read_to_string(&memo)
         && let Ok(found) = serde_json::from_str::<Vendored>(&text)
         && found.dir.is_dir()

@@ -7,8 +7,7 @@ use anyhow::{Context, Result, bail};
 
 use super::Ending;
 use crate::engine::{Endpoint, Engine, VolumeFacts};
-use crate::files::lock;
-use crate::images::LOCK_PREFIX;
+use crate::images::builds_held_off;
 use crate::images::cache::Cache;
 use crate::images::namespace;
 use crate::run::fleet::{hosts, lease};
@@ -70,11 +69,14 @@ pub async fn clean(options: &Options) -> Result<Ending> {
             );
         }
     }
+    // The untagged images pruned below include a build's finished stages, and a build reads the
+    // artifact cache: neither goes from under a build this machine has under way.
+    let _builds = match options.images || options.cache {
+        true => Some(builds_held_off().await?),
+        false => None,
+    };
     if options.images {
         let engine = Engine::connect().await?;
-        // The untagged images pruned below include a build's finished stages: none goes from
-        // under a build this machine has under way.
-        let _builds = builds_ended().await?;
         let removed = engine.remove_images(&namespace()).await?;
         eprintln!("removed {} image tag(s)", removed.len());
     }
@@ -88,19 +90,6 @@ pub async fn clean(options: &Options) -> Result<Ending> {
         eprintln!("removed the artifact cache {}", root.display());
     }
     Ok(Ending::Ok)
-}
-
-/// Every build of an image under way on this machine, waited for (each said once); held, no other
-/// starts until the locks are dropped.
-async fn builds_ended() -> Result<Vec<lock::Held>> {
-    let dir = lock::folder();
-    let holder = format!("parkbench clean (pid {})", std::process::id());
-    let mut held = Vec::new();
-    for name in lock::names(&dir, LOCK_PREFIX)? {
-        let wait = |by: &str| eprintln!("waiting for {by} to end before removing images");
-        held.push(lock::take(&dir, &name, &holder, wait).await?);
-    }
-    Ok(held)
 }
 
 /// Each host by name and how to reach it, resolved as `run --hosts` resolves them (contexts,

@@ -107,9 +107,9 @@ fn clean(namespace: &str) -> std::process::Output {
         .unwrap()
 }
 
-/// `clean` while `held` is held: it says it waits for the build and does not end; once the lock is
-/// dropped it ends.
-fn clean_waiting_for(namespace: &str, held: parkbench::files::lock::Tried) -> std::process::Output {
+/// `clean` while `held` is held: it says it waits for the builds under way and does not end; once
+/// the turn is dropped it ends (when the builds of other tests have ended too).
+fn clean_waiting_for(namespace: &str, held: parkbench::images::Turn) -> std::process::Output {
     use std::io::{BufRead, BufReader};
     let mut child = parkbench()
         .env("PARKBENCH_NAMESPACE", namespace)
@@ -119,22 +119,17 @@ fn clean_waiting_for(namespace: &str, held: parkbench::files::lock::Tried) -> st
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    // Builds of other tests under way on this machine are waited for too, each said once.
-    let mut said = Vec::new();
-    loop {
-        let line = lines.next().unwrap_or_else(|| panic!("{said:?}")).unwrap();
-        said.push(line.clone());
-        if line == "waiting for a build of the test to end before removing images" {
-            break;
-        }
-        assert!(line.starts_with("waiting for a build of "), "{said:?}");
-    }
+    let first = lines.next().unwrap().unwrap();
+    assert_eq!(
+        first,
+        "waiting for the image builds under way on this machine to end"
+    );
     std::thread::sleep(std::time::Duration::from_secs(1));
     assert!(child.try_wait().unwrap().is_none(), "clean did not wait");
     drop(held);
     let rest: Vec<String> = lines.map(Result::unwrap).collect();
     let mut out = child.wait_with_output().unwrap();
-    out.stderr = format!("{}\n{}\n", said.join("\n"), rest.join("\n")).into_bytes();
+    out.stderr = format!("{first}\n{}\n", rest.join("\n")).into_bytes();
     out
 }
 
@@ -222,17 +217,10 @@ fn a_multi_stage_build_leaves_no_untagged_image_and_clean_finds_nothing_left() {
     assert_eq!(built(&m2), (tag.clone(), false), "{again}");
     assert!(!again.contains("two-stages: building"), "{again}");
 
-    // A clean waits for a build under way on this machine (here, the lock of one) before it prunes.
-    let held = parkbench::files::lock::try_take(
-        &parkbench::files::lock::folder(),
-        &parkbench::files::lock::file_name(parkbench::images::LOCK_PREFIX, &tag),
-        "a build of the test",
-    )
-    .unwrap();
-    assert!(
-        matches!(held, parkbench::files::lock::Tried::Held(_)),
-        "{held:?}"
-    );
+    // A clean waits for a build under way on this machine (here, the turn of one) before it prunes.
+    let held = rt
+        .block_on(parkbench::images::turn(&tag, "the test"))
+        .unwrap();
     let out = clean_waiting_for(&namespace, held);
     assert!(out.status.success(), "{}", describe(&out));
     let left = rt.block_on(engine.image_tags(&namespace)).unwrap();
