@@ -5,7 +5,7 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 bin := "target/driver/parkbench"
 host_bin := "target/x86_64-unknown-linux-gnu/driver/parkbench"
 # The integration tests that run alone (tests/it/main.rs says why).
-alone := "hostile:: placing:: fleet:: podman:: isolation:: archive::reproduce_makes_a_reference_run"
+alone := "hostile:: placing:: isolation:: archive::reproduce_makes_a_reference_run"
 alone_skipped := "--skip " + replace(alone, " ", " --skip ")
 
 # List the recipes.

@@ -64,6 +64,7 @@ fn cells(samples: &[serde_json::Value]) -> Vec<(String, u64)> {
 
 #[test]
 fn across_then_spread_over_an_extra_engine_and_this_one() {
+    let _lease = leasing_local();
     ensure_built();
     let extra = ExtraEngine::start(&storage_driver());
     let tmp = tempfile::tempdir().unwrap();
@@ -162,6 +163,7 @@ fn across_then_spread_over_an_extra_engine_and_this_one() {
 
 #[test]
 fn a_host_killed_mid_run_loses_its_cells_and_resume_finishes_them_elsewhere() {
+    let _lease = leasing_local();
     ensure_built();
     let driver = storage_driver();
     let mut doomed = ExtraEngine::start(&driver);
@@ -256,6 +258,7 @@ fn left_behind(url: Option<(&str, &Path)>, run_id: &str, top: &str) -> (Vec<Stri
 
 #[test]
 fn ctrl_c_stops_every_host_releases_its_leases_and_the_same_hosts_finish_on_resume() {
+    let _lease = leasing_local();
     ensure_built();
     let extra = ExtraEngine::start(&storage_driver());
     let tmp = tempfile::tempdir().unwrap();
@@ -316,6 +319,7 @@ fn nothing_run(results: &Path) {
 
 #[test]
 fn a_plain_tcp_host_is_refused_before_anything_runs_unless_allowed() {
+    let _lease = leasing_local();
     // The extra Engine listens with TLS only; named without TLS files it is plain TCP.
     let extra = ExtraEngine::start(&storage_driver());
     let tmp = tempfile::tempdir().unwrap();

@@ -106,6 +106,7 @@ fn uploads() -> usize {
 
 #[test]
 fn the_default_study_on_podman_beside_the_docker_engine_finds_the_same() {
+    let _lease = leasing_local();
     ensure_built();
     let uploads_before = uploads();
     let podman = PodmanService::start();

@@ -42,6 +42,14 @@ pub fn ensure_built() {
     }
 }
 
+/// Held by a test whose run leases this machine's Engine (a run across hosts naming `local`): a
+/// second such run is refused while a lease is held, and each counts the containers of its
+/// sub-run `local`, so those tests take turns; other tests run beside them.
+pub fn leasing_local() -> std::sync::MutexGuard<'static, ()> {
+    static LEASE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LEASE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The driver built in the pinned Rust toolchain image from this repository (`parkbench driver`, what
 /// `just driver` writes), once for all the tests: reused when the Engine holds the image of the same
 /// sources, compiled there otherwise.
