@@ -27,6 +27,10 @@ pub const INPUTS_LABEL: &str = "parkbench.inputs";
 
 /// The lock every build holds shared while it builds, and `clean` alone ([`builds_held_off`]).
 const GATE: &str = "images.lock";
+/// The lock a build holds shared on its way to [`GATE`], and `clean` alone while it waits for the
+/// builds under way: no build starts then, so that a `clean` is not kept waiting by builds that keep
+/// starting.
+const NEXT: &str = "images-next.lock";
 
 /// A build's turn ([`turn`]): held until dropped.
 #[derive(Debug)]
@@ -41,8 +45,13 @@ pub struct Turn {
 pub async fn turn(tag: &str, what: &str) -> Result<Turn> {
     let dir = lock::folder();
     let say = |by: &str| eprintln!("{what}: {by} is under way on this machine: waiting for it");
-    let share = || Ok(lock::try_share(&dir, GATE)?.held());
-    let gate = lock::wait(share, say, std::future::pending()).await?;
+    let share = |name| {
+        let dir = &dir;
+        move || Ok(lock::try_share(dir, name)?.held())
+    };
+    let next = lock::wait(share(NEXT), say, std::future::pending()).await?;
+    let gate = lock::wait(share(GATE), say, std::future::pending()).await?;
+    drop(next);
     let holder = format!("a build of {tag} (pid {})", std::process::id());
     let name = lock::file_name("image-", tag);
     Ok(Turn {
@@ -54,14 +63,20 @@ pub async fn turn(tag: &str, what: &str) -> Result<Turn> {
 /// Every build of an image on this machine ended (waited for), and none starting while the lock
 /// is held: what `clean` removes (build stages, the artifact cache) is then no build's.
 pub async fn builds_held_off() -> Result<lock::Held> {
-    let holder = format!("parkbench clean (pid {})", std::process::id());
+    let (dir, holder) = (
+        lock::folder(),
+        format!("parkbench clean (pid {})", std::process::id()),
+    );
+    // Builds hold it only on their way to the gate; another clean holds it while it waits, and is
+    // said below as the builds are.
+    let _next = lock::take(&dir, NEXT, &holder, |_| {}).await?;
     let mut said = false;
     let say = |_: &str| {
         if !std::mem::replace(&mut said, true) {
             eprintln!("waiting for the image builds under way on this machine to end");
         }
     };
-    lock::take(&lock::folder(), GATE, &holder, say).await
+    lock::take(&dir, GATE, &holder, say).await
 }
 
 /// What a build needs besides the recipe.
@@ -592,4 +607,54 @@ async fn contents<E: Images>(
     let found = (binaries, versions);
     crate::files::write_atomic(&memo, serde_json::to_string_pretty(&found)?.as_bytes())?;
     Ok(Ok(found))
+}
+
+#[cfg(test)]
+mod turn_tests {
+    use super::*;
+    use std::time::Duration;
+    use tokio::time::timeout;
+
+    const A_WHILE: Duration = Duration::from_millis(600);
+
+    #[tokio::test]
+    async fn two_builds_of_one_tag_take_turns_and_builds_of_others_do_not_wait() {
+        let first = turn("ns/a:1", "a").await.unwrap();
+        let other = timeout(A_WHILE, turn("ns/b:1", "b")).await;
+        assert!(other.is_ok(), "another tag waited");
+        let same = turn("ns/a:1", "a again");
+        tokio::pin!(same);
+        assert!(
+            timeout(A_WHILE, &mut same).await.is_err(),
+            "the same tag did not wait"
+        );
+        drop(first);
+        same.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_clean_waits_for_the_builds_under_way_and_holds_new_ones_off() {
+        let first = turn("ns/a:1", "a").await.unwrap();
+        let clean = builds_held_off();
+        tokio::pin!(clean);
+        assert!(
+            timeout(A_WHILE, &mut clean).await.is_err(),
+            "clean did not wait"
+        );
+        // A build that starts while the clean waits waits for the clean.
+        let second = turn("ns/b:1", "b");
+        tokio::pin!(second);
+        assert!(
+            timeout(A_WHILE, &mut second).await.is_err(),
+            "a build started"
+        );
+        drop(first);
+        let cleaning = clean.await.unwrap();
+        assert!(
+            timeout(A_WHILE, &mut second).await.is_err(),
+            "a build started"
+        );
+        drop(cleaning);
+        second.await.unwrap();
+    }
 }
