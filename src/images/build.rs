@@ -25,25 +25,39 @@ pub mod failure;
 /// only when it carries the inputs the tag is named after.
 pub const INPUTS_LABEL: &str = "parkbench.inputs";
 
-/// The lock every build holds shared while it builds, and `clean` alone ([`builds_held_off`]).
+/// The lock a process holds shared while it builds (from before its first build touches the artifact
+/// cache to its last build's end), and `clean` alone ([`builds_held_off`]).
 const GATE: &str = "images.lock";
-/// The lock a build holds shared on its way to [`GATE`], and `clean` alone while it waits for the
+/// The lock a process holds shared on its way to [`GATE`], and `clean` alone while it waits for the
 /// builds under way: no build starts then, so that a `clean` is not kept waiting by builds that keep
 /// starting.
 const NEXT: &str = "images-next.lock";
 
-/// A build's turn ([`turn`]): held until dropped.
-#[derive(Debug)]
-pub struct Turn {
-    _gate: lock::Held,
-    _tag: lock::Held,
+/// This process's share of [`GATE`], by lock folder: taken when its first build starts, and held
+/// while any [`Building`] of it lives.
+static SHARES: std::sync::Mutex<Vec<(PathBuf, std::sync::Weak<lock::Held>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// This process building images (held until dropped): no `clean` of this machine removes what its
+/// builds use meanwhile.
+#[derive(Debug, Clone)]
+pub struct Building {
+    _share: std::sync::Arc<lock::Held>,
 }
 
-/// This machine's one build of `tag` while held: a process building the same tag at the same time
-/// is waited for (said once, as `what`), and on the same Engine its image is then found and reused.
-/// A `clean` under way is waited for first, and none starts until the turn is dropped.
-pub async fn turn(tag: &str, what: &str) -> Result<Turn> {
+/// This process's share of the builds' lock, taken if it holds none yet: a `clean` under way on
+/// this machine is waited for first (said once, as `what`). Held by every build of images from
+/// before it reads the artifact cache until it ends; taken again inside it, it is the same share
+/// (never waited for again, so that a `clean` waiting for it cannot wait in a circle with it).
+pub async fn building(what: &str) -> Result<Building> {
     let dir = lock::folder();
+    let ours = |shares: &mut Vec<(PathBuf, std::sync::Weak<lock::Held>)>| {
+        shares.retain(|(_, share)| share.strong_count() > 0);
+        (shares.iter()).find_map(|(d, share)| (*d == dir).then(|| share.upgrade()).flatten())
+    };
+    if let Some(held) = ours(&mut SHARES.lock().unwrap_or_else(|e| e.into_inner())) {
+        return Ok(Building { _share: held });
+    }
     let say = |by: &str| eprintln!("{what}: {by} is under way on this machine: waiting for it");
     let share = |name| {
         let dir = &dir;
@@ -52,16 +66,40 @@ pub async fn turn(tag: &str, what: &str) -> Result<Turn> {
     let next = lock::wait(share(NEXT), say, std::future::pending()).await?;
     let gate = lock::wait(share(GATE), say, std::future::pending()).await?;
     drop(next);
+    let gate = std::sync::Arc::new(gate.expect("never cancelled"));
+    let mut shares = SHARES.lock().unwrap_or_else(|e| e.into_inner());
+    // Another task of this process may have taken one meanwhile: either will do.
+    if let Some(held) = ours(&mut shares) {
+        return Ok(Building { _share: held });
+    }
+    shares.push((dir.clone(), std::sync::Arc::downgrade(&gate)));
+    Ok(Building { _share: gate })
+}
+
+/// A build's turn ([`turn`]): held until dropped.
+#[derive(Debug)]
+pub struct Turn {
+    _building: Building,
+    _tag: lock::Held,
+}
+
+/// This machine's one build of `tag` while held: a process building the same tag at the same time
+/// is waited for (said once, as `what`), and on the same Engine its image is then found and reused.
+/// Holds this process's share of the builds' lock ([`building`]).
+pub async fn turn(tag: &str, what: &str) -> Result<Turn> {
+    let building = building(what).await?;
+    let say = |by: &str| eprintln!("{what}: {by} is under way on this machine: waiting for it");
     let holder = format!("a build of {tag} (pid {})", std::process::id());
     let name = lock::file_name("image-", tag);
     Ok(Turn {
-        _gate: gate.expect("never cancelled"),
-        _tag: lock::take(&dir, &name, &holder, say).await?,
+        _building: building,
+        _tag: lock::take(&lock::folder(), &name, &holder, say).await?,
     })
 }
 
-/// Every build of an image on this machine ended (waited for), and none starting while the lock
-/// is held: what `clean` removes (build stages, the artifact cache) is then no build's.
+/// Every process building images on this machine done (waited for), and none starting while the
+/// lock is held: what `clean` removes (build stages, the artifact cache) is then no build's. A
+/// process never takes it while it holds a [`Building`].
 pub async fn builds_held_off() -> Result<lock::Held> {
     let (dir, holder) = (
         lock::folder(),
@@ -641,20 +679,38 @@ mod turn_tests {
             timeout(A_WHILE, &mut clean).await.is_err(),
             "clean did not wait"
         );
-        // A build that starts while the clean waits waits for the clean.
+        // A process that starts building while the clean waits waits for it (this one, already
+        // building, goes on: the clean waits for it).
+        let other = lock::try_share(&lock::folder(), NEXT).unwrap();
+        assert!(
+            other.held().is_err(),
+            "another process could start building"
+        );
+        drop(first);
+        let cleaning = clean.await.unwrap();
         let second = turn("ns/b:1", "b");
         tokio::pin!(second);
         assert!(
             timeout(A_WHILE, &mut second).await.is_err(),
             "a build started"
         );
-        drop(first);
-        let cleaning = clean.await.unwrap();
-        assert!(
-            timeout(A_WHILE, &mut second).await.is_err(),
-            "a build started"
-        );
         drop(cleaning);
         second.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_build_inside_a_build_of_this_process_shares_its_lock() {
+        let outer = building("outer").await.unwrap();
+        let clean = builds_held_off();
+        tokio::pin!(clean);
+        assert!(
+            timeout(A_WHILE, &mut clean).await.is_err(),
+            "clean did not wait"
+        );
+        // The clean waiting holds other processes off, not this one's builds inside the outer one.
+        let inner = timeout(A_WHILE, turn("ns/c:1", "c")).await;
+        assert!(inner.is_ok(), "a build inside a build waited for the clean");
+        drop((outer, inner));
+        clean.await.unwrap();
     }
 }

@@ -72,6 +72,8 @@ pub async fn build(
     fresh: Fresh,
 ) -> Result<Built> {
     let no_cache = fresh == Fresh::Everything;
+    // Held from the toolchain image's build to the driver's: no clean removes either meanwhile.
+    let _building = super::build::building("the driver").await?;
     let cache = Cache::from_env()?;
     let toolchain = toolchain_image(engine, &cache, toolchain_repo).await?;
     let scratch = cache.scratch()?;

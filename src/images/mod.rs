@@ -46,7 +46,7 @@ use crate::images::cache::Cache;
 use crate::images::pin::Pins;
 use plan::{Graph, Node, Schedule};
 
-pub use build::{Turn, builds_held_off, turn};
+pub use build::{Building, Turn, building, builds_held_off, turn};
 use manifest::Outcome;
 pub use manifest::{BuildOptions, BuiltImage, FailedImage, Manifest, UnavailableImage, namespace};
 
@@ -91,6 +91,8 @@ pub async fn build_all_timed<E: Images>(
     repo: &Path,
     options: &BuildOptions,
 ) -> Result<(Manifest, BuildTimes)> {
+    // Held from before the first build reads the artifact cache: no clean removes what they use.
+    let _building = build::building("the build").await?;
     let full = graph(repo, pins)?;
     let graph = match options.only.as_slice() {
         [] => full.only(&full.default_set())?,

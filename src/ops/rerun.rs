@@ -20,10 +20,12 @@ use super::archive::{Contents, archive};
 use super::report::report;
 use super::{Ending, Interrupt, Paths, run};
 use crate::outputs::compare;
+use crate::run::cpu_lock;
 use crate::run::lifecycle::{self, Fresh, Run};
 use crate::run::needs::check_runnable;
 use crate::run::run_dir::{self, RunDir, RunState};
 use crate::study::cpus::CpuChoice;
+use crate::study::cpuset;
 use crate::study::repeats::{Repeats, RepeatsChoice};
 
 pub use images::{Images, images, refuse, verify_loaded};
@@ -102,7 +104,6 @@ async fn rerun(
     check_runnable(&source.study, &images.manifest)?;
     let mut run = run_folder(paths, args, source, images, seccomp, resumed).await?;
     run.share_cpus(args.shared_cpus);
-    run.wait_for_cpus(args.wait_for_cpus);
     let run = run::measure(&images.engine, run, interrupt).await?;
     if run.interrupted {
         return Ok(Ending::of_run(&run));
@@ -132,9 +133,16 @@ async fn run_folder(
     resumed: Option<RunDir>,
 ) -> Result<Run> {
     let (engine, manifest, study) = (&images.engine, &images.manifest, &source.study);
+    // The CPUs are taken (or waited for) before the run's environment is recorded, which runs a
+    // container on them: a run refused here has made nothing.
+    let how = (args.shared_cpus, args.wait_for_cpus);
     if let Some(dir) = resumed {
+        let cpus = cpuset::parse(&dir.load_state()?.cpus_pinned)?;
+        let held = cpu_lock::take_for_run(&cpus, &study.id, how).await?;
         let (images, repo) = (&source.images, &source.repo());
-        return Run::resume_rerun(engine, dir, study, manifest, images, repo).await;
+        let mut run = Run::resume_rerun(engine, dir, study, manifest, images, repo).await?;
+        run.hold_cpus(held);
+        return Ok(run);
     }
     let deviations = images
         .different
@@ -161,7 +169,9 @@ async fn run_folder(
         // Chosen once the archive's records are read: a broken one is said first.
         cpus: lifecycle::choose(engine, study, args.cpus.as_ref()).await?,
     };
+    let held = cpu_lock::take_for_run(&fresh.cpus.cpus, &study.id, how).await?;
     let mut run = Run::start(engine, &paths.results, study, manifest, fresh).await?;
+    run.hold_cpus(held);
     if let Some(warning) = seccomp.warning {
         run.warn(warning)?;
     }

@@ -86,32 +86,25 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         }
     };
     run.share_cpus(options.shared_cpus);
-    if let Some(held) = held {
-        run.hold_cpus(held);
-    }
+    run.hold_cpus(held);
     if let Some(earlier) = reference_estimates(paths, file.as_deref(), &study.id) {
         run.estimate_from(earlier);
     }
     measure(&engine, run, interrupt).await
 }
 
-/// The locks of the run's CPUs (none with `--allow-shared-cpus`): waited for with
-/// `--wait-for-cpus` (Ctrl-C then stops the command, nothing made), else refused when another run
-/// holds one, naming it.
+/// The locks of the run's CPUs ([`cpu_lock::take_for_run`]); none for a rerun's folder, which
+/// `rerun` resumes.
 async fn take_cpus(begin: &Begin, study: &str, options: &Options) -> Result<Option<CpuLock>> {
-    if options.shared_cpus {
-        return Ok(None);
-    }
     let cpus = match begin {
         Begin::New(chosen) => chosen.cpus.clone(),
-        Begin::Resume(dir) => cpuset::parse(&dir.load_state()?.cpus_pinned)?,
+        Begin::Resume(dir) => match dir.load_state()? {
+            state if state.rerun_of.is_some() => return Ok(None),
+            state => cpuset::parse(&state.cpus_pinned)?,
+        },
     };
-    let holder = format!("a run of study {study} (pid {})", std::process::id());
-    let dir = cpu_lock::folder();
-    match options.wait_for_cpus {
-        true => CpuLock::wait(&dir, &cpus, &holder, std::future::pending()).await,
-        false => CpuLock::acquire(&dir, &cpus, &holder).map(Some),
-    }
+    let how = (options.shared_cpus, options.wait_for_cpus);
+    cpu_lock::take_for_run(&cpus, study, how).await
 }
 
 /// A run resumed from its folder, or a new one on the CPUs chosen for it before any build.

@@ -100,6 +100,24 @@ impl CpuLock {
     }
 }
 
+/// The locks of `cpus` for a run of study `study`, taken before the run is made or opened (its
+/// environment record runs a container on them): none when `shared` (`--allow-shared-cpus`);
+/// waited for when `wait` (until the command is stopped: nothing is made yet), else refused when
+/// another run holds one, naming it.
+pub async fn take_for_run(
+    cpus: &[usize],
+    study: &str,
+    (shared, wait): (bool, bool),
+) -> Result<Option<CpuLock>> {
+    let holder = format!("a run of study {study} (pid {})", std::process::id());
+    let dir = folder();
+    match (shared, wait) {
+        (true, _) => Ok(None),
+        (false, true) => CpuLock::wait(&dir, cpus, &holder, std::future::pending()).await,
+        (false, false) => CpuLock::acquire(&dir, cpus, &holder).map(Some),
+    }
+}
+
 /// The validity warning of a run that measured with `--allow-shared-cpus`.
 pub fn shared_warning(cpus: &str) -> Warning {
     Warning {

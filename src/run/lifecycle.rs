@@ -186,9 +186,10 @@ impl Run {
     }
 
     /// The run's CPUs, locked by the caller before the run's environment was recorded (which runs
-    /// a container on them): measured under these locks, not taken again.
-    pub fn hold_cpus(&mut self, locks: CpuLock) {
-        self.held = Some(locks);
+    /// a container on them): measured under these locks, not taken again (`None`: taken when it
+    /// measures, if at all).
+    pub fn hold_cpus(&mut self, locks: Option<CpuLock>) {
+        self.held = locks;
     }
 
     /// Whether each next process's container is created ahead (the default) or just before it
