@@ -9,12 +9,13 @@ use crate::common;
 use std::path::Path;
 
 use common::dockerd::ExtraEngine;
-use common::{describe, parkbench, text};
+use common::{describe, ensure_built, parkbench, text};
 use parkbench::engine::{Containers, Engine, Images};
 
 /// The machine Engine's storage driver, and its base image (the image doctor reads a host
 /// through), copied onto `extra` through the Engine API (save → load: the image ID kept).
 fn give_base_image(extra: &ExtraEngine, certs: &Path) -> String {
+    ensure_built();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let local = Engine::connect().await.unwrap();

@@ -106,7 +106,9 @@ fn a_crash_and_a_timeout_are_invalid_samples_and_the_run_goes_on() {
             ("go-sleep", &["{tasks}", "30000"]),
             ("rust-async-std", &["{tasks}", "10"]),
         ],
-        2,
+        // Long enough for rust-async-std's 10 ms on a machine busy with another test, not for
+        // go-sleep's 30 s.
+        10,
         "",
     );
     let out = run_study(tmp.path(), &yaml);

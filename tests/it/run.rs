@@ -47,14 +47,12 @@ fn small_study_gives_valid_alternating_samples() {
 /// A run on CPUs another run holds is refused before it makes anything, naming the holder and
 /// `--wait-for-cpus`; with `PARKBENCH_WAIT_FOR_CPUS=1` (that flag's variable) it waits for them,
 /// says so once, makes nothing while it waits (its environment record runs a container on those
-/// CPUs), and measures once they are free. The locks are in a folder of this test's own
-/// (`PARKBENCH_LOCKS`), held by the test.
+/// CPUs), and measures once they are free. The test holds CPU 0 itself, once other runs let it go.
 #[test]
 fn a_run_waits_for_cpus_another_run_holds_when_asked() {
     use std::io::{BufRead, BufReader};
     ensure_built();
     let tmp = tempfile::tempdir().unwrap();
-    let locks = tmp.path().join("locks");
     let study = write_study(
         tmp.path(),
         "waits.yaml",
@@ -63,11 +61,20 @@ fn a_run_waits_for_cpus_another_run_holds_when_asked() {
     let run = || {
         Invocation::run(tmp.path(), &study)
             .cpus("0")
-            .env("PARKBENCH_LOCKS", &locks)
             .env_remove("PARKBENCH_WAIT_FOR_CPUS")
     };
     let holder = "run 1 of study holds (pid 1)";
-    let held = parkbench::run::cpu_lock::CpuLock::acquire(&locks, &[0], holder).unwrap();
+    let (cpu_lock, never) = (parkbench::run::cpu_lock::folder(), std::future::pending());
+    let held =
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(parkbench::run::cpu_lock::CpuLock::wait(
+                &cpu_lock,
+                &[0],
+                holder,
+                never,
+            ));
+    let held = held.unwrap().expect("never cancelled");
     let runs = tmp.path().join("waits/runs");
 
     let refused = run().output();
@@ -132,18 +139,24 @@ fn sigint_removes_the_container_and_resume_fills_the_missing_cells() {
     let mut child = Invocation::run(tmp.path(), &study).spawn();
     let log =
         |p: &std::path::Path| std::fs::read_to_string(p.join("samples.jsonl")).unwrap_or_default();
-    let deadline = Instant::now() + Duration::from_secs(120);
+    // The run's folder is made once its CPU is free (another test's run may hold it), and its
+    // first sample comes within two minutes of that.
+    let (mut deadline, mut made) = (Instant::now() + Duration::from_secs(1800), false);
     let run = loop {
         assert!(
             Instant::now() < deadline,
-            "the run never measured its first sample"
+            "the run never measured its first sample (its folder made: {made})"
         );
         std::thread::sleep(Duration::from_millis(200));
         let runs = tmp.path().join("interrupted/runs");
         let first = std::fs::read_dir(&runs).ok().and_then(|mut d| d.next());
-        if let Some(dir) = first.map(|e| e.unwrap().path())
-            && log(&dir).lines().count() == 1
-        {
+        let Some(dir) = first.map(|e| e.unwrap().path()) else {
+            continue;
+        };
+        if !made {
+            (deadline, made) = (Instant::now() + Duration::from_secs(120), true);
+        }
+        if log(&dir).lines().count() == 1 {
             break dir;
         }
     };
