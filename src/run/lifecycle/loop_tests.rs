@@ -475,16 +475,17 @@ async fn a_crashing_probe_stops_at_max() {
     assert_eq!(ran(&engine), want, "invalid processes count toward max");
 }
 
+/// The lock of CPU 0, as another run would hold it.
+fn another_run_on_cpu_0() -> crate::run::cpu_lock::CpuLock {
+    let folder = crate::run::cpu_lock::folder();
+    crate::run::cpu_lock::CpuLock::acquire(&folder, &[0], "run X of study other (pid 1)").unwrap()
+}
+
 #[tokio::test]
 async fn a_run_on_cpus_another_run_holds_is_refused_and_a_new_one_leaves_no_folder() {
     let study = study(1);
     let (_tmp, dir) = new_run(&study);
-    let held = crate::run::cpu_lock::CpuLock::acquire(
-        &crate::run::cpu_lock::folder(),
-        &[0],
-        "run X of study other (pid 1)",
-    )
-    .unwrap();
+    let held = another_run_on_cpu_0();
     let engine = FakeEngine::new([]);
     let cancel = CancellationToken::new();
     // A resumed run that measured nothing yet is kept as it was.
@@ -517,12 +518,7 @@ async fn a_run_on_cpus_another_run_holds_is_refused_and_a_new_one_leaves_no_fold
 async fn a_run_waits_for_cpus_another_run_holds_and_ctrl_c_while_it_waits_keeps_it() {
     let study = study(1);
     let (_tmp, dir) = new_run(&study);
-    let held = crate::run::cpu_lock::CpuLock::acquire(
-        &crate::run::cpu_lock::folder(),
-        &[0],
-        "run X of study other (pid 1)",
-    )
-    .unwrap();
+    let held = another_run_on_cpu_0();
     let soon = || tokio::time::sleep(crate::files::lock::RETRY * 2);
 
     // Ctrl-C while it waits: interrupted, nothing measured, its folder kept (even one made now).
@@ -561,12 +557,7 @@ async fn a_run_waits_for_cpus_another_run_holds_and_ctrl_c_while_it_waits_keeps_
 async fn shared_cpus_measure_beside_another_run_and_say_so() {
     let study = study(1);
     let (_tmp, dir) = new_run(&study);
-    let _held = crate::run::cpu_lock::CpuLock::acquire(
-        &crate::run::cpu_lock::folder(),
-        &[0],
-        "run X of study other (pid 1)",
-    )
-    .unwrap();
+    let _held = another_run_on_cpu_0();
     let engine = FakeEngine::new([Step::Valid, Step::Valid]);
     let cancel = CancellationToken::new();
     let mut run = Run::new(dir.clone(), dir.load_state().unwrap(), &study, &manifest()).unwrap();
