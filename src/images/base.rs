@@ -27,7 +27,7 @@ pub async fn import<E: Images>(
     let carries = |img: &Option<crate::engine::ImageFacts>, sha: &str| matches!(img, Some(i) if i.layers == [format!("sha256:{sha}")]);
     let pinned = format!("{repo}:{}", &pin.sha256[..16]);
     // A drifted root filesystem gets another tag, imported under this one's turn all the same.
-    let _turn = super::build::turn(&pinned, name).await?;
+    let _turn = super::turn::turn(&pinned, name).await?;
     let (mut sha256, mut drift, mut took, mut built) = (pin.sha256.clone(), None, None, false);
     if !carries(&engine.image(&pinned).await?, &pin.sha256) {
         super::timing::announce(cache, name, None);

@@ -73,7 +73,7 @@ pub async fn build(
 ) -> Result<Built> {
     let no_cache = fresh == Fresh::Everything;
     // Held from the toolchain image's build to the driver's: no clean removes either meanwhile.
-    let _building = super::build::building("the driver").await?;
+    let _building = super::turn::building("the driver").await?;
     let cache = Cache::from_env()?;
     let toolchain = toolchain_image(engine, &cache, toolchain_repo).await?;
     let scratch = cache.scratch()?;
@@ -84,7 +84,7 @@ pub async fn build(
         manifest::namespace(),
         &digest::bytes(format!("{}\n{toolchain}", sources.sha256).as_bytes())[..16]
     );
-    let _turn = super::build::turn(&tag, "the driver").await?;
+    let _turn = super::turn::turn(&tag, "the driver").await?;
     let reused = fresh == Fresh::Reuse && engine.image(&tag).await?.is_some();
     if !reused {
         eprintln!(

@@ -34,6 +34,7 @@ pub mod recipe;
 pub mod saved;
 pub mod tags;
 pub mod timing;
+mod turn;
 pub mod vendor;
 
 use std::collections::BTreeMap;
@@ -46,9 +47,9 @@ use crate::images::cache::Cache;
 use crate::images::pin::Pins;
 use plan::{Graph, Node, Schedule};
 
-pub use build::{Building, Turn, building, builds_held_off, turn};
 use manifest::Outcome;
 pub use manifest::{BuildOptions, BuiltImage, FailedImage, Manifest, UnavailableImage, namespace};
+pub use turn::{Turn, builds_held_off, turn};
 
 /// Names of the probe images: the `docker/` folders whose recipe says `probe: true` (what a study's
 /// `probes[].image` may name).
@@ -92,7 +93,7 @@ pub async fn build_all_timed<E: Images>(
     options: &BuildOptions,
 ) -> Result<(Manifest, BuildTimes)> {
     // Held from before the first build reads the artifact cache: no clean removes what they use.
-    let _building = build::building("the build").await?;
+    let _building = turn::building("the build").await?;
     let full = graph(repo, pins)?;
     let graph = match options.only.as_slice() {
         [] => full.only(&full.default_set())?,
