@@ -17,6 +17,8 @@ use super::{BuildOptions, build, context, manifest, pin, recipe};
 use crate::engine::{BuildSpec, Engine, Images};
 use crate::files::{digest, read_text};
 
+mod crates;
+
 /// What the driver is built from, relative to the repository (or to an archive's `source/`).
 pub const SOURCES: [&str; 5] = [
     "Cargo.toml",
@@ -26,6 +28,10 @@ pub const SOURCES: [&str; 5] = [
     // The default study, which the driver embeds.
     "results/wait-1m/study.yaml",
 ];
+
+/// The sources of [`SOURCES`] the crates' layer is built from; an edit of the others compiles the
+/// driver's own crate alone.
+const CRATES_LAYER: [&str; 3] = ["Cargo.toml", "Cargo.lock", "build.rs"];
 
 /// The image the driver is built in.
 pub const TOOLCHAIN: &str = "toolchain-rust";
@@ -90,15 +96,11 @@ pub async fn build(
         eprintln!(
             "building the driver in {toolchain}: its crates (unless built before), then the driver"
         );
-        let ctx = build_context(&cache, repo, scratch.path())?;
+        let ctx = build_context(&cache, repo, scratch.path(), &rebuild_mark(fresh))?;
         let spec = BuildSpec {
             context: ctx.path.clone(),
             tag: tag.clone(),
-            buildargs: [
-                ("RUST".to_string(), toolchain.clone()),
-                ("REBUILD".to_string(), rebuild_mark(fresh)),
-            ]
-            .into(),
+            buildargs: [("RUST".to_string(), toolchain.clone())].into(),
             // `parkbench.image` as on every image the kit builds: a driver image a rebuild of the
             // same sources untags (`--no-cache`) is one `clean --images` finds.
             labels: [
@@ -131,7 +133,7 @@ pub async fn build(
     })
 }
 
-/// The Dockerfile's `REBUILD`: empty (the Engine's build cache may hold every layer), or for
+/// The context's `driver/rebuild`: empty (the Engine's build cache may hold every layer), or for
 /// [`Fresh::Build`] a value no build used before, so that the driver's crate is compiled again.
 fn rebuild_mark(fresh: Fresh) -> String {
     match fresh {
@@ -164,10 +166,38 @@ async fn toolchain_image(engine: &Engine, cache: &Cache, repo: &Path) -> Result<
 }
 
 /// The build context: the Dockerfile, cargo's configuration, the driver's sources and its crates
-/// vendored (once per `Cargo.lock`, into the cache).
-fn build_context(cache: &Cache, repo: &Path, scratch: &Path) -> Result<context::Context> {
+/// vendored (once per `Cargo.lock`, into the cache), those it is not built from as stubs
+/// ([`crates`]).
+fn build_context(
+    cache: &Cache,
+    repo: &Path,
+    scratch: &Path,
+    rebuild: &str,
+) -> Result<context::Context> {
+    let vendor = vendored(cache, repo, scratch)?;
+    let built =
+        crates::built(repo, &vendor).context("listing the crates the driver is built from")?;
+    context_of(repo, scratch, &vendor, &built, rebuild)
+}
+
+/// [`build_context`] with the vendored crates in `vendor`, of which `built` go in whole.
+fn context_of(
+    repo: &Path,
+    scratch: &Path,
+    vendor: &Path,
+    built: &std::collections::BTreeSet<String>,
+    rebuild: &str,
+) -> Result<context::Context> {
     let mut extra = source_entries(repo, scratch)?;
-    extra.push(("vendor".to_string(), vendored(cache, repo, scratch)?));
+    let vendored = crates::entries(vendor, built, &scratch.join("stubs"))?;
+    extra.extend(
+        vendored
+            .into_iter()
+            .map(|(at, from)| (format!("crates/src/{at}"), from)),
+    );
+    let mark = scratch.join("rebuild");
+    std::fs::write(&mark, rebuild).with_context(|| format!("writing {}", mark.display()))?;
+    extra.push(("driver/rebuild".to_string(), mark));
     context::write(
         &scratch.join("files"),
         &extra,
@@ -188,12 +218,15 @@ fn sources_context(repo: &Path, scratch: &Path) -> Result<context::Context> {
 }
 
 /// The Dockerfile and cargo's configuration (written below `scratch/files`, the context's folder),
-/// and the driver's sources, as context entries.
+/// and the driver's sources, as context entries: laid out as the build uses them, below `crates/`
+/// those its crates' layer is built from ([`CRATES_LAYER`]), the others below `driver/`.
 fn source_entries(repo: &Path, scratch: &Path) -> Result<Vec<(String, PathBuf)>> {
     let files = scratch.join("files");
     std::fs::create_dir_all(&files).with_context(|| format!("creating {}", files.display()))?;
     std::fs::write(files.join("Dockerfile"), DOCKERFILE)?;
-    std::fs::write(files.join("cargo-config.toml"), CARGO_CONFIG)?;
+    let config = files.join("crates/cargo-home/config.toml");
+    std::fs::create_dir_all(config.parent().context("cargo's configuration folder")?)?;
+    std::fs::write(config, CARGO_CONFIG)?;
     let mut extra: Vec<(String, PathBuf)> = Vec::new();
     for source in SOURCES {
         let path = repo.join(source);
@@ -203,7 +236,12 @@ fn source_entries(repo: &Path, scratch: &Path) -> Result<Vec<(String, PathBuf)>>
             path.display(),
             SOURCES.join(", ")
         );
-        extra.push((source.to_string(), path));
+        let layer = if CRATES_LAYER.contains(&source) {
+            "crates"
+        } else {
+            "driver"
+        };
+        extra.push((format!("{layer}/src/{source}"), path));
     }
     Ok(extra)
 }

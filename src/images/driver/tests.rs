@@ -1,4 +1,5 @@
 use super::*;
+use std::collections::BTreeSet;
 
 #[test]
 fn the_context_holds_the_driver_sources_its_crates_and_nothing_else() {
@@ -23,7 +24,8 @@ fn the_context_holds_the_driver_sources_its_crates_and_nothing_else() {
     std::fs::create_dir_all(vendor.join("anyhow")).unwrap();
     std::fs::write(vendor.join("anyhow/lib.rs"), "// a crate\n").unwrap();
     let scratch = tmp.path().join("scratch");
-    let ctx = build_context(&cache, &repo, &scratch).unwrap();
+    let built = BTreeSet::from(["anyhow".to_string()]);
+    let ctx = context_of(&repo, &scratch, &vendor, &built, "").unwrap();
     let mut tar = tar::Archive::new(std::fs::File::open(&ctx.path).unwrap());
     let mut files: Vec<String> = (tar.entries().unwrap())
         .map(|e| e.unwrap())
@@ -34,25 +36,26 @@ fn the_context_holds_the_driver_sources_its_crates_and_nothing_else() {
     assert_eq!(
         files,
         [
-            "Cargo.lock",
-            "Cargo.toml",
             "Dockerfile",
-            "build.rs",
-            "cargo-config.toml",
-            "results/wait-1m/study.yaml",
-            "src/main.rs",
-            "vendor/anyhow/lib.rs"
+            "crates/cargo-home/config.toml",
+            "crates/src/Cargo.lock",
+            "crates/src/Cargo.toml",
+            "crates/src/build.rs",
+            "crates/src/vendor/anyhow/lib.rs",
+            "driver/rebuild",
+            "driver/src/results/wait-1m/study.yaml",
+            "driver/src/src/main.rs"
         ]
     );
     // The same sources elsewhere give the same context, byte for byte.
     let moved = tmp.path().join("elsewhere/repo");
     std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
     std::fs::rename(&repo, &moved).unwrap();
-    let again = build_context(&cache, &moved, &tmp.path().join("scratch2")).unwrap();
+    let again = context_of(&moved, &tmp.path().join("scratch2"), &vendor, &built, "").unwrap();
     assert_eq!(again.sha256, ctx.sha256);
 
     std::fs::remove_file(moved.join("build.rs")).unwrap();
-    let err = build_context(&cache, &moved, &tmp.path().join("scratch3")).unwrap_err();
+    let err = context_of(&moved, &tmp.path().join("scratch3"), &vendor, &built, "").unwrap_err();
     assert!(format!("{err:#}").contains("build.rs: missing"), "{err:#}");
 }
 
