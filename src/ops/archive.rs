@@ -25,8 +25,8 @@ pub struct Contents {
     pub sources: bool,
     /// The probe images, exported through the Engine.
     pub images: bool,
-    /// The running driver, when it is self-contained ([`driver`]), and its record.
-    pub driver: bool,
+    /// The running driver, when it is self-contained ([`driver`]), and its record; or its record alone.
+    pub driver: Driver,
     /// The locked `.deb`s of the root filesystems the run's images stand on (`debs/`), so that
     /// a rerun rebuilds them with no mirror at all. Implied by `images`.
     pub debs: bool,
@@ -37,14 +37,14 @@ impl Contents {
     pub const DEFAULT: Contents = Contents {
         sources: true,
         images: false,
-        driver: true,
+        driver: Driver::Inside,
         debs: false,
     };
     /// The run and its sources (a step of `explain`).
     pub const SOURCES: Contents = Contents {
         sources: true,
         images: false,
-        driver: false,
+        driver: Driver::Left,
         debs: false,
     };
     /// The run folder alone: a reference run, which is verified and compared with, never rerun
@@ -52,9 +52,21 @@ impl Contents {
     pub const RUN_ONLY: Contents = Contents {
         sources: false,
         images: false,
-        driver: false,
+        driver: Driver::Left,
         debs: false,
     };
+}
+
+/// What an archive holds of the driver that writes it (when that driver is self-contained).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    /// The file (`<run-id>/parkbench`) and its record (`parkbench.json`).
+    Inside,
+    /// Its record alone (`--no-driver`): the archive names the driver by its sha256, and
+    /// `verify --rebuild-driver` rebuilds that file from `source/` and compares.
+    Named,
+    /// Neither.
+    Left,
 }
 
 /// Writes `<run-id>.tar.gz` beside the run folder (a `runs/latest` link names the run it points at).
@@ -76,8 +88,11 @@ pub async fn archive_to(
     } else {
         Vec::new()
     };
-    if contents.driver {
-        extras.extend(driver_members(temp.path())?);
+    if contents.driver != Driver::Left {
+        extras.extend(driver_members(
+            temp.path(),
+            contents.driver == Driver::Inside,
+        )?);
     }
     if contents.debs || contents.images {
         extras.extend(deb_members(repo, run)?);
@@ -110,9 +125,9 @@ fn study_readme(run_dir: &Path) -> Option<(String, PathBuf)> {
 /// The name of a study's README, and of its copy in an archive.
 const README: &str = "README.md";
 
-/// The running driver and its record as archive members, when it is self-contained; otherwise
-/// none, saying why.
-fn driver_members(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+/// The running driver (when `carry`) and its record as archive members, when it is
+/// self-contained; otherwise none, saying why.
+fn driver_members(dir: &Path, carry: bool) -> Result<Vec<(String, PathBuf)>> {
     let (exe, record) = match driver::this_driver()? {
         Ok(found) => found,
         Err(why) => {
@@ -123,14 +138,20 @@ fn driver_members(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     let path = dir.join(driver::RECORD);
     let json = serde_json::to_string_pretty(&record)? + "\n";
     std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
+    let record_member = (driver::RECORD.to_string(), path);
+    if !carry {
+        eprintln!(
+            "archive: names this driver without carrying it ({}, {} linking, sha256 {}; \
+             --no-driver)",
+            record.target, record.linking, record.sha256
+        );
+        return Ok(vec![record_member]);
+    }
     eprintln!(
         "archive: carries this driver ({}, {} linking, sha256 {})",
         record.target, record.linking, record.sha256
     );
-    Ok(vec![
-        (driver::MEMBER.to_string(), exe),
-        (driver::RECORD.to_string(), path),
-    ])
+    Ok(vec![(driver::MEMBER.to_string(), exe), record_member])
 }
 
 /// The locked `.deb`s of every root filesystem pin the run's images stand on, and the `.deb` of

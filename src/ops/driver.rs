@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use super::Ending;
 use crate::engine::Engine;
 use crate::images::driver::{self, Fresh, SOURCES};
-use crate::outputs::archive::driver::{MEMBER, PINNED, SELF_CONTAINED};
+use crate::outputs::archive::driver::{MEMBER, PINNED, RECORD, SELF_CONTAINED};
 use crate::outputs::archive::{self, Unpack};
 
 /// `driver`: builds the driver from `repo` in the pinned toolchain image and writes it to `out`.
@@ -73,8 +73,8 @@ fn host_instead(out: &Path, why: &anyhow::Error) -> Result<Ending> {
 /// the locked registry crates) in the toolchain image of `repo`, the reviewer's own (never the
 /// archive's: its recipe could forge the result; its own toolchain files, when they differ, are
 /// named), its own crate compiled again (the crates' layer from the Engine's build cache when this
-/// machine built the same crates before), and says whether it is the file the archive carries; a
-/// different file fails.
+/// machine built the same crates before), and says whether it is the file the archive carries (or,
+/// when it carries only the driver's record, the file that record names); a different file fails.
 pub async fn rebuild(archive: &Path, repo: &Path) -> Result<Ending> {
     let tmp = tempfile::tempdir().context("creating a folder for the archive's sources")?;
     let unpack = Unpack {
@@ -85,9 +85,14 @@ pub async fn rebuild(archive: &Path, repo: &Path) -> Result<Ending> {
         .with_context(|| format!("checking {}", archive.display()))?;
     let Some(carried) = report.driver else {
         bail!(
-            "{}: carries no driver: there is nothing to rebuild",
+            "{}: names no driver (it has no {RECORD}): there is nothing to rebuild",
             archive.display()
         );
+    };
+    let theirs = if carried.inside {
+        format!("the archive's {MEMBER}")
+    } else {
+        format!("the driver the archive's {RECORD} names")
     };
     println!("{}", carried.line(Some(archive)));
     let source = tmp.path().join("source");
@@ -105,7 +110,7 @@ pub async fn rebuild(archive: &Path, repo: &Path) -> Result<Ending> {
     );
     if built.sha256 == carried.sha256 {
         println!(
-            "rebuilt driver: sha256 {}: the same file as the archive's {MEMBER}",
+            "rebuilt driver: sha256 {}: the same file as {theirs}",
             built.sha256
         );
         return Ok(Ending::Ok);
@@ -122,7 +127,7 @@ pub async fn rebuild(archive: &Path, repo: &Path) -> Result<Ending> {
          verify with a driver you built yourself (`just driver`), not with this one"
     };
     bail!(
-        "rebuilt driver: sha256 {}, but the archive's {MEMBER} has sha256 {}: not the same file; {expected}",
+        "rebuilt driver: sha256 {}, but {theirs} has sha256 {}: not the same file; {expected}",
         built.sha256,
         carried.sha256
     )

@@ -111,7 +111,7 @@ mod partial_tests {
             contents: crate::ops::archive::Contents {
                 sources: true,
                 images: false,
-                driver: false,
+                driver: crate::ops::archive::Driver::Left,
                 debs: false,
             },
             reference: false,

@@ -3,7 +3,8 @@
 //! the sha256 of the repository's own pinned driver (built once for the tests, or reused). An archive
 //! that driver writes is checked (`check` names the driver's sha256), and `verify --rebuild-driver`
 //! rebuilds it from the archive's own `source/` and finds the same file; an archive whose driver is
-//! not what its sources give fails. Slow (a full compile on the Engine, and two of the driver's own
+//! not what its sources give fails, also when it names the driver by its record alone (`--no-driver`,
+//! the file left out). Slow (a full compile on the Engine, and two of the driver's own
 //! crate): one test, run once.
 
 use crate::common;
@@ -58,11 +59,12 @@ fn the_pinned_driver_is_the_same_file_from_two_folders_and_rebuilds_from_its_arc
         .unwrap()
         .path();
     std::fs::remove_file(run.join("SHA256SUMS")).unwrap();
-    let archived = |driver: &Path, repo: &Path| {
+    let archived = |driver: &Path, repo: &Path, args: &[&str]| {
         let out = Command::new(driver)
             .arg("--repo")
             .arg(repo)
             .arg("archive")
+            .args(args)
             .arg(&run)
             .output()
             .unwrap();
@@ -74,7 +76,7 @@ fn the_pinned_driver_is_the_same_file_from_two_folders_and_rebuilds_from_its_arc
         std::fs::rename(run.with_extension("tar.gz"), &to).unwrap();
         to
     };
-    let good = archived(&driver_a, &repo());
+    let good = archived(&driver_a, &repo(), &[]);
     let out = parkbench().arg("check").arg(&good).output().unwrap();
     assert!(out.status.success(), "{}", describe(&out));
     let said = text(&out.stdout);
@@ -87,7 +89,7 @@ fn the_pinned_driver_is_the_same_file_from_two_folders_and_rebuilds_from_its_arc
         "{said}"
     );
 
-    // The same driver beside sources that give another one.
+    // The same driver beside sources that give another one, named by its record alone.
     let edited = tmp.path().join("edited");
     copy_sources(&edited);
     let main = edited.join("src/main.rs");
@@ -97,7 +99,16 @@ fn the_pinned_driver_is_the_same_file_from_two_folders_and_rebuilds_from_its_arc
         code + "\n#[used]\nstatic EDITED: [u8; 6] = *b\"edited\";\n",
     )
     .unwrap();
-    let bad = archived(&driver_a, &edited);
+    let bad = archived(&driver_a, &edited, &["--no-driver"]);
+    let out = parkbench().arg("check").arg(&bad).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains(&format!(
+            "driver: not inside; parkbench.json names sha256 {sha_a}"
+        )),
+        "{said}"
+    );
 
     // Most of a compile of the driver's own crate keeps one CPU busy: two compiles go side by side.
     // The build from nothing beside the rebuild of the edited archive (another tag); the rebuild of
@@ -116,7 +127,7 @@ fn the_pinned_driver_is_the_same_file_from_two_folders_and_rebuilds_from_its_arc
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     assert!(
         text(&out.stderr).contains(&format!(
-            "the archive's parkbench has sha256 {sha_a}: not the same file"
+            "the driver the archive's parkbench.json names has sha256 {sha_a}: not the same file"
         )),
         "{}",
         describe(&out)

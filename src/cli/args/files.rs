@@ -25,7 +25,9 @@ pub struct ArchiveArgs {
     /// `--with-images`.
     #[arg(long)]
     pub with_debs: bool,
-    /// Leave out the self-contained driver (`<run-id>/parkbench`) the archive otherwise carries.
+    /// Leave out the self-contained driver (`<run-id>/parkbench`) the archive otherwise carries,
+    /// keeping its record (`parkbench.json`), which names it by its sha256: `verify
+    /// --rebuild-driver` rebuilds it from the archive's sources and compares.
     #[arg(long)]
     pub no_driver: bool,
 }
@@ -35,7 +37,11 @@ impl ArchiveArgs {
         crate::ops::archive::Contents {
             sources: true,
             images: self.with_images,
-            driver: !self.no_driver,
+            driver: if self.no_driver {
+                crate::ops::archive::Driver::Named
+            } else {
+                crate::ops::archive::Driver::Inside
+            },
             debs: self.with_debs,
         }
     }

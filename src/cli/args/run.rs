@@ -148,7 +148,9 @@ pub struct ReproduceArgs {
     /// Add the locked .debs of the root filesystems the run's images stand on to the archive.
     #[arg(long)]
     pub with_debs: bool,
-    /// Leave out the self-contained driver (`<run-id>/parkbench`) the archive otherwise carries.
+    /// Leave out the self-contained driver (`<run-id>/parkbench`) the archive otherwise carries,
+    /// keeping its record (`parkbench.json`), which names it by its sha256: `verify
+    /// --rebuild-driver` rebuilds it from the archive's sources and compares.
     #[arg(long)]
     pub no_driver: bool,
     /// Make this run its study's reference run (`results/<study>/reference/`: report, figure and an
@@ -210,7 +212,11 @@ impl From<ReproduceArgs> for reproduce::Options {
             contents: crate::ops::archive::Contents {
                 sources: true,
                 images: a.with_images,
-                driver: !a.no_driver,
+                driver: if a.no_driver {
+                    crate::ops::archive::Driver::Named
+                } else {
+                    crate::ops::archive::Driver::Inside
+                },
                 debs: a.with_debs,
             },
             reference: a.reference,

@@ -127,6 +127,19 @@ mod tests {
         );
         assert_eq!(check(&fx.write().path).unwrap().driver, None);
 
+        // A record alone (`--no-driver`) names the driver the rebuild is compared with.
+        let named = with_driver(&fx, None, Some(&record(&sha, "rustc 1.95.0")))
+            .unwrap()
+            .driver
+            .unwrap();
+        assert_eq!((named.sha256.as_str(), named.inside), (sha.as_str(), false));
+        let line = named.to_string();
+        assert!(
+            line.contains(&format!("not inside; parkbench.json names sha256 {sha}"))
+                && line.contains("--rebuild-driver ARCHIVE` rebuilds it and compares"),
+            "{line}"
+        );
+
         let other = crate::files::digest::bytes(b"another driver");
         let cases = [
             (
@@ -142,8 +155,20 @@ mod tests {
                 "a driver without its record",
             ),
             (
-                with_driver(&fx, None, Some(&record(&sha, "rustc 1.95.0"))),
-                "a driver's record without the driver",
+                with_driver(&fx, None, Some(&record("../../evil", "rustc 1.95.0"))),
+                "is not a SHA-256 in lowercase hex",
+            ),
+            (
+                with_driver(
+                    &fx,
+                    None,
+                    Some(&record(&sha.to_uppercase(), "rustc 1.95.0")),
+                ),
+                "is not a SHA-256 in lowercase hex",
+            ),
+            (
+                with_driver(&fx, None, Some(&record(&sha, "rustc\\u001b[2J"))),
+                "printable ASCII",
             ),
             (
                 with_driver(&fx, Some(b"a driver"), Some("{}")),

@@ -1,6 +1,8 @@
 //! The driver an archive carries: the very `parkbench` that writes the archive, when that build is
 //! self-contained (linked statically, `just driver`), so that a reviewer can `check` and `verify`
-//! the archive on x86-64 Linux with nothing installed. Beside it, a record of how it was built.
+//! the archive on x86-64 Linux with nothing installed. Beside it, a record of how it was built. An
+//! archive written with `--no-driver` keeps the record alone: it names the driver by its sha256,
+//! and `verify --rebuild-driver` rebuilds that file from `source/` and compares.
 
 use std::path::{Path, PathBuf};
 
@@ -66,14 +68,16 @@ pub const PINNED: &str = "pinned";
 /// Where this driver was built (`PARKBENCH_BUILT_IN` when it was compiled: [`PINNED`] or `host`).
 const BUILT_IN: &str = env!("PARKBENCH_BUILT_IN");
 
-/// The driver an archive carries, as `check` found it: its file's sha256 is the one its record
-/// names.
+/// The driver an archive names, as `check` found it: the one its record names, and when the
+/// archive carries the file, that file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Carried {
-    /// SHA-256 of `<run-id>/parkbench`.
+    /// SHA-256 of the driver: of `<run-id>/parkbench`, the record's own, when it is inside.
     pub sha256: String,
     /// `<run-id>/parkbench.json`.
     pub record: DriverRecord,
+    /// `<run-id>/parkbench` is in the archive; false for a record alone (`--no-driver`).
+    pub inside: bool,
 }
 
 impl Carried {
@@ -86,16 +90,22 @@ impl Carried {
                 .map(|p| p.to_string_lossy().into_owned())
                 .and_then(|p| shlex::try_quote(&p).ok().map(|q| q.into_owned()))
                 .unwrap_or_else(|| "ARCHIVE".to_string());
+            let compares = if self.inside { "" } else { " and compares" };
             format!(
-                "built in the pinned Rust toolchain image: `parkbench verify --rebuild-driver {name}` rebuilds it"
+                "built in the pinned Rust toolchain image: `parkbench verify --rebuild-driver {name}` rebuilds it{compares}"
             )
         } else {
             "a host build, not the reproducible one: no rebuild is claimed to give the same file"
                 .to_string()
         };
+        let which = if self.inside {
+            format!("{MEMBER} sha256 {}, the one {RECORD} names", self.sha256)
+        } else {
+            format!("not inside; {RECORD} names sha256 {}", self.sha256)
+        };
         format!(
-            "driver: {MEMBER} sha256 {}, the one {RECORD} names ({} {}, {} linking, {}; {built})",
-            self.sha256, r.version, r.target, r.linking, r.rustc,
+            "driver: {which} ({} {}, {} linking, {}; {built})",
+            r.version, r.target, r.linking, r.rustc,
         )
     }
 }
@@ -106,11 +116,11 @@ impl std::fmt::Display for Carried {
     }
 }
 
-/// The driver an archive carries, from the sha256 of its `parkbench` file (`None` when there is no
-/// such file) and the bytes of its `parkbench.json` (`None` when absent): both or neither, and the
-/// record must name the file's sha256.
+/// The driver an archive names, from the sha256 of its `parkbench` file (`None` when there is no
+/// such file) and the bytes of its `parkbench.json` (`None` when absent): no file without a
+/// record, and a file must be the one its record names.
 pub fn carried(member: Option<&str>, record: Option<&[u8]>) -> Result<Option<Carried>> {
-    let (sha256, record) = match (member, record) {
+    let (member, record) = match (member, record) {
         (None, None) => return Ok(None),
         (Some(_), None) => {
             bail!(
@@ -118,11 +128,7 @@ pub fn carried(member: Option<&str>, record: Option<&[u8]>) -> Result<Option<Car
                 super::MODIFIED
             )
         }
-        (None, Some(_)) => bail!(
-            "{RECORD}: a driver's record without the driver ({MEMBER} is missing or not a file): {}",
-            super::MODIFIED
-        ),
-        (Some(sha256), Some(record)) => (sha256, record),
+        (member, Some(record)) => (member, record),
     };
     let record: DriverRecord = serde_json::from_slice(record)
         .with_context(|| format!("{RECORD}: not a driver record: {}", super::MODIFIED))?;
@@ -136,14 +142,24 @@ pub fn carried(member: Option<&str>, record: Option<&[u8]>) -> Result<Option<Car
         super::MODIFIED
     );
     ensure!(
-        record.sha256 == sha256,
-        "{MEMBER}: sha256 {sha256}, but {RECORD} names {}: the driver is not the one its record \
-         describes; {}",
+        record.sha256.len() == 64
+            && (record.sha256.bytes()).all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        "{RECORD}: its sha256 {:?} is not a SHA-256 in lowercase hex: {}",
         record.sha256,
         super::MODIFIED
     );
+    if let Some(sha256) = member {
+        ensure!(
+            record.sha256 == sha256,
+            "{MEMBER}: sha256 {sha256}, but {RECORD} names {}: the driver is not the one its record \
+             describes; {}",
+            record.sha256,
+            super::MODIFIED
+        );
+    }
     Ok(Some(Carried {
-        sha256: sha256.to_string(),
+        sha256: record.sha256.clone(),
+        inside: member.is_some(),
         record,
     }))
 }
