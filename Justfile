@@ -440,14 +440,15 @@ bench-guest ROUNDS="2" TASKS="10000" KERNEL="debian-6.1": driver
 
 # `new` is the driver profile as it is, `old` the one it replaced (size-optimised, fat link-time optimisation,
 # one codegen unit). Crates are fetched first: a fresh machine downloads them once, the network's time.
-# Benchmark: first run from a clean clone (empty build folder, namespace, cache) to verdicts, per driver VARIANT.
+# Benchmark: first run from a clean clone (empty build folder, namespace, cache) to verdicts, per driver VARIANT,
+# and the size of the archive it writes, with the driver inside and with its record alone (`--no-driver`).
 bench-fresh *VARIANTS="old new":
     #!/usr/bin/env bash
     set -euo pipefail
     tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
     git clone --quiet --no-hardlinks . "$tmp/repo"
     (cd "$tmp/repo" && cargo fetch --locked --quiet)
-    printf '%-6s %9s %9s %9s %10s %9s\n' driver build_s images_s run_s archive_s total_s
+    printf '%-6s %9s %9s %9s %10s %9s %12s %14s\n' driver build_s images_s run_s archive_s total_s archive_MB no_driver_MB
     for v in {{VARIANTS}}; do
         case "$v" in
             new) profile=() ;;
@@ -468,12 +469,18 @@ bench-fresh *VARIANTS="old new":
             | while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done >"$tmp/$v.log" \
             || { cleanup; tail -20 "$tmp/$v.log" >&2; exit 1; }
         t2=$(date +%s.%N)
+        archive=$(sed -n 's/^[0-9.]* archive: \(.*\.tar\.gz\) (.*/\1/p' "$tmp/$v.log" | tail -1)
+        full=$(stat -c %s "$archive")
+        mv "$archive" "$tmp/$v.tar.gz"
+        (cd "$tmp/repo" && "$bin" archive --no-driver "${archive%.tar.gz}" >/dev/null 2>&1) || { cleanup; exit 1; }
+        named=$(stat -c %s "$archive")
         cleanup
         grep -E "built in|rootfs ready|imported" "$tmp/$v.log" | cut -d' ' -f2- | sed "s/^/  $v: /" >&2 || true
         # Images end at the last build line; the run at the kit overhead line; the rest is report and archive.
         images=$(awk '/ (built in|imported) / { t = $1 } END { printf "%.3f", t }' "$tmp/$v.log")
         run=$(awk '/ kit overhead: / { t = $1 } END { printf "%.3f", t }' "$tmp/$v.log")
-        awk -v v="$v" -v a="$t0" -v b="$t1" -v c="$t2" -v i="$images" -v r="$run" 'BEGIN {
+        awk -v v="$v" -v a="$t0" -v b="$t1" -v c="$t2" -v i="$images" -v r="$run" -v f="$full" -v n="$named" 'BEGIN {
             if (i == 0) i = b; if (r == 0) r = i
-            printf "%-6s %9.1f %9.1f %9.1f %10.1f %9.1f  (target 240 s)\n", v, b - a, i - b, r - i, c - r, c - a }'
+            printf "%-6s %9.1f %9.1f %9.1f %10.1f %9.1f %12.2f %14.2f  (targets 240 s, 3 MB)\n", v, b - a, i - b, r - i,
+                c - r, c - a, f / 1e6, n / 1e6 }'
     done

@@ -130,8 +130,16 @@ const README: &str = "README.md";
 fn driver_members(dir: &Path, carry: bool) -> Result<Vec<(String, PathBuf)>> {
     let (exe, record) = match driver::this_driver()? {
         Ok(found) => found,
-        Err(why) => {
+        Err(why) if carry => {
             eprintln!("archive: no driver inside: {why}");
+            return Ok(Vec::new());
+        }
+        Err(_) => {
+            eprintln!(
+                "archive: names no driver: this parkbench is a development build (linked \
+                 dynamically), which no rebuild reproduces; archives name the driver `just driver` \
+                 builds"
+            );
             return Ok(Vec::new());
         }
     };

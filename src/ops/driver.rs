@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 
 use super::Ending;
 use crate::engine::Engine;
@@ -92,6 +92,13 @@ pub async fn rebuild(archive: &Path, repo: &Path) -> Result<Ending> {
     let theirs = if carried.inside {
         format!("the archive's {MEMBER}")
     } else {
+        ensure!(
+            carried.record.built_in == PINNED,
+            "{}: its {RECORD} names a host build of the driver, which no rebuild is claimed to \
+             reproduce, and the archive does not carry the file: there is nothing to compare a \
+             rebuild with",
+            archive.display()
+        );
         format!("the driver the archive's {RECORD} names")
     };
     println!("{}", carried.line(Some(archive)));
@@ -118,7 +125,10 @@ pub async fn rebuild(archive: &Path, repo: &Path) -> Result<Ending> {
     let expected = if !differ.is_empty() {
         "the archive was built with another toolchain than this repository's (above), so this \
          may be that toolchain rather than a forged driver: rebuild with a checkout of the \
-         archive's parkbench version, or do not run it"
+         archive's parkbench version, or do not trust it"
+    } else if !carried.inside {
+        "its record says it was built in the pinned toolchain image, so the run was written by a \
+         driver its sources do not give: do not trust the archive's sources to be the run's"
     } else if carried.record.built_in == PINNED {
         "its record says it was built in the pinned toolchain image, so the archive's driver is \
          not the one its sources give: do not run it"

@@ -3,8 +3,8 @@
 //! the sha256 of the repository's own pinned driver (built once for the tests, or reused). An archive
 //! that driver writes is checked (`check` names the driver's sha256), and `verify --rebuild-driver`
 //! rebuilds it from the archive's own `source/` and finds the same file; an archive whose driver is
-//! not what its sources give fails, also when it names the driver by its record alone (`--no-driver`,
-//! the file left out). Slow (a full compile on the Engine, and two of the driver's own
+//! not what its sources give fails. The good archive names its driver by its record alone
+//! (`--no-driver`, the file left out), the other carries it. Slow (a full compile on the Engine, and two of the driver's own
 //! crate): one test, run once.
 
 use crate::common;
@@ -76,12 +76,14 @@ fn the_pinned_driver_is_the_same_file_from_two_folders_and_rebuilds_from_its_arc
         std::fs::rename(run.with_extension("tar.gz"), &to).unwrap();
         to
     };
-    let good = archived(&driver_a, &repo(), &[]);
+    let good = archived(&driver_a, &repo(), &["--no-driver"]);
     let out = parkbench().arg("check").arg(&good).output().unwrap();
     assert!(out.status.success(), "{}", describe(&out));
     let said = text(&out.stdout);
     assert!(
-        said.contains(&format!("driver: parkbench sha256 {sha_a}")),
+        said.contains(&format!(
+            "driver: not inside; parkbench.json names sha256 {sha_a}"
+        )),
         "{said}"
     );
     assert!(
@@ -89,7 +91,7 @@ fn the_pinned_driver_is_the_same_file_from_two_folders_and_rebuilds_from_its_arc
         "{said}"
     );
 
-    // The same driver beside sources that give another one, named by its record alone.
+    // The same driver, carried, beside sources that give another one.
     let edited = tmp.path().join("edited");
     copy_sources(&edited);
     let main = edited.join("src/main.rs");
@@ -99,14 +101,12 @@ fn the_pinned_driver_is_the_same_file_from_two_folders_and_rebuilds_from_its_arc
         code + "\n#[used]\nstatic EDITED: [u8; 6] = *b\"edited\";\n",
     )
     .unwrap();
-    let bad = archived(&driver_a, &edited, &["--no-driver"]);
+    let bad = archived(&driver_a, &edited, &[]);
     let out = parkbench().arg("check").arg(&bad).output().unwrap();
     assert!(out.status.success(), "{}", describe(&out));
     let said = text(&out.stdout);
     assert!(
-        said.contains(&format!(
-            "driver: not inside; parkbench.json names sha256 {sha_a}"
-        )),
+        said.contains(&format!("driver: parkbench sha256 {sha_a}")),
         "{said}"
     );
 
@@ -127,7 +127,7 @@ fn the_pinned_driver_is_the_same_file_from_two_folders_and_rebuilds_from_its_arc
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     assert!(
         text(&out.stderr).contains(&format!(
-            "the driver the archive's parkbench.json names has sha256 {sha_a}: not the same file"
+            "the archive's parkbench has sha256 {sha_a}: not the same file"
         )),
         "{}",
         describe(&out)
@@ -146,7 +146,10 @@ fn the_pinned_driver_is_the_same_file_from_two_folders_and_rebuilds_from_its_arc
     let out = verified(&good);
     assert!(out.status.success(), "{}", describe(&out));
     assert!(
-        text(&out.stdout).contains(&format!("rebuilt driver: sha256 {sha_a}: the same file")),
+        text(&out.stdout).contains(&format!(
+            "rebuilt driver: sha256 {sha_a}: the same file as the driver the archive's \
+             parkbench.json names"
+        )),
         "{}",
         describe(&out)
     );

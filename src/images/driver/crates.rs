@@ -1,10 +1,11 @@
 //! Which vendored crates go into the driver's build context whole. `cargo vendor` vendors every crate
 //! of `Cargo.lock`: other platforms' (the Windows import libraries alone are 250 MB) and the tests'
 //! too. Cargo needs each one's manifest to read the lock, but compiles only those the driver is built
-//! from on [`TARGET`]. The others go in as stubs (their `Cargo.toml`, an empty `src/lib.rs` and
+//! from on [`TARGET`] (the toolchain image's host too, so build scripts and proc macros are among
+//! them). The others go in as stubs (their `Cargo.toml`, a `src/lib.rs` that fails to compile, and
 //! their package checksum with no files), so the context sent to the Engine and copied into the
 //! build's layer is a third of the crates' bytes. A stub is never compiled: were one needed after
-//! all, the build fails; it cannot change what is built.
+//! all, the build fails naming it; it cannot change what is built.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -82,10 +83,13 @@ pub fn built(repo: &Path, vendor: &Path) -> Result<BTreeSet<String>> {
         .context("running cargo metadata: is cargo installed and on PATH?")?;
     if !output.status.success() {
         bail!(
-            "cargo metadata for {} failed ({}):\n{}",
+            "cargo metadata for {} failed ({}):\n{}\nIt reads the crates vendored in {} with this \
+             machine's cargo and rustc, offline: check that both run (`cargo -V`, `rustc -V`), or \
+             remove that folder to vendor the crates again.",
             repo.join("Cargo.toml").display(),
             output.status,
-            String::from_utf8_lossy(&output.stderr).trim_end()
+            String::from_utf8_lossy(&output.stderr).trim_end(),
+            vendor.display()
         );
     }
     let metadata: Metadata =
@@ -95,7 +99,8 @@ pub fn built(repo: &Path, vendor: &Path) -> Result<BTreeSet<String>> {
 
 /// [`built`] of a graph already read.
 fn folders(metadata: &Metadata, vendor: &Path) -> Result<BTreeSet<String>> {
-    let root = (metadata.resolve.root.as_ref()).context("cargo metadata named no root package")?;
+    let root = (metadata.resolve.root.as_ref())
+        .context("cargo metadata named no root package: Cargo.toml needs a [package]")?;
     let mut seen = BTreeSet::new();
     let mut next = vec![root.as_str()];
     while let Some(id) = next.pop() {
@@ -110,20 +115,26 @@ fn folders(metadata: &Metadata, vendor: &Path) -> Result<BTreeSet<String>> {
                 .map(|d| d.pkg.as_str()),
         );
     }
+    // Every package reached but the driver's own is a vendored crate: one found elsewhere would
+    // go in as a stub (or not at all) and fail the build minutes later.
     let mut out = BTreeSet::new();
-    for package in metadata
-        .packages
-        .iter()
-        .filter(|p| seen.contains(p.id.as_str()))
+    for package in
+        (metadata.packages.iter()).filter(|p| p.id != *root && seen.contains(p.id.as_str()))
     {
-        let Some(folder) = package.manifest_path.parent() else {
-            continue;
-        };
-        if folder.parent() == Some(vendor)
-            && let Some(name) = folder.file_name().and_then(|n| n.to_str())
-        {
-            out.insert(name.to_string());
-        }
+        let folder = package.manifest_path.parent();
+        let name = folder
+            .filter(|f| f.parent() == Some(vendor))
+            .and_then(|f| f.file_name())
+            .and_then(|n| n.to_str())
+            .with_context(|| {
+                format!(
+                    "cargo metadata: the crate {} is read from {}, not from the vendored crates in {}",
+                    package.id,
+                    package.manifest_path.display(),
+                    vendor.display()
+                )
+            })?;
+        out.insert(name.to_string());
     }
     Ok(out)
 }
@@ -156,19 +167,28 @@ pub fn entries(
     Ok(out)
 }
 
-/// A crate cargo can resolve but not compile: `crate`'s `Cargo.toml`, an empty `src/lib.rs`, and
-/// its `.cargo-checksum.json` with the package checksum (which cargo compares with `Cargo.lock`)
-/// and no files.
+/// A crate cargo can resolve but not compile: `crate`'s `Cargo.toml`, a `src/lib.rs` that stops a
+/// compile naming it, and its `.cargo-checksum.json` with the package checksum (which cargo compares
+/// with `Cargo.lock`) and no files.
 fn write_stub(krate: &Path, stub: &Path) -> Result<()> {
     std::fs::create_dir_all(stub.join("src"))?;
     std::fs::copy(krate.join("Cargo.toml"), stub.join("Cargo.toml"))?;
-    std::fs::write(stub.join("src/lib.rs"), "")?;
+    let name = krate.file_name().unwrap_or_default().to_string_lossy();
+    std::fs::write(
+        stub.join("src/lib.rs"),
+        format!(
+            "compile_error!(\"the vendored crate {} went into the driver's build as a stub, but \
+             it is compiled: src/images/driver/crates.rs left it out\");\n",
+            name.escape_default()
+        ),
+    )?;
     let sums = krate.join(".cargo-checksum.json");
     let sums: serde_json::Value = serde_json::from_slice(
         &std::fs::read(&sums).with_context(|| format!("reading {}", sums.display()))?,
     )
     .with_context(|| format!("reading {}", sums.display()))?;
-    let package = sums.get("package").cloned().unwrap_or_default();
+    let package = (sums.get("package").and_then(|p| p.as_str()))
+        .with_context(|| format!("{}: no package checksum", krate.display()))?;
     let stubbed = serde_json::json!({ "files": {}, "package": package });
     std::fs::write(stub.join(".cargo-checksum.json"), stubbed.to_string())?;
     Ok(())
@@ -186,6 +206,7 @@ mod tests {
                 { "id": "b", "manifest_path": format!("{vendor}/b-1.0.0/Cargo.toml") },
                 { "id": "t", "manifest_path": format!("{vendor}/t/Cargo.toml") },
                 { "id": "u", "manifest_path": format!("{vendor}/u/Cargo.toml") },
+                { "id": "c", "manifest_path": format!("{vendor}/c/Cargo.toml") },
             ],
             "resolve": {
                 "root": "root",
@@ -193,11 +214,13 @@ mod tests {
                     { "id": "root", "deps": [
                         { "pkg": "a", "dep_kinds": [{ "kind": null }] },
                         { "pkg": "t", "dep_kinds": [{ "kind": "dev" }] },
+                        { "pkg": "c", "dep_kinds": [{ "kind": "dev" }, { "kind": null }] },
                     ] },
                     { "id": "a", "deps": [{ "pkg": "b", "dep_kinds": [{ "kind": "build" }] }] },
                     { "id": "b", "deps": [] },
                     { "id": "t", "deps": [{ "pkg": "u", "dep_kinds": [{ "kind": null }] }] },
                     { "id": "u", "deps": [] },
+                    { "id": "c", "deps": [] },
                 ],
             },
         });
@@ -207,7 +230,19 @@ mod tests {
     #[test]
     fn the_driver_is_built_from_its_normal_and_build_dependencies_not_its_tests() {
         let built = folders(&graph("/v"), Path::new("/v")).unwrap();
-        assert_eq!(built, BTreeSet::from(["a".into(), "b-1.0.0".into()]));
+        assert_eq!(
+            built,
+            BTreeSet::from(["a".into(), "b-1.0.0".into(), "c".into()])
+        );
+        // A crate the build needs that is not among the vendored ones is named.
+        let err = format!(
+            "{:#}",
+            folders(&graph("/elsewhere"), Path::new("/v")).unwrap_err()
+        );
+        assert!(
+            err.contains("the crate a is read from /elsewhere/a/Cargo.toml"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -232,7 +267,7 @@ mod tests {
         );
         let read = |f: &str| std::fs::read_to_string(stubs.join("w").join(f)).unwrap();
         assert_eq!(read("Cargo.toml"), "# w\n");
-        assert_eq!(read("src/lib.rs"), "");
+        assert!(read("src/lib.rs").starts_with("compile_error!(\"the vendored crate w "));
         let sums: serde_json::Value = serde_json::from_str(&read(".cargo-checksum.json")).unwrap();
         assert_eq!(sums, serde_json::json!({ "files": {}, "package": "abc" }));
     }

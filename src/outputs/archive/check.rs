@@ -28,6 +28,13 @@ fn with_driver(scan: Scan) -> Result<CheckReport> {
         super::MODIFIED
     );
     let member = scan.files.get(driver::MEMBER).map(String::as_str);
+    // A link or a folder where the driver goes is no record alone: `./parkbench` would run it.
+    ensure!(
+        member.is_some() || !scan.members.contains(driver::MEMBER),
+        "{}: not a file (a link or a folder) where an archive's driver goes; {}",
+        driver::MEMBER,
+        super::UNSAFE
+    );
     let record = scan.kept.get(driver::RECORD).map(Vec::as_slice);
     let mut report = scan.report;
     report.driver = driver::carried(member, record)?;
@@ -186,6 +193,23 @@ mod tests {
         for (checked, wanted) in cases {
             let err = format!("{:#}", checked.unwrap_err());
             assert!(err.contains(wanted), "{err:?} lacks {wanted:?}");
+        }
+    }
+
+    #[test]
+    fn a_link_or_a_folder_where_the_driver_goes_is_refused_beside_a_record() {
+        let fx = Fixture::new();
+        let sha = crate::files::digest::bytes(b"a driver");
+        with_driver(&fx, None, Some(&record(&sha, "rustc 1.95.0"))).unwrap();
+        let named = read_raw(&fx.path("with-driver.tar.gz"));
+        let crafted = fx.path("crafted.tar.gz");
+        for extra in [
+            Raw::link("run-1/parkbench", EntryType::Symlink, "summary.json"),
+            Raw::link("run-1/parkbench/", EntryType::Directory, ""),
+        ] {
+            write_raw(&[named.clone(), vec![extra]].concat(), &crafted);
+            let err = error(&crafted);
+            assert!(err.contains("parkbench: not a file"), "{err}");
         }
     }
 

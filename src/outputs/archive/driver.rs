@@ -19,8 +19,8 @@ pub const RECORD: &str = "parkbench.json";
 /// How the driver an archive carries was built: `<run-id>/parkbench.json`, beside `<run-id>/parkbench`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DriverRecord {
-    /// SHA-256 of `<run-id>/parkbench`, lowercase hex: the same file as the driver that wrote the
-    /// archive (it copies itself).
+    /// SHA-256 of the driver that wrote the archive, lowercase hex: of `<run-id>/parkbench` when the
+    /// archive carries it (the driver copies itself).
     pub sha256: String,
     /// parkbench's version.
     pub version: String,

@@ -29,6 +29,8 @@ pub struct Scan {
     pub too_large: BTreeMap<String, u64>,
     /// Every file, by path relative to the root, with its SHA-256 (hard links share their target's).
     pub files: BTreeMap<String, String>,
+    /// Every member but the root, files, folders and links alike, by path relative to the root.
+    pub members: BTreeSet<String>,
 }
 
 /// Members to write to disk during the scan: every file, folder and symlink whose path relative to
@@ -358,11 +360,17 @@ impl Seen {
             missing_optional,
             driver: None,
         };
+        let prefix = format!("{}/", self.root);
+        let members = (self.paths.iter())
+            .filter_map(|p| p.strip_prefix(&prefix))
+            .map(|p| p.trim_end_matches('/').to_string())
+            .collect();
         Ok(Scan {
             report,
             kept: self.kept,
             too_large: self.too_large,
             files: self.files,
+            members,
         })
     }
 }
@@ -415,7 +423,8 @@ pub struct CheckReport {
     pub verified: usize,
     /// Optional run files the archive lacks (e.g. `report.md`), relative to the root.
     pub missing_optional: Vec<String>,
-    /// The driver the archive carries, checked against its record; `None` when it carries none.
+    /// The driver the archive carries, checked against its record, or names by its record alone;
+    /// `None` when it has no record.
     pub driver: Option<super::driver::Carried>,
 }
 
