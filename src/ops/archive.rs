@@ -153,6 +153,13 @@ fn driver_members(dir: &Path, carry: bool) -> Result<Vec<(String, PathBuf)>> {
              --no-driver)",
             record.target, record.linking, record.sha256
         );
+        if record.built_in != driver::PINNED {
+            eprintln!(
+                "warning: this driver is a host build, which no rebuild reproduces: nobody can \
+                 check the driver this archive names; build the pinned one (`just driver`) or \
+                 leave out --no-driver"
+            );
+        }
         return Ok(vec![record_member]);
     }
     eprintln!(

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail, ensure};
 use super::Ending;
 use crate::engine::Engine;
 use crate::images::driver::{self, Fresh, SOURCES};
-use crate::outputs::archive::driver::{MEMBER, PINNED, RECORD, SELF_CONTAINED};
+use crate::outputs::archive::driver::{Carried, MEMBER, PINNED, RECORD, SELF_CONTAINED};
 use crate::outputs::archive::{self, Unpack};
 
 /// `driver`: builds the driver from `repo` in the pinned toolchain image and writes it to `out`.
@@ -89,18 +89,7 @@ pub async fn rebuild(archive: &Path, repo: &Path) -> Result<Ending> {
             archive.display()
         );
     };
-    let theirs = if carried.inside {
-        format!("the archive's {MEMBER}")
-    } else {
-        ensure!(
-            carried.record.built_in == PINNED,
-            "{}: its {RECORD} names a host build of the driver, which no rebuild is claimed to \
-             reproduce, and the archive does not carry the file: there is nothing to compare a \
-             rebuild with",
-            archive.display()
-        );
-        format!("the driver the archive's {RECORD} names")
-    };
+    let theirs = compared_with(&carried, archive)?;
     println!("{}", carried.line(Some(archive)));
     let source = tmp.path().join("source");
     driver::check_sources(&source, &repo.join("Cargo.lock"))
@@ -143,6 +132,23 @@ pub async fn rebuild(archive: &Path, repo: &Path) -> Result<Ending> {
     )
 }
 
+/// What a rebuild of `archive`'s driver is compared with: the file it carries, or the driver its
+/// record names; a record alone of a host build is refused (no rebuild is claimed to give it).
+fn compared_with(carried: &Carried, archive: &Path) -> Result<String> {
+    if carried.inside {
+        return Ok(format!("the archive's {MEMBER}"));
+    }
+    ensure!(
+        carried.record.built_in == PINNED,
+        "{}: its {RECORD} names a host build of the driver, which no rebuild is claimed to \
+         reproduce, and the archive does not carry the file: there is nothing to compare a rebuild \
+         with; check and verify it with a driver you built yourself (`just driver`), or ask its \
+         author for an archive the pinned driver wrote",
+        archive.display()
+    );
+    Ok(format!("the driver the archive's {RECORD} names"))
+}
+
 /// Says which of the files the toolchain image is made of differ between the reviewer's `repo` and
 /// the archive's `source`, and returns them: the rebuild uses the reviewer's.
 fn toolchain_note(repo: &Path, source: &Path) -> Result<Vec<String>> {
@@ -157,4 +163,45 @@ fn toolchain_note(repo: &Path, source: &Path) -> Result<Vec<String>> {
         );
     }
     Ok(differ)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outputs::archive::driver::DriverRecord;
+
+    fn carried(inside: bool, built_in: &str) -> Carried {
+        Carried {
+            sha256: "ab".repeat(32),
+            record: DriverRecord {
+                sha256: "ab".repeat(32),
+                version: "0.1.0".into(),
+                target: "x86_64-unknown-linux-gnu".into(),
+                linking: "static".into(),
+                rustc: "rustc 1.95.0".into(),
+                opt_level: "0".into(),
+                rustflags: String::new(),
+                built_with: "just driver".into(),
+                built_in: built_in.into(),
+            },
+            inside,
+        }
+    }
+
+    #[test]
+    fn a_rebuild_is_compared_with_the_carried_file_or_the_pinned_driver_a_record_names() {
+        let archive = Path::new("run.tar.gz");
+        let with = |inside, built_in| compared_with(&carried(inside, built_in), archive);
+        assert_eq!(with(true, PINNED).unwrap(), "the archive's parkbench");
+        assert_eq!(with(true, "host").unwrap(), "the archive's parkbench");
+        assert_eq!(
+            with(false, PINNED).unwrap(),
+            "the driver the archive's parkbench.json names"
+        );
+        let err = format!("{:#}", with(false, "host").unwrap_err());
+        assert!(
+            err.contains("names a host build") && err.contains("just driver"),
+            "{err}"
+        );
+    }
 }

@@ -4,8 +4,8 @@
 //! that driver writes is checked (`check` names the driver's sha256), and `verify --rebuild-driver`
 //! rebuilds it from the archive's own `source/` and finds the same file; an archive whose driver is
 //! not what its sources give fails. The good archive names its driver by its record alone
-//! (`--no-driver`, the file left out), the other carries it. Slow (a full compile on the Engine, and two of the driver's own
-//! crate): one test, run once.
+//! (`--no-driver`, the file left out), the other carries it. Slow (a full compile on the Engine, and
+//! two of the driver's own crate): one test, run once.
 
 use crate::common;
 

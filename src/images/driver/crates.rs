@@ -128,7 +128,9 @@ fn folders(metadata: &Metadata, vendor: &Path) -> Result<BTreeSet<String>> {
             .and_then(|n| n.to_str())
             .with_context(|| {
                 format!(
-                    "cargo metadata: the crate {} is read from {}, not from the vendored crates in {}",
+                    "cargo metadata: the crate {} is read from {}, not from the vendored crates in \
+                     {}: the pinned build takes registry crates only; make it one, or remove that \
+                     folder to vendor the crates again",
                     package.id,
                     package.manifest_path.display(),
                     vendor.display()
@@ -178,7 +180,9 @@ fn write_stub(krate: &Path, stub: &Path) -> Result<()> {
         stub.join("src/lib.rs"),
         format!(
             "compile_error!(\"the vendored crate {} went into the driver's build as a stub, but \
-             it is compiled: src/images/driver/crates.rs left it out\");\n",
+             it is compiled: the host's cargo metadata (src/images/driver/crates.rs) left it out; \
+             a host cargo older than the pinned toolchain's may resolve otherwise: use the same \
+             version\");\n",
             name.escape_default()
         ),
     )?;
@@ -187,8 +191,13 @@ fn write_stub(krate: &Path, stub: &Path) -> Result<()> {
         &std::fs::read(&sums).with_context(|| format!("reading {}", sums.display()))?,
     )
     .with_context(|| format!("reading {}", sums.display()))?;
-    let package = (sums.get("package").and_then(|p| p.as_str()))
-        .with_context(|| format!("{}: no package checksum", krate.display()))?;
+    let package = (sums.get("package").and_then(|p| p.as_str())).with_context(|| {
+        format!(
+            "{}: no package checksum: remove {} to vendor the crates again",
+            krate.display(),
+            krate.parent().unwrap_or(krate).display()
+        )
+    })?;
     let stubbed = serde_json::json!({ "files": {}, "package": package });
     std::fs::write(stub.join(".cargo-checksum.json"), stubbed.to_string())?;
     Ok(())
@@ -270,5 +279,13 @@ mod tests {
         assert!(read("src/lib.rs").starts_with("compile_error!(\"the vendored crate w "));
         let sums: serde_json::Value = serde_json::from_str(&read(".cargo-checksum.json")).unwrap();
         assert_eq!(sums, serde_json::json!({ "files": {}, "package": "abc" }));
+
+        // A crate without its package checksum cannot be stubbed: cargo could not check it.
+        std::fs::write(vendor.join("w/.cargo-checksum.json"), r#"{"files":{}}"#).unwrap();
+        let err = entries(&vendor, &BTreeSet::new(), &tmp.path().join("stubs2")).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("no package checksum"),
+            "{err:#}"
+        );
     }
 }

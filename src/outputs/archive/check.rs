@@ -28,10 +28,12 @@ fn with_driver(scan: Scan) -> Result<CheckReport> {
         super::MODIFIED
     );
     let member = scan.files.get(driver::MEMBER).map(String::as_str);
-    // A link or a folder where the driver goes is no record alone: `./parkbench` would run it.
+    // Only a file may stand where the driver goes, with a record or without: `./parkbench`
+    // would run a link's target, and a record beside a link or a folder would name what is not there.
     ensure!(
-        member.is_some() || !scan.members.contains(driver::MEMBER),
-        "{}: not a file (a link or a folder) where an archive's driver goes; {}",
+        member.is_some() || !scan.names.contains(driver::MEMBER),
+        "{}/{}: not a file (a link or a folder) where an archive's driver goes; {}",
+        scan.report.root,
         driver::MEMBER,
         super::UNSAFE
     );

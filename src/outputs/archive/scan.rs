@@ -29,8 +29,8 @@ pub struct Scan {
     pub too_large: BTreeMap<String, u64>,
     /// Every file, by path relative to the root, with its SHA-256 (hard links share their target's).
     pub files: BTreeMap<String, String>,
-    /// Every member but the root, files, folders and links alike, by path relative to the root.
-    pub members: BTreeSet<String>,
+    /// The name of every member but the root, files, folders and links alike, relative to the root.
+    pub names: BTreeSet<String>,
 }
 
 /// Members to write to disk during the scan: every file, folder and symlink whose path relative to
@@ -361,16 +361,16 @@ impl Seen {
             driver: None,
         };
         let prefix = format!("{}/", self.root);
-        let members = (self.paths.iter())
+        let names = (self.paths.iter())
             .filter_map(|p| p.strip_prefix(&prefix))
-            .map(|p| p.trim_end_matches('/').to_string())
+            .map(String::from)
             .collect();
         Ok(Scan {
             report,
             kept: self.kept,
             too_large: self.too_large,
             files: self.files,
-            members,
+            names,
         })
     }
 }
