@@ -93,7 +93,7 @@ async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Resu
             .map(|_| Ending::Ok),
         Command::Check(a) => {
             ops::sign::check_signature(&a.archive, &a.signing.into())?;
-            ops::verify::check(&a.archive)
+            ops::verify::check(paths, &a.archive)
         }
         Command::Sign(a) => ops::sign::sign(&a.archive, a.key.as_deref()),
         Command::Verify(a) => {

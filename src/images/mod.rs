@@ -270,13 +270,19 @@ fn check_probes(graph: &Graph, manifest: &Manifest) -> Result<()> {
     )
 }
 
-/// The `.cargo-checksum.json` of every crate vendored for the Rust recipes, as archive sources
-/// (`vendor-checksums/<image>/<crate>/.cargo-checksum.json`); empty when nothing was vendored yet.
-pub fn vendored_checksums(cache: &Cache, repo: &Path) -> Result<Vec<(String, PathBuf)>> {
+/// The `.cargo-checksum.json` of every crate vendored for the Rust recipes among `images` (a run's),
+/// as archive sources (`vendor-checksums/<image>/<crate>/.cargo-checksum.json`); empty when nothing
+/// was vendored yet. Other images' crates, which the cache may hold too, stay out: the archive is
+/// the run's, whatever else this machine built.
+pub fn vendored_checksums(
+    cache: &Cache,
+    repo: &Path,
+    images: &std::collections::BTreeSet<&str>,
+) -> Result<Vec<(String, PathBuf)>> {
     let mut out = Vec::new();
     for recipe in recipe::discover(&repo.join("docker"))?
         .iter()
-        .filter(|r| r.vendor.has(recipe::Tool::Cargo))
+        .filter(|r| r.vendor.has(recipe::Tool::Cargo) && images.contains(r.name.as_str()))
     {
         let lock = recipe.cargo_lock(&repo.join("docker"));
         let vendor = build::vendor_dir(cache, lock.parent().context("a Cargo.lock's folder")?)?;

@@ -99,7 +99,7 @@ pub async fn archive_to(
     }
     let sources = if contents.sources {
         extras.extend(study_readme(run.path()));
-        sources(repo)?
+        sources(repo, run)?
     } else {
         Vec::new()
     };
@@ -295,7 +295,7 @@ async fn export_images(repo: &Path, run: &RunDir, dir: &Path) -> Result<Vec<(Str
 
 /// The source bundle of an archive: the repository parts needed to rebuild and rerun, and the
 /// checksums of every vendored crate.
-fn sources(repo: &Path) -> Result<Vec<(String, PathBuf)>> {
+fn sources(repo: &Path, run: &RunDir) -> Result<Vec<(String, PathBuf)>> {
     // The driver's own sources (`verify --rebuild-driver` builds it from them), then what the images
     // are built from.
     let mut out: Vec<(String, PathBuf)> = (images::driver::SOURCES.iter())
@@ -308,7 +308,14 @@ fn sources(repo: &Path) -> Result<Vec<(String, PathBuf)>> {
     if carried.is_dir() {
         out.push((VENDOR_CHECKSUMS.to_string(), carried));
     } else {
-        out.extend(images::vendored_checksums(&Cache::from_env()?, repo)?);
+        let manifest: Manifest = serde_json::from_str(&run.read(run_dir::MANIFEST)?)
+            .context("parsing the run's manifest.json")?;
+        let built = manifest.images.iter().map(|i| i.name.as_str()).collect();
+        out.extend(images::vendored_checksums(
+            &Cache::from_env()?,
+            repo,
+            &built,
+        )?);
     }
     Ok(out)
 }

@@ -388,7 +388,7 @@ async fn publish(
         println!(
             "{}",
             paths.runnable(&format!(
-                "archive: {}\ncheck it with: parkbench verify {}",
+                "archive: {}\nverify it with: parkbench verify {}",
                 a.display(),
                 super::next_step::shell_path(a)
             ))

@@ -17,11 +17,12 @@ use crate::study::{Study, sample};
 use crate::text::printable;
 
 /// `check`: every SHA256SUMS line and the structure of the archive at `path`.
-pub fn check(path: &Path) -> Result<Ending> {
+pub fn check(paths: &super::Paths, path: &Path) -> Result<Ending> {
     let report = archive::check(path).with_context(|| format!("checking {}", path.display()))?;
     println!("{report}");
     match &report.driver {
-        Some(driver) => println!("{}", driver.line(Some(path))),
+        // Its command runs as printed.
+        Some(driver) => println!("{}", paths.runnable_quoted(&driver.line(Some(path)))),
         None => println!("driver: none inside"),
     }
     Ok(Ending::Ok)

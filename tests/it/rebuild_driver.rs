@@ -90,6 +90,27 @@ fn the_pinned_driver_is_the_same_file_from_two_folders_and_rebuilds_from_its_arc
         said.contains("built in the pinned Rust toolchain image"),
         "{said}"
     );
+    // The command it names runs as printed: this parkbench is not on PATH.
+    assert!(
+        !said.contains("`parkbench verify") && said.contains("parkbench verify --rebuild-driver"),
+        "{said}"
+    );
+    // The source bundle holds the vendored crates' checksums of the run's own images only.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("manifest.json")).unwrap()).unwrap();
+    let images: Vec<&str> = (manifest["images"].as_array().unwrap().iter())
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    let listed = Command::new("tar").arg("-tzf").arg(&good).output().unwrap();
+    for name in text(&listed.stdout).lines() {
+        if let Some(image) = name.split("/source/vendor-checksums/").nth(1) {
+            let image = image.split('/').next().unwrap();
+            assert!(
+                images.contains(&image),
+                "{name}: not an image of the run ({images:?})"
+            );
+        }
+    }
 
     // The same driver, carried, beside sources that give another one.
     let edited = tmp.path().join("edited");
