@@ -277,12 +277,12 @@ fn check_probes(graph: &Graph, manifest: &Manifest) -> Result<()> {
 pub fn vendored_checksums(
     cache: &Cache,
     repo: &Path,
-    images: &std::collections::BTreeSet<&str>,
+    images: &std::collections::BTreeSet<String>,
 ) -> Result<Vec<(String, PathBuf)>> {
     let mut out = Vec::new();
     for recipe in recipe::discover(&repo.join("docker"))?
         .iter()
-        .filter(|r| r.vendor.has(recipe::Tool::Cargo) && images.contains(r.name.as_str()))
+        .filter(|r| r.vendor.has(recipe::Tool::Cargo) && images.contains(&r.name))
     {
         let lock = recipe.cargo_lock(&repo.join("docker"));
         let vendor = build::vendor_dir(cache, lock.parent().context("a Cargo.lock's folder")?)?;

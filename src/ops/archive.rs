@@ -294,7 +294,7 @@ async fn export_images(repo: &Path, run: &RunDir, dir: &Path) -> Result<Vec<(Str
 }
 
 /// The source bundle of an archive: the repository parts needed to rebuild and rerun, and the
-/// checksums of every vendored crate.
+/// checksums of the crates vendored for the run's images.
 fn sources(repo: &Path, run: &RunDir) -> Result<Vec<(String, PathBuf)>> {
     // The driver's own sources (`verify --rebuild-driver` builds it from them), then what the images
     // are built from.
@@ -308,9 +308,14 @@ fn sources(repo: &Path, run: &RunDir) -> Result<Vec<(String, PathBuf)>> {
     if carried.is_dir() {
         out.push((VENDOR_CHECKSUMS.to_string(), carried));
     } else {
-        let manifest: Manifest = serde_json::from_str(&run.read(run_dir::MANIFEST)?)
-            .context("parsing the run's manifest.json")?;
-        let built = manifest.images.iter().map(|i| i.name.as_str()).collect();
+        // The run's images, as its manifest names them (a run folder without one names none).
+        let built = if run.path().join(run_dir::MANIFEST).exists() {
+            let manifest: Manifest = serde_json::from_str(&run.read(run_dir::MANIFEST)?)
+                .context("parsing the run's manifest.json")?;
+            manifest.images.into_iter().map(|i| i.name).collect()
+        } else {
+            std::collections::BTreeSet::new()
+        };
         out.extend(images::vendored_checksums(
             &Cache::from_env()?,
             repo,
