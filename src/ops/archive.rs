@@ -88,12 +88,7 @@ pub async fn archive_to(
     } else {
         Vec::new()
     };
-    if contents.driver != Driver::Left {
-        extras.extend(driver_members(
-            temp.path(),
-            contents.driver == Driver::Inside,
-        )?);
-    }
+    extras.extend(driver_members(temp.path(), contents.driver)?);
     if contents.debs || contents.images {
         extras.extend(deb_members(repo, run)?);
     }
@@ -125,9 +120,13 @@ fn study_readme(run_dir: &Path) -> Option<(String, PathBuf)> {
 /// The name of a study's README, and of its copy in an archive.
 const README: &str = "README.md";
 
-/// The running driver (when `carry`) and its record as archive members, when it is
-/// self-contained; otherwise none, saying why.
-fn driver_members(dir: &Path, carry: bool) -> Result<Vec<(String, PathBuf)>> {
+/// What `contents` holds of the running driver, as archive members: the file and its record, or
+/// the record alone, when it is self-contained; otherwise none, saying why.
+fn driver_members(dir: &Path, contents: Driver) -> Result<Vec<(String, PathBuf)>> {
+    if contents == Driver::Left {
+        return Ok(Vec::new());
+    }
+    let carry = contents == Driver::Inside;
     let (exe, record) = match driver::this_driver()? {
         Ok(found) => found,
         Err(why) if carry => {
@@ -173,8 +172,7 @@ fn driver_members(dir: &Path, carry: bool) -> Result<Vec<(String, PathBuf)>> {
 /// every `deb` pin they were made from, from the cache, as `debs/<name>_<version>[_<arch>].deb`
 /// members; a `.deb` the cache lacks is named, not fatal (a rerun fetches it, or names the drift).
 fn deb_members(repo: &Path, run: &RunDir) -> Result<Vec<(String, PathBuf)>> {
-    let manifest: Manifest = serde_json::from_str(&run.read(run_dir::MANIFEST)?)
-        .context("parsing the run's manifest.json")?;
+    let manifest = run_manifest(run)?;
     let pins = pin::load_all(&repo.join("toolchains"))?;
     let cache = Cache::from_env()?;
     let mut out = Vec::new();
@@ -276,8 +274,7 @@ fn stands_on(manifest: &Manifest, name: &str) -> bool {
 
 /// Exports the run's probe images (and its VM and kernel images) into `dir`; returns them as archive members.
 async fn export_images(repo: &Path, run: &RunDir, dir: &Path) -> Result<Vec<(String, PathBuf)>> {
-    let manifest: Manifest = serde_json::from_str(&run.read(run_dir::MANIFEST)?)
-        .context("parsing the run's manifest.json")?;
+    let manifest = run_manifest(run)?;
     let engine = Engine::connect().await?;
     let mut extras = Vec::new();
     let probes = images::probe_names(repo)?;
@@ -291,6 +288,11 @@ async fn export_images(repo: &Path, run: &RunDir, dir: &Path) -> Result<Vec<(Str
         extras.push((format!("images/{}.tar", img.name), path));
     }
     Ok(extras)
+}
+
+/// The run's `manifest.json`: the images it was measured with.
+fn run_manifest(run: &RunDir) -> Result<Manifest> {
+    serde_json::from_str(&run.read(run_dir::MANIFEST)?).context("parsing the run's manifest.json")
 }
 
 /// The source bundle of an archive: the repository parts needed to rebuild and rerun, and the
@@ -310,9 +312,9 @@ fn sources(repo: &Path, run: &RunDir) -> Result<Vec<(String, PathBuf)>> {
     } else {
         // The run's images, as its manifest names them (a run folder without one names none).
         let built = if run.path().join(run_dir::MANIFEST).exists() {
-            let manifest: Manifest = serde_json::from_str(&run.read(run_dir::MANIFEST)?)
-                .context("parsing the run's manifest.json")?;
-            manifest.images.into_iter().map(|i| i.name).collect()
+            (run_manifest(run)?.images.into_iter())
+                .map(|i| i.name)
+                .collect()
         } else {
             std::collections::BTreeSet::new()
         };

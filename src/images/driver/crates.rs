@@ -14,6 +14,8 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
+use crate::files::read_text;
+
 /// The target the driver is built for (the Dockerfile's `--target`).
 pub const TARGET: &str = "x86_64-unknown-linux-gnu";
 
@@ -187,10 +189,8 @@ fn write_stub(krate: &Path, stub: &Path) -> Result<()> {
         ),
     )?;
     let sums = krate.join(".cargo-checksum.json");
-    let sums: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(&sums).with_context(|| format!("reading {}", sums.display()))?,
-    )
-    .with_context(|| format!("reading {}", sums.display()))?;
+    let sums: serde_json::Value = serde_json::from_str(&read_text(&sums)?)
+        .with_context(|| format!("reading {}", sums.display()))?;
     let package = (sums.get("package").and_then(|p| p.as_str())).with_context(|| {
         format!(
             "{}: no package checksum: remove {} to vendor the crates again",
