@@ -15,9 +15,13 @@ default:
 # Build the driver archives carry, self-contained (glibc linked statically): first with this host's cargo,
 # then with it in the pinned Rust toolchain image, offline, so that the same sources give the same file on
 # every machine (`target/driver/parkbench`; with no Engine, the host's build, and its archives say so).
-driver:
-    RUSTFLAGS="-C target-feature=+crt-static" cargo build --locked --quiet --profile driver --target x86_64-unknown-linux-gnu
+driver: host-driver
     {{host_bin}} driver --or-host --out {{bin}}
+
+# The driver built with this host's cargo, self-contained: what builds the pinned one.
+[private]
+host-driver:
+    RUSTFLAGS="-C target-feature=+crt-static" cargo build --locked --quiet --profile driver --target x86_64-unknown-linux-gnu
 
 # Check this machine: Engine, cgroups, CPUs, disk, tools.
 doctor: driver
@@ -32,12 +36,13 @@ run *ARGS: driver
     {{bin}} run {{ARGS}}
 
 # The whole job: doctor → build → run (default study, --cpus auto) → report → verdicts → archive.
-reproduce *ARGS: driver
-    {{bin}} reproduce --cpus auto {{ARGS}}
+# The pinned driver builds (as `just driver`'s second step) while the study's images build, then runs it all.
+reproduce *ARGS: host-driver
+    {{host_bin}} reproduce --pinned-driver {{bin}} --cpus auto {{ARGS}}
 
 # Make STUDY's reference run (results/STUDY/reference/), compared with the one it replaces.
-reference STUDY *ARGS: driver
-    {{bin}} reproduce --cpus auto --reference {{ARGS}} results/{{STUDY}}/study.yaml
+reference STUDY *ARGS: host-driver
+    {{host_bin}} reproduce --pinned-driver {{bin}} --cpus auto --reference {{ARGS}} results/{{STUDY}}/study.yaml
 
 # Every test: unit, snapshot, README examples, and integration tests against the real Engine: two at a
 # time, runs waiting for each other's CPUs; then, one at a time, those that need the Engine or the machine
@@ -438,37 +443,39 @@ bench-guest ROUNDS="2" TASKS="10000" KERNEL="debian-6.1": driver
         print(f"{probe:11} {o:7.2f} {n:7.2f} {n / o:8.3f}")
     EOF
 
-# `new` is the driver profile as it is, `old` the one it replaced (size-optimised, fat link-time optimisation,
-# one codegen unit). Crates are fetched first: a fresh machine downloads them once, the network's time.
-# Benchmark: first run from a clean clone (empty build folder, namespace, cache) to verdicts, per driver VARIANT,
-# and the size of the archive it writes, with the driver inside and with its record alone (`--no-driver`, the
-# one the 3 MB target is for: the driver alone is larger).
-bench-fresh *VARIANTS="old new":
+# Benchmark: first run from a clean clone (empty build folder, namespace, cache) to verdicts, per VARIANT, and the
+# size of the archive it writes, with the driver inside and with its record alone (`--no-driver`, the one the 3 MB
+# target is for: the driver alone is larger). `new` is `just reproduce` as it is: the host's build, then the pinned
+# driver built beside the study's images, which it then runs; `serial` builds the pinned driver first, then the
+# images (as `just driver` then `reproduce`); `old` is `new` with the driver profile the quick one replaced
+# (size-optimised, fat link-time optimisation, one codegen unit). Crates are fetched first: a fresh machine downloads
+# them once, the network's time.
+bench-fresh *VARIANTS="serial new":
     #!/usr/bin/env bash
     set -euo pipefail
     tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
     git clone --quiet --no-hardlinks . "$tmp/repo"
     (cd "$tmp/repo" && cargo fetch --locked --quiet)
-    printf '%-6s %9s %9s %9s %10s %9s %12s %14s\n' driver build_s images_s run_s archive_s total_s archive_MB no_driver_MB
+    printf '%-6s %9s %9s %9s %10s %9s %12s %14s\n' variant host_s images_s run_s archive_s total_s archive_MB no_driver_MB
     for v in {{VARIANTS}}; do
         case "$v" in
-            new) profile=() ;;
+            new|serial) profile=() ;;
             old) profile=(CARGO_PROFILE_DRIVER_OPT_LEVEL=s CARGO_PROFILE_DRIVER_LTO=fat CARGO_PROFILE_DRIVER_CODEGEN_UNITS=1) ;;
-            *) echo "bench-fresh: unknown variant $v (old or new)" >&2; exit 2 ;;
+            *) echo "bench-fresh: unknown variant $v (serial, new or old)" >&2; exit 2 ;;
         esac
         export PARKBENCH_NAMESPACE="parkbench-fresh-$v" PARKBENCH_CACHE="$tmp/cache-$v"
-        target="$tmp/target-$v"; bin="$target/driver/parkbench"
+        target="$tmp/target-$v"; bin="$target/driver/parkbench"; host="$target/x86_64-unknown-linux-gnu/driver/parkbench"
         cleanup() { [ -x "$bin" ] && "$bin" clean --images --cache >/dev/null 2>&1 || true; }
         t0=$(date +%s.%N)
-        # As `just driver`: the host's build, then the pinned one (with the toolchain image it needs).
         (cd "$tmp/repo" && env "${profile[@]}" RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR="$target" \
-            cargo build --locked --quiet --profile driver --target x86_64-unknown-linux-gnu \
-            && "$target/x86_64-unknown-linux-gnu/driver/parkbench" driver --out "$bin")
+            cargo build --locked --quiet --profile driver --target x86_64-unknown-linux-gnu)
         t1=$(date +%s.%N)
-        # Every line of reproduce, stamped with the seconds since it started.
-        (cd "$tmp/repo" && "$bin" reproduce --cpus auto 2>&1) \
-            | while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done >"$tmp/$v.log" \
-            || { cleanup; tail -20 "$tmp/$v.log" >&2; exit 1; }
+        # Every line of the rest, stamped with the seconds since the epoch.
+        stamp() { while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done; }
+        case "$v" in
+            serial) (cd "$tmp/repo" && "$host" driver --out "$bin" 2>&1 && echo "handing over" && "$bin" reproduce --cpus auto 2>&1) ;;
+            *) (cd "$tmp/repo" && "$host" reproduce --pinned-driver "$bin" --cpus auto 2>&1) ;;
+        esac | stamp >"$tmp/$v.log" || { cleanup; tail -20 "$tmp/$v.log" >&2; exit 1; }
         t2=$(date +%s.%N)
         archive=$(sed -n 's/^[0-9.]* archive: \(.*\.tar\.gz\) (.*/\1/p' "$tmp/$v.log" | tail -1)
         [ -f "$archive" ] || { cleanup; echo "bench-fresh: no archive in $v's log:" >&2; tail -20 "$tmp/$v.log" >&2; exit 1; }
@@ -478,9 +485,10 @@ bench-fresh *VARIANTS="old new":
             || { cleanup; cat "$tmp/$v-no-driver.log" >&2; exit 1; }
         named=$(stat -c %s "$archive")
         cleanup
-        grep -E "built in|rootfs ready|imported" "$tmp/$v.log" | cut -d' ' -f2- | sed "s/^/  $v: /" >&2 || true
-        # Images end at the last build line; the run at the kit overhead line; the rest is report and archive.
-        images=$(awk '/ (built in|imported) / { t = $1 } END { printf "%.3f", t }' "$tmp/$v.log")
+        grep -E "built in|rootfs ready|imported|^[0-9.]* driver: " "$tmp/$v.log" | cut -d' ' -f2- | sed "s/^/  $v: /" >&2 || true
+        # The images and the pinned driver end where the pinned driver takes over (for `serial`, at the last build
+        # line after it); the run at the kit overhead line; the rest is report and archive.
+        images=$(awk '/ handing over/ { h = $1 } / (built in|imported) / { t = $1 } END { if (h > t) t = h; printf "%.3f", t }' "$tmp/$v.log")
         run=$(awk '/ kit overhead: / { t = $1 } END { printf "%.3f", t }' "$tmp/$v.log")
         awk -v v="$v" -v a="$t0" -v b="$t1" -v c="$t2" -v i="$images" -v r="$run" -v f="$full" -v n="$named" 'BEGIN {
             if (i == 0) i = b; if (r == 0) r = i

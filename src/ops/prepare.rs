@@ -31,15 +31,31 @@ pub async fn prepare(repo: &Path, options: &BuildOptions) -> Result<Prepared> {
 /// [`prepare`] on an Engine already connected to, in a repository already checked
 /// ([`check_repo`]).
 pub async fn prepare_on(engine: Engine, repo: &Path, options: &BuildOptions) -> Result<Prepared> {
-    let pins = pin::load_all(&repo.join("toolchains"))?;
-    let cache = Cache::from_env()?;
-    let manifest = images::build_all(&engine, &cache, &pins, repo, options).await?;
+    let (cache, manifest) = build_on(&engine, repo, options).await?;
     print!("{}", images::table(&manifest));
     Ok(Prepared {
         engine,
         cache,
         manifest,
     })
+}
+
+/// The images `options` names, built or reused, with no table printed: a build ahead of the
+/// command that prints it (`reproduce --pinned-driver`).
+pub async fn build_quietly(repo: &Path, options: &BuildOptions) -> Result<Manifest> {
+    check_repo(repo)?;
+    Ok(build_on(&Engine::connect().await?, repo, options).await?.1)
+}
+
+async fn build_on(
+    engine: &Engine,
+    repo: &Path,
+    options: &BuildOptions,
+) -> Result<(Cache, Manifest)> {
+    let pins = pin::load_all(&repo.join("toolchains"))?;
+    let cache = Cache::from_env()?;
+    let manifest = images::build_all(engine, &cache, &pins, repo, options).await?;
+    Ok((cache, manifest))
 }
 
 /// `parkbench build`: every pinned image, built or reused; the manifest also written as JSON to

@@ -12,6 +12,7 @@ use super::next_step::{shell_path, shell_word};
 use super::report;
 use super::sign::SigningKey;
 use super::{Ending, Interrupt, Paths, run};
+use crate::images::BuildOptions;
 use crate::outputs::outcome::Outcome;
 use crate::outputs::{compare, reference};
 use crate::run::run_dir::RunDir;
@@ -33,6 +34,9 @@ pub struct Options {
     pub all: bool,
     /// Sign each archive with this SSH private key (`<archive>.sig`, as `parkbench sign` writes it).
     pub sign: Option<PathBuf>,
+    /// The pinned driver, built here beside the study's images and then given the whole command
+    /// ([`hand_over`]); the driver running from this file does the command itself.
+    pub pinned_driver: Option<PathBuf>,
 }
 
 pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Result<Ending> {
@@ -42,6 +46,13 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         .transpose()?;
     let key = key.as_ref();
     refuse_partial(args)?;
+    if let Some(out) = args
+        .pinned_driver
+        .as_deref()
+        .filter(|out| !running_from(out))
+    {
+        return hand_over(paths, args, out).await;
+    }
     if doctor_brief().await? != Ending::Ok {
         bail!("the machine is not ready (see the FAIL lines above)");
     }
@@ -117,6 +128,7 @@ mod partial_tests {
             reference: false,
             all: false,
             sign: None,
+            pinned_driver: None,
         };
         args.run.slice = crate::run::slice::Slice::of(vec!["go".into()], vec![10_000]);
         assert!(refuse_partial(&args).is_ok(), "a smoke run alone");
@@ -128,6 +140,101 @@ mod partial_tests {
         );
         assert!(err.contains("never a reference"), "{err}");
     }
+}
+
+/// `--pinned-driver`, given to another build of the driver (the host's, as `just reproduce` does):
+/// builds the pinned driver at `out` while the images the command's studies need build beside it
+/// (each build waits for a base or toolchain image the other is building, then reuses it), then
+/// runs the same command with it, whose run finds its images built. On a fresh machine the image
+/// builds overlap the driver's compile instead of following it. A bad study fails here, before
+/// anything builds; an image that cannot be built is left to the run, which builds it again and
+/// records why it failed; a driver that cannot be built in the pinned toolchain image is this one
+/// copied, as `parkbench driver --or-host` does, and says so.
+async fn hand_over(paths: &Paths, args: &Options, out: &Path) -> Result<Ending> {
+    let images = images_needed(paths, args)?;
+    // On a task of its own, so that neither build's work between two awaits holds up the other's;
+    // aborted if the command is dropped (Ctrl-C), as the images' build is.
+    let mut driver = {
+        let (repo, out) = (paths.repo.clone(), out.to_owned());
+        AbortOnDrop(tokio::spawn(async move {
+            super::driver::build(&repo, &out, false, true).await
+        }))
+    };
+    if !images.is_empty() {
+        eprintln!(
+            "building the images the run needs ({}) beside the pinned driver",
+            images.join(", ")
+        );
+        let options = BuildOptions {
+            only: images,
+            strict: args.run.strict_build,
+            strict_pins: args.run.strict_pins,
+            ..BuildOptions::default()
+        };
+        if let Err(e) = super::prepare::build_quietly(&paths.repo, &options).await {
+            eprintln!(
+                "warning: the images were not all built beside the driver ({e:#}); the run builds them"
+            );
+        }
+    }
+    (&mut driver.0)
+        .await
+        .context("building the pinned driver")??;
+    eprintln!("handing over to the pinned driver {}", out.display());
+    use std::io::Write;
+    let _ = (std::io::stdout().flush(), std::io::stderr().flush());
+    let err = std::os::unix::process::CommandExt::exec(
+        std::process::Command::new(out).args(std::env::args_os().skip(1)),
+    );
+    Err(err).with_context(|| format!("running the pinned driver {}", out.display()))
+}
+
+/// A task aborted when its handle is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Whether this process runs from `file`.
+fn running_from(file: &Path) -> bool {
+    let exe = std::env::current_exe().and_then(|e| e.canonicalize());
+    matches!((exe, file.canonicalize()), (Ok(exe), Ok(file)) if exe == file)
+}
+
+/// The images the command's runs will build: every study's (or the one study's, the part of it a
+/// partial run measures); none for a run on other Engines (`--hosts`), whose hosts build them. A
+/// study that cannot be loaded fails here.
+fn images_needed(paths: &Paths, args: &Options) -> Result<Vec<String>> {
+    if super::fleet::is_fleet(&args.run) {
+        return Ok(Vec::new());
+    }
+    let files = match args.all {
+        true => (crate::outputs::index::studies(&paths.results)?.into_iter())
+            .map(Some)
+            .collect(),
+        false => vec![args.run.study.clone()],
+    };
+    let resume = args.run.resume.as_deref().map(RunDir::open).transpose()?;
+    let mut images = Vec::new();
+    for file in files {
+        let run = run::Options {
+            study: file,
+            ..args.run.clone()
+        };
+        let (study, file) = super::launch::load(paths, &run, resume.as_ref())?;
+        crate::run::needs::check_probe_images(&paths.repo, &study, file.as_deref())?;
+        let measured = match (&resume, &run.slice) {
+            (None, Some(slice)) => slice.restrict(study),
+            _ => study,
+        };
+        images.extend(super::prepare::for_study(&measured).only);
+    }
+    images.sort();
+    images.dedup();
+    Ok(images)
 }
 
 /// One study: run, report, comparison with the reference, archive (and the new reference).

@@ -153,3 +153,62 @@ fn the_archives_own_driver_checks_and_verifies_it_in_a_bare_container() {
         );
     }
 }
+
+/// `just reproduce`'s hand-over: a development build given `--pinned-driver FILE` builds the pinned
+/// driver there (reused here: `pinned_driver` built the same sources) while the study's images
+/// build, and hands the command over to it: the run's archive carries that file. A study that cannot
+/// be loaded fails first, with nothing built.
+#[test]
+fn reproduce_hands_over_to_the_pinned_driver_it_builds() {
+    ensure_built();
+    let pinned = parkbench::files::digest::file(&pinned_driver()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("handed").join("parkbench");
+
+    let missing = tmp.path().join("missing.yaml");
+    let out = Invocation::reproduce(tmp.path(), &missing)
+        .arg("--pinned-driver")
+        .arg(&file)
+        .output();
+    assert!(!out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("missing.yaml"),
+        "{}",
+        describe(&out)
+    );
+    assert!(
+        !file.exists(),
+        "nothing is built for a study that cannot be loaded"
+    );
+
+    let study = write_study(
+        tmp.path(),
+        "s.yaml",
+        &small_study("handed", "10000", 1, "0", 200, ""),
+    );
+    let out = Invocation::reproduce(tmp.path(), &study)
+        .cpus("auto")
+        .arg("--pinned-driver")
+        .arg(&file)
+        .output();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("handing over to the pinned driver"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(parkbench::files::digest::file(&file).unwrap(), pinned);
+    let run = only_run(tmp.path(), "handed");
+    let root = unpack(&run.with_extension("tar.gz"), &tmp.path().join("x"));
+    assert_eq!(
+        parkbench::files::digest::file(&root.join("parkbench")).unwrap(),
+        pinned,
+        "the archive carries the driver the command was handed over to"
+    );
+    // The next step names the driver that did the work.
+    assert!(
+        text(&out.stdout).contains(&format!("check it with: {} ", file.display())),
+        "{}",
+        describe(&out)
+    );
+}
