@@ -447,9 +447,8 @@ bench-guest ROUNDS="2" TASKS="10000" KERNEL="debian-6.1": driver
 # size of the archive it writes, with the driver inside and with its record alone (`--no-driver`, the one the 3 MB
 # target is for: the driver alone is larger). `new` is `just reproduce` as it is: the host's build, then the pinned
 # driver built beside the study's images, which it then runs; `serial` builds the pinned driver first, then the
-# images (as `just driver` then `reproduce`); `old` is `new` with the driver profile the quick one replaced
-# (size-optimised, fat link-time optimisation, one codegen unit). Crates are fetched first: a fresh machine downloads
-# them once, the network's time.
+# images (as `just driver` then `reproduce`). Crates are fetched first: a fresh machine downloads them once, the
+# network's time.
 bench-fresh *VARIANTS="serial new":
     #!/usr/bin/env bash
     set -euo pipefail
@@ -459,21 +458,20 @@ bench-fresh *VARIANTS="serial new":
     printf '%-6s %9s %9s %9s %10s %9s %12s %14s\n' variant host_s images_s run_s archive_s total_s archive_MB no_driver_MB
     for v in {{VARIANTS}}; do
         case "$v" in
-            new|serial) profile=() ;;
-            old) profile=(CARGO_PROFILE_DRIVER_OPT_LEVEL=s CARGO_PROFILE_DRIVER_LTO=fat CARGO_PROFILE_DRIVER_CODEGEN_UNITS=1) ;;
-            *) echo "bench-fresh: unknown variant $v (serial, new or old)" >&2; exit 2 ;;
+            new|serial) ;;
+            *) echo "bench-fresh: unknown variant $v (serial or new)" >&2; exit 2 ;;
         esac
         export PARKBENCH_NAMESPACE="parkbench-fresh-$v" PARKBENCH_CACHE="$tmp/cache-$v"
         target="$tmp/target-$v"; bin="$target/driver/parkbench"; host="$target/x86_64-unknown-linux-gnu/driver/parkbench"
         cleanup() { [ -x "$bin" ] && "$bin" clean --images --cache >/dev/null 2>&1 || true; }
         t0=$(date +%s.%N)
-        (cd "$tmp/repo" && env "${profile[@]}" RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR="$target" \
+        (cd "$tmp/repo" && RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR="$target" \
             cargo build --locked --quiet --profile driver --target x86_64-unknown-linux-gnu)
         t1=$(date +%s.%N)
         # Every line of the rest, stamped with the seconds since the epoch.
         stamp() { while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done; }
         case "$v" in
-            serial) (cd "$tmp/repo" && "$host" driver --out "$bin" 2>&1 && echo "handing over" && "$bin" reproduce --cpus auto 2>&1) ;;
+            serial) (cd "$tmp/repo" && "$host" driver --out "$bin" 2>&1 && "$bin" reproduce --cpus auto 2>&1) ;;
             *) (cd "$tmp/repo" && "$host" reproduce --pinned-driver "$bin" --cpus auto 2>&1) ;;
         esac | stamp >"$tmp/$v.log" || { cleanup; tail -20 "$tmp/$v.log" >&2; exit 1; }
         t2=$(date +%s.%N)
@@ -486,9 +484,9 @@ bench-fresh *VARIANTS="serial new":
         named=$(stat -c %s "$archive")
         cleanup
         grep -E "built in|rootfs ready|imported|^[0-9.]* driver: " "$tmp/$v.log" | cut -d' ' -f2- | sed "s/^/  $v: /" >&2 || true
-        # The images and the pinned driver end where the pinned driver takes over (for `serial`, at the last build
-        # line after it); the run at the kit overhead line; the rest is report and archive.
-        images=$(awk '/ handing over/ { h = $1 } / (built in|imported) / { t = $1 } END { if (h > t) t = h; printf "%.3f", t }' "$tmp/$v.log")
+        # The builds (the driver's and the images') and the machine's check end at the run's image table; the run at
+        # the kit overhead line; the rest is report and archive.
+        images=$(awk '/ IMAGE +TAG / { t = $1 } END { printf "%.3f", t }' "$tmp/$v.log")
         run=$(awk '/ kit overhead: / { t = $1 } END { printf "%.3f", t }' "$tmp/$v.log")
         awk -v v="$v" -v a="$t0" -v b="$t1" -v c="$t2" -v i="$images" -v r="$run" -v f="$full" -v n="$named" 'BEGIN {
             if (i == 0) i = b; if (r == 0) r = i

@@ -18,13 +18,30 @@ use crate::outputs::archive::{self, Unpack};
 /// this machine yet, which `parkbench doctor` explains), the running driver (a host build) is copied
 /// instead, and says so: the archives it writes say it is not the reproducible one.
 pub async fn build(repo: &Path, out: &Path, no_cache: bool, or_host: bool) -> Result<Ending> {
+    written(repo, out, no_cache, or_host)
+        .await
+        .map(|_| Ending::Ok)
+}
+
+/// Which driver [`written`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// The build in the pinned toolchain image.
+    Pinned,
+    /// The running driver, a host build: the pinned one could not be built (said).
+    Host,
+}
+
+/// [`build`], saying which driver it wrote.
+pub async fn written(repo: &Path, out: &Path, no_cache: bool, or_host: bool) -> Result<Written> {
     match pinned(repo, out, no_cache).await {
-        Err(e) if or_host => host_instead(out, &e),
-        done => done,
+        Ok(()) => Ok(Written::Pinned),
+        Err(e) if or_host => host_instead(out, &e).map(|()| Written::Host),
+        Err(e) => Err(e),
     }
 }
 
-async fn pinned(repo: &Path, out: &Path, no_cache: bool) -> Result<Ending> {
+async fn pinned(repo: &Path, out: &Path, no_cache: bool) -> Result<()> {
     let engine = Engine::connect().await?;
     let started = Instant::now();
     let fresh = if no_cache {
@@ -45,11 +62,11 @@ async fn pinned(repo: &Path, out: &Path, no_cache: bool) -> Result<Ending> {
         started.elapsed().as_secs_f64()
     );
     println!("{}  {}", built.sha256, out.display());
-    Ok(Ending::Ok)
+    Ok(())
 }
 
 /// The running driver, when self-contained, copied to `out`: the pinned build could not be made.
-fn host_instead(out: &Path, why: &anyhow::Error) -> Result<Ending> {
+fn host_instead(out: &Path, why: &anyhow::Error) -> Result<()> {
     if !SELF_CONTAINED {
         bail!(
             "the driver cannot be built in the pinned toolchain image ({why:#}), and this \
@@ -65,7 +82,7 @@ fn host_instead(out: &Path, why: &anyhow::Error) -> Result<Ending> {
          the archives it writes say so (`built_in: host`)",
         out.display()
     );
-    Ok(Ending::Ok)
+    Ok(())
 }
 
 /// `verify --rebuild-driver`: checks `archive`, unpacks its `source/` in the same pass, rebuilds the

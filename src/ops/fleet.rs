@@ -15,10 +15,10 @@ use anyhow::{Context, Result, bail};
 
 use super::{Interrupt, Paths, Prepared, prepare};
 use crate::engine::Engine;
+use crate::images::Manifest;
 use crate::images::cache::Cache;
 use crate::images::pin::{self, Pins};
 use crate::images::place::{Placement, Sources};
-use crate::images::{BuildOptions, Manifest};
 use crate::run::fleet::assign::{self, Mode};
 use crate::run::fleet::host_run::Common;
 use crate::run::fleet::hosts as names;
@@ -31,7 +31,7 @@ use crate::run::seccomp::Profile;
 use crate::study::cpus::CpuChoice;
 use crate::study::{Repeats, Study};
 
-use super::launch::{Options, load, said, study_text};
+use super::launch::{Options, build_options, load, said, study_text};
 
 /// A run across hosts: `--hosts` given, or a run folder to resume that holds a fleet.json.
 pub fn is_fleet(options: &Options) -> bool {
@@ -134,7 +134,7 @@ async fn prepared(
         engine,
         manifest,
         cache,
-    } = prepare(&paths.repo, &for_study(&study, options)).await?;
+    } = prepare(&paths.repo, &build_options(options, needs::images(&study))).await?;
     let pins = pin::load_all(&paths.repo.join("toolchains"))?;
     let seccomp = match &study.protocol.seccomp {
         Some(file) => Some(Profile::load(&paths.repo, file)?),
@@ -389,14 +389,6 @@ fn placement_name(p: Placement) -> &'static str {
     match p {
         Placement::Ship => "ship",
         Placement::Build => "build",
-    }
-}
-
-fn for_study(study: &Study, options: &Options) -> BuildOptions {
-    BuildOptions {
-        strict: options.strict_build,
-        strict_pins: options.strict_pins,
-        ..super::prepare::for_study(study)
     }
 }
 

@@ -7,13 +7,16 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use super::Paths;
+use crate::images::BuildOptions;
 use crate::outputs::report::terminal;
 use crate::outputs::summary;
 use crate::outputs::{archive, reference};
 use crate::run::guest;
 use crate::run::lifecycle::RunResult;
+use crate::run::needs;
 use crate::run::plan::Estimates;
 use crate::run::run_dir::{self, RunDir};
+use crate::run::seccomp::Profile;
 use crate::run::shard::Shard;
 use crate::study::cpus::CpuChoice;
 use crate::study::repeats::RepeatsChoice;
@@ -122,6 +125,53 @@ pub(super) fn load(
     let named: Vec<String> = study.kernels().into_iter().map(String::from).collect();
     guest::check_names(&named, &guest::known(&paths.repo)?)?;
     Ok((study, file))
+}
+
+/// A run's study as the run checks it before it builds anything.
+pub(super) struct Checked {
+    /// The study under its kernels.
+    pub study: Study,
+    /// Its file (`None`: the default study).
+    pub file: Option<std::path::PathBuf>,
+    /// A new run's seccomp profile (a resumed run keeps the copy it started with).
+    pub seccomp: Option<Profile>,
+    /// What the run measures: a new partial run's probes and scales alone, else the study.
+    pub measured: Study,
+}
+
+/// The study `options` name (or `resume`'s copy) loaded and checked: its probes' images, a new
+/// run's seccomp profile and its slice.
+pub(super) fn check(paths: &Paths, options: &Options, resume: Option<&RunDir>) -> Result<Checked> {
+    let (study, file) = load(paths, options, resume)?;
+    needs::check_probe_images(&paths.repo, &study, file.as_deref())?;
+    let seccomp = match (resume, &study.protocol.seccomp) {
+        (None, Some(file)) => Some(Profile::load(&paths.repo, file)?),
+        _ => None,
+    };
+    // A partial run builds the images of its probes alone.
+    let measured = match (resume, &options.slice) {
+        (None, Some(slice)) => {
+            slice.check(&study)?;
+            slice.restrict(study.clone())
+        }
+        _ => study.clone(),
+    };
+    Ok(Checked {
+        study,
+        file,
+        seccomp,
+        measured,
+    })
+}
+
+/// The build of `images` with the run's strictness.
+pub(super) fn build_options(options: &Options, images: Vec<String>) -> BuildOptions {
+    BuildOptions {
+        only: images,
+        strict: options.strict_build,
+        strict_pins: options.strict_pins,
+        ..BuildOptions::default()
+    }
 }
 
 /// The text of the study file (the embedded default study when none is named).

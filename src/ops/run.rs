@@ -4,19 +4,17 @@
 
 use anyhow::Result;
 
-use super::launch::{load, reference_estimates, said, study_text};
-use super::prepare::{check_repo, for_study, prepare_on};
+use super::launch::{Checked, build_options, check, reference_estimates, said, study_text};
+use super::prepare::{check_repo, prepare_on};
 use super::{Ending, Interrupt, Paths, Prepared, fleet};
 
 pub use super::launch::Options;
 use crate::engine::Engine;
-use crate::images::BuildOptions;
 use crate::images::cache::Cache;
 use crate::run::cpu_lock::{self, CpuLock};
 use crate::run::lifecycle::{self, Fresh, Run, RunResult};
 use crate::run::needs;
 use crate::run::run_dir::RunDir;
-use crate::run::seccomp::Profile;
 use crate::study::cpus::Chosen;
 use crate::study::cpuset;
 
@@ -34,32 +32,19 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         return fleet::run(paths, options, interrupt).await;
     }
     let resume = options.resume.as_deref().map(RunDir::open).transpose()?;
-    let (study, file) = load(paths, options, resume.as_ref())?;
-    needs::check_probe_images(&paths.repo, &study, file.as_deref())?;
-    // A resumed run keeps the copy it started with.
-    let seccomp = match (&resume, &study.protocol.seccomp) {
-        (None, Some(file)) => Some(Profile::load(&paths.repo, file)?),
-        _ => None,
-    };
-    if let (None, Some(slice)) = (&resume, &options.slice) {
-        slice.check(&study)?;
-    }
+    let Checked {
+        study,
+        file,
+        seccomp,
+        measured,
+    } = check(paths, options, resume.as_ref())?;
     check_repo(&paths.repo)?;
     let engine = Engine::connect().await?;
     let begin = match resume {
         Some(dir) => Begin::Resume(dir),
         None => Begin::New(lifecycle::choose(&engine, &study, options.cpus.as_ref()).await?),
     };
-    // A partial run builds the images of its probes alone.
-    let measured = match (&begin, &options.slice) {
-        (Begin::New(_), Some(slice)) => slice.restrict(study.clone()),
-        _ => study.clone(),
-    };
-    let build = BuildOptions {
-        strict: options.strict_build,
-        strict_pins: options.strict_pins,
-        ..for_study(&measured)
-    };
+    let build = build_options(options, needs::images(&measured));
     let Prepared {
         engine, manifest, ..
     } = prepare_on(engine, &paths.repo, &build).await?;

@@ -181,6 +181,20 @@ fn reproduce_hands_over_to_the_pinned_driver_it_builds() {
         "nothing is built for a study that cannot be loaded"
     );
 
+    // A driver handed the command over that does not run from the file hands it over no further.
+    let out = Invocation::reproduce(tmp.path(), &missing)
+        .arg("--pinned-driver")
+        .arg(&file)
+        .env("PARKBENCH_HANDED_OVER", "1")
+        .output();
+    assert!(!out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("does not run from that file"),
+        "{}",
+        describe(&out)
+    );
+    assert!(!file.exists());
+
     let study = write_study(
         tmp.path(),
         "s.yaml",
@@ -193,7 +207,7 @@ fn reproduce_hands_over_to_the_pinned_driver_it_builds() {
         .output();
     assert!(out.status.success(), "{}", describe(&out));
     assert!(
-        text(&out.stderr).contains("handing over to the pinned driver"),
+        text(&out.stderr).contains("handing the command over to the pinned driver"),
         "{}",
         describe(&out)
     );

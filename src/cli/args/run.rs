@@ -164,9 +164,10 @@ pub struct ReproduceArgs {
     /// Sign the archive with this SSH private key, as `parkbench sign --key KEY` does.
     #[arg(long, value_name = "KEY")]
     pub sign: Option<std::path::PathBuf>,
-    /// Build the pinned driver at FILE (as `parkbench driver --out FILE`) while the study's images
-    /// build, then hand the whole command over to it: the run, its report and its archive are that
-    /// driver's work (what `just reproduce` runs).
+    /// Build the pinned driver at FILE (as `parkbench driver --or-host --out FILE`: where it cannot
+    /// be built, this driver is copied there, and said) while the study's images build, then hand
+    /// the whole command over to it: the run, its report and its archive are that driver's work
+    /// (what `just reproduce` runs).
     #[arg(long, value_name = "FILE")]
     pub pinned_driver: Option<std::path::PathBuf>,
 }
