@@ -70,7 +70,8 @@ fn host_instead(out: &Path, why: &anyhow::Error) -> Result<()> {
     if !SELF_CONTAINED {
         bail!(
             "the driver cannot be built in the pinned toolchain image ({why:#}), and this \
-             parkbench is not self-contained"
+             parkbench is not self-contained to stand in for it: mend what stops the pinned \
+             build, or run `just driver` (or `just reproduce`), whose host build is"
         );
     }
     let exe = std::env::current_exe().context("finding the running parkbench")?;

@@ -1,6 +1,7 @@
 //! The steps every command that starts a run shares (`run`, `run --hosts` and its resume, `rerun`,
-//! `explain`): what to run, the study under its kernels and its text, the first estimate from the
-//! study's reference run, and what a finished run says.
+//! `explain`, `reproduce --pinned-driver`): what to run, the study under its kernels and its text,
+//! its checks before anything builds and the build it needs, the first estimate from the study's
+//! reference run, and what a finished run says.
 
 use std::path::{Path, PathBuf};
 

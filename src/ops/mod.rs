@@ -13,6 +13,7 @@ pub mod driver;
 pub mod explain;
 pub mod export;
 pub mod fleet;
+pub mod hand_over;
 pub mod interrupt;
 pub mod launch;
 pub mod merge;

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 
 use super::archive::{Contents, archive, archive_to};
 use super::doctor::doctor_brief;
-use super::driver::Written;
+use super::hand_over::{hand_over, handed_over, running_from};
 use super::next_step::{shell_path, shell_word};
 use super::report;
 use super::sign::SigningKey;
@@ -35,7 +35,7 @@ pub struct Options {
     /// Sign each archive with this SSH private key (`<archive>.sig`, as `parkbench sign` writes it).
     pub sign: Option<PathBuf>,
     /// The pinned driver, built here beside the study's images and then given the whole command
-    /// ([`hand_over`]); the driver running from this file does the command itself.
+    /// ([`super::hand_over`]); the driver running from this file does the command itself.
     pub pinned_driver: Option<PathBuf>,
 }
 
@@ -53,7 +53,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         bail!("the machine is not ready (see the FAIL lines above)");
     }
     if let Some(out) = hand_to {
-        return hand_over(paths, args, out).await;
+        return hand_over(paths, &args.run, args.all, out).await;
     }
     if !args.all {
         return one(paths, args, &args.run, key, interrupt).await;
@@ -139,138 +139,6 @@ mod partial_tests {
         );
         assert!(err.contains("never a reference"), "{err}");
     }
-}
-
-/// Set in the environment of the driver [`hand_over`] runs.
-const HANDED_OVER: &str = "PARKBENCH_HANDED_OVER";
-
-/// Whether this process was handed its command over by another driver.
-fn handed_over() -> bool {
-    std::env::var_os(HANDED_OVER).is_some()
-}
-
-/// `--pinned-driver`, given to another build of the driver (the host's, as `just reproduce` does):
-/// builds the pinned driver at `out` while the images the command's studies need build beside it
-/// (each build waits for a base or toolchain image the other is building, then reuses it), then
-/// runs the same command with it, whose run finds its images built. On a fresh machine the image
-/// builds overlap the driver's compile instead of following it. A study that cannot be run fails
-/// here, before anything builds (with `--all`, it is said and left to the run of every study); an
-/// image that fails to build is said and left to the run, which builds it again and records why;
-/// a driver that cannot be built in the pinned toolchain image is this one copied, as `parkbench
-/// driver --or-host` does, and said.
-async fn hand_over(paths: &Paths, args: &Options, out: &Path) -> Result<Ending> {
-    if handed_over() {
-        bail!(
-            "--pinned-driver {}: this parkbench was handed the command over, but it does not run \
-             from that file (replaced meanwhile?), and hands it over no further: run the command \
-             again",
-            out.display()
-        );
-    }
-    let images = images_needed(paths, args)?;
-    // On a task of its own, so that neither build's work between two awaits holds up the other's;
-    // aborted if the command is dropped (Ctrl-C), as the images' build is.
-    let mut driver = {
-        let (repo, out) = (paths.repo.clone(), out.to_owned());
-        AbortOnDrop(tokio::spawn(async move {
-            super::driver::written(&repo, &out, false, true).await
-        }))
-    };
-    if !images.is_empty() {
-        eprintln!(
-            "building the images the run needs ({}) beside the pinned driver",
-            images.join(", ")
-        );
-        let options = super::launch::build_options(&args.run, images);
-        match super::prepare::build_quietly(&paths.repo, &options).await {
-            Ok(manifest) => {
-                let failed: Vec<&str> = (manifest.failed.iter().map(|f| f.name.as_str()))
-                    .chain(manifest.unavailable.iter().map(|u| u.name.as_str()))
-                    .collect();
-                if !failed.is_empty() {
-                    eprintln!(
-                        "warning: not built beside the driver: {} (above); the run tries again \
-                         and records why",
-                        failed.join(", ")
-                    );
-                }
-            }
-            Err(e) => eprintln!(
-                "warning: the images were not all built beside the driver ({e:#}); the run \
-                 builds them"
-            ),
-        }
-    }
-    let written = (&mut driver.0)
-        .await
-        .context("building the pinned driver")??;
-    let file = (out.canonicalize()).with_context(|| format!("finding {}", out.display()))?;
-    match written {
-        Written::Pinned => eprintln!(
-            "handing the command over to the pinned driver {}",
-            out.display()
-        ),
-        Written::Host => eprintln!(
-            "handing the command over to {}: this host's build, not the pinned one (above)",
-            out.display()
-        ),
-    }
-    // What the builds' guards left to remove, removed before this process is replaced.
-    crate::engine::settle().await;
-    use std::io::Write;
-    let _ = (std::io::stdout().flush(), std::io::stderr().flush());
-    let err = std::os::unix::process::CommandExt::exec(
-        std::process::Command::new(&file)
-            .args(std::env::args_os().skip(1))
-            .env(HANDED_OVER, "1"),
-    );
-    Err(err).with_context(|| format!("running {}", file.display()))
-}
-
-/// A task aborted when its handle is dropped.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// Whether this process runs from `file`.
-fn running_from(file: &Path) -> bool {
-    let exe = std::env::current_exe().and_then(|e| e.canonicalize());
-    matches!((exe, file.canonicalize()), (Ok(exe), Ok(file)) if exe == file)
-}
-
-/// The images the command's runs will build: the one study's (the part of it a partial run
-/// measures), checked as its run checks it; with `--all`, every study's, a study that cannot be
-/// run said and left to the run of every study, which says it again and goes on with the others.
-fn images_needed(paths: &Paths, args: &Options) -> Result<Vec<String>> {
-    let resume = args.run.resume.as_deref().map(RunDir::open).transpose()?;
-    let images_of = |run: &run::Options| -> Result<Vec<String>> {
-        let measured = super::launch::check(paths, run, resume.as_ref())?.measured;
-        Ok(crate::run::needs::images(&measured))
-    };
-    if !args.all {
-        return images_of(&args.run);
-    }
-    let mut images = Vec::new();
-    for file in crate::outputs::index::studies(&paths.results)? {
-        let run = run::Options {
-            study: Some(file.clone()),
-            ..args.run.clone()
-        };
-        match images_of(&run) {
-            Ok(more) => images.extend(more),
-            Err(e) => eprintln!(
-                "warning: study {}: {e:#}; its images are not built beside the driver",
-                file.display()
-            ),
-        }
-    }
-    images.sort();
-    images.dedup();
-    Ok(images)
 }
 
 /// One study: run, report, comparison with the reference, archive (and the new reference).

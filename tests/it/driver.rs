@@ -225,4 +225,37 @@ fn reproduce_hands_over_to_the_pinned_driver_it_builds() {
         "{}",
         describe(&out)
     );
+
+    // Every study: one that cannot run is said before the hand-over, and the pinned driver's run of
+    // every study says it again and goes on with the others.
+    let all = tmp.path().join("all");
+    for (id, image) in [("good", "go"), ("bad", "no-such-image")] {
+        std::fs::create_dir_all(all.join(id)).unwrap();
+        let yaml = small_study(id, "10000", 1, "0", 200, "")
+            .replace("image: go", &format!("image: {image}"));
+        std::fs::write(all.join(id).join("study.yaml"), yaml).unwrap();
+    }
+    let out = Invocation::new("reproduce")
+        .results(&all)
+        .cpus("auto")
+        .args(["--all", "--pinned-driver"])
+        .arg(&file)
+        .output();
+    let said = text(&out.stderr);
+    let bad = all.join("bad").join("study.yaml");
+    assert!(
+        said.contains(&format!("warning: study {}: ", bad.display()))
+            && said.contains("its images are not built beside the driver")
+            && said.contains("handing the command over to the pinned driver")
+            && said.contains(&format!("error: study {}: ", bad.display())),
+        "{}",
+        describe(&out)
+    );
+    assert!(
+        !out.status.success(),
+        "a study that cannot run fails the command: {}",
+        describe(&out)
+    );
+    only_run(&all, "good");
+    assert!(all.join("index.md").is_file(), "{}", describe(&out));
 }
