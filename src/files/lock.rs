@@ -197,8 +197,19 @@ pub async fn wait<T>(
 /// `waiting` is told who holds it (each holder once).
 pub async fn take(dir: &Path, name: &str, holder: &str, waiting: impl FnMut(&str)) -> Result<Held> {
     let attempt = || Ok(try_take(dir, name, holder)?.held());
-    let held = wait(attempt, waiting, std::future::pending()).await?;
+    let held = wait(attempt, others(holder, waiting), std::future::pending()).await?;
     Ok(held.expect("never cancelled"))
+}
+
+/// `waiting`, not told of a holder under `holder`'s own description: another task of this process
+/// taking the same lock (the pinned driver's build and the images' beside it share their base
+/// image), which says what it does itself.
+fn others(holder: &str, mut waiting: impl FnMut(&str)) -> impl FnMut(&str) {
+    move |by: &str| {
+        if by != holder {
+            waiting(by)
+        }
+    }
 }
 
 /// [`take`] for code that may block its thread (a blocking task).
@@ -206,8 +217,9 @@ pub fn take_blocking(
     dir: &Path,
     name: &str,
     holder: &str,
-    mut waiting: impl FnMut(&str),
+    waiting: impl FnMut(&str),
 ) -> Result<Held> {
+    let mut waiting = others(holder, waiting);
     let mut told = std::collections::BTreeSet::new();
     loop {
         match try_take(dir, name, holder)? {

@@ -99,15 +99,9 @@ pub async fn builds_held_off() -> Result<lock::Held> {
     lock::take(&dir, GATE, &holder, say).await
 }
 
-/// What a process waiting for a lock another one holds says, once per holder (`what`: what waits);
-/// nothing when the holder is this process (the pinned driver's build and the images' beside it,
-/// `reproduce --pinned-driver`): that build says what it does itself.
+/// What a process waiting for a lock another one holds says, once per holder (`what`: what waits).
 fn waiting(what: &str) -> impl FnMut(&str) + Copy + '_ {
-    move |by: &str| {
-        if !by.ends_with(&format!("(pid {})", std::process::id())) {
-            eprintln!("{what}: {by} is under way on this machine: waiting for it")
-        }
-    }
+    move |by: &str| eprintln!("{what}: {by} is under way on this machine: waiting for it")
 }
 
 #[cfg(test)]

@@ -311,7 +311,7 @@ fn sources(repo: &Path, run: &RunDir) -> Result<Vec<(String, PathBuf)>> {
         out.push((VENDOR_CHECKSUMS.to_string(), carried));
     } else {
         // The run's images, as its manifest names them (a run folder without one names none).
-        let built = if run.path().join(run_dir::MANIFEST).exists() {
+        let built = if run.file(run_dir::MANIFEST).is_file() {
             (run_manifest(run)?.images.into_iter())
                 .map(|i| i.name)
                 .collect()

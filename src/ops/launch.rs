@@ -133,7 +133,7 @@ pub(super) struct Checked {
     /// The study under its kernels.
     pub study: Study,
     /// Its file (`None`: the default study).
-    pub file: Option<std::path::PathBuf>,
+    pub file: Option<PathBuf>,
     /// A new run's seccomp profile (a resumed run keeps the copy it started with).
     pub seccomp: Option<Profile>,
     /// What the run measures: a new partial run's probes and scales alone, else the study.
