@@ -28,21 +28,25 @@ doctor: driver
     {{bin}} doctor
 
 # Build every pinned image (a no-op when nothing changed) and print the build manifest.
+[positional-arguments]
 build *ARGS: driver
-    {{bin}} build --manifest target/manifest.json {{ARGS}}
+    {{bin}} build --manifest target/manifest.json "$@"
 
 # Run a study (default: article 000) with ARGS passed to `parkbench run`.
+[positional-arguments]
 run *ARGS: driver
-    {{bin}} run {{ARGS}}
+    {{bin}} run "$@"
 
 # The whole job: doctor → build → run (default study, --cpus auto) → report → verdicts → archive.
 # The pinned driver builds (as `just driver`'s second step) while the study's images build, then runs it all.
+[positional-arguments]
 reproduce *ARGS: host-driver
-    {{host_bin}} reproduce --pinned-driver {{bin}} --cpus auto {{ARGS}}
+    {{host_bin}} reproduce --pinned-driver {{bin}} --cpus auto "$@"
 
 # Make STUDY's reference run (results/STUDY/reference/), compared with the one it replaces.
+[positional-arguments]
 reference STUDY *ARGS: host-driver
-    {{host_bin}} reproduce --pinned-driver {{bin}} --cpus auto --reference {{ARGS}} results/{{STUDY}}/study.yaml
+    {{host_bin}} reproduce --pinned-driver {{bin}} --cpus auto --reference "${@:2}" "results/$1/study.yaml"
 
 # Every test: unit, snapshot, README examples, and integration tests against the real Engine: two at a
 # time, runs waiting for each other's CPUs; then, one at a time, those that need the Engine or the machine
@@ -187,8 +191,9 @@ bench-steal REPEATS="5": driver
     EOF
 
 # Benchmark: the same probe binaries measured in containers and natively, side by side, at 1M tasks.
+[positional-arguments]
 bench-fidelity *ARGS: driver
-    {{bin}} bench fidelity {{ARGS}}
+    {{bin}} bench fidelity "$@"
 
 # Benchmark: the echo load generator's ceiling, before (OLD, a commit) and now, side by side: each round runs
 # a slice of runtimes-compared (echo-baseline and the four runtime servers, SECS s measured) once per side,

@@ -108,7 +108,7 @@ pub async fn rebuild(archive: &Path, repo: &Path) -> Result<Ending> {
         );
     };
     let theirs = compared_with(&carried, archive)?;
-    println!("{}", carried.line(Some(archive)));
+    println!("{}", carried.rebuilding_line());
     let source = tmp.path().join("source");
     driver::check_sources(&source, &repo.join("Cargo.lock"))
         .with_context(|| format!("{}: the driver's sources", archive.display()))?;

@@ -46,6 +46,10 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         .transpose()?;
     let key = key.as_ref();
     refuse_partial(args)?;
+    // A study file that cannot be read fails before the machine check, not after it.
+    if let (false, None, Some(file)) = (args.all, &args.run.resume, &args.run.study) {
+        crate::study::Study::load(file)?;
+    }
     let hand_to = (args.pinned_driver.as_deref()).filter(|out| !running_from(out));
     // A driver handed the command over runs on a machine its builder has just checked.
     let handed = args.pinned_driver.is_some() && hand_to.is_none() && handed_over();

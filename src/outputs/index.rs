@@ -12,25 +12,7 @@ use crate::run::run_dir::{self, RunDir};
 use crate::study::Study;
 
 /// The study files under `results/`, sorted by folder name.
-pub fn studies(results: &Path) -> Result<Vec<PathBuf>> {
-    let entries = std::fs::read_dir(results)
-        .with_context(|| format!("listing studies in {}", results.display()))?;
-    let mut files = Vec::new();
-    for entry in entries {
-        let entry = entry.with_context(|| {
-            format!(
-                "listing studies in {}: an entry cannot be read; check the folder's permissions",
-                results.display()
-            )
-        })?;
-        let file = entry.path().join(run_dir::STUDY);
-        if file.is_file() {
-            files.push(file);
-        }
-    }
-    files.sort();
-    Ok(files)
-}
+pub use crate::study::files_in as studies;
 
 /// Writes `results/index.md` (and the same as `results/index.html`) and returns its path. A study that cannot be read, or whose latest run
 /// cannot be recomputed, gets an error line naming it instead of its section.

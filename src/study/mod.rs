@@ -10,7 +10,7 @@
 //!
 //! May import: `stats`, `yaml` (a leaf: nothing else of parkbench).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub mod bounded;
 pub mod claim;
@@ -40,6 +40,77 @@ pub use crate::study::protocol::{Isolation, Order, Protocol, Source};
 pub use crate::study::repeats::Repeats;
 pub use crate::study::stat::Stat;
 pub use crate::study::unit::{Dimension, Unit};
+
+/// A study's file name in its folder (`results/<id>/study.yaml`).
+pub const FILE: &str = "study.yaml";
+
+/// The study files in `folder`'s subfolders (`<folder>/<id>/study.yaml`), sorted by folder name.
+pub fn files_in(folder: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(folder)
+        .with_context(|| format!("listing studies in {}", folder.display()))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| {
+            format!(
+                "listing studies in {}: an entry cannot be read; check the folder's permissions",
+                folder.display()
+            )
+        })?;
+        let file = entry.path().join(FILE);
+        if file.is_file() {
+            files.push(file);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// What to say of a study file `path` that does not exist: the nearest study there is, by its id, and the studies in the folder it would be in (or in `results/`).
+fn studies_near(path: &Path) -> String {
+    let parent = path.parent();
+    let folders = [parent.and_then(Path::parent), parent]
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            if f.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                f
+            }
+        })
+        .chain([Path::new("results")]);
+    let Some((folder, files)) = folders
+        .filter_map(|f| files_in(f).ok().map(|files| (f, files)))
+        .find(|(_, files)| !files.is_empty())
+    else {
+        return "name one, such as results/<id>/study.yaml".to_string();
+    };
+    // The study's id as given: its folder's name (`results/<id>/study.yaml`), else the file's stem.
+    let given = match path.file_name() {
+        Some(name) if name == FILE => path.parent().and_then(Path::file_name),
+        _ => path.file_stem(),
+    }
+    .map(|n| n.to_string_lossy().into_owned())
+    .unwrap_or_default();
+    let id = |f: &PathBuf| {
+        (f.parent().and_then(Path::file_name)).map(|n| n.to_string_lossy().into_owned())
+    };
+    let distance =
+        |f: &PathBuf| id(f).map_or(usize::MAX, |id| strsim::damerau_levenshtein(&given, &id));
+    let ids: Vec<String> = files.iter().filter_map(id).collect();
+    let listed = format!(
+        "the studies in {} ({}/<id>/{FILE}): {}",
+        folder.display(),
+        folder.display(),
+        ids.join(", ")
+    );
+    match files.iter().min_by_key(|f| distance(f)) {
+        Some(near) if distance(near) <= given.chars().count() / 3 + 1 => {
+            format!("did you mean {}? ({listed})", near.display())
+        }
+        _ => format!("name one of {listed}"),
+    }
+}
 
 /// The default study, article 000: 1M tasks waiting, Rust/Tokio vs Go.
 pub const DEFAULT_STUDY: &str = include_str!("../../results/wait-1m/study.yaml");
@@ -74,8 +145,9 @@ impl Study {
     pub fn load(path: &Path) -> Result<Self> {
         let text = match std::fs::read_to_string(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
-                "there is no study file {}: name one, such as results/<id>/study.yaml",
-                path.display()
+                "there is no study file {}: {}",
+                path.display(),
+                studies_near(path)
             ),
             Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => bail!(
                 "{} is a folder: name the study file in it, such as {}",

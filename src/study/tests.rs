@@ -231,6 +231,36 @@ fn a_study_file_names_its_path() {
 }
 
 #[test]
+fn a_missing_study_file_names_the_nearest_study_and_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    for id in ["wait-1m", "async-costs"] {
+        std::fs::create_dir_all(results.join(id)).unwrap();
+        std::fs::write(results.join(id).join(FILE), DEFAULT_STUDY).unwrap();
+    }
+    let err = |path: &Path| format!("{:#}", Study::load(path).unwrap_err());
+    let typo = results.join("wiat-1m").join(FILE);
+    assert_eq!(
+        err(&typo),
+        format!(
+            "there is no study file {}: did you mean {}? (the studies in {} ({}/<id>/study.yaml): \
+             async-costs, wait-1m)",
+            typo.display(),
+            results.join("wait-1m").join(FILE).display(),
+            results.display(),
+            results.display(),
+        )
+    );
+    let far = results.join("something-else").join(FILE);
+    assert!(
+        err(&far).contains(": name one of the studies in")
+            && err(&far).ends_with("async-costs, wait-1m"),
+        "{}",
+        err(&far)
+    );
+}
+
+#[test]
 fn a_declared_duration_must_end_before_the_timeout() {
     for bad in ["0", "300", "-1", ".nan"] {
         let text = DEFAULT_STUDY.replacen(

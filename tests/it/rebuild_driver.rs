@@ -167,6 +167,13 @@ fn the_pinned_driver_is_the_same_file_from_two_folders_and_rebuilds_from_its_arc
 
     let out = verified(&good);
     assert!(out.status.success(), "{}", describe(&out));
+    // It names the driver it rebuilds, not the command already running.
+    assert!(
+        text(&out.stdout).contains("rebuilding it from the archive's sources")
+            && !text(&out.stdout).contains("--rebuild-driver"),
+        "{}",
+        describe(&out)
+    );
     assert!(
         text(&out.stdout).contains(&format!(
             "rebuilt driver: sha256 {sha_a}: the same file as the driver the archive's \

@@ -134,6 +134,13 @@ mod tests {
             named.contains("--rebuild-driver 'runs/a b.tar.zst'`"),
             "{named}"
         );
+        let rebuilding = carried.rebuilding_line();
+        assert!(
+            rebuilding.starts_with(&format!("driver: parkbench sha256 {sha}"))
+                && rebuilding.ends_with("rebuilding it from the archive's sources)")
+                && !rebuilding.contains("parkbench verify"),
+            "{rebuilding}"
+        );
         assert_eq!(check(&fx.write().path).unwrap().driver, None);
 
         // A record alone (`--no-driver`) names the driver the rebuild is compared with.
@@ -445,6 +452,12 @@ mod tests {
                 "does not start with the gzip signature",
             ),
             (vec![], "does not start with the gzip signature"),
+            (tar.clone(), "an uncompressed tar, not gzip"),
+            (b"\xfd7zXZ\x00rest".to_vec(), "an xz file, not gzip"),
+            (
+                b"\x28\xb5\x2f\xfdrest".to_vec(),
+                "a Zstandard file, not gzip",
+            ),
             (
                 [good.clone(), b"junk".to_vec()].concat(),
                 "bytes after the end of the gzip stream",

@@ -84,8 +84,7 @@ impl Carried {
     /// The line `check` prints: the command that rebuilds it names `archive` when given (quoted
     /// for a shell), else `ARCHIVE`.
     pub fn line(&self, archive: Option<&std::path::Path>) -> String {
-        let r = &self.record;
-        let built = if r.built_in == PINNED {
+        let built = if self.record.built_in == PINNED {
             let name = archive
                 .map(|p| p.to_string_lossy().into_owned())
                 .and_then(|p| shlex::try_quote(&p).ok().map(|q| q.into_owned()))
@@ -98,6 +97,23 @@ impl Carried {
             "a host build, not the reproducible one: no rebuild is claimed to give the same file"
                 .to_string()
         };
+        self.described(&built)
+    }
+
+    /// The line `verify --rebuild-driver` prints before it rebuilds: the driver, without the
+    /// command that is already running.
+    pub fn rebuilding_line(&self) -> String {
+        self.described(if self.record.built_in == PINNED {
+            "built in the pinned Rust toolchain image: rebuilding it from the archive's sources"
+        } else {
+            "a host build, which no rebuild is claimed to give: rebuilding it from the archive's \
+             sources all the same"
+        })
+    }
+
+    /// `driver: <which file> (<how it was built>; <built>)`.
+    fn described(&self, built: &str) -> String {
+        let r = &self.record;
         let which = if self.inside {
             format!("{MEMBER} sha256 {}, the one {RECORD} names", self.sha256)
         } else {

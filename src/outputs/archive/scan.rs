@@ -92,6 +92,15 @@ pub fn scan_unpacking(archive: &Path, keep: &[&str], unpack: Unpack) -> Result<S
         File::open(archive).with_context(|| format!("opening archive {}", archive.display()))?;
     let mut input = BufReader::new(file);
     let magic = input.fill_buf().map_err(|e| corrupt(archive, e))?;
+    if let Some(format) = repacked_as(magic) {
+        bail!(
+            "{}: {format}, not gzip: a run archive is read as `parkbench archive` wrote it \
+             (`<run-id>.tar.gz`); for a copy repacked in another format, unpack it and use \
+             `parkbench verify <run-id>` on the run folder (its SHA256SUMS and verdicts), or get the \
+             archive as written",
+            archive.display()
+        );
+    }
     ensure!(
         magic.starts_with(&[0x1f, 0x8b]),
         "{}: truncated or not a gzip archive (it does not start with the gzip signature); download it again",
@@ -109,6 +118,21 @@ pub fn scan_unpacking(archive: &Path, keep: &[&str], unpack: Unpack) -> Result<S
     )?;
     finish_stream(archive, gz)?;
     seen.into_scan(archive)
+}
+
+/// The format a file starting with `magic` is in, when it is a known archive or compression format
+/// other than gzip: a run archive repacked by hand, not a damaged one.
+fn repacked_as(magic: &[u8]) -> Option<&'static str> {
+    const FORMATS: [(&[u8], usize, &str); 5] = [
+        (b"\xfd7zXZ\x00", 0, "an xz file"),
+        (b"\x28\xb5\x2f\xfd", 0, "a Zstandard file"),
+        (b"BZh", 0, "a bzip2 file"),
+        (b"PK\x03\x04", 0, "a zip file"),
+        (b"ustar", 257, "an uncompressed tar"),
+    ];
+    (FORMATS.iter())
+        .find(|(signature, at, _)| magic.get(*at..).is_some_and(|m| m.starts_with(signature)))
+        .map(|(_, _, name)| *name)
 }
 
 fn corrupt(archive: &Path, e: io::Error) -> anyhow::Error {
