@@ -67,6 +67,9 @@ pub enum Fresh {
     Everything,
 }
 
+/// How many of the build's last lines a failed build shows.
+const TAIL: usize = 30;
+
 /// Builds the driver from the sources below `repo` in the toolchain image of `toolchain_repo`
 /// (whose `docker/` and `toolchains/` give it; the same folder for `parkbench driver`, the
 /// reviewer's own for a rebuild) and writes it to `out`, mode 0755.
@@ -114,14 +117,29 @@ pub async fn build(
             // image, whose labels `clean --images` finds it by.
             keep_stages: true,
         };
-        engine
+        // Quiet, as the images' builds are: the compiler's last lines are shown when it fails.
+        let started = std::time::Instant::now();
+        let mut tail = std::collections::VecDeque::new();
+        let built = engine
             .build(&spec, |line| {
-                if !line.is_empty() && !line.starts_with("Step ") && !line.starts_with(" ---> ") {
-                    eprintln!("  {line}");
+                for line in line.lines() {
+                    if tail.len() == TAIL {
+                        tail.pop_front();
+                    }
+                    tail.push_back(super::build::failure::plain_text(line));
                 }
             })
-            .await
-            .context("building the driver in the pinned toolchain image")?;
+            .await;
+        if let Err(e) = built {
+            let last = Vec::from(tail).join("\n");
+            return Err(e
+                .context(format!("build output (last lines):\n{last}"))
+                .context("building the driver in the pinned toolchain image"));
+        }
+        eprintln!(
+            "driver: built in {toolchain} in {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
     }
     let bytes = engine.read_file(&tag, IN_IMAGE).await?;
     write_executable(out, &bytes)?;
