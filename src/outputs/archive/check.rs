@@ -21,6 +21,15 @@ pub fn check_unpacking(archive: &Path, unpack: Unpack) -> Result<CheckReport> {
 
 /// The scan's report, with the driver it carries checked against its record.
 fn with_driver(scan: Scan) -> Result<CheckReport> {
+    let driver = driver_of(&scan)?;
+    let mut report = scan.report;
+    report.driver = driver;
+    Ok(report)
+}
+
+/// The driver a scan (which kept [`driver::RECORD`]) found, checked against its record: every
+/// reader of an archive refuses one whose driver is not what its record names.
+pub(super) fn driver_of(scan: &Scan) -> Result<Option<driver::Carried>> {
     ensure!(
         !scan.too_large.contains_key(driver::RECORD),
         "{}: larger than a driver's record: {}",
@@ -38,9 +47,7 @@ fn with_driver(scan: Scan) -> Result<CheckReport> {
         super::UNSAFE
     );
     let record = scan.kept.get(driver::RECORD).map(Vec::as_slice);
-    let mut report = scan.report;
-    report.driver = driver::carried(member, record)?;
-    Ok(report)
+    driver::carried(member, record)
 }
 
 #[cfg(test)]

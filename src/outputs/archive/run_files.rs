@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::scan::{self, Unpack};
+use super::{check, driver};
 use crate::run::run_dir::{RunFiles, load_limit};
 
 /// Checks `archive` like `check` and returns its run files, read in the same pass.
@@ -16,7 +17,13 @@ pub fn read_run(archive: &Path) -> Result<RunFiles> {
 /// [`read_run`], also unpacking the members `unpack` names (e.g. `source`, `images`) in the same
 /// pass. On an error the unpack folder holds a partial tree: discard it.
 pub fn read_run_unpacking(archive: &Path, unpack: Unpack) -> Result<RunFiles> {
-    let mut scan = scan::scan_unpacking(archive, &RunFiles::NAMES, unpack)?;
+    let keep: Vec<&str> = RunFiles::NAMES
+        .iter()
+        .copied()
+        .chain([driver::RECORD])
+        .collect();
+    let mut scan = scan::scan_unpacking(archive, &keep, unpack)?;
+    check::driver_of(&scan)?;
     let root = scan.report.root.clone();
     RunFiles::assemble(root.clone(), |name| {
         if let Some(size) = scan.too_large.get(name) {
@@ -68,6 +75,27 @@ mod tests {
                 .unwrap(),
             read_run(&fx.write().path).unwrap()
         );
+    }
+
+    #[test]
+    fn read_run_refuses_a_driver_its_record_does_not_name() {
+        let fx = Fixture::new();
+        fs::write(fx.path("parkbench"), b"a driver").unwrap();
+        let other = crate::files::digest::bytes(b"another driver");
+        let record = format!(
+            r#"{{"sha256":"{other}","version":"0.1.0","target":"x86_64-unknown-linux-gnu",
+            "linking":"static","rustc":"rustc 1.95.0","opt_level":"0","rustflags":"",
+            "built_with":"just driver","built_in":"pinned"}}"#
+        );
+        fs::write(fx.path("parkbench.json"), record).unwrap();
+        let extras = [
+            (driver::MEMBER.to_string(), fx.path("parkbench")),
+            (driver::RECORD.to_string(), fx.path("parkbench.json")),
+        ];
+        let out = fx.path("with-driver.tar.gz");
+        super::super::write_with(&fx.run_dir, &fx.sources, &extras, &out).unwrap();
+        let err = format!("{:#}", read_run(&out).unwrap_err());
+        assert!(err.contains("is not the one its record describes"), "{err}");
     }
 
     #[test]
