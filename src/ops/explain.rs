@@ -90,7 +90,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         args,
         root: explain_root(run.path(), paths, &study),
         claim,
-        explained_run: &explained.run_id,
+        explained: (&study.id, &explained.run_id),
         interrupt,
     };
     let sweep = make_sweep(&paths.repo, &study, claim, &factors, &[])?;
@@ -229,7 +229,8 @@ struct Sweeps<'a> {
     /// The folder whose `<sweep>/runs/` hold the sweeps' runs.
     root: PathBuf,
     claim: &'a Claim,
-    explained_run: &'a str,
+    /// The explained run's study and the run.
+    explained: (&'a str, &'a str),
     interrupt: &'a Interrupt,
 }
 
@@ -276,7 +277,7 @@ impl Sweeps<'_> {
             return Ok(None);
         }
         let outcome = report(result.dir.path())?;
-        let e = explain::explain(self.claim, self.explained_run, &sweep, &outcome, &failed)?;
+        let e = explain::explain(self.claim, self.explained, &sweep, &outcome, &failed)?;
         Ok(Some((e, result.dir.path().to_owned())))
     }
 

@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail, ensure};
 
 use super::Ending;
 use crate::outputs::archive::{self, Integrity};
+use crate::outputs::explain::Explains;
 use crate::outputs::merge::{self, MergeRecord};
 use crate::outputs::outcome::{self, Outcome};
 use crate::outputs::provenance;
@@ -85,6 +86,11 @@ pub fn verify(path: &Path, repo: &Path, strict: bool) -> Result<Ending> {
 fn provenance(files: &RunFiles, study: &Study, repo: &Path) -> Result<bool> {
     let sha = provenance::sha256(&files.study_yaml);
     println!("\nstudy {} sha256 {sha}", printable(&study.id));
+    if let Some(json) = &files.explanation_json {
+        let explains: Explains = serde_json::from_str(json)
+            .with_context(|| format!("parsing the sweep's {}", run_dir::EXPLANATION))?;
+        return sweep_provenance(&explains, study, repo);
+    }
     let Some((path, text, theirs)) = provenance::checkout(repo, study)? else {
         println!(
             "the checkout {} holds no results/{}/study.yaml: the published values were compared \
@@ -115,6 +121,65 @@ fn provenance(files: &RunFiles, study: &Study, repo: &Path) -> Result<bool> {
         println!("  - {}", printable(line));
     }
     Ok(true)
+}
+
+/// [`provenance`] of an explain sweep, whose study parkbench wrote from the explained run's: the
+/// published value of the claim it swept against the checkout's copy of the explained study; true
+/// when it differs.
+fn sweep_provenance(explains: &Explains, sweep: &Study, repo: &Path) -> Result<bool> {
+    let what = format!(
+        "an explain sweep of claim {:?} of run {}{}",
+        printable(&explains.claim),
+        printable(&explains.explained_run),
+        if explains.study.is_empty() {
+            String::new()
+        } else {
+            format!(" of study {}", printable(&explains.study))
+        }
+    );
+    let Some(ours) = sweep.claims.iter().find(|c| c.id == explains.claim) else {
+        bail!(
+            "{}: names claim {:?}, which its study does not judge: the run was altered",
+            run_dir::EXPLANATION,
+            printable(&explains.claim)
+        );
+    };
+    // A claim laid out per kernel (`<claim>@<kernel>`) is `<claim>` in the study file.
+    let id = explains.claim.split('@').next().unwrap_or_default();
+    let checkout = (!explains.study.is_empty())
+        .then(|| provenance::in_checkout_by_id(repo, &explains.study))
+        .flatten();
+    let Some(path) = checkout else {
+        println!(
+            "{what}: the checkout {} holds no results/{}/study.yaml, so the published value \
+             was compared with nothing; verify the explained run's archive against its study",
+            repo.display(),
+            if explains.study.is_empty() { "<study>" } else { &explains.study },
+        );
+        return Ok(false);
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("reading the checkout's study {}", path.display()))?;
+    let theirs = Study::parse(&text).with_context(|| format!("in {}", path.display()))?;
+    let Some(claim) = theirs.claims.iter().find(|c| c.id == id) else {
+        println!(
+            "{what}: {} has no claim {:?}; the published value was compared with nothing",
+            path.display(),
+            printable(id)
+        );
+        return Ok(true);
+    };
+    let shown = path.display().to_string();
+    match provenance::published_differs(ours, "the archive's sweep", claim, &shown) {
+        None => {
+            println!("{what}: the published value matches {shown}");
+            Ok(false)
+        }
+        Some(line) => {
+            println!("{what}, differing from {shown}:\n  - {}", printable(&line));
+            Ok(true)
+        }
+    }
 }
 
 /// A folder unpacked from an archive is checked against its SHA256SUMS before anything in it is

@@ -8,7 +8,7 @@ mod sweep;
 use std::fmt::Write as _;
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::outputs::number;
 use crate::outputs::outcome::Outcome;
@@ -23,7 +23,7 @@ pub use sweep::{Sweep, Variant, factors_for, sweep};
 /// The file names an explanation writes in its sweep's run folder.
 pub const MARKDOWN: &str = "explanation.md";
 pub const SVG: &str = "tornado.svg";
-pub const JSON: &str = "explanation.json";
+pub const JSON: &str = crate::run::run_dir::EXPLANATION;
 /// The explanation as one self-contained HTML page, its figure inline.
 pub const HTML: &str = "explanation.html";
 
@@ -65,10 +65,24 @@ pub struct Row {
     pub against: Option<f64>,
 }
 
+/// What a sweep's `explanation.json` says it explains, as `verify` reads it back.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Explains {
+    /// The claim swept (the sweep's study judges it under the same id).
+    pub claim: String,
+    /// The explained run's study; empty in an explanation written before it was recorded.
+    #[serde(default)]
+    pub study: String,
+    /// The explained run.
+    pub explained_run: String,
+}
+
 /// An explanation of one claim.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Explanation {
     pub claim: String,
+    /// The explained run's study (its id).
+    pub study: String,
     pub text: String,
     pub unit: crate::study::Unit,
     /// The run the claim was judged in, and the sweep's run.
@@ -136,7 +150,7 @@ fn spread(summary: &Summary, v: &Verdict) -> Option<f64> {
 /// with why), and the finding.
 pub fn explain(
     claim: &Claim,
-    explained_run: &str,
+    (study, explained_run): (&str, &str),
     sweep: &Sweep,
     outcome: &Outcome,
     failed: &[(Variant, String)],
@@ -184,6 +198,7 @@ pub fn explain(
     }
     let mut e = Explanation {
         claim: claim.id.clone(),
+        study: study.to_string(),
         text: claim.text.clone(),
         unit: claim.unit,
         explained_run: explained_run.to_string(),

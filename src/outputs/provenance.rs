@@ -17,8 +17,15 @@ pub fn sha256(study_yaml: &str) -> String {
 
 /// `results/<study>/study.yaml` under `repo`, when the checkout holds it.
 pub fn in_checkout(repo: &Path, study: &Study) -> Option<PathBuf> {
-    let path = repo.join("results").join(&study.id).join("study.yaml");
-    path.is_file().then_some(path)
+    in_checkout_by_id(repo, &study.id)
+}
+
+/// `results/<id>/study.yaml` under `repo`, when the checkout holds it; `None` for an id that is
+/// no plain folder name (the id comes from an archive).
+pub fn in_checkout_by_id(repo: &Path, id: &str) -> Option<PathBuf> {
+    let plain = !id.is_empty() && !id.contains(['/', '\\', '\0']) && id != "." && id != "..";
+    let path = repo.join("results").join(id).join(crate::study::FILE);
+    (plain && path.is_file()).then_some(path)
 }
 
 /// The checkout's copy of `study` (see [`in_checkout`]), read: its path, its text and the study.
@@ -45,14 +52,7 @@ pub fn differences(a: &Study, a_name: &str, b: &Study, b_name: &str) -> Vec<Stri
             out.push(format!("claim {:?} is only in {a_name}", ca.id));
             continue;
         };
-        if published(ca) != published(cb) {
-            out.push(format!(
-                "claim {:?}: published {} in {a_name}, {} in {b_name}",
-                ca.id,
-                published(ca),
-                published(cb)
-            ));
-        }
+        out.extend(published_differs(ca, a_name, cb, b_name));
         let what = format!("claim {:?}", ca.id);
         let skip = ["id", "text", "expected", "unit", "tolerance"];
         out.extend(fields(&what, ca, a_name, cb, b_name, &skip));
@@ -88,6 +88,19 @@ pub fn differences(a: &Study, a_name: &str, b: &Study, b_name: &str) -> Vec<Stri
         &[],
     ));
     out
+}
+
+/// The line naming how claim `a`'s published value, unit or tolerance differs from `b`'s (in
+/// `a_name` and `b_name`); `None` when they agree.
+pub fn published_differs(a: &Claim, a_name: &str, b: &Claim, b_name: &str) -> Option<String> {
+    (published(a) != published(b)).then(|| {
+        format!(
+            "claim {:?}: published {} in {a_name}, {} in {b_name}",
+            a.id,
+            published(a),
+            published(b)
+        )
+    })
 }
 
 /// One line per field, but those in `skip`, whose serialised value differs between `a` and `b`

@@ -34,6 +34,8 @@ pub const FIGURE: &str = "figure.svg";
 pub const REPORT: &str = "report.md";
 /// The report as one self-contained HTML page, every figure inline.
 pub const REPORT_HTML: &str = "report.html";
+/// An explain sweep's explanation of the claim it swept (`parkbench explain`), in its run folder.
+pub const EXPLANATION: &str = "explanation.json";
 /// The index of `parkbench explain`'s sweeps of this run's claims.
 pub const EXPLANATIONS: &str = "explanations.md";
 /// A rerun's comparison with the archive it reran (Markdown and figure).
@@ -100,11 +102,13 @@ pub struct RunFiles {
     pub merge_json: Option<String>,
     pub classes_json: Option<String>,
     pub classes_md: Option<String>,
+    /// An explain sweep's `explanation.json`: what it explains.
+    pub explanation_json: Option<String>,
 }
 
 impl RunFiles {
     /// The files [`RunFiles`] holds, for readers that load them in one pass.
-    pub const NAMES: [&str; 11] = [
+    pub const NAMES: [&str; 12] = [
         STUDY,
         SAMPLES,
         ENV,
@@ -116,6 +120,7 @@ impl RunFiles {
         MERGE_JSON,
         CLASSES_JSON,
         CLASSES_MD,
+        EXPLANATION,
     ];
 
     /// Builds the set from `load`, which returns a file's text or `None` when it is absent. The
@@ -146,6 +151,7 @@ impl RunFiles {
             run_json: json(STATE)?,
             merge_json: json(MERGE_JSON)?,
             classes_json: json(CLASSES_JSON)?,
+            explanation_json: json(EXPLANATION)?,
             report_md: load(REPORT)?,
             classes_md: load(CLASSES_MD)?,
             study_yaml,

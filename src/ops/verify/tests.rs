@@ -128,3 +128,40 @@ fn classes_files_in_a_run_of_one_class_and_host_are_an_alteration() {
     );
     assert!(err.contains("one hardware class"), "{err}");
 }
+
+#[test]
+fn an_explain_sweep_is_compared_with_the_explained_study_claim_by_claim() {
+    let repo = tempfile::tempdir().unwrap();
+    let sweep = Study::default_study();
+    let claim = sweep.claims[0].id.clone();
+    let explains = |study: &str| Explains {
+        claim: claim.clone(),
+        study: study.to_string(),
+        explained_run: "20261201T000000Z".into(),
+    };
+    // No copy of the explained study here: compared with nothing, not an edit.
+    assert!(!sweep_provenance(&explains("wait-1m"), &sweep, repo.path()).unwrap());
+    assert!(!sweep_provenance(&explains(""), &sweep, repo.path()).unwrap());
+
+    let file = repo.path().join("results/wait-1m/study.yaml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, crate::study::DEFAULT_STUDY).unwrap();
+    assert!(!sweep_provenance(&explains("wait-1m"), &sweep, repo.path()).unwrap());
+    // An id that is no folder name reads nothing outside results/.
+    assert!(!sweep_provenance(&explains("../results/wait-1m"), &sweep, repo.path()).unwrap());
+
+    // The checkout's published value differs from the sweep's: named.
+    let first = crate::study::DEFAULT_STUDY.find("expected: ").unwrap();
+    let edited = format!(
+        "{}expected: 9{}",
+        &crate::study::DEFAULT_STUDY[..first],
+        &crate::study::DEFAULT_STUDY[first + "expected: ".len()..]
+    );
+    std::fs::write(&file, edited).unwrap();
+    assert!(sweep_provenance(&explains("wait-1m"), &sweep, repo.path()).unwrap());
+
+    // A sweep naming a claim its study does not judge was altered.
+    let mut other = explains("wait-1m");
+    other.claim = "no-such-claim".into();
+    assert!(sweep_provenance(&other, &sweep, repo.path()).is_err());
+}

@@ -450,6 +450,7 @@ fn merged_side(path: &str, inputs: &[crate::outputs::merge::Input]) -> Side {
         merge_json: Some(serde_json::to_string(&m.record).unwrap()),
         classes_json: None,
         classes_md: None,
+        explanation_json: None,
     };
     from_files(path.into(), &files).unwrap()
 }

@@ -92,6 +92,7 @@ fn row(factor: &str, level: &str, value: f64, status: Status) -> Row {
 fn explanation(rows: Vec<Row>) -> Explanation {
     let mut e = Explanation {
         claim: "rust-per-task-1m".into(),
+        study: "wait-1m".into(),
         text: "t".into(),
         unit: crate::study::Unit::B,
         explained_run: "a".into(),

@@ -83,6 +83,7 @@ pub(crate) fn run(name: &str, shard: Option<Shard>, hardware: Option<&str>) -> I
             merge_json: None,
             classes_json: None,
             classes_md: None,
+            explanation_json: None,
         },
     }
 }

@@ -93,6 +93,7 @@ fn a_sample_bringing_its_own_drop_rule_is_refused_at_load() {
         merge_json: None,
         classes_json: None,
         classes_md: None,
+        explanation_json: None,
     };
     samples[1].drop_batches = Some(DropBatches::default());
     assert!(
@@ -136,6 +137,7 @@ fn the_runs_warnings_reach_the_report_and_the_terminal() {
         merge_json: None,
         classes_json: None,
         classes_md: None,
+        explanation_json: None,
     };
     let outcome = super::recompute(&files(state)).unwrap();
     assert_eq!(outcome.warnings.len(), 1);
