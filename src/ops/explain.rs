@@ -17,16 +17,20 @@ use super::report::report;
 use super::{Ending, Interrupt, Paths, run};
 use crate::files::write_atomic;
 use crate::images::recipe;
+use crate::images::timing;
 use crate::outputs::explain::{self, Explanation, Sweep};
 use crate::outputs::outcome::{self, Outcome};
 use crate::outputs::verdict::{Status, Verdict};
+use crate::run::plan::{self, Estimates};
 use crate::run::run_dir::{self, RunDir, Status as RunStatus};
 use crate::run::{guest, needs};
 use crate::study::cpus::CpuChoice;
 use crate::study::factor::{Factor, Level};
 use crate::study::kernel::HOST;
 use crate::study::repeats::RepeatsChoice;
+use crate::study::sample::Sample;
 use crate::study::{Claim, Study};
+use crate::text;
 
 /// What to explain, and how.
 #[derive(Debug, Clone)]
@@ -94,6 +98,8 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         interrupt,
     };
     let sweep = make_sweep(&paths.repo, &study, claim, &factors, &[])?;
+    let builds = slow::to_build(&paths.repo, &study, &factors).await?;
+    eprintln!("{}", expected(&sweep, &builds, &explained, args.repeats));
     let Some((mut e, dir)) = sweeps.measure(sweep).await? else {
         return Ok(Ending::Interrupted);
     };
@@ -107,6 +113,70 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
     }
     publish(paths, (&run, &explained), &e, &dirs).await?;
     Ok(ending)
+}
+
+/// What the sweep is expected to take, said before anything is built: the images it builds first,
+/// by their expected build times, then its processes, by the explained run's process times (a
+/// variant's as its probe's).
+fn expected(
+    sweep: &Sweep,
+    builds: &[slow::Unbuilt],
+    explained: &Outcome,
+    repeats: Option<RepeatsChoice>,
+) -> String {
+    let mut study = sweep.study.clone();
+    let p = &study.protocol;
+    if let Some(choice) = repeats {
+        study.protocol.repeats = choice.apply(p.repeats, p.target_cv);
+    }
+    // A variant probe (`<probe>~<factor>=<level>`) is expected to take what its probe took.
+    let samples: Vec<Sample> = (study.probes.iter())
+        .flat_map(|probe| {
+            let base = probe.id.split('~').next().unwrap_or_default();
+            (explained.samples.iter())
+                .filter(move |s| s.probe == base)
+                .map(|s| Sample {
+                    probe: probe.id.clone(),
+                    ..s.clone()
+                })
+        })
+        .collect();
+    let source = format!("run {}'s process times", explained.run_id);
+    let estimates = Estimates::from_samples(&samples, Some(source));
+    // Without a process of the run to go by, what the study declares a process takes at least.
+    let source = (estimates.source.clone())
+        .unwrap_or_else(|| "at the least, by the study's declared durations".to_string());
+    let cells = plan::matrix(&study);
+    let (time, unknown) = estimates.total(&study, &cells);
+    let run = match unknown {
+        0 => format!("{} ({source})", timing::about(time.as_secs_f64())),
+        n if n == cells.len() => "time unknown (no process of the run to go by)".to_string(),
+        n => format!(
+            "{} for those with a time ({source}), {n} without",
+            timing::about(time.as_secs_f64())
+        ),
+    };
+    let processes = text::count(cells.len(), "process", "processes");
+    let variants = text::count(sweep.variants.len(), "variant", "variants");
+    if builds.is_empty() {
+        return format!("explain: {variants} and the baseline, {processes}: {run}");
+    }
+    let known: f64 = builds
+        .iter()
+        .filter_map(|(_, e)| e.map(|e| e.seconds))
+        .sum();
+    let unknown = builds.iter().filter(|(_, e)| e.is_none()).count();
+    let names: Vec<&str> = builds.iter().map(|(name, _)| name.as_str()).collect();
+    let build = match unknown {
+        0 => timing::about(known),
+        n if n == builds.len() => "time unknown".to_string(),
+        n => format!("{}, and {n} of no known time", timing::about(known)),
+    };
+    format!(
+        "explain: {variants} and the baseline; first {} to build ({}: {build}), then {processes}: {run}",
+        text::count(builds.len(), "image", "images"),
+        names.join(", ")
+    )
 }
 
 /// The factors to sweep, checked before anything is built or run: those `named`, or (none named)

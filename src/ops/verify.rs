@@ -154,7 +154,11 @@ fn sweep_provenance(explains: &Explains, sweep: &Study, repo: &Path) -> Result<b
             "{what}: the checkout {} holds no results/{}/study.yaml, so the published value \
              was compared with nothing; verify the explained run's archive against its study",
             repo.display(),
-            if explains.study.is_empty() { "<study>" } else { &explains.study },
+            if explains.study.is_empty() {
+                "<study>"
+            } else {
+                &explains.study
+            },
         );
         return Ok(false);
     };

@@ -94,12 +94,46 @@ pub(super) async fn default_set<'a>(
     study: &Study,
     factors: Vec<&'a Factor>,
 ) -> Result<(Vec<&'a Factor>, Vec<Skipped>)> {
+    let unbuilt = unbuilt(repo, study, &factors).await?;
+    let found = |f: &Factor| {
+        (unbuilt.iter())
+            .find(|(id, _)| *id == f.id)
+            .map(|(_, images)| images.clone())
+            .unwrap_or_default()
+    };
+    Ok(split(factors, found))
+}
+
+/// The images `factors`' levels need that are not built here (those of the baseline aside), each
+/// once, with what its build is expected to take: what a sweep of them builds first.
+pub(super) async fn to_build(
+    repo: &Path,
+    study: &Study,
+    factors: &[&Factor],
+) -> Result<Vec<Unbuilt>> {
+    let mut all: Vec<Unbuilt> = Vec::new();
+    for (_, images) in unbuilt(repo, study, factors).await? {
+        for image in images {
+            if !all.iter().any(|(name, _)| *name == image.0) {
+                all.push(image);
+            }
+        }
+    }
+    Ok(all)
+}
+
+/// Per factor (its id), the images its levels need that are not built here.
+async fn unbuilt(
+    repo: &Path,
+    study: &Study,
+    factors: &[&Factor],
+) -> Result<Vec<(String, Vec<Unbuilt>)>> {
     let pins = pin::load_all(&repo.join("toolchains"))?;
     let graph = images::graph(repo, &pins)?;
     let cache = Cache::from_env()?;
     let engine = Engine::connect().await?;
     let mut unbuilt = Vec::new();
-    for f in &factors {
+    for f in factors {
         // What the factor's probe needs is built for the baseline anyway.
         let baseline: BTreeSet<String> = match study.probe(&f.probe) {
             Some(p) => closure(&graph, &needs(Some(&p.image), p.kernel.as_deref()))?,
@@ -120,13 +154,7 @@ pub(super) async fn default_set<'a>(
         }
         unbuilt.push((f.id.clone(), images));
     }
-    let found = |f: &Factor| {
-        (unbuilt.iter())
-            .find(|(id, _)| *id == f.id)
-            .map(|(_, images)| images.clone())
-            .unwrap_or_default()
-    };
-    Ok(split(factors, found))
+    Ok(unbuilt)
 }
 
 /// The images a probe (or a level) with `image` under `kernel` names directly.

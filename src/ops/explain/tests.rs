@@ -119,3 +119,50 @@ fn the_sweep_of_a_rust_claim_of_the_default_study_leaves_go_out_and_says_so() {
     let text = std::fs::read_to_string(file).unwrap();
     assert!(text.contains("source.toolchains: left out go"), "{text}");
 }
+
+#[test]
+fn a_sweep_says_what_it_is_expected_to_take_before_it_builds() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files =
+        crate::outputs::archive::read_run(&repo.join("results/wait-1m/reference/run.tar.gz"))
+            .unwrap();
+    let explained = crate::outputs::outcome::recompute(&files).unwrap();
+    let study = Study::default_study();
+    let claim = claim_of(&study, "rust-rss-1m").unwrap();
+    let factors = factors_for(&study, claim, &[]).unwrap();
+    let sweep = make_sweep(repo, &study, claim, &factors, &[]).unwrap();
+    let said = expected(&sweep, &[], &explained, None);
+    let variants = sweep.variants.len();
+    assert!(
+        said.starts_with(&format!("explain: {variants} variants and the baseline, "))
+            && said.contains(" processes: about ")
+            && said.ends_with(&format!("(run {}'s process times)", explained.run_id)),
+        "{said}"
+    );
+    let builds = [
+        (
+            "kernel-x".to_string(),
+            Some(timing::Expected {
+                seconds: 90.0,
+                basis: timing::Basis::LastBuild,
+            }),
+        ),
+        ("vm".to_string(), None),
+    ];
+    let said = expected(&sweep, &builds, &explained, None);
+    assert!(
+        said.contains(
+            "first 2 images to build (kernel-x, vm: about 90 s, and 1 of no known time), then "
+        ),
+        "{said}"
+    );
+    // Without a process of the run to go by: the least the study declares, said so.
+    let mut none = crate::outputs::outcome::recompute(&files).unwrap();
+    none.samples.clear();
+    let said = expected(&sweep, &[], &none, None);
+    assert!(
+        said.ends_with("(at the least, by the study's declared durations)")
+            || said.ends_with("time unknown (no process of the run to go by)"),
+        "{said}"
+    );
+}
