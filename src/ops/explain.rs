@@ -173,7 +173,7 @@ fn expected(
         n => format!("{}, and {n} of no known time", timing::about(known)),
     };
     format!(
-        "explain: {variants} and the baseline; first {} to build ({}: {build}), then {processes}: {run}",
+        "explain: {variants} and the baseline: {} to build first ({}: {build}), then {processes}: {run}",
         text::count(builds.len(), "image", "images"),
         names.join(", ")
     )

@@ -152,7 +152,7 @@ fn a_sweep_says_what_it_is_expected_to_take_before_it_builds() {
     let said = expected(&sweep, &builds, &explained, None);
     assert!(
         said.contains(
-            "first 2 images to build (kernel-x, vm: about 90 s, and 1 of no known time), then "
+            ": 2 images to build first (kernel-x, vm: about 90 s, and 1 of no known time), then "
         ),
         "{said}"
     );
