@@ -101,11 +101,12 @@ bench-kernels: driver
     [ "$a" = "$b" ] && echo "same sha256: yes" || { echo "same sha256: NO"; exit 1; }
 
 # Benchmark: rerun ARCHIVE (load-and-verify or rebuild time), then `compare` of its new archive.
+[positional-arguments]
 bench-rerun ARCHIVE *ARGS: driver
     #!/usr/bin/env bash
     set -euo pipefail
     log=$(mktemp); trap 'rm -f "$log"' EXIT
-    new=$({{bin}} rerun "{{ARCHIVE}}" --cpus auto {{ARGS}} 2>"$log" | sed -n 's/^archive: //p' | tail -1)
+    new=$({{bin}} rerun "$1" --cpus auto "${@:2}" 2>"$log" | sed -n 's/^archive: //p' | tail -1)
     grep -E "^(loaded|the archive carries)" "$log" || true
     t0=$(date +%s.%N); {{bin}} compare "$new" "$new" >/dev/null; t1=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "compare of two archives without images  %.2f s\n", b - a }'
@@ -279,6 +280,7 @@ bench-loadgen OLD="faf5744" ROUNDS="2" SECS="5": driver
 # its study file, does); every progress line is stamped on arrival and its ETA compared with the time truly left
 # until the last process ended. Prints each study's table, then per study: how many lines said `ETA unknown` after
 # the first 10 % of the processes (target: none), and the worst ETA error from half-way on (target: within 25 %). RUN_ARGS go to `parkbench run` (e.g. --repeats 1).
+[positional-arguments]
 bench-eta STUDIES="results/wait-1m/study.yaml results/tasks-vs-threads/study.yaml results/sleep-peak-2024/study.yaml" *RUN_ARGS: driver
     #!/usr/bin/env bash
     set -euo pipefail
@@ -287,7 +289,7 @@ bench-eta STUDIES="results/wait-1m/study.yaml results/tasks-vs-threads/study.yam
         name=$(basename "$(dirname "$study")")
         echo "== $name"
         # Invalid samples (exit 3) still time.
-        {{bin}} run "$study" --results "$tmp/$name" --cpus auto {{RUN_ARGS}} 2>&1 \
+        {{bin}} run "$study" --results "$tmp/$name" --cpus auto "${@:2}" 2>&1 \
             | while IFS= read -r line; do printf '%s %s\n' "$(date +%s.%N)" "$line"; done >"$tmp/log" \
             || [ "${PIPESTATUS[0]}" = 3 ] || { tail -20 "$tmp/log" >&2; exit 1; }
         python3 - "$tmp/log" "$name" "$tmp/summary" <<'PY'
@@ -392,8 +394,9 @@ bench-scale SIZES="10 100 1000": driver
     PY
 
 # Benchmark: peak memory (ru_maxrss) of article 001's single-binary probes, in containers and natively.
+[positional-arguments]
 bench-fidelity-peak *ARGS: driver
-    {{bin}} bench fidelity --study results/sleep-peak-2024/study.yaml --probes rust-tokio-join,rust-async-std,go-sleep {{ARGS}}
+    {{bin}} bench fidelity --study results/sleep-peak-2024/study.yaml --probes rust-tokio-join,rust-async-std,go-sleep "$@"
 
 # Benchmark: a guest process's VM overhead (its VM container's wall time minus the probe's own lifetime) with the
 # image's filesystem on a virtio disk (new) and as the whole initramfs (old, PARKBENCH_GUEST_ROOT=initramfs), under

@@ -241,7 +241,7 @@ async fn run_build<E: Images>(
         })
         .await;
     let Err(e) = result else { return Ok(None) };
-    let last = tail[tail.len().saturating_sub(30)..].to_vec();
+    let last = tail[tail.len().saturating_sub(failure::TAIL)..].to_vec();
     let shown = last.join("\n");
     let Some(engine) = e.downcast_ref::<BuildFailed>() else {
         return Err(e).context(format!("build output (last lines):\n{shown}"));

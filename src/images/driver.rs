@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use super::build::failure;
 use super::cache::Cache;
 use super::plan::{Graph, Node};
 use super::{BuildOptions, build, context, manifest, pin, recipe};
@@ -67,9 +68,6 @@ pub enum Fresh {
     Everything,
 }
 
-/// How many of the build's last lines a failed build shows.
-const TAIL: usize = 30;
-
 /// Builds the driver from the sources below `repo` in the toolchain image of `toolchain_repo`
 /// (whose `docker/` and `toolchains/` give it; the same folder for `parkbench driver`, the
 /// reviewer's own for a rebuild) and writes it to `out`, mode 0755.
@@ -118,15 +116,14 @@ pub async fn build(
             keep_stages: true,
         };
         // Quiet, as the images' builds are: the compiler's last lines are shown when it fails.
-        let started = std::time::Instant::now();
         let mut tail = std::collections::VecDeque::new();
         let built = engine
             .build(&spec, |line| {
                 for line in line.lines() {
-                    if tail.len() == TAIL {
+                    if tail.len() == failure::TAIL {
                         tail.pop_front();
                     }
-                    tail.push_back(super::build::failure::plain_text(line));
+                    tail.push_back(failure::plain_text(line));
                 }
             })
             .await;
@@ -136,10 +133,6 @@ pub async fn build(
                 .context(format!("build output (last lines):\n{last}"))
                 .context("building the driver in the pinned toolchain image"));
         }
-        eprintln!(
-            "driver: built in {toolchain} in {:.0} s",
-            started.elapsed().as_secs_f64()
-        );
     }
     let bytes = engine.read_file(&tag, IN_IMAGE).await?;
     write_executable(out, &bytes)?;

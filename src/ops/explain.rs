@@ -78,7 +78,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         );
         return Ok(Ending::Ok);
     }
-    let (factors, skipped) = factors(paths, &study, claim, &args.factors).await?;
+    let (factors, skipped, builds) = factors(paths, &study, claim, &args.factors).await?;
     let skipped: Vec<String> = skipped.iter().map(slow::Skipped::line).collect();
     for line in &skipped {
         eprintln!("{line}");
@@ -95,10 +95,10 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         root: explain_root(run.path(), paths, &study),
         claim,
         explained: (&study.id, &explained.run_id),
+        times: &explained,
         interrupt,
     };
     let sweep = make_sweep(&paths.repo, &study, claim, &factors, &[])?;
-    let builds = slow::to_build(&paths.repo, &study, &factors).await?;
     eprintln!("{}", expected(&sweep, &builds, &explained, args.repeats));
     let Some((mut e, dir)) = sweeps.measure(sweep).await? else {
         return Ok(Ending::Interrupted);
@@ -129,20 +129,7 @@ fn expected(
     if let Some(choice) = repeats {
         study.protocol.repeats = choice.apply(p.repeats, p.target_cv);
     }
-    // A variant probe (`<probe>~<factor>=<level>`) is expected to take what its probe took.
-    let samples: Vec<Sample> = (study.probes.iter())
-        .flat_map(|probe| {
-            let base = probe.id.split('~').next().unwrap_or_default();
-            (explained.samples.iter())
-                .filter(move |s| s.probe == base)
-                .map(|s| Sample {
-                    probe: probe.id.clone(),
-                    ..s.clone()
-                })
-        })
-        .collect();
-    let source = format!("run {}'s process times", explained.run_id);
-    let estimates = Estimates::from_samples(&samples, Some(source));
+    let estimates = estimates(&study, explained);
     // Without a process of the run to go by, what the study declares a process takes at least.
     let source = (estimates.source.clone())
         .unwrap_or_else(|| "at the least, by the study's declared durations".to_string());
@@ -179,15 +166,36 @@ fn expected(
     )
 }
 
+/// A sweep's process times as the explained run's: a variant probe (`<probe>~<factor>=<level>`)
+/// is expected to take what its probe took, unless it runs under another kernel (a guest's boot
+/// and speed are not the host's: no time).
+fn estimates(sweep: &Study, explained: &Outcome) -> Estimates {
+    let samples: Vec<Sample> = (sweep.probes.iter())
+        .flat_map(|probe| {
+            let base = probe.id.split('~').next().unwrap_or_default();
+            let same_kernel = sweep.probe(base).is_some_and(|b| b.kernel == probe.kernel);
+            (explained.samples.iter())
+                .filter(move |s| same_kernel && s.probe == base)
+                .map(|s| Sample {
+                    probe: probe.id.clone(),
+                    ..s.clone()
+                })
+        })
+        .collect();
+    let source = format!("run {}'s process times", explained.run_id);
+    Estimates::from_samples(&samples, Some(source))
+}
+
 /// The factors to sweep, checked before anything is built or run: those `named`, or (none named)
 /// every factor that bears on `claim` but those whose images would take long to build here, which
-/// are returned beside them, each with the flag that includes it (`all`: every one).
+/// are returned beside them, each with the flag that includes it (`all`: every one); and the images
+/// the sweep builds first ([`slow::to_build`]).
 async fn factors<'a>(
     paths: &Paths,
     study: &'a Study,
     claim: &Claim,
     named: &[String],
-) -> Result<(Vec<&'a Factor>, Vec<slow::Skipped>)> {
+) -> Result<(Vec<&'a Factor>, Vec<slow::Skipped>, Vec<slow::Unbuilt>)> {
     let every = named.iter().any(|n| n == slow::ALL);
     ensure!(
         !every || named.len() == 1,
@@ -198,9 +206,10 @@ async fn factors<'a>(
     let factors = explain::factors_for(study, claim, if every { &[] } else { named })?;
     check_levels(&paths.repo, &factors)?;
     if !named.is_empty() {
-        return Ok((factors, Vec::new()));
+        let builds = slow::to_build(&paths.repo, study, &factors).await?;
+        return Ok((factors, Vec::new(), builds));
     }
-    let (kept, skipped) = slow::default_set(&paths.repo, study, factors).await?;
+    let (kept, skipped, builds) = slow::default_set(&paths.repo, study, factors).await?;
     if kept.is_empty() {
         let lines: Vec<String> = skipped.iter().map(slow::Skipped::line).collect();
         bail!(
@@ -211,7 +220,7 @@ async fn factors<'a>(
             slow::ALL
         );
     }
-    Ok((kept, skipped))
+    Ok((kept, skipped, builds))
 }
 
 /// The first claim of a finished run that `explain` with its default factors would sweep, by the
@@ -232,7 +241,7 @@ pub async fn first_explainable(paths: &Paths, run: &Path, outcome: &Outcome) -> 
         if explainable(&run, outcome, Some(verdict)).is_err() {
             continue;
         }
-        let Ok((factors, _)) = factors(paths, &study, claim, &[]).await else {
+        let Ok((factors, _, _)) = factors(paths, &study, claim, &[]).await else {
             continue;
         };
         if make_sweep(&paths.repo, &study, claim, &factors, &[]).is_ok() {
@@ -301,6 +310,8 @@ struct Sweeps<'a> {
     claim: &'a Claim,
     /// The explained run's study and the run.
     explained: (&'a str, &'a str),
+    /// The explained run, whose process times the sweep's are estimated by.
+    times: &'a Outcome,
     interrupt: &'a Interrupt,
 }
 
@@ -336,6 +347,7 @@ impl Sweeps<'_> {
             shard: None,
             slice: None,
             fleet: Default::default(),
+            estimates: Some(estimates(&sweep.study, self.times)),
         };
         let sweep_paths = Paths {
             repo: self.paths.repo.clone(),

@@ -53,6 +53,9 @@ pub struct Options {
     pub slice: Option<crate::run::slice::Slice>,
     /// The Docker Engines to run on (`--hosts`), and how; none: this machine's Engine alone.
     pub fleet: Hosts,
+    /// Process times to estimate a new run by before it has measured any (an explain sweep: the
+    /// explained run's); when `None`, the study's reference run's ([`reference_estimates`]).
+    pub estimates: Option<Estimates>,
 }
 
 /// `--hosts` and how to use them.

@@ -39,7 +39,15 @@ impl super::Paths {
 
 /// How to name this driver in a command line.
 fn driver() -> String {
-    let Ok(me) = std::env::current_exe().and_then(|p| p.canonicalize()) else {
+    // A driver rebuilt while it runs is named by the path it ran from, which now holds the new one.
+    let exe = std::env::current_exe().map(|p| {
+        let shown = p.to_string_lossy();
+        match shown.strip_suffix(" (deleted)") {
+            Some(path) => PathBuf::from(path),
+            None => p,
+        }
+    });
+    let Ok(me) = exe.and_then(|p| p.canonicalize()) else {
         return "parkbench".into();
     };
     if on_path("parkbench").is_some_and(|p| p == me) {

@@ -46,9 +46,9 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         .transpose()?;
     let key = key.as_ref();
     refuse_partial(args)?;
-    // A study file that cannot be read fails before the machine check, not after it.
-    if let (false, None, Some(file)) = (args.all, &args.run.resume, &args.run.study) {
-        crate::study::Study::load(file)?;
+    // A study that cannot be read, or laid out under its kernels, fails before the machine check.
+    if !args.all {
+        super::launch::load(paths, &args.run, None)?;
     }
     let hand_to = (args.pinned_driver.as_deref()).filter(|out| !running_from(out));
     // A driver handed the command over runs on a machine its builder has just checked.

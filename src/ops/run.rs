@@ -72,7 +72,9 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     };
     run.share_cpus(options.shared_cpus);
     run.hold_cpus(held);
-    if let Some(earlier) = reference_estimates(paths, file.as_deref(), &study.id) {
+    let earlier = (options.estimates.clone())
+        .or_else(|| reference_estimates(paths, file.as_deref(), &study.id));
+    if let Some(earlier) = earlier {
         run.estimate_from(earlier);
     }
     measure(&engine, run, interrupt).await

@@ -86,12 +86,13 @@ pub fn verify(path: &Path, repo: &Path, strict: bool) -> Result<Ending> {
 fn provenance(files: &RunFiles, study: &Study, repo: &Path) -> Result<bool> {
     let sha = provenance::sha256(&files.study_yaml);
     println!("\nstudy {} sha256 {sha}", printable(&study.id));
-    if let Some(json) = &files.explanation_json {
-        let explains: Explains = serde_json::from_str(json)
-            .with_context(|| format!("parsing the sweep's {}", run_dir::EXPLANATION))?;
+    let checkout = provenance::checkout(repo, study)?;
+    if checkout.is_none()
+        && let Some(explains) = sweep_of(files, study)?
+    {
         return sweep_provenance(&explains, study, repo);
     }
-    let Some((path, text, theirs)) = provenance::checkout(repo, study)? else {
+    let Some((path, text, theirs)) = checkout else {
         println!(
             "the checkout {} holds no results/{}/study.yaml: the published values were compared \
              with nothing; compare the sha256 above with the study's authors'",
@@ -123,64 +124,73 @@ fn provenance(files: &RunFiles, study: &Study, repo: &Path) -> Result<bool> {
     Ok(true)
 }
 
+/// What the run explains, when it is an explain sweep: it holds an `explanation.json`, and its study
+/// has a sweep's shape (named for the claim it swept, which it judges first). Any other run is
+/// compared with its own study, whatever files it holds.
+fn sweep_of(files: &RunFiles, study: &Study) -> Result<Option<Explains>> {
+    let Some(json) = &files.explanation_json else {
+        return Ok(None);
+    };
+    let explains: Explains = serde_json::from_str(json)
+        .with_context(|| format!("parsing the run's {}", run_dir::EXPLANATION))?;
+    let shaped = study.id == explains.claim.replace('@', ".")
+        && study.claims.first().is_some_and(|c| c.id == explains.claim);
+    Ok(shaped.then_some(explains))
+}
+
 /// [`provenance`] of an explain sweep, whose study parkbench wrote from the explained run's: the
 /// published value of the claim it swept against the checkout's copy of the explained study; true
 /// when it differs.
 fn sweep_provenance(explains: &Explains, sweep: &Study, repo: &Path) -> Result<bool> {
     let what = format!(
-        "an explain sweep of claim {:?} of run {}{}",
+        "an explain sweep of claim {:?} of run {}",
         printable(&explains.claim),
         printable(&explains.explained_run),
-        if explains.study.is_empty() {
-            String::new()
-        } else {
-            format!(" of study {}", printable(&explains.study))
-        }
     );
-    let Some(ours) = sweep.claims.iter().find(|c| c.id == explains.claim) else {
-        bail!(
-            "{}: names claim {:?}, which its study does not judge: the run was altered",
-            run_dir::EXPLANATION,
-            printable(&explains.claim)
-        );
-    };
-    // A claim laid out per kernel (`<claim>@<kernel>`) is `<claim>` in the study file.
-    let id = explains.claim.split('@').next().unwrap_or_default();
-    let checkout = (!explains.study.is_empty())
-        .then(|| provenance::in_checkout_by_id(repo, &explains.study))
-        .flatten();
-    let Some(path) = checkout else {
+    let ours = &sweep.claims[0];
+    if explains.study.is_empty() {
         println!(
-            "{what}: the checkout {} holds no results/{}/study.yaml, so the published value \
-             was compared with nothing; verify the explained run's archive against its study",
+            "{what}: its {} (written before parkbench recorded the explained study) names no \
+             study, so the published value was compared with nothing; verify the explained run's \
+             archive against its study",
+            run_dir::EXPLANATION
+        );
+        return Ok(false);
+    }
+    let study = printable(&explains.study);
+    let Some((path, _, theirs)) = provenance::checkout_by_id(repo, &explains.study)? else {
+        println!(
+            "{what} of study {study}: the checkout {} holds no results/{study}/study.yaml, so the \
+             published value was compared with nothing; verify the explained run's archive \
+             against its study",
             repo.display(),
-            if explains.study.is_empty() {
-                "<study>"
-            } else {
-                &explains.study
-            },
         );
         return Ok(false);
     };
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("reading the checkout's study {}", path.display()))?;
-    let theirs = Study::parse(&text).with_context(|| format!("in {}", path.display()))?;
+    // A claim laid out per kernel (`<claim>@<kernel>`) is `<claim>` in the study file.
+    let id = explains
+        .claim
+        .split_once('@')
+        .map_or(explains.claim.as_str(), |(id, _)| id);
+    let shown = path.display().to_string();
     let Some(claim) = theirs.claims.iter().find(|c| c.id == id) else {
         println!(
-            "{what}: {} has no claim {:?}; the published value was compared with nothing",
-            path.display(),
+            "{what} of study {study}, differing from {shown}:\n  - claim {:?} is only in the \
+             archive's sweep",
             printable(id)
         );
         return Ok(true);
     };
-    let shown = path.display().to_string();
     match provenance::published_differs(ours, "the archive's sweep", claim, &shown) {
         None => {
-            println!("{what}: the published value matches {shown}");
+            println!("{what} of study {study}: the published value matches {shown}");
             Ok(false)
         }
         Some(line) => {
-            println!("{what}, differing from {shown}:\n  - {}", printable(&line));
+            println!(
+                "{what} of study {study}, differing from {shown}:\n  - {}",
+                printable(&line)
+            );
             Ok(true)
         }
     }

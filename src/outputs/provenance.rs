@@ -30,7 +30,13 @@ pub fn in_checkout_by_id(repo: &Path, id: &str) -> Option<PathBuf> {
 
 /// The checkout's copy of `study` (see [`in_checkout`]), read: its path, its text and the study.
 pub fn checkout(repo: &Path, study: &Study) -> Result<Option<(PathBuf, String, Study)>> {
-    let Some(path) = in_checkout(repo, study) else {
+    checkout_by_id(repo, &study.id)
+}
+
+/// The checkout's copy of the study `id` (see [`in_checkout_by_id`]), read: its path, its text and
+/// the study.
+pub fn checkout_by_id(repo: &Path, id: &str) -> Result<Option<(PathBuf, String, Study)>> {
+    let Some(path) = in_checkout_by_id(repo, id) else {
         return Ok(None);
     };
     let text = std::fs::read_to_string(&path)

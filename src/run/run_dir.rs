@@ -15,7 +15,7 @@ mod read;
 pub use read::{FILE_LIMIT, STUDY_LIMIT, load_limit, open_regular, read_regular, read_text};
 
 /// The study exactly as run.
-pub const STUDY: &str = "study.yaml";
+pub const STUDY: &str = crate::study::FILE;
 /// One JSON sample per line, appended as measured.
 pub const SAMPLES: &str = "samples.jsonl";
 /// The environment record.

@@ -68,6 +68,11 @@ pub fn files_in(folder: &Path) -> Result<Vec<PathBuf>> {
 /// What to say of a study file `path` that does not exist: the nearest study there is, by its id, and the studies in the folder it would be in (or in `results/`).
 fn studies_near(path: &Path) -> String {
     let parent = path.parent();
+    // `results/<id>/study.yml` and the like: the study file beside it.
+    let beside = parent.map(|p| p.join(FILE)).filter(|f| f.is_file());
+    if let Some(file) = beside.filter(|_| path.file_name().is_some_and(|n| n != FILE)) {
+        return format!("did you mean {}?", file.display());
+    }
     let folders = [parent.and_then(Path::parent), parent]
         .into_iter()
         .flatten()

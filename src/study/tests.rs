@@ -293,3 +293,18 @@ fn a_timeout_past_a_week_is_refused() {
     let err = format!("{:#}", Study::parse(&text).unwrap_err());
     assert!(err.contains("at most 604800 (a week)"), "{err}");
 }
+
+#[test]
+fn a_study_file_misnamed_beside_the_right_one_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(FILE), DEFAULT_STUDY).unwrap();
+    let typo = dir.path().join("study.yml");
+    assert_eq!(
+        format!("{:#}", Study::load(&typo).unwrap_err()),
+        format!(
+            "there is no study file {}: did you mean {}?",
+            typo.display(),
+            dir.path().join(FILE).display()
+        )
+    );
+}

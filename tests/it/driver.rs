@@ -171,8 +171,9 @@ fn reproduce_hands_over_to_the_pinned_driver_it_builds() {
         .arg(&file)
         .output();
     assert!(!out.status.success(), "{}", describe(&out));
+    // Said before the machine is checked.
     assert!(
-        text(&out.stderr).contains("missing.yaml"),
+        text(&out.stderr).contains("missing.yaml") && !text(&out.stderr).contains("doctor:"),
         "{}",
         describe(&out)
     );
@@ -181,8 +182,13 @@ fn reproduce_hands_over_to_the_pinned_driver_it_builds() {
         "nothing is built for a study that cannot be loaded"
     );
 
+    let study = write_study(
+        tmp.path(),
+        "s.yaml",
+        &small_study("handed", "10000", 1, "0", 200, ""),
+    );
     // A driver handed the command over that does not run from the file hands it over no further.
-    let out = Invocation::reproduce(tmp.path(), &missing)
+    let out = Invocation::reproduce(tmp.path(), &study)
         .arg("--pinned-driver")
         .arg(&file)
         .env("PARKBENCH_HANDED_OVER", "1")
@@ -195,11 +201,6 @@ fn reproduce_hands_over_to_the_pinned_driver_it_builds() {
     );
     assert!(!file.exists());
 
-    let study = write_study(
-        tmp.path(),
-        "s.yaml",
-        &small_study("handed", "10000", 1, "0", 200, ""),
-    );
     let out = Invocation::reproduce(tmp.path(), &study)
         .cpus("auto")
         .arg("--pinned-driver")

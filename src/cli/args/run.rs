@@ -206,6 +206,7 @@ impl From<RunArgs> for run::Options {
                 build: a.images == ImagesChoice::Build,
                 allow_plain_tcp: a.allow_plain_tcp,
             },
+            estimates: None,
         }
     }
 }

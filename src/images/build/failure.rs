@@ -124,6 +124,9 @@ fn short(line: &str) -> String {
     }
 }
 
+/// How many of a failed build's last lines its error shows.
+pub const TAIL: usize = 30;
+
 /// `line` without ANSI escape sequences (`ESC [ … letter`).
 pub fn plain_text(line: &str) -> String {
     let mut out = String::with_capacity(line.len());

@@ -87,13 +87,14 @@ pub(super) fn split(
     (kept, skipped)
 }
 
-/// The default set of `factors`: those whose images are built here or quick to build, and the
-/// ones left out. Asks the Engine which images it holds as a build would reuse them.
+/// The default set of `factors`: those whose images are built here or quick to build, the ones
+/// left out, and the images the kept ones build first ([`to_build`]). Asks the Engine which images
+/// it holds as a build would reuse them.
 pub(super) async fn default_set<'a>(
     repo: &Path,
     study: &Study,
     factors: Vec<&'a Factor>,
-) -> Result<(Vec<&'a Factor>, Vec<Skipped>)> {
+) -> Result<(Vec<&'a Factor>, Vec<Skipped>, Vec<Unbuilt>)> {
     let unbuilt = unbuilt(repo, study, &factors).await?;
     let found = |f: &Factor| {
         (unbuilt.iter())
@@ -101,7 +102,9 @@ pub(super) async fn default_set<'a>(
             .map(|(_, images)| images.clone())
             .unwrap_or_default()
     };
-    Ok(split(factors, found))
+    let (kept, skipped) = split(factors, found);
+    let builds = once_each(kept.iter().flat_map(|f| found(f)));
+    Ok((kept, skipped, builds))
 }
 
 /// The images `factors`' levels need that are not built here (those of the baseline aside), each
@@ -111,15 +114,21 @@ pub(super) async fn to_build(
     study: &Study,
     factors: &[&Factor],
 ) -> Result<Vec<Unbuilt>> {
+    let unbuilt = unbuilt(repo, study, factors).await?;
+    Ok(once_each(
+        unbuilt.into_iter().flat_map(|(_, images)| images),
+    ))
+}
+
+/// `images` in their order, each name once.
+fn once_each(images: impl Iterator<Item = Unbuilt>) -> Vec<Unbuilt> {
     let mut all: Vec<Unbuilt> = Vec::new();
-    for (_, images) in unbuilt(repo, study, factors).await? {
-        for image in images {
-            if !all.iter().any(|(name, _)| *name == image.0) {
-                all.push(image);
-            }
+    for image in images {
+        if !all.iter().any(|(name, _)| *name == image.0) {
+            all.push(image);
         }
     }
-    Ok(all)
+    all
 }
 
 /// Per factor (its id), the images its levels need that are not built here.

@@ -161,8 +161,7 @@ fn a_sweep_says_what_it_is_expected_to_take_before_it_builds() {
     none.samples.clear();
     let said = expected(&sweep, &[], &none, None);
     assert!(
-        said.ends_with("(at the least, by the study's declared durations)")
-            || said.ends_with("time unknown (no process of the run to go by)"),
+        said.ends_with("(at the least, by the study's declared durations)"),
         "{said}"
     );
 }

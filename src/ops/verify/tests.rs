@@ -129,19 +129,44 @@ fn classes_files_in_a_run_of_one_class_and_host_are_an_alteration() {
     assert!(err.contains("one hardware class"), "{err}");
 }
 
+/// The files of a run of `study` holding `explanation` as its explanation.json.
+fn files_with(study: &Study, explanation: &str) -> RunFiles {
+    let yaml = serde_yaml::to_string(study).unwrap();
+    RunFiles::assemble("20261202T000000Z".into(), |name| {
+        Ok(match name {
+            run_dir::STUDY => Some(yaml.clone()),
+            run_dir::SAMPLES => Some(String::new()),
+            run_dir::EXPLANATION => Some(explanation.to_string()),
+            _ => None,
+        })
+    })
+    .unwrap()
+}
+
 #[test]
-fn an_explain_sweep_is_compared_with_the_explained_study_claim_by_claim() {
+fn an_explain_sweep_is_compared_with_the_explained_study_on_its_claim() {
     let repo = tempfile::tempdir().unwrap();
-    let sweep = Study::default_study();
+    // A sweep's study: named for the claim it swept, which it judges first.
+    let mut sweep = Study::default_study();
     let claim = sweep.claims[0].id.clone();
-    let explains = |study: &str| Explains {
-        claim: claim.clone(),
-        study: study.to_string(),
-        explained_run: "20261201T000000Z".into(),
+    sweep.id = claim.clone();
+    let json = |study: &str| {
+        format!(r#"{{"claim":"{claim}","study":"{study}","explained_run":"20261201T000000Z"}}"#)
     };
-    // No copy of the explained study here: compared with nothing, not an edit.
-    assert!(!sweep_provenance(&explains("wait-1m"), &sweep, repo.path()).unwrap());
-    assert!(!sweep_provenance(&explains(""), &sweep, repo.path()).unwrap());
+    let explains = |study: &str| {
+        sweep_of(&files_with(&sweep, &json(study)), &sweep)
+            .unwrap()
+            .unwrap()
+    };
+    // No copy of the explained study here, or none named (an older explanation.json, without
+    // `study`): compared with nothing, not an edit.
+    assert!(!provenance(&files_with(&sweep, &json("wait-1m")), &sweep, repo.path()).unwrap());
+    let older = format!(r#"{{"claim":"{claim}","explained_run":"20261201T000000Z"}}"#);
+    let older = sweep_of(&files_with(&sweep, &older), &sweep)
+        .unwrap()
+        .unwrap();
+    assert_eq!(older.study, "");
+    assert!(!sweep_provenance(&older, &sweep, repo.path()).unwrap());
 
     let file = repo.path().join("results/wait-1m/study.yaml");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
@@ -159,9 +184,22 @@ fn an_explain_sweep_is_compared_with_the_explained_study_claim_by_claim() {
     );
     std::fs::write(&file, edited).unwrap();
     assert!(sweep_provenance(&explains("wait-1m"), &sweep, repo.path()).unwrap());
+    assert!(provenance(&files_with(&sweep, &json("wait-1m")), &sweep, repo.path()).unwrap());
+}
 
-    // A sweep naming a claim its study does not judge was altered.
-    let mut other = explains("wait-1m");
-    other.claim = "no-such-claim".into();
-    assert!(sweep_provenance(&other, &sweep, repo.path()).is_err());
+#[test]
+fn an_explanation_json_in_an_ordinary_run_changes_nothing_of_its_comparison() {
+    let repo = tempfile::tempdir().unwrap();
+    let file = repo.path().join("results/wait-1m/study.yaml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, crate::study::DEFAULT_STUDY).unwrap();
+    // The archive's study edited (a published value), with an explanation.json naming a study the
+    // checkout does not hold: still compared with its own study, and the edit named.
+    let mut study = Study::default_study();
+    study.claims[1].expected = serde_yaml::from_str("1.0").unwrap();
+    let claim = study.claims[0].id.clone();
+    let json = format!(r#"{{"claim":"{claim}","study":"","explained_run":"x"}}"#);
+    let files = files_with(&study, &json);
+    assert!(sweep_of(&files, &study).unwrap().is_none());
+    assert!(provenance(&files, &study, repo.path()).unwrap());
 }

@@ -465,6 +465,8 @@ mod tests {
                 b"\x28\xb5\x2f\xfdrest".to_vec(),
                 "a Zstandard file, not gzip",
             ),
+            (b"BZh91AY&SY".to_vec(), "a bzip2 file, not gzip"),
+            (b"PK\x03\x04rest".to_vec(), "a zip file, not gzip"),
             (
                 [good.clone(), b"junk".to_vec()].concat(),
                 "bytes after the end of the gzip stream",

@@ -92,7 +92,10 @@ pub fn scan_unpacking(archive: &Path, keep: &[&str], unpack: Unpack) -> Result<S
         File::open(archive).with_context(|| format!("opening archive {}", archive.display()))?;
     let mut input = BufReader::new(file);
     let magic = input.fill_buf().map_err(|e| corrupt(archive, e))?;
-    if let Some(format) = repacked_as(magic) {
+    if let Some(format) = Some(magic)
+        .filter(|m| !m.starts_with(&[0x1f, 0x8b]))
+        .and_then(repacked_as)
+    {
         bail!(
             "{}: {format}, not gzip: a run archive is read as `parkbench archive` wrote it \
              (`<run-id>.tar.gz`); for a copy repacked in another format, unpack it and use \

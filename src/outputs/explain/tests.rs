@@ -275,3 +275,17 @@ fn a_sweep_keeps_only_the_published_toolchains_its_own_images_record() {
     // Asked of the baseline's images, then of the sweep's (the workers level keeps the image).
     assert_eq!(*asked.borrow(), ["rust-tokio", "rust-tokio"]);
 }
+
+#[test]
+fn what_an_explanation_json_explains_is_read_back() {
+    let e = explanation(Vec::new());
+    let read: Explains = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
+    assert_eq!(
+        read,
+        Explains {
+            claim: e.claim.clone(),
+            study: e.study.clone(),
+            explained_run: e.explained_run.clone(),
+        }
+    );
+}
