@@ -54,10 +54,8 @@ pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
         Ok(Err(e)) => Err(format!("{e:#}")),
         Err(_) => Err(format!("no answer in {} s", ENGINE_WAIT.as_secs())),
     };
-    print!(
-        "{}",
-        said_cpus(&study, options, engine.as_ref().ok()).await?
-    );
+    let (cpus, needs_cpus) = said_cpus(&study, options, engine.as_ref().ok()).await?;
+    print!("{cpus}");
     print!("{}", said_kernels(&study));
     let cache = Cache::from_env()?;
     let planned = tags::planned(&cache, &pins, repo, &needed)?;
@@ -81,8 +79,12 @@ pub async fn plan(paths: &Paths, options: &Options) -> Result<Ending> {
         Ok(_) => "",
         Err(_) => " (but which images are built: that needs the Engine)",
     };
+    let cpus = match needs_cpus {
+        true => "; a run here needs --cpus auto or --cpus LIST (CPUs, above)",
+        false => "",
+    };
     println!(
-        "plan: every check passed{unchecked} in {:.2} s; nothing was built or run",
+        "plan: every check passed{unchecked} in {:.2} s{cpus}; nothing was built or run",
         started.elapsed().as_secs_f64()
     );
     Ok(Ending::Ok)
@@ -304,7 +306,14 @@ fn said_programs(repo: &Path, study: &Study, graph: &Graph) -> Result<String> {
 
 /// The CPUs a run would pin to here, and what it needs to be told when the host has fewer.
 /// The CPUs a run would pin to; an error exactly where `run` would refuse them.
-async fn said_cpus(study: &Study, options: &Options, engine: Option<&Engine>) -> Result<String> {
+/// The CPUs a run would pin to, and whether a run here needs `--cpus`: with none given, a study
+/// pinning CPUs this host lacks is planned as `--cpus auto` would run it, and said so (the study is
+/// valid; only this host cannot run it as written). A `--cpus` list this host lacks is an error.
+async fn said_cpus(
+    study: &Study,
+    options: &Options,
+    engine: Option<&Engine>,
+) -> Result<(String, bool)> {
     let (available, whose) = match engine {
         Some(e) => match e.cpus().await {
             Ok(cpus) => (cpus, "the Engine's"),
@@ -314,7 +323,15 @@ async fn said_cpus(study: &Study, options: &Options, engine: Option<&Engine>) ->
     };
     let choice = options.cpus.clone().unwrap_or(CpuChoice::Study);
     let requested = &study.protocol.cpus;
-    let Chosen { cpus, deviations } = choose_cpus(requested, &available, &choice)?;
+    let (chosen, needs_cpus) = match choose_cpus(requested, &available, &choice) {
+        Err(e) if options.cpus.is_none() => {
+            let auto = choose_cpus(requested, &available, &CpuChoice::Auto)?;
+            println!("warning: {e:#}; planned as --cpus auto runs it");
+            (auto, true)
+        }
+        chosen => (chosen?, false),
+    };
+    let Chosen { cpus, deviations } = chosen;
     let mut s = format!(
         "CPUs: {} of {whose} {} ({})\n",
         cpuset::format(&cpus),
@@ -336,7 +353,7 @@ async fn said_cpus(study: &Study, options: &Options, engine: Option<&Engine>) ->
             ));
         }
     }
-    Ok(s)
+    Ok((s, needs_cpus))
 }
 
 fn host_cpus() -> Vec<usize> {

@@ -168,6 +168,37 @@ fn cpus_the_host_lacks_are_refused_by_plan_and_by_run_before_any_build() {
         assert!(!text(&out.stdout).contains("IMAGE"), "{}", describe(&out));
     }
     assert!(!tmp.path().join("no-such-cpu").exists(), "nothing written");
+
+    // A study pinning a CPU this host lacks is valid: with no --cpus, plan says what a run here
+    // needs and plans it as --cpus auto would run it; run refuses it, naming the flag.
+    let study = write_study(
+        tmp.path(),
+        "lacking.yaml",
+        &small_study("lacking-cpu", "1000", 1, "0,4095", 0, ""),
+    );
+    let out = Invocation::new("plan")
+        .results(tmp.path())
+        .arg(&study)
+        .output();
+    assert!(out.status.success(), "{}", describe(&out));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("this host has CPUs")
+            && said.contains("planned as --cpus auto runs it")
+            && said.contains("a run here needs --cpus auto or --cpus LIST"),
+        "{said}"
+    );
+    let out = Invocation::new("run")
+        .results(tmp.path())
+        .arg(&study)
+        .output();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("pass --cpus auto"),
+        "{}",
+        describe(&out)
+    );
+    assert!(!tmp.path().join("lacking-cpu").exists(), "nothing written");
 }
 
 #[test]
