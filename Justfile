@@ -30,23 +30,23 @@ doctor: driver
 # Build every pinned image (a no-op when nothing changed) and print the build manifest.
 [positional-arguments]
 build *ARGS: driver
-    {{bin}} build --manifest target/manifest.json "$@"
+    @{{bin}} build --manifest target/manifest.json "$@"
 
 # Run a study (default: article 000) with ARGS passed to `parkbench run`.
 [positional-arguments]
 run *ARGS: driver
-    {{bin}} run "$@"
+    @{{bin}} run "$@"
 
 # The whole job: doctor → build → run (default study, --cpus auto) → report → verdicts → archive.
 # The pinned driver builds (as `just driver`'s second step) while the study's images build, then runs it all.
 [positional-arguments]
 reproduce *ARGS: host-driver
-    {{host_bin}} reproduce --pinned-driver {{bin}} --cpus auto "$@"
+    @{{host_bin}} reproduce --pinned-driver {{bin}} --cpus auto "$@"
 
 # Make STUDY's reference run (results/STUDY/reference/), compared with the one it replaces.
 [positional-arguments]
 reference STUDY *ARGS: host-driver
-    {{host_bin}} reproduce --pinned-driver {{bin}} --cpus auto --reference "${@:2}" "results/$1/study.yaml"
+    @{{host_bin}} reproduce --pinned-driver {{bin}} --cpus auto --reference "${@:2}" "results/$1/study.yaml"
 
 # Every test: unit, snapshot, README examples, and integration tests against the real Engine: two at a
 # time, runs waiting for each other's CPUs; then, one at a time, those that need the Engine or the machine
@@ -194,7 +194,7 @@ bench-steal REPEATS="5": driver
 # Benchmark: the same probe binaries measured in containers and natively, side by side, at 1M tasks.
 [positional-arguments]
 bench-fidelity *ARGS: driver
-    {{bin}} bench fidelity "$@"
+    @{{bin}} bench fidelity "$@"
 
 # Benchmark: the echo load generator's ceiling, before (OLD, a commit) and now, side by side: each round runs
 # a slice of runtimes-compared (echo-baseline and the four runtime servers, SECS s measured) once per side,
@@ -396,7 +396,7 @@ bench-scale SIZES="10 100 1000": driver
 # Benchmark: peak memory (ru_maxrss) of article 001's single-binary probes, in containers and natively.
 [positional-arguments]
 bench-fidelity-peak *ARGS: driver
-    {{bin}} bench fidelity --study results/sleep-peak-2024/study.yaml --probes rust-tokio-join,rust-async-std,go-sleep "$@"
+    @{{bin}} bench fidelity --study results/sleep-peak-2024/study.yaml --probes rust-tokio-join,rust-async-std,go-sleep "$@"
 
 # Benchmark: a guest process's VM overhead (its VM container's wall time minus the probe's own lifetime) with the
 # image's filesystem on a virtio disk (new) and as the whole initramfs (old, PARKBENCH_GUEST_ROOT=initramfs), under

@@ -18,16 +18,17 @@ use crate::outputs::archive::{self, Unpack};
 /// this machine yet, which `parkbench doctor` explains), the running driver (a host build) is copied
 /// instead, and says so: the archives it writes say it is not the reproducible one.
 pub async fn build(repo: &Path, out: &Path, no_cache: bool, or_host: bool) -> Result<Ending> {
-    written(repo, out, no_cache, or_host)
-        .await
-        .map(|_| Ending::Ok)
+    if let Written::Pinned { sha256 } = written(repo, out, no_cache, or_host).await? {
+        println!("{sha256}  {}", out.display());
+    }
+    Ok(Ending::Ok)
 }
 
 /// Which driver [`written`] wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Written {
-    /// The build in the pinned toolchain image.
-    Pinned,
+    /// The build in the pinned toolchain image, and its sha256.
+    Pinned { sha256: String },
     /// The running driver, a host build: the pinned one could not be built (said).
     Host,
 }
@@ -35,13 +36,14 @@ pub enum Written {
 /// [`build`], saying which driver it wrote.
 pub async fn written(repo: &Path, out: &Path, no_cache: bool, or_host: bool) -> Result<Written> {
     match pinned(repo, out, no_cache).await {
-        Ok(()) => Ok(Written::Pinned),
+        Ok(sha256) => Ok(Written::Pinned { sha256 }),
         Err(e) if or_host => host_instead(out, &e).map(|()| Written::Host),
         Err(e) => Err(e),
     }
 }
 
-async fn pinned(repo: &Path, out: &Path, no_cache: bool) -> Result<()> {
+/// The pinned build written to `out`, said on stderr; its sha256.
+async fn pinned(repo: &Path, out: &Path, no_cache: bool) -> Result<String> {
     let engine = Engine::connect().await?;
     let started = Instant::now();
     let fresh = if no_cache {
@@ -61,8 +63,7 @@ async fn pinned(repo: &Path, out: &Path, no_cache: bool) -> Result<()> {
         },
         started.elapsed().as_secs_f64()
     );
-    println!("{}  {}", built.sha256, out.display());
-    Ok(())
+    Ok(built.sha256)
 }
 
 /// The running driver, when self-contained, copied to `out`: the pinned build could not be made.

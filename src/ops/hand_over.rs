@@ -55,8 +55,8 @@ pub async fn hand_over(paths: &Paths, run: &Options, all: bool, out: &Path) -> R
     );
     let file = (out.canonicalize()).with_context(|| format!("finding {}", out.display()))?;
     match written? {
-        Written::Pinned => eprintln!(
-            "handing the command over to the pinned driver {}",
+        Written::Pinned { sha256 } => eprintln!(
+            "handing the command over to the pinned driver {} (sha256 {sha256})",
             out.display()
         ),
         Written::Host => eprintln!(
