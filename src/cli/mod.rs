@@ -52,11 +52,17 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
         repo: cli.repo,
     };
     let interrupt = Interrupt::install(EXIT_INTERRUPTED);
-    let ended = tokio::select! {
-        ended = command(cli.command, &paths, &interrupt) => ended,
-        () = interrupt.unclaimed() => Ok(Ending::Interrupted),
+    let (ended, dropped) = tokio::select! {
+        ended = command(cli.command, &paths, &interrupt) => (ended, false),
+        () = interrupt.unclaimed() => (Ok(Ending::Interrupted), true),
     };
     engine::settle().await;
+    if dropped {
+        // A run loop says how to resume; a command stopped before one says this once it is done.
+        eprintln!(
+            "stopped: every container it started is removed; what it had built or measured is kept"
+        );
+    }
     // A command an error names runs as pasted, as the closing lines' do.
     ended
         .map(code)

@@ -93,7 +93,10 @@ pub async fn builds_held_off() -> Result<lock::Held> {
     let mut said = false;
     let say = |_: &str| {
         if !std::mem::replace(&mut said, true) {
-            eprintln!("waiting for the image builds under way on this machine to end");
+            eprintln!(
+                "waiting for the image builds under way on this machine to end (every \
+                 namespace's: the untagged build stages clean prunes may be theirs)"
+            );
         }
     };
     lock::take(&dir, GATE, &holder, say).await

@@ -411,6 +411,14 @@ fn an_interrupted_load_leaves_nothing(docker: &Docker, fx: &Fixture) {
     }
     let status = child.wait().unwrap();
     assert!(!status.success(), "{said}");
+    // The last line says it stopped, once its containers and loaded images are gone.
+    assert!(
+        said.trim_end()
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("stopped: every container it started is removed")),
+        "{said}"
+    );
     nothing_left(docker, &archive, &saved);
 }
 
