@@ -10,7 +10,7 @@
 //! exits, timeouts, OOM kills, errors and interrupts; what image builds need is the [`Images`]
 //! trait, and the same fake scripts builds, their failures and the images they leave.
 //!
-//! May import: nothing of parkbench (the floor under `images` and `run`).
+//! May import: `files` (floor 1; nothing else of parkbench: the floor under `images` and `run`).
 
 mod containers;
 pub mod endpoint;

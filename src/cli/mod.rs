@@ -58,9 +58,11 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
     };
     engine::settle().await;
     if dropped {
-        // A run loop says how to resume; a command stopped before one says this once it is done.
+        // A run loop says how to resume its run; a command dropped by Ctrl-C says this once the
+        // removals of its containers are done.
         eprintln!(
-            "stopped: every container it started is removed; what it had built or measured is kept"
+            "stopped by Ctrl-C: the containers it had started are removed (any that could not be \
+             is named above)"
         );
     }
     // A command an error names runs as pasted, as the closing lines' do.

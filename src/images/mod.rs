@@ -12,7 +12,7 @@
 //!
 //! Also the deterministic tar, cpio and EROFS writers and the streaming sha256 that later stages
 //! reuse.
-//! May import: `study`, `engine`, `yaml`, `stats`.
+//! May import: `study`, `engine`, `files`, `yaml`, `stats`, `text`.
 
 pub mod artifact;
 mod base;

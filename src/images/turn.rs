@@ -95,7 +95,7 @@ pub async fn builds_held_off() -> Result<lock::Held> {
         if !std::mem::replace(&mut said, true) {
             eprintln!(
                 "waiting for the image builds under way on this machine to end (every \
-                 namespace's: the untagged build stages clean prunes may be theirs)"
+                 namespace's: what clean removes may be theirs)"
             );
         }
     };

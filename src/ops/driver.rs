@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail, ensure};
 use super::Ending;
 use crate::engine::Engine;
 use crate::images::driver::{self, Fresh, SOURCES};
-use crate::outputs::archive::driver::{Carried, MEMBER, PINNED, RECORD, SELF_CONTAINED};
+use crate::outputs::archive::driver::{Carried, MEMBER, PINNED, RECORD, RUNNING, SELF_CONTAINED};
 use crate::outputs::archive::{self, Unpack};
 
 /// `driver`: builds the driver from `repo` in the pinned toolchain image and writes it to `out`.
@@ -75,8 +75,7 @@ fn host_instead(out: &Path, why: &anyhow::Error) -> Result<()> {
              build, or run `just driver` (or `just reproduce`), whose host build is"
         );
     }
-    let exe = std::env::current_exe().context("finding the running parkbench")?;
-    let bytes = std::fs::read(&exe).with_context(|| format!("reading {}", exe.display()))?;
+    let bytes = std::fs::read(RUNNING).context("reading the running parkbench")?;
     driver::write_executable(out, &bytes)?;
     eprintln!(
         "warning: the driver cannot be built in the pinned toolchain image: {why:#}\n\

@@ -130,23 +130,14 @@ fn expected(
         study.protocol.repeats = choice.apply(p.repeats, p.target_cv);
     }
     let estimates = estimates(&study, explained);
-    // Without a process of the run to go by, what the study declares a process takes at least.
-    let source = (estimates.source.clone())
-        .unwrap_or_else(|| "at the least, by the study's declared durations".to_string());
+    // The run's own plan line, as the sweep's run will print it (≥ where some processes have no
+    // time of the explained run, such as a variant under a guest kernel).
     let cells = plan::matrix(&study);
-    let (time, unknown) = estimates.total(&study, &cells);
-    let run = match unknown {
-        0 => format!("{} ({source})", timing::about(time.as_secs_f64())),
-        n if n == cells.len() => "time unknown (no process of the run to go by)".to_string(),
-        n => format!(
-            "{} for those with a time ({source}), {n} without",
-            timing::about(time.as_secs_f64())
-        ),
-    };
-    let processes = text::count(cells.len(), "process", "processes");
+    let run = plan::describe(&study, &cells, 0, &estimates);
+    let run = run.strip_prefix("plan: ").unwrap_or(&run);
     let variants = text::count(sweep.variants.len(), "variant", "variants");
     if builds.is_empty() {
-        return format!("explain: {variants} and the baseline, {processes}: {run}");
+        return format!("explain: {variants} and the baseline, nothing to build: {run}");
     }
     let known: f64 = builds
         .iter()
@@ -160,7 +151,7 @@ fn expected(
         n => format!("{}, and {n} of no known time", timing::about(known)),
     };
     format!(
-        "explain: {variants} and the baseline: {} to build first ({}: {build}), then {processes}: {run}",
+        "explain: {variants} and the baseline: {} to build first ({}: {build}); then {run}",
         text::count(builds.len(), "image", "images"),
         names.join(", ")
     )
@@ -182,8 +173,7 @@ fn estimates(sweep: &Study, explained: &Outcome) -> Estimates {
                 })
         })
         .collect();
-    let source = format!("run {}'s process times", explained.run_id);
-    Estimates::from_samples(&samples, Some(source))
+    Estimates::from_samples(&samples, Some(explained.run_id.clone()))
 }
 
 /// The factors to sweep, checked before anything is built or run: those `named`, or (none named)

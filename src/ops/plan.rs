@@ -304,8 +304,6 @@ fn said_programs(repo: &Path, study: &Study, graph: &Graph) -> Result<String> {
     ))
 }
 
-/// The CPUs a run would pin to here, and what it needs to be told when the host has fewer.
-/// The CPUs a run would pin to; an error exactly where `run` would refuse them.
 /// The CPUs a run would pin to, and whether a run here needs `--cpus`: with none given, a study
 /// pinning CPUs this host lacks is planned as `--cpus auto` would run it, and said so (the study is
 /// valid; only this host cannot run it as written). A `--cpus` list this host lacks is an error.
@@ -326,13 +324,16 @@ async fn said_cpus(
     let (chosen, needs_cpus) = match choose_cpus(requested, &available, &choice) {
         Err(e) if options.cpus.is_none() => {
             let auto = choose_cpus(requested, &available, &CpuChoice::Auto)?;
-            println!("warning: {e:#}; planned as --cpus auto runs it");
-            (auto, true)
+            (
+                auto,
+                Some(format!("warning: {e:#}; planned as --cpus auto runs it\n")),
+            )
         }
-        chosen => (chosen?, false),
+        chosen => (chosen?, None),
     };
     let Chosen { cpus, deviations } = chosen;
-    let mut s = format!(
+    let mut s = needs_cpus.clone().unwrap_or_default();
+    s += &format!(
         "CPUs: {} of {whose} {} ({})\n",
         cpuset::format(&cpus),
         cpuset::format(&available),
@@ -353,7 +354,7 @@ async fn said_cpus(
             ));
         }
     }
-    Ok((s, needs_cpus))
+    Ok((s, needs_cpus.is_some()))
 }
 
 fn host_cpus() -> Vec<usize> {

@@ -46,8 +46,9 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         .transpose()?;
     let key = key.as_ref();
     refuse_partial(args)?;
-    // A study that cannot be read, or laid out under its kernels, fails before the machine check.
-    if !args.all {
+    // A study that cannot be read, or laid out under its kernels, fails before the machine check
+    // (a resumed run's is its folder's, which the run reads).
+    if !args.all && args.run.resume.is_none() {
         super::launch::load(paths, &args.run, None)?;
     }
     let hand_to = (args.pinned_driver.as_deref()).filter(|out| !running_from(out));

@@ -8,12 +8,13 @@ use anyhow::{Context, Result, bail, ensure};
 
 use super::Ending;
 use crate::outputs::archive::{self, Integrity};
-use crate::outputs::explain::Explains;
+use crate::outputs::explain::{Explains, is_sweep_of};
 use crate::outputs::merge::{self, MergeRecord};
 use crate::outputs::outcome::{self, Outcome};
 use crate::outputs::provenance;
 use crate::outputs::verdict::VerdictFile;
 use crate::run::run_dir::{self, RunDir, RunFiles};
+use crate::study::factor::declared_id;
 use crate::study::{Study, sample};
 use crate::text::printable;
 
@@ -125,34 +126,31 @@ fn provenance(files: &RunFiles, study: &Study, repo: &Path) -> Result<bool> {
 }
 
 /// What the run explains, when it is an explain sweep: it holds an `explanation.json`, and its study
-/// has a sweep's shape (named for the claim it swept, which it judges first). Any other run is
-/// compared with its own study, whatever files it holds.
+/// has a sweep's shape ([`is_sweep_of`]: named for the claim it swept, judging it and its variants
+/// alone). Any other run is compared with its own study, whatever files it holds.
 fn sweep_of(files: &RunFiles, study: &Study) -> Result<Option<Explains>> {
     let Some(json) = &files.explanation_json else {
         return Ok(None);
     };
     let explains: Explains = serde_json::from_str(json)
         .with_context(|| format!("parsing the run's {}", run_dir::EXPLANATION))?;
-    let shaped = study.id == explains.claim.replace('@', ".")
-        && study.claims.first().is_some_and(|c| c.id == explains.claim);
-    Ok(shaped.then_some(explains))
+    Ok(is_sweep_of(study, &explains.claim).then_some(explains))
 }
 
 /// [`provenance`] of an explain sweep, whose study parkbench wrote from the explained run's: the
-/// published value of the claim it swept against the checkout's copy of the explained study; true
-/// when it differs.
+/// published value of each claim it judges (the swept claim and its variants, which keep it)
+/// against the swept claim's in the checkout's copy of the explained study; true when one differs.
 fn sweep_provenance(explains: &Explains, sweep: &Study, repo: &Path) -> Result<bool> {
     let what = format!(
         "an explain sweep of claim {:?} of run {}",
         printable(&explains.claim),
         printable(&explains.explained_run),
     );
-    let ours = &sweep.claims[0];
     if explains.study.is_empty() {
         println!(
-            "{what}: its {} (written before parkbench recorded the explained study) names no \
-             study, so the published value was compared with nothing; verify the explained run's \
-             archive against its study",
+            "{what}: its {} names no study (as one written before parkbench recorded the \
+             explained study does), so the published value was compared with nothing; verify the \
+             explained run's archive against its study",
             run_dir::EXPLANATION
         );
         return Ok(false);
@@ -167,33 +165,28 @@ fn sweep_provenance(explains: &Explains, sweep: &Study, repo: &Path) -> Result<b
         );
         return Ok(false);
     };
-    // A claim laid out per kernel (`<claim>@<kernel>`) is `<claim>` in the study file.
-    let id = explains
-        .claim
-        .split_once('@')
-        .map_or(explains.claim.as_str(), |(id, _)| id);
+    let id = declared_id(&explains.claim);
     let shown = path.display().to_string();
-    let Some(claim) = theirs.claims.iter().find(|c| c.id == id) else {
-        println!(
-            "{what} of study {study}, differing from {shown}:\n  - claim {:?} is only in the \
-             archive's sweep",
+    let found: Vec<String> = match theirs.claims.iter().find(|c| c.id == id) {
+        None => vec![format!(
+            "claim {:?} is only in the archive's sweep",
             printable(id)
-        );
-        return Ok(true);
+        )],
+        Some(claim) => (sweep.claims.iter())
+            .filter_map(|ours| {
+                provenance::published_differs(ours, "the archive's sweep", claim, &shown)
+            })
+            .collect(),
     };
-    match provenance::published_differs(ours, "the archive's sweep", claim, &shown) {
-        None => {
-            println!("{what} of study {study}: the published value matches {shown}");
-            Ok(false)
-        }
-        Some(line) => {
-            println!(
-                "{what} of study {study}, differing from {shown}:\n  - {}",
-                printable(&line)
-            );
-            Ok(true)
-        }
+    if found.is_empty() {
+        println!("{what} of study {study}: the published value matches {shown}");
+        return Ok(false);
     }
+    println!("{what} of study {study}, differing from {shown}:");
+    for line in &found {
+        println!("  - {}", printable(line));
+    }
+    Ok(true)
 }
 
 /// A folder unpacked from an archive is checked against its SHA256SUMS before anything in it is

@@ -18,7 +18,7 @@ use crate::study::factor::{Factor, Level, declared_id};
 use crate::study::{Claim, Expected};
 
 pub use render::{markdown, svg};
-pub use sweep::{Sweep, Variant, factors_for, sweep};
+pub use sweep::{Sweep, Variant, factors_for, is_sweep_of, sweep, sweep_id};
 
 /// The file names an explanation writes in its sweep's run folder.
 pub const MARKDOWN: &str = "explanation.md";

@@ -8,7 +8,7 @@
 //! [`layout`] lays a study out per kernel. The sample record ([`sample`]) lives here too: every stage
 //! above reads it.
 //!
-//! May import: `stats`, `yaml` (a leaf: nothing else of parkbench).
+//! May import: `files`, `stats`, `yaml`, `text` (floor 1: nothing else of parkbench).
 
 use std::path::{Path, PathBuf};
 
@@ -90,10 +90,11 @@ fn studies_near(path: &Path) -> String {
     else {
         return "name one, such as results/<id>/study.yaml".to_string();
     };
-    // The study's id as given: its folder's name (`results/<id>/study.yaml`), else the file's stem.
-    let given = match path.file_name() {
-        Some(name) if name == FILE => path.parent().and_then(Path::file_name),
-        _ => path.file_stem(),
+    // The study's id as given: its folder's name (`results/<id>/study.yaml`, or `study.yml`), else
+    // the file's stem.
+    let given = match path.file_stem() {
+        Some(stem) if stem == "study" => path.parent().and_then(Path::file_name),
+        stem => stem,
     }
     .map(|n| n.to_string_lossy().into_owned())
     .unwrap_or_default();

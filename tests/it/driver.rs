@@ -173,7 +173,7 @@ fn reproduce_hands_over_to_the_pinned_driver_it_builds() {
     assert!(!out.status.success(), "{}", describe(&out));
     // Said before the machine is checked.
     assert!(
-        text(&out.stderr).contains("missing.yaml") && !text(&out.stderr).contains("doctor:"),
+        text(&out.stderr).contains("missing.yaml") && out.stdout.is_empty(),
         "{}",
         describe(&out)
     );
@@ -208,7 +208,10 @@ fn reproduce_hands_over_to_the_pinned_driver_it_builds() {
         .output();
     assert!(out.status.success(), "{}", describe(&out));
     assert!(
-        text(&out.stderr).contains("handing the command over to the pinned driver"),
+        text(&out.stderr).contains(&format!(
+            "handing the command over to the pinned driver {} (sha256 {pinned})",
+            file.display()
+        )),
         "{}",
         describe(&out)
     );

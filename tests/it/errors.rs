@@ -146,7 +146,7 @@ fn a_comparison_that_mixes_kinds_is_refused_at_load() {
 }
 
 #[test]
-fn cpus_the_host_lacks_are_refused_by_plan_and_by_run_before_any_build() {
+fn cpus_the_host_lacks_are_refused_before_any_build_and_a_study_s_own_planned_as_auto() {
     let tmp = tempfile::tempdir().unwrap();
     let yaml = small_study("no-such-cpu", "1000", 1, "0", 0, "");
     let study = write_study(tmp.path(), "s.yaml", &yaml);

@@ -413,10 +413,9 @@ fn an_interrupted_load_leaves_nothing(docker: &Docker, fx: &Fixture) {
     assert!(!status.success(), "{said}");
     // The last line says it stopped, once its containers and loaded images are gone.
     assert!(
-        said.trim_end()
-            .lines()
-            .last()
-            .is_some_and(|l| l.starts_with("stopped: every container it started is removed")),
+        said.trim_end().lines().last().is_some_and(
+            |l| l.starts_with("stopped by Ctrl-C: the containers it had started are removed")
+        ),
         "{said}"
     );
     nothing_left(docker, &archive, &saved);

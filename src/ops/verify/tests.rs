@@ -129,6 +129,23 @@ fn classes_files_in_a_run_of_one_class_and_host_are_an_alteration() {
     assert!(err.contains("one hardware class"), "{err}");
 }
 
+/// A sweep of the default study's first claim, as `explain` writes it: named for the claim, judging
+/// it on its probe and then a variant of both.
+fn sweep_study() -> Study {
+    let mut sweep = Study::default_study();
+    let base = sweep.claims[0].clone();
+    sweep.id = base.id.clone();
+    sweep.probes.retain(|p| p.id == base.probe);
+    let mut probe = sweep.probes[0].clone();
+    probe.id = format!("{}~workers=1", base.probe);
+    sweep.probes.push(probe);
+    let mut variant = base.clone();
+    variant.id = format!("{}~workers=1", base.id);
+    variant.probe = format!("{}~workers=1", base.probe);
+    sweep.claims = vec![base, variant];
+    sweep
+}
+
 /// The files of a run of `study` holding `explanation` as its explanation.json.
 fn files_with(study: &Study, explanation: &str) -> RunFiles {
     let yaml = serde_yaml::to_string(study).unwrap();
@@ -146,10 +163,8 @@ fn files_with(study: &Study, explanation: &str) -> RunFiles {
 #[test]
 fn an_explain_sweep_is_compared_with_the_explained_study_on_its_claim() {
     let repo = tempfile::tempdir().unwrap();
-    // A sweep's study: named for the claim it swept, which it judges first.
-    let mut sweep = Study::default_study();
+    let sweep = sweep_study();
     let claim = sweep.claims[0].id.clone();
-    sweep.id = claim.clone();
     let json = |study: &str| {
         format!(r#"{{"claim":"{claim}","study":"{study}","explained_run":"20261201T000000Z"}}"#)
     };
@@ -185,6 +200,41 @@ fn an_explain_sweep_is_compared_with_the_explained_study_on_its_claim() {
     std::fs::write(&file, edited).unwrap();
     assert!(sweep_provenance(&explains("wait-1m"), &sweep, repo.path()).unwrap());
     assert!(provenance(&files_with(&sweep, &json("wait-1m")), &sweep, repo.path()).unwrap());
+}
+
+#[test]
+fn a_variant_claim_edited_in_a_sweep_is_named() {
+    let repo = tempfile::tempdir().unwrap();
+    let file = repo.path().join("results/wait-1m/study.yaml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, crate::study::DEFAULT_STUDY).unwrap();
+    let mut sweep = sweep_study();
+    sweep.claims[1].expected = serde_yaml::from_str("1.0").unwrap();
+    let claim = sweep.claims[0].id.clone();
+    let json = format!(r#"{{"claim":"{claim}","study":"wait-1m","explained_run":"r"}}"#);
+    let files = files_with(&sweep, &json);
+    assert!(sweep_of(&files, &sweep).unwrap().is_some());
+    assert!(provenance(&files, &sweep, repo.path()).unwrap());
+}
+
+#[test]
+fn an_ordinary_study_renamed_after_a_claim_is_no_sweep() {
+    // Named after its first claim, beside an explanation.json naming it: but it judges other claims
+    // than that one's variants, so it is compared with its own study, not as a sweep.
+    let mut study = Study::default_study();
+    let claim = study.claims[0].id.clone();
+    study.id = claim.clone();
+    let json = format!(r#"{{"claim":"{claim}","study":"wait-1m","explained_run":"r"}}"#);
+    assert!(
+        sweep_of(&files_with(&study, &json), &study)
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        sweep_of(&files_with(&sweep_study(), &json), &sweep_study())
+            .unwrap()
+            .is_some()
+    );
 }
 
 #[test]

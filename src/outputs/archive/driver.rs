@@ -62,6 +62,10 @@ impl DriverRecord {
     }
 }
 
+/// The running driver's own file, as the kernel keeps it: the bytes that run, even when the file
+/// they were loaded from has been replaced since (a driver rebuilt during a run).
+pub const RUNNING: &str = "/proc/self/exe";
+
 /// [`DriverRecord::built_in`] of a build in the pinned toolchain image.
 pub const PINNED: &str = "pinned";
 
@@ -201,7 +205,7 @@ pub fn this_driver() -> Result<std::result::Result<(PathBuf, DriverRecord), Stri
              driver` ({BUILD_COMMAND}), or pass --no-driver"
         )));
     }
-    let exe = std::env::current_exe().context("finding the running parkbench")?;
+    let exe = PathBuf::from(RUNNING);
     Ok(Ok((exe.clone(), record(&exe)?)))
 }
 

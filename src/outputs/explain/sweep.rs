@@ -223,8 +223,7 @@ fn baseline(study: &Study, claim: &Claim) -> Study {
         }
     };
     let mut out = study.clone();
-    // The sweep's folder is named for the claim (`<claim>.<kernel>` for `<claim>@<kernel>`).
-    out.id = claim.id.replace('@', ".");
+    out.id = sweep_id(&claim.id);
     out.title = format!("Explaining {}: {}", claim.id, study.title);
     out.factors.clear();
     // The probes keep the kernels the run gave them; the sweep is not laid out again.
@@ -242,6 +241,29 @@ fn baseline(study: &Study, claim: &Claim) -> Study {
     base_claim.requires.clear();
     out.claims = vec![base_claim];
     out
+}
+
+/// The id of the sweep study of `claim`, which names its folder: `<claim>`, `<claim>.<kernel>` for
+/// `<claim>@<kernel>`.
+pub fn sweep_id(claim: &str) -> String {
+    claim.replace('@', ".")
+}
+
+/// Whether `study` has the shape of a sweep of `claim` ([`sweep`]): named after it, judging it first
+/// and then its variants (`<claim>~<factor>=<level>`) alone, on its probes and their variants.
+pub fn is_sweep_of(study: &Study, claim: &str) -> bool {
+    let Some((first, variants)) = study.claims.split_first() else {
+        return false;
+    };
+    let probes = probes_of(first);
+    let variant = |id: &str, of: &[&str]| {
+        id.split_once('~')
+            .is_some_and(|(base, level)| of.contains(&base) && !level.is_empty())
+    };
+    study.id == sweep_id(claim)
+        && first.id == claim
+        && variants.iter().all(|c| variant(&c.id, &[claim]))
+        && (study.probes.iter()).all(|p| probes.contains(&p.id.as_str()) || variant(&p.id, &probes))
 }
 
 /// `claim` judged on the variant probe instead of `probe`.
