@@ -65,7 +65,9 @@ pub fn files_in(folder: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// What to say of a study file `path` that does not exist: the nearest study there is, by its id, and the studies in the folder it would be in (or in `results/`).
+/// What to say of a study file `path` that does not exist: the study file beside it (`study.yml`
+/// for `study.yaml`), else the nearest study there is, by its id, and the studies in the folder it
+/// would be in (or in `results/`).
 fn studies_near(path: &Path) -> String {
     let parent = path.parent();
     // `results/<id>/study.yml` and the like: the study file beside it.
