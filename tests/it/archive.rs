@@ -167,6 +167,12 @@ fn repacked_by_hand_still_checks(archive: &std::path::Path, tmp: &std::path::Pat
         let out = parkbench().arg(command).arg(&repacked).output().unwrap();
         assert!(out.status.success(), "{command}: {}", describe(&out));
     }
+    let out = parkbench().arg("verify").arg(&repacked).output().unwrap();
+    assert!(
+        text(&out.stderr).contains("every file matches SHA256SUMS"),
+        "{}",
+        describe(&out)
+    );
 
     // The unpacked folder is checked against its own SHA256SUMS; an edited sample is named.
     let folder = std::fs::read_dir(&unpacked)
