@@ -94,8 +94,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         args,
         root: explain_root(run.path(), paths, &study),
         claim,
-        explained: (&study.id, &explained.run_id),
-        times: &explained,
+        explained: &explained,
         interrupt,
     };
     let sweep = make_sweep(&paths.repo, &study, claim, &factors, &[])?;
@@ -163,7 +162,7 @@ fn expected(
 fn estimates(sweep: &Study, explained: &Outcome) -> Estimates {
     let samples: Vec<Sample> = (sweep.probes.iter())
         .flat_map(|probe| {
-            let base = probe.id.split('~').next().unwrap_or_default();
+            let base = (probe.id.split_once('~')).map_or(probe.id.as_str(), |(base, _)| base);
             let same_kernel = sweep.probe(base).is_some_and(|b| b.kernel == probe.kernel);
             (explained.samples.iter())
                 .filter(move |s| same_kernel && s.probe == base)
@@ -298,10 +297,8 @@ struct Sweeps<'a> {
     /// The folder whose `<sweep>/runs/` hold the sweeps' runs.
     root: PathBuf,
     claim: &'a Claim,
-    /// The explained run's study and the run.
-    explained: (&'a str, &'a str),
-    /// The explained run, whose process times the sweep's are estimated by.
-    times: &'a Outcome,
+    /// The explained run: its study and id, and the process times the sweep's are estimated by.
+    explained: &'a Outcome,
     interrupt: &'a Interrupt,
 }
 
@@ -337,7 +334,7 @@ impl Sweeps<'_> {
             shard: None,
             slice: None,
             fleet: Default::default(),
-            estimates: Some(estimates(&sweep.study, self.times)),
+            estimates: Some(estimates(&sweep.study, self.explained)),
         };
         let sweep_paths = Paths {
             repo: self.paths.repo.clone(),
@@ -349,7 +346,8 @@ impl Sweeps<'_> {
             return Ok(None);
         }
         let outcome = report(result.dir.path())?;
-        let e = explain::explain(self.claim, self.explained, &sweep, &outcome, &failed)?;
+        let explained = (&*self.explained.study.id, &*self.explained.run_id);
+        let e = explain::explain(self.claim, explained, &sweep, &outcome, &failed)?;
         Ok(Some((e, result.dir.path().to_owned())))
     }
 

@@ -41,9 +41,9 @@ impl super::Paths {
 fn driver() -> String {
     // A driver rebuilt while it runs is named by the path it ran from, which now holds the new one.
     let exe = std::env::current_exe().map(|p| {
-        let shown = p.to_string_lossy();
-        match shown.strip_suffix(" (deleted)") {
-            Some(path) => PathBuf::from(path),
+        use std::os::unix::ffi::OsStrExt;
+        match p.as_os_str().as_bytes().strip_suffix(b" (deleted)") {
+            Some(path) => PathBuf::from(std::ffi::OsStr::from_bytes(path)),
             None => p,
         }
     });

@@ -321,7 +321,7 @@ async fn said_cpus(
     };
     let choice = options.cpus.clone().unwrap_or(CpuChoice::Study);
     let requested = &study.protocol.cpus;
-    let (chosen, needs_cpus) = match choose_cpus(requested, &available, &choice) {
+    let (chosen, warning) = match choose_cpus(requested, &available, &choice) {
         Err(e) if options.cpus.is_none() => {
             let auto = choose_cpus(requested, &available, &CpuChoice::Auto)?;
             (
@@ -331,8 +331,9 @@ async fn said_cpus(
         }
         chosen => (chosen?, None),
     };
+    let needs_cpus = warning.is_some();
     let Chosen { cpus, deviations } = chosen;
-    let mut s = needs_cpus.clone().unwrap_or_default();
+    let mut s = warning.unwrap_or_default();
     s += &format!(
         "CPUs: {} of {whose} {} ({})\n",
         cpuset::format(&cpus),
@@ -354,7 +355,7 @@ async fn said_cpus(
             ));
         }
     }
-    Ok((s, needs_cpus.is_some()))
+    Ok((s, needs_cpus))
 }
 
 fn host_cpus() -> Vec<usize> {

@@ -20,12 +20,11 @@ pub fn in_checkout(repo: &Path, study: &Study) -> Option<PathBuf> {
     in_checkout_by_id(repo, &study.id)
 }
 
-/// `results/<id>/study.yaml` under `repo`, when the checkout holds it; `None` for an id that is
-/// no plain folder name (the id comes from an archive).
+/// `results/<id>/study.yaml` under `repo`, when the checkout holds it; `None` for an id no study
+/// may have ([`crate::study::valid_id`]: the id may come from an archive).
 pub fn in_checkout_by_id(repo: &Path, id: &str) -> Option<PathBuf> {
-    let plain = !id.is_empty() && !id.contains(['/', '\\', '\0']) && id != "." && id != "..";
     let path = repo.join("results").join(id).join(crate::study::FILE);
-    (plain && path.is_file()).then_some(path)
+    (crate::study::valid_id(id) && path.is_file()).then_some(path)
 }
 
 /// The checkout's copy of `study` (see [`in_checkout`]), read: its path, its text and the study.

@@ -40,6 +40,7 @@ pub use crate::study::protocol::{Isolation, Order, Protocol, Source};
 pub use crate::study::repeats::Repeats;
 pub use crate::study::stat::Stat;
 pub use crate::study::unit::{Dimension, Unit};
+pub use crate::study::validate::valid_id;
 
 /// A study's file name in its folder (`results/<id>/study.yaml`).
 pub const FILE: &str = "study.yaml";

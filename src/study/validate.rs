@@ -378,7 +378,7 @@ fn printable_id(what: &str, id: &str) -> anyhow::Result<()> {
 }
 
 /// A study id is one plain folder name: `[a-z0-9][a-z0-9._-]*` (so never `..`, `/` or absolute).
-pub(super) fn valid_id(id: &str) -> bool {
+pub fn valid_id(id: &str) -> bool {
     let mut chars = id.chars();
     chars
         .next()

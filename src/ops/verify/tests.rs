@@ -146,6 +146,14 @@ fn sweep_study() -> Study {
     sweep
 }
 
+/// A checkout in `repo` holding the default study as `results/wait-1m/study.yaml`; that file.
+fn checkout_default_study(repo: &Path) -> std::path::PathBuf {
+    let file = repo.join("results/wait-1m/study.yaml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, crate::study::DEFAULT_STUDY).unwrap();
+    file
+}
+
 /// The files of a run of `study` holding `explanation` as its explanation.json.
 fn files_with(study: &Study, explanation: &str) -> RunFiles {
     let yaml = serde_yaml::to_string(study).unwrap();
@@ -183,9 +191,7 @@ fn an_explain_sweep_is_compared_with_the_explained_study_on_its_claim() {
     assert_eq!(older.study, "");
     assert!(!sweep_provenance(&older, &sweep, repo.path()).unwrap());
 
-    let file = repo.path().join("results/wait-1m/study.yaml");
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(&file, crate::study::DEFAULT_STUDY).unwrap();
+    let file = checkout_default_study(repo.path());
     assert!(!sweep_provenance(&explains("wait-1m"), &sweep, repo.path()).unwrap());
     // An id that is no folder name reads nothing outside results/.
     assert!(!sweep_provenance(&explains("../results/wait-1m"), &sweep, repo.path()).unwrap());
@@ -205,9 +211,7 @@ fn an_explain_sweep_is_compared_with_the_explained_study_on_its_claim() {
 #[test]
 fn a_variant_claim_edited_in_a_sweep_is_named() {
     let repo = tempfile::tempdir().unwrap();
-    let file = repo.path().join("results/wait-1m/study.yaml");
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(&file, crate::study::DEFAULT_STUDY).unwrap();
+    checkout_default_study(repo.path());
     let mut sweep = sweep_study();
     sweep.claims[1].expected = serde_yaml::from_str("1.0").unwrap();
     let claim = sweep.claims[0].id.clone();
@@ -240,9 +244,7 @@ fn an_ordinary_study_renamed_after_a_claim_is_no_sweep() {
 #[test]
 fn an_explanation_json_in_an_ordinary_run_changes_nothing_of_its_comparison() {
     let repo = tempfile::tempdir().unwrap();
-    let file = repo.path().join("results/wait-1m/study.yaml");
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(&file, crate::study::DEFAULT_STUDY).unwrap();
+    checkout_default_study(repo.path());
     // The archive's study edited (a published value), with an explanation.json naming a study the
     // checkout does not hold: still compared with its own study, and the edit named.
     let mut study = Study::default_study();

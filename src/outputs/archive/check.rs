@@ -101,29 +101,12 @@ mod tests {
         assert!(report.to_string().starts_with("run-1: OK, "), "{report}");
     }
 
-    /// The fixture's archive with a driver (`bytes`) and its record (`json`, or none) as extras.
+    /// The fixture's archive with a driver (`bytes`) and its record (`json`, or none), checked.
     fn with_driver(fx: &Fixture, bytes: Option<&[u8]>, json: Option<&str>) -> Result<CheckReport> {
-        let mut extras = Vec::new();
-        if let Some(bytes) = bytes {
-            fs::write(fx.path("parkbench"), bytes).unwrap();
-            extras.push((driver::MEMBER.to_string(), fx.path("parkbench")));
-        }
-        if let Some(json) = json {
-            fs::write(fx.path("parkbench.json"), json).unwrap();
-            extras.push((driver::RECORD.to_string(), fx.path("parkbench.json")));
-        }
-        let out = fx.path("with-driver.tar.gz");
-        super::super::write_with(&fx.run_dir, &fx.sources, &extras, &out).unwrap();
-        check(&out)
+        check(&fx.write_with_driver(bytes, json))
     }
 
-    fn record(sha256: &str, rustc: &str) -> String {
-        format!(
-            r#"{{"sha256":"{sha256}","version":"0.1.0","target":"x86_64-unknown-linux-gnu",
-            "linking":"static","rustc":"{rustc}","opt_level":"0","rustflags":"",
-            "built_with":"just driver","built_in":"pinned"}}"#
-        )
-    }
+    use super::super::fixture::driver_record as record;
 
     #[test]
     fn the_driver_is_checked_against_its_record_and_named() {

@@ -9,7 +9,7 @@ use flate2::write::GzEncoder;
 use tar::{EntryType, Header};
 use tempfile::TempDir;
 
-use super::{ArchiveInfo, write};
+use super::{ArchiveInfo, driver, write};
 
 /// A run directory `results/demo/runs/run-1` with sources under `repo/`, in a temporary folder.
 pub struct Fixture {
@@ -55,6 +55,31 @@ impl Fixture {
     pub fn path(&self, name: &str) -> PathBuf {
         self.tmp.path().join(name)
     }
+
+    /// The archive with a driver (`bytes`) and its record (`json`), each when given, as extras.
+    pub fn write_with_driver(&self, bytes: Option<&[u8]>, json: Option<&str>) -> PathBuf {
+        let mut extras = Vec::new();
+        if let Some(bytes) = bytes {
+            fs::write(self.path("parkbench"), bytes).unwrap();
+            extras.push((driver::MEMBER.to_string(), self.path("parkbench")));
+        }
+        if let Some(json) = json {
+            fs::write(self.path("parkbench.json"), json).unwrap();
+            extras.push((driver::RECORD.to_string(), self.path("parkbench.json")));
+        }
+        let out = self.path("with-driver.tar.gz");
+        super::write_with(&self.run_dir, &self.sources, &extras, &out).unwrap();
+        out
+    }
+}
+
+/// A driver's record (`parkbench.json`) of a pinned build with `sha256`, compiled by `rustc`.
+pub fn driver_record(sha256: &str, rustc: &str) -> String {
+    format!(
+        r#"{{"sha256":"{sha256}","version":"0.1.0","target":"x86_64-unknown-linux-gnu",
+        "linking":"static","rustc":"{rustc}","opt_level":"0","rustflags":"",
+        "built_with":"just driver","built_in":"pinned"}}"#
+    )
 }
 
 pub fn put(path: &Path, text: &str) {

@@ -43,7 +43,7 @@ pub fn read_run_unpacking(archive: &Path, unpack: Unpack) -> Result<RunFiles> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixture::{Fixture, read_raw, write_raw};
+    use super::super::fixture::{Fixture, driver_record, read_raw, write_raw};
     use super::*;
     use std::fs;
 
@@ -80,20 +80,9 @@ mod tests {
     #[test]
     fn read_run_refuses_a_driver_its_record_does_not_name() {
         let fx = Fixture::new();
-        fs::write(fx.path("parkbench"), b"a driver").unwrap();
         let other = crate::files::digest::bytes(b"another driver");
-        let record = format!(
-            r#"{{"sha256":"{other}","version":"0.1.0","target":"x86_64-unknown-linux-gnu",
-            "linking":"static","rustc":"rustc 1.95.0","opt_level":"0","rustflags":"",
-            "built_with":"just driver","built_in":"pinned"}}"#
-        );
-        fs::write(fx.path("parkbench.json"), record).unwrap();
-        let extras = [
-            (driver::MEMBER.to_string(), fx.path("parkbench")),
-            (driver::RECORD.to_string(), fx.path("parkbench.json")),
-        ];
-        let out = fx.path("with-driver.tar.gz");
-        super::super::write_with(&fx.run_dir, &fx.sources, &extras, &out).unwrap();
+        let record = driver_record(&other, "rustc 1.95.0");
+        let out = fx.write_with_driver(Some(b"a driver"), Some(&record));
         let err = format!("{:#}", read_run(&out).unwrap_err());
         assert!(err.contains("is not the one its record describes"), "{err}");
     }

@@ -92,9 +92,8 @@ pub fn scan_unpacking(archive: &Path, keep: &[&str], unpack: Unpack) -> Result<S
         File::open(archive).with_context(|| format!("opening archive {}", archive.display()))?;
     let mut input = BufReader::new(file);
     let magic = input.fill_buf().map_err(|e| corrupt(archive, e))?;
-    if let Some(format) = Some(magic)
-        .filter(|m| !m.starts_with(&[0x1f, 0x8b]))
-        .and_then(repacked_as)
+    if !magic.starts_with(GZIP)
+        && let Some(format) = repacked_as(magic)
     {
         bail!(
             "{}: {format}, not gzip: a run archive is read as `parkbench archive` wrote it \
@@ -105,7 +104,7 @@ pub fn scan_unpacking(archive: &Path, keep: &[&str], unpack: Unpack) -> Result<S
         );
     }
     ensure!(
-        magic.starts_with(&[0x1f, 0x8b]),
+        magic.starts_with(GZIP),
         "{}: truncated or not a gzip archive (it does not start with the gzip signature); download it again",
         archive.display()
     );
@@ -122,6 +121,9 @@ pub fn scan_unpacking(archive: &Path, keep: &[&str], unpack: Unpack) -> Result<S
     finish_stream(archive, gz)?;
     seen.into_scan(archive)
 }
+
+/// The first bytes of every gzip stream.
+const GZIP: &[u8] = &[0x1f, 0x8b];
 
 /// The format a file starting with `magic` is in, when it is a known archive or compression format
 /// other than gzip: a run archive repacked by hand, not a damaged one.
