@@ -162,6 +162,7 @@ impl Engine {
             labels,
             no_cache,
             keep_stages: _,
+            cpu_shares,
         } = spec;
         let file = tokio::fs::File::open(context)
             .await
@@ -169,7 +170,11 @@ impl Engine {
         let body = bollard::body_try_stream(ReaderStream::with_capacity(file, 1 << 20));
         let buildargs: HashMap<String, String> = buildargs.clone().into_iter().collect();
         let labels: HashMap<String, String> = labels.clone().into_iter().collect();
-        let options = BuildImageOptionsBuilder::default()
+        let mut options = BuildImageOptionsBuilder::default();
+        if let Some(shares) = cpu_shares {
+            options = options.cpushares(*shares);
+        }
+        let options = options
             .dockerfile("Dockerfile")
             .t(tag)
             .rm(true)

@@ -37,6 +37,10 @@ pub struct BuildSpec {
     /// from an image the kit built: each inherits that image's `parkbench.image` label, by which
     /// `clean --images` finds it.
     pub keep_stages: bool,
+    /// The weight of the build's steps on the CPUs against other containers' (cgroup
+    /// `cpu.shares`; `None`: the Engine's default, 1024). A weight, not a limit: it only decides
+    /// who runs first when the CPUs are all busy, and leaves nothing in the image.
+    pub cpu_shares: Option<i32>,
 }
 
 /// The Engine ran a build and the build failed (a step's program exited non-zero, a `COPY` found

@@ -226,6 +226,10 @@ async fn run_build<E: Images>(
         // A rebuild happens when the inputs change, which its build stages' steps mostly copy:
         // their cache would seldom serve, and a stage from the imported base carries no label.
         keep_stages: false,
+        cpu_shares: kit
+            .options
+            .beside
+            .then_some(super::manifest::BESIDE_CPU_SHARES),
     };
     eprintln!("{}: building {tag}", recipe.name);
     let mut tail = Vec::new();

@@ -39,6 +39,7 @@ pub const TOOLCHAIN: &str = "toolchain-rust";
 
 const DOCKERFILE: &str = include_str!("driver/Dockerfile");
 const CARGO_CONFIG: &str = include_str!("driver/cargo-config.toml");
+const BUILD_ENV: &str = include_str!("driver/build-env");
 
 /// The file inside the driver's image.
 const IN_IMAGE: &str = "/parkbench";
@@ -82,7 +83,14 @@ pub async fn build(
     // Held from the toolchain image's build to the driver's: no clean removes either meanwhile.
     let _building = super::turn::building("the driver").await?;
     let cache = Cache::from_env()?;
-    let toolchain = toolchain_image(engine, &cache, toolchain_repo).await?;
+    // The crates are vendored while the toolchain image builds (or another build of it is waited
+    // for): on a fresh machine both are on the way to the driver's compile.
+    let (toolchain, vendoring) = tokio::join!(
+        toolchain_image(engine, &cache, toolchain_repo),
+        vendor_ahead(&cache, repo),
+    );
+    let toolchain = toolchain?;
+    vendoring?;
     let scratch = cache.scratch()?;
     // The tag is named after the sources and the toolchain image; the crates are Cargo.lock's.
     let sources = sources_context(repo, scratch.path())?;
@@ -114,6 +122,7 @@ pub async fn build(
             // kept, an edit of src/ compiles the driver's crate alone. It starts from the toolchain
             // image, whose labels `clean --images` finds it by.
             keep_stages: true,
+            cpu_shares: None,
         };
         // Quiet, as the images' builds are: the compiler's last lines are shown when it fails.
         let mut tail = std::collections::VecDeque::new();
@@ -237,7 +246,8 @@ fn source_entries(repo: &Path, scratch: &Path) -> Result<Vec<(String, PathBuf)>>
     std::fs::write(files.join("Dockerfile"), DOCKERFILE)?;
     let config = files.join("crates/cargo-home/config.toml");
     std::fs::create_dir_all(config.parent().context("cargo's configuration folder")?)?;
-    std::fs::write(config, CARGO_CONFIG)?;
+    std::fs::write(&config, CARGO_CONFIG)?;
+    std::fs::write(config.with_file_name("build-env"), BUILD_ENV)?;
     let mut extra: Vec<(String, PathBuf)> = Vec::new();
     for source in SOURCES {
         let path = repo.join(source);
@@ -255,6 +265,21 @@ fn source_entries(repo: &Path, scratch: &Path) -> Result<Vec<(String, PathBuf)>>
         extra.push((format!("{layer}/src/{source}"), path));
     }
     Ok(extra)
+}
+
+/// The crates of `repo`'s Cargo.lock vendored into the cache, off the async threads, when they are
+/// not there yet (a first build; then the build's own [`vendored`] finds them).
+async fn vendor_ahead(cache: &Cache, repo: &Path) -> Result<()> {
+    if build::vendor_dir(cache, repo)?.is_dir() {
+        return Ok(());
+    }
+    let (cache, repo) = (cache.clone(), repo.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let scratch = cache.scratch()?;
+        vendored(&cache, &repo, scratch.path()).map(drop)
+    })
+    .await
+    .context("vendoring the driver's crates")?
 }
 
 /// The crates of `repo`'s Cargo.lock, vendored once into the cache.

@@ -150,7 +150,15 @@ pub struct BuildOptions {
     /// The Engine is another machine's (a host's images built there): the builds' times say
     /// nothing of this machine, and are not recorded as its own.
     pub other_host: bool,
+    /// Built beside a compile that a command waits for (the pinned driver's, `just reproduce`):
+    /// their steps take the CPUs that compile leaves, rather than half of them
+    /// ([`BESIDE_CPU_SHARES`]).
+    pub beside: bool,
 }
+
+/// The CPU weight of the steps of builds made [`BuildOptions::beside`] another: an eighth of the
+/// Engine's default, which that other build keeps.
+pub const BESIDE_CPU_SHARES: i32 = 128;
 
 /// What became of one image in a build.
 pub(crate) enum Outcome {

@@ -154,6 +154,34 @@ async fn an_existing_tag_is_reused_and_no_cache_rebuilds() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn builds_beside_another_take_a_low_cpu_weight_and_give_the_same_images() {
+    let repo = Repo::new(true);
+    let engine = FakeEngine::default();
+    let own = repo.build(&engine, false).await.unwrap();
+    assert!(engine.builds().iter().all(|b| b.cpu_shares.is_none()));
+
+    let beside = FakeEngine::default();
+    let options = BuildOptions {
+        beside: true,
+        ..BuildOptions::default()
+    };
+    let built = repo.build_with(&beside, &options).await.unwrap();
+    assert_eq!(beside.builds().len(), 4);
+    assert!(
+        (beside.builds().iter()).all(|b| b.cpu_shares == Some(manifest::BESIDE_CPU_SHARES)),
+        "{:?}",
+        beside.builds()
+    );
+    assert!(
+        manifest::BESIDE_CPU_SHARES < 1024,
+        "the Engine's default weight is 1024"
+    );
+    // The weight is no input of an image: the same tags either way.
+    let tags = |m: &Manifest| m.images.iter().map(|i| i.tag.clone()).collect::<Vec<_>>();
+    assert_eq!(tags(&built), tags(&own));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_build_under_strict_build_names_the_image_and_its_last_lines() {
     let repo = Repo::new(true);
     let engine = FakeEngine::default();

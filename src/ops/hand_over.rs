@@ -85,7 +85,12 @@ async fn build_beside(paths: &Paths, run: &Options, images: Vec<String>) {
         "building the images the run needs ({}) beside the pinned driver",
         images.join(", ")
     );
-    match prepare::build_quietly(&paths.repo, &launch::build_options(run, images)).await {
+    // The driver's compile is what the command waits for: these builds take the CPUs it leaves.
+    let options = crate::images::BuildOptions {
+        beside: true,
+        ..launch::build_options(run, images)
+    };
+    match prepare::build_quietly(&paths.repo, &options).await {
         Ok(manifest) => {
             let failed: Vec<&str> = (manifest.failed.iter())
                 .filter(|f| f.parent.is_none())

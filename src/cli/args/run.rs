@@ -181,6 +181,7 @@ impl BuildArgs {
             strict: self.strict_build,
             strict_pins: self.strict_pins,
             other_host: false,
+            beside: false,
         }
     }
 }

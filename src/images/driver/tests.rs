@@ -37,6 +37,7 @@ fn the_context_holds_the_driver_sources_its_crates_and_nothing_else() {
         files,
         [
             "Dockerfile",
+            "crates/cargo-home/build-env",
             "crates/cargo-home/config.toml",
             "crates/src/Cargo.lock",
             "crates/src/Cargo.toml",
