@@ -171,8 +171,10 @@ impl Engine {
         let buildargs: HashMap<String, String> = buildargs.clone().into_iter().collect();
         let labels: HashMap<String, String> = labels.clone().into_iter().collect();
         let mut options = BuildImageOptionsBuilder::default();
-        if let Some(shares) = cpu_shares {
-            options = options.cpushares(*shares);
+        // Podman refuses a CPU setting where the cgroup controller is not delegated to it (rootless
+        // on cgroup v2): its builds keep their weight.
+        if let Some(shares) = cpu_shares.filter(|_| !self.podman) {
+            options = options.cpushares(shares);
         }
         let options = options
             .dockerfile("Dockerfile")

@@ -37,9 +37,10 @@ pub struct BuildSpec {
     /// from an image the kit built: each inherits that image's `parkbench.image` label, by which
     /// `clean --images` finds it.
     pub keep_stages: bool,
-    /// The weight of the build's steps on the CPUs against other containers' (cgroup
-    /// `cpu.shares`; `None`: the Engine's default, 1024). A weight, not a limit: it only decides
-    /// who runs first when the CPUs are all busy, and leaves nothing in the image.
+    /// The weight of the build's steps on the CPUs against other containers' (cgroup v1
+    /// `cpu.shares`, of which the Engine's default is 1024; on cgroup v2 the runtime turns it into a
+    /// `cpu.weight`); `None`: the default. A weight, not a limit: it only sets each one's share
+    /// when the CPUs are all busy, and leaves nothing in the image. Not sent to Podman.
     pub cpu_shares: Option<i32>,
 }
 

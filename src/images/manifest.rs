@@ -151,13 +151,13 @@ pub struct BuildOptions {
     /// nothing of this machine, and are not recorded as its own.
     pub other_host: bool,
     /// Built beside a compile that a command waits for (the pinned driver's, `just reproduce`):
-    /// their steps take the CPUs that compile leaves, rather than half of them
+    /// their steps take what that compile leaves of the CPUs, rather than an equal share with it
     /// ([`BESIDE_CPU_SHARES`]).
     pub beside: bool,
 }
 
 /// The CPU weight of the steps of builds made [`BuildOptions::beside`] another: an eighth of the
-/// Engine's default, which that other build keeps.
+/// Engine's default on cgroup v1 (1024), which that other build keeps.
 pub const BESIDE_CPU_SHARES: i32 = 128;
 
 /// What became of one image in a build.

@@ -227,3 +227,49 @@ fn driver_sources_that_could_fetch_or_substitute_crates_are_refused() {
         "has no checksum",
     );
 }
+
+#[test]
+fn every_build_step_reads_the_build_environment_and_none_sets_it() {
+    // Each step commits (a walk of the whole tree on fuse-overlayfs): the environment is a file.
+    let steps: Vec<&str> = (DOCKERFILE.lines())
+        .filter(|l| !l.starts_with('#') && !l.starts_with(' ') && !l.trim().is_empty())
+        .collect();
+    assert!(!steps.iter().any(|s| s.starts_with("ENV")), "{steps:?}");
+    let runs: Vec<&&str> = steps.iter().filter(|s| s.starts_with("RUN")).collect();
+    assert_eq!(runs.len(), 2, "{steps:?}");
+    assert!(
+        (runs.iter()).all(|r| r.starts_with("RUN . /cargo-home/build-env && ")),
+        "{runs:?}"
+    );
+    for set in [
+        "CARGO_HOME=/cargo-home ",
+        "CARGO_TARGET_DIR=/target ",
+        "PARKBENCH_BUILT_IN=pinned ",
+        "RUSTFLAGS=\"-C target-feature=+crt-static --remap-path-prefix=/src=. ",
+    ] {
+        assert!(BUILD_ENV.contains(set), "{set} in {BUILD_ENV}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vendoring_ahead_leaves_a_failure_to_the_build_and_vendored_crates_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("Cargo.toml"), "[package]\n").unwrap();
+    std::fs::write(repo.join("Cargo.lock"), "not a lock\n").unwrap();
+    let cache = Cache::open(&tmp.path().join("cache")).unwrap();
+    let vendor = build::vendor_dir(&cache, &repo).unwrap();
+    // cargo vendor fails: nothing is said or kept (the build's own vendoring meets it again).
+    vendor_ahead(&cache, &repo).await;
+    assert!(!vendor.exists());
+    assert_eq!(
+        std::fs::read_dir(cache.root().join("tmp")).unwrap().count(),
+        0
+    );
+    // Vendored already: left as it is.
+    std::fs::create_dir_all(&vendor).unwrap();
+    std::fs::write(vendor.join("mark"), "").unwrap();
+    vendor_ahead(&cache, &repo).await;
+    assert_eq!(std::fs::read_dir(&vendor).unwrap().count(), 1);
+}
