@@ -49,7 +49,7 @@ pub async fn hand_over(paths: &Paths, run: &Options, all: bool, out: &Path) -> R
     }
     let images = images_needed(paths, run, all).await?;
     // Both in this command's future, as the images build side by side: a Ctrl-C drops both.
-    let (written, ()) = tokio::join!(
+    let (written, built) = tokio::join!(
         driver::written(&paths.repo, out, false, true),
         build_beside(paths, run, images),
     );
@@ -71,15 +71,17 @@ pub async fn hand_over(paths: &Paths, run: &Options, all: bool, out: &Path) -> R
     let err = std::os::unix::process::CommandExt::exec(
         std::process::Command::new(&file)
             .args(std::env::args_os().skip(1))
-            .env(HANDED_OVER, "1"),
+            .env(HANDED_OVER, "1")
+            .env(prepare::BUILT_BEFORE_HAND_OVER, built.join(" ")),
     );
     Err(err).with_context(|| format!("running {}", file.display()))
 }
 
-/// Builds `images` as the run would, saying those that failed: the run builds them again.
-async fn build_beside(paths: &Paths, run: &Options, images: Vec<String>) {
+/// Builds `images` as the run would, saying those that failed: the run builds them again. The tags
+/// it built (not those it found).
+async fn build_beside(paths: &Paths, run: &Options, images: Vec<String>) -> Vec<String> {
     if images.is_empty() {
-        return;
+        return Vec::new();
     }
     eprintln!(
         "building the images the run needs ({}) beside the pinned driver",
@@ -103,10 +105,18 @@ async fn build_beside(paths: &Paths, run: &Options, images: Vec<String>) {
                     failed.join(", ")
                 );
             }
+            (manifest.images.into_iter())
+                .filter(|i| i.built)
+                .map(|i| i.tag)
+                .collect()
         }
-        Err(e) => eprintln!(
-            "warning: the images were not all built beside the driver ({e:#}); the run builds them"
-        ),
+        Err(e) => {
+            eprintln!(
+                "warning: the images were not all built beside the driver ({e:#}); the run builds \
+                 them"
+            );
+            Vec::new()
+        }
     }
 }
 

@@ -54,8 +54,27 @@ async fn build_on(
 ) -> Result<(Cache, Manifest)> {
     let pins = pin::load_all(&repo.join("toolchains"))?;
     let cache = Cache::from_env()?;
-    let manifest = images::build_all(engine, &cache, &pins, repo, options).await?;
+    let mut manifest = images::build_all(engine, &cache, &pins, repo, options).await?;
+    count_built(&mut manifest, std::env::var_os(BUILT_BEFORE_HAND_OVER));
     Ok((cache, manifest))
+}
+
+/// Set by `reproduce --pinned-driver` in the environment of the pinned driver it hands its command
+/// over to: the tags it built for that command, beside the driver (space-separated).
+pub(super) const BUILT_BEFORE_HAND_OVER: &str = "PARKBENCH_BUILT_BEFORE_HAND_OVER";
+
+/// The images of `tags` ([`BUILT_BEFORE_HAND_OVER`]'s value), which this command built before its
+/// driver handed it over, counted as built (the table says `built`, and so does the run's manifest),
+/// not as found already there.
+fn count_built(manifest: &mut Manifest, tags: Option<std::ffi::OsString>) {
+    let Some(tags) = tags else {
+        return;
+    };
+    let tags = tags.to_string_lossy();
+    let tags: std::collections::BTreeSet<&str> = tags.split(' ').collect();
+    for image in &mut manifest.images {
+        image.built |= tags.contains(image.tag.as_str());
+    }
 }
 
 /// `parkbench build`: every pinned image, built or reused; the manifest also written as JSON to
@@ -100,4 +119,46 @@ pub(super) fn check_repo(repo: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_built_before_the_hand_over_count_as_built() {
+        let image = |name: &str, built| images::BuiltImage {
+            name: name.into(),
+            tag: format!("parkbench/{name}:0123"),
+            id: "sha256:1".into(),
+            layers: Vec::new(),
+            inputs: Default::default(),
+            binaries: Default::default(),
+            versions: Default::default(),
+            notes: Vec::new(),
+            built,
+        };
+        let found = Manifest {
+            images: vec![
+                image("base", false),
+                image("go", false),
+                image("sampler", true),
+            ],
+            ..Manifest::default()
+        };
+        let built = |m: &Manifest| m.images.iter().map(|i| i.built).collect::<Vec<_>>();
+        let mut not_handed = found.clone();
+        count_built(&mut not_handed, None);
+        assert_eq!(built(&not_handed), [false, false, true]);
+        let mut handed = found.clone();
+        let tags = "parkbench/go:0123 parkbench/other:0123 parkbench/base:9999";
+        count_built(&mut handed, Some(tags.into()));
+        assert_eq!(built(&handed), [false, true, true]);
+        let table = images::table(&handed);
+        let row = table.lines().find(|l| l.starts_with("go ")).unwrap();
+        assert!(row.split_whitespace().any(|w| w == "built"), "{table}");
+        let mut none = found;
+        count_built(&mut none, Some("".into()));
+        assert_eq!(built(&none), [false, false, true]);
+    }
 }
