@@ -55,23 +55,34 @@ impl Skipped {
 }
 
 /// Splits `factors` into those swept and those left out: a factor is left out when the images its
-/// levels need that are not built here (`unbuilt`) are expected to take longer than
-/// [`FEW_MINUTES`] together. An image with no expected time counts for nothing.
+/// levels need that are not built here (`unbuilt`), and that no swept factor builds anyway, are
+/// expected to take longer than [`FEW_MINUTES`] together; those images are the ones it is named
+/// with. An image with no expected time counts for nothing.
 pub(super) fn split(
     factors: Vec<&Factor>,
     unbuilt: impl Fn(&Factor) -> Vec<Unbuilt>,
 ) -> (Vec<&Factor>, Vec<Skipped>) {
+    let seconds = |images: &[Unbuilt]| -> f64 {
+        images
+            .iter()
+            .filter_map(|(_, e)| e.map(|e| e.seconds))
+            .sum()
+    };
+    let few = FEW_MINUTES.as_secs_f64();
+    let quick = |f: &Factor| seconds(&unbuilt(f)) <= few;
+    // What the factors quick to build on their own build, the others get without a build of theirs.
+    let anyway: BTreeSet<String> = (factors.iter())
+        .filter(|f| quick(f))
+        .flat_map(|f| unbuilt(f).into_iter().map(|(name, _)| name))
+        .collect();
     let mut kept = Vec::new();
     let mut skipped = Vec::new();
     for f in factors {
-        let images = unbuilt(f);
-        let seconds: f64 = images
-            .iter()
-            .filter_map(|(_, e)| e.map(|e| e.seconds))
-            .sum();
-        if seconds > FEW_MINUTES.as_secs_f64() {
+        let mut images: Vec<Unbuilt> = (unbuilt(f).into_iter())
+            .filter(|(name, _)| !anyway.contains(name))
+            .collect();
+        if seconds(&images) > few {
             // The slowest first: what the line leads with is what costs the most.
-            let mut images = images;
             images.sort_by(|a, b| {
                 let s = |x: &Unbuilt| x.1.map_or(0.0, |e| e.seconds);
                 s(b).total_cmp(&s(a))
@@ -239,8 +250,26 @@ mod tests {
         assert_eq!(
             skipped[0].line(),
             "skipped: kernel (needs kernel-wsl-like, about 47 min to build (declared estimate, on \
-             2 CPUs), and vm, about 60 s to build (its last build here), and debian-kbuild, no \
-             build time known; --factors kernel includes it)"
+             2 CPUs), and debian-kbuild, no build time known; --factors kernel includes it)",
+            "vm, which the vm factor builds anyway, is no part of kernel's cost"
         );
+        // Alone, it is named with every image it needs.
+        let (_, skipped) = split(vec![&kernel], unbuilt);
+        assert!(skipped[0].line().contains("and vm, about 60 s to build"));
+    }
+
+    #[test]
+    fn a_factor_whose_slow_images_a_swept_factor_builds_anyway_is_swept() {
+        let (thp, vm) = (factor("thp"), factor("vm"));
+        // vm's images take minutes, but under the limit; thp needs the same and little more.
+        let unbuilt = |f: &Factor| -> Vec<Unbuilt> {
+            let mut images = vec![("vm".into(), about(2.5, Basis::LastBuild))];
+            if f.id == "thp" {
+                images.push(("kernel".into(), about(1.0, Basis::LastBuild)));
+            }
+            images
+        };
+        let (kept, skipped) = split(vec![&thp, &vm], unbuilt);
+        assert_eq!(kept.len(), 2, "{skipped:?}");
     }
 }
