@@ -50,7 +50,9 @@ pub struct BuiltImage {
     /// must report as a deviation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
-    /// True when this invocation built or imported the image; false when an existing one was reused.
+    /// True when this command built or imported the image (under `reproduce --pinned-driver`, also
+    /// before it was handed over to the pinned driver, beside that driver's build); false when an
+    /// existing one was reused.
     pub built: bool,
 }
 

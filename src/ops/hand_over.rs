@@ -68,12 +68,14 @@ pub async fn hand_over(paths: &Paths, run: &Options, all: bool, out: &Path) -> R
     crate::engine::settle().await;
     use std::io::Write;
     let _ = (std::io::stdout().flush(), std::io::stderr().flush());
-    let err = std::os::unix::process::CommandExt::exec(
-        std::process::Command::new(&file)
-            .args(std::env::args_os().skip(1))
-            .env(HANDED_OVER, "1")
-            .env(prepare::BUILT_BEFORE_HAND_OVER, built.join(" ")),
-    );
+    let mut command = std::process::Command::new(&file);
+    command
+        .args(std::env::args_os().skip(1))
+        .env(HANDED_OVER, "1");
+    if !built.is_empty() {
+        command.env(prepare::BUILT_BEFORE_HAND_OVER, built.join(" "));
+    }
+    let err = std::os::unix::process::CommandExt::exec(&mut command);
     Err(err).with_context(|| format!("running {}", file.display()))
 }
 

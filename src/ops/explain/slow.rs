@@ -26,7 +26,8 @@ pub(super) const ALL: &str = "all";
 /// An image a factor needs that is not built here, and what its build is expected to take.
 pub(super) type Unbuilt = (String, Option<Expected>);
 
-/// A factor left out of the default set, with the images it needs that are not built here.
+/// A factor left out of the default set, with the images it needs that are not built here and that
+/// the swept factors do not build.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Skipped {
     pub factor: String,
@@ -34,8 +35,8 @@ pub(super) struct Skipped {
 }
 
 impl Skipped {
-    /// `skipped: kernel (needs kernel-wsl-like, about 47 min to build (its last build here);
-    /// --factors kernel includes it)`.
+    /// `skipped: kernel (needs kernel-wsl-like, about 47 min to build (its last build here), beyond
+    /// what the swept factors build; --factors kernel includes it)`.
     pub fn line(&self) -> String {
         let needs: Vec<String> = self
             .images
@@ -46,7 +47,7 @@ impl Skipped {
             })
             .collect();
         format!(
-            "skipped: {} (needs {}; --factors {} includes it)",
+            "skipped: {} (needs {}, beyond what the swept factors build; --factors {} includes it)",
             self.factor,
             needs.join(", and "),
             self.factor
@@ -57,7 +58,7 @@ impl Skipped {
 /// Splits `factors` into those swept and those left out: a factor is left out when the images its
 /// levels need that are not built here (`unbuilt`), and that no swept factor builds anyway, are
 /// expected to take longer than [`FEW_MINUTES`] together; those images are the ones it is named
-/// with. An image with no expected time counts for nothing.
+/// with (beyond what the swept factors build). An image with no expected time counts for nothing.
 pub(super) fn split(
     factors: Vec<&Factor>,
     unbuilt: impl Fn(&Factor) -> Vec<Unbuilt>,
@@ -69,18 +70,28 @@ pub(super) fn split(
             .sum()
     };
     let few = FEW_MINUTES.as_secs_f64();
-    let quick = |f: &Factor| seconds(&unbuilt(f)) <= few;
-    // What the factors quick to build on their own build, the others get without a build of theirs.
-    let anyway: BTreeSet<String> = (factors.iter())
-        .filter(|f| quick(f))
-        .flat_map(|f| unbuilt(f).into_iter().map(|(name, _)| name))
-        .collect();
+    let own = |f: &Factor, anyway: &BTreeSet<String>| -> Vec<Unbuilt> {
+        (unbuilt(f).into_iter())
+            .filter(|(name, _)| !anyway.contains(name))
+            .collect()
+    };
+    // What the swept factors build, the others get without a build of theirs: grown until no
+    // factor more is swept (each round only adds), so the order of `factors` does not matter.
+    let mut anyway = BTreeSet::new();
+    loop {
+        let more: BTreeSet<String> = (factors.iter())
+            .filter(|f| seconds(&own(f, &anyway)) <= few)
+            .flat_map(|f| unbuilt(f).into_iter().map(|(name, _)| name))
+            .collect();
+        if more.is_subset(&anyway) {
+            break;
+        }
+        anyway.extend(more);
+    }
     let mut kept = Vec::new();
     let mut skipped = Vec::new();
     for f in factors {
-        let mut images: Vec<Unbuilt> = (unbuilt(f).into_iter())
-            .filter(|(name, _)| !anyway.contains(name))
-            .collect();
+        let mut images = own(f, &anyway);
         if seconds(&images) > few {
             // The slowest first: what the line leads with is what costs the most.
             images.sort_by(|a, b| {
@@ -250,7 +261,8 @@ mod tests {
         assert_eq!(
             skipped[0].line(),
             "skipped: kernel (needs kernel-wsl-like, about 47 min to build (declared estimate, on \
-             2 CPUs), and debian-kbuild, no build time known; --factors kernel includes it)",
+             2 CPUs), and debian-kbuild, no build time known, beyond what the swept factors \
+             build; --factors kernel includes it)",
             "vm, which the vm factor builds anyway, is no part of kernel's cost"
         );
         // Alone, it is named with every image it needs.
@@ -271,5 +283,25 @@ mod tests {
         };
         let (kept, skipped) = split(vec![&thp, &vm], unbuilt);
         assert_eq!(kept.len(), 2, "{skipped:?}");
+    }
+
+    #[test]
+    fn what_a_factor_swept_for_shared_images_builds_costs_the_others_nothing() {
+        let (a, b, vm) = (factor("a"), factor("b"), factor("vm"));
+        // vm is quick; a is quick once vm's image is built; b then only adds y.
+        let unbuilt = |f: &Factor| -> Vec<Unbuilt> {
+            let mut images = vec![("v".into(), about(2.5, Basis::LastBuild))];
+            if f.id != "vm" {
+                images.push(("x".into(), about(2.0, Basis::LastBuild)));
+            }
+            if f.id == "b" {
+                images.push(("y".into(), about(2.0, Basis::LastBuild)));
+            }
+            images
+        };
+        for order in [vec![&b, &a, &vm], vec![&vm, &a, &b]] {
+            let (kept, skipped) = split(order, unbuilt);
+            assert_eq!(kept.len(), 3, "{skipped:?}");
+        }
     }
 }
