@@ -21,7 +21,8 @@ driver: host-driver
 # The driver built with this host's cargo, self-contained: what builds the pinned one.
 [private]
 host-driver:
-    RUSTFLAGS="-C target-feature=+crt-static" cargo build --locked --quiet --profile driver --target x86_64-unknown-linux-gnu
+    @echo "compiling the driver with this machine's cargo where its sources changed (from nothing: one to a few minutes, quietly)" >&2
+    @RUSTFLAGS="-C target-feature=+crt-static" cargo build --locked --quiet --profile driver --target x86_64-unknown-linux-gnu
 
 # Check this machine: Engine, cgroups, CPUs, disk, tools.
 doctor: driver
