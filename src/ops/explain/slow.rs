@@ -63,25 +63,25 @@ pub(super) fn split(
     factors: Vec<&Factor>,
     unbuilt: impl Fn(&Factor) -> Vec<Unbuilt>,
 ) -> (Vec<&Factor>, Vec<Skipped>) {
-    let seconds = |images: &[Unbuilt]| -> f64 {
-        images
-            .iter()
-            .filter_map(|(_, e)| e.map(|e| e.seconds))
-            .sum()
-    };
+    // What each needs, asked once.
+    let needs: Vec<(&Factor, Vec<Unbuilt>)> =
+        factors.into_iter().map(|f| (f, unbuilt(f))).collect();
+    let of = |image: &Unbuilt| image.1.map_or(0.0, |e| e.seconds);
     let few = FEW_MINUTES.as_secs_f64();
-    let own = |f: &Factor, anyway: &BTreeSet<String>| -> Vec<Unbuilt> {
-        (unbuilt(f).into_iter())
+    let own = |images: &[Unbuilt], anyway: &BTreeSet<String>| -> Vec<Unbuilt> {
+        (images.iter())
             .filter(|(name, _)| !anyway.contains(name))
+            .cloned()
             .collect()
     };
+    let seconds = |images: &[Unbuilt]| -> f64 { images.iter().map(of).sum() };
     // What the swept factors build, the others get without a build of theirs: grown until no
     // factor more is swept (each round only adds), so the order of `factors` does not matter.
     let mut anyway = BTreeSet::new();
     loop {
-        let more: BTreeSet<String> = (factors.iter())
-            .filter(|f| seconds(&own(f, &anyway)) <= few)
-            .flat_map(|f| unbuilt(f).into_iter().map(|(name, _)| name))
+        let more: BTreeSet<String> = (needs.iter())
+            .filter(|(_, images)| seconds(&own(images, &anyway)) <= few)
+            .flat_map(|(_, images)| images.iter().map(|(name, _)| name.clone()))
             .collect();
         if more.is_subset(&anyway) {
             break;
@@ -90,14 +90,11 @@ pub(super) fn split(
     }
     let mut kept = Vec::new();
     let mut skipped = Vec::new();
-    for f in factors {
-        let mut images = own(f, &anyway);
+    for (f, images) in needs {
+        let mut images = own(&images, &anyway);
         if seconds(&images) > few {
             // The slowest first: what the line leads with is what costs the most.
-            images.sort_by(|a, b| {
-                let s = |x: &Unbuilt| x.1.map_or(0.0, |e| e.seconds);
-                s(b).total_cmp(&s(a))
-            });
+            images.sort_by(|a, b| of(b).total_cmp(&of(a)));
             skipped.push(Skipped {
                 factor: f.id.clone(),
                 images,
