@@ -68,7 +68,7 @@ pub async fn dispatch(cli: Cli) -> Result<u8> {
     // A command an error names runs as pasted, as the closing lines' do.
     ended
         .map(code)
-        .map_err(|e| anyhow::anyhow!("{}", paths.runnable_quoted(&format!("{e:#}"))))
+        .map_err(|e| anyhow::anyhow!("{}", paths.said(&e)))
 }
 
 async fn command(command: Command, paths: &Paths, interrupt: &Interrupt) -> Result<Ending> {

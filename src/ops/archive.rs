@@ -101,7 +101,7 @@ pub async fn archive_to(
     let info = archive::write_with(run.path(), &sources, &extras, out)?;
     eprintln!(
         "archive: {} ({:.1} KiB, {} members, sha256 {})",
-        info.path.display(),
+        super::next_step::from_here(&info.path).display(),
         info.size_bytes as f64 / 1024.0,
         info.members,
         info.sha256

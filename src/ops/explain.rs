@@ -453,15 +453,15 @@ async fn publish(
     print!("\n{}", explain::markdown(e));
     println!(
         "\nexplanation: {}",
-        dirs[0].join(explain::MARKDOWN).display()
+        super::next_step::from_here(&dirs[0].join(explain::MARKDOWN)).display()
     );
     for a in &archives {
         println!(
             "{}",
             paths.runnable(&format!(
                 "archive: {}\nverify it with: parkbench verify {}",
-                a.display(),
-                super::next_step::shell_path(a)
+                super::next_step::from_here(a).display(),
+                super::next_step::shell_path(&super::next_step::from_here(a))
             ))
         );
     }

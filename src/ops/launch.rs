@@ -208,7 +208,7 @@ pub fn said(result: &RunResult) -> String {
     }
     out.push_str(&format!(
         "samples: {}\n",
-        dir.file(run_dir::SAMPLES).display()
+        super::next_step::from_here(&dir.file(run_dir::SAMPLES)).display()
     ));
     out
 }

@@ -2,9 +2,36 @@
 //! name on `PATH` is this very driver, else the driver's own path (`target/driver/parkbench` when
 //! `just` built it and it is not on `PATH` yet), on the repository and results folder it was given.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 pub use crate::text::{shell_path, shell_word};
+
+use crate::study::NoStudyFile;
+
+/// `path` as the lines a command prints name it, so that they name every file one way: relative
+/// to the working folder when it lies under it (`results/s/runs/r1`, never `./results/…`), else
+/// absolute.
+pub fn from_here(path: &Path) -> PathBuf {
+    let here = std::env::current_dir().ok();
+    relative_to(path, here.as_deref())
+}
+
+/// [`from_here`] with the working folder `here` (none: `path` as given, without its `.` parts).
+fn relative_to(path: &Path, here: Option<&Path>) -> PathBuf {
+    let whole = match (path.is_absolute(), here) {
+        (false, Some(here)) => here.join(path),
+        _ => path.to_owned(),
+    };
+    let whole: PathBuf = (whole.components())
+        .filter(|c| *c != Component::CurDir)
+        .collect();
+    match here.and_then(|h| whole.strip_prefix(h).ok()) {
+        Some(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+        Some(rel) => rel.to_owned(),
+        None if whole.as_os_str().is_empty() => PathBuf::from("."),
+        None => whole,
+    }
+}
 
 impl super::Paths {
     /// `line` with each `parkbench` that starts a command (at the line's start, or after a space,
@@ -20,6 +47,34 @@ impl super::Paths {
     /// else in it (this parkbench, a path) is left as it is.
     pub fn runnable_quoted(&self, text: &str) -> String {
         named(text, &self.invocation(), &['`'])
+    }
+
+    /// A command's error as its user reads it: each command quoted in it written as
+    /// [`runnable_quoted`](Self::runnable_quoted) writes it, and a relative study path missing
+    /// from the working folder but present in the repository named as the repository's.
+    pub fn said(&self, error: &anyhow::Error) -> String {
+        let mut text = format!("{error:#}");
+        let missing = error.chain().find_map(|c| c.downcast_ref::<NoStudyFile>());
+        if let Some((missing, there)) = missing.and_then(|m| Some((m, self.in_repo(&m.path)?))) {
+            let here = std::env::current_dir().unwrap_or_default();
+            text = text.replace(
+                &missing.to_string(),
+                &format!(
+                    "there is no study file {} in the working folder {}: a study's path is read \
+                     from there, not from the repository (--repo); did you mean {}?",
+                    missing.path.display(),
+                    here.display(),
+                    shell_path(&there)
+                ),
+            );
+        }
+        self.runnable_quoted(&text)
+    }
+
+    /// `path`, relative and not in the working folder, as the repository holds it.
+    fn in_repo(&self, path: &Path) -> Option<PathBuf> {
+        let there = self.repo.join(path);
+        (path.is_relative() && !path.exists() && there.is_file()).then_some(there)
     }
 
     /// This driver as run from here, with `--repo` and `--results` where they are needed.
@@ -109,6 +164,58 @@ mod tests {
              target/driver/parkbench verify `target/driver/parkbench report r`"
         );
         assert_eq!(named("a/parkbench b", "d", &[' ', '\n']), "a/parkbench b");
+    }
+
+    #[test]
+    fn a_path_is_named_from_the_working_folder_when_under_it_else_whole() {
+        let here = Some(Path::new("/repo"));
+        let at = |p: &str| relative_to(Path::new(p), here);
+        assert_eq!(at("./results/s/runs/r1"), Path::new("results/s/runs/r1"));
+        assert_eq!(
+            at("/repo/results/s/r1.tar.gz"),
+            Path::new("results/s/r1.tar.gz")
+        );
+        assert_eq!(
+            at("/elsewhere/r1.tar.gz"),
+            Path::new("/elsewhere/r1.tar.gz")
+        );
+        assert_eq!(at("/repo"), Path::new("."));
+        assert_eq!(at("."), Path::new("."));
+        assert_eq!(relative_to(Path::new("./a"), None), Path::new("a"));
+    }
+
+    #[test]
+    fn a_study_path_missing_here_but_in_the_repository_is_named_as_the_repository_s() {
+        let repo = tempfile::tempdir().unwrap();
+        let file = "results/not-here-but-there/study.yaml";
+        std::fs::create_dir_all(repo.path().join("results/not-here-but-there")).unwrap();
+        std::fs::write(repo.path().join(file), crate::study::DEFAULT_STUDY).unwrap();
+        let paths = crate::ops::Paths {
+            repo: repo.path().into(),
+            results: repo.path().join("results"),
+        };
+        let err = crate::study::Study::load(Path::new(file)).unwrap_err();
+        let said = paths.said(&err.context("in the study"));
+        let there = repo.path().join(file);
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(
+            said,
+            format!(
+                "in the study: there is no study file {file} in the working folder {}: a study's \
+                 path is read from there, not from the repository (--repo); did you mean {}?",
+                here.display(),
+                there.display()
+            )
+        );
+        let elsewhere = crate::ops::Paths {
+            repo: PathBuf::from("."),
+            results: PathBuf::from("results"),
+        };
+        assert!(
+            !elsewhere
+                .said(&crate::study::Study::load(Path::new(file)).unwrap_err())
+                .contains("--repo")
+        );
     }
 
     #[test]

@@ -21,6 +21,9 @@ pub fn write(run_dir: &Path, warnings: bool) -> Result<Outcome> {
     let outcome = outcome::recompute(&archive::read_folder(run.path())?)?;
     outcome.write_report(run.path())?;
     print!("{}", outcome.terminal_with(warnings));
-    eprintln!("report: {}", run.file(run_dir::REPORT).display());
+    eprintln!(
+        "report: {}",
+        super::next_step::from_here(&run.file(run_dir::REPORT)).display()
+    );
     Ok(outcome)
 }

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use super::archive::{Contents, archive, archive_to};
 use super::doctor::doctor_brief;
 use super::hand_over::{hand_over, handed_over, running_from};
-use super::next_step::{shell_path, shell_word};
+use super::next_step::{from_here, shell_path, shell_word};
 use super::report;
 use super::sign::SigningKey;
 use super::{Ending, Interrupt, Paths, run};
@@ -82,7 +82,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
         }
     }
     let index = crate::outputs::index::write(&paths.results)?;
-    println!("\nindex of every study: {}", index.display());
+    println!("\nindex of every study: {}", from_here(&index).display());
     if !failed.is_empty() {
         bail!(
             "{} could not be reproduced (see the errors above); the others are in the index",
@@ -170,7 +170,7 @@ async fn one(
         "{}",
         paths.runnable(&format!(
             "check it with: parkbench check {}",
-            shell_path(&info.path)
+            shell_path(&from_here(&info.path))
         ))
     );
     if args.reference {
@@ -193,9 +193,7 @@ fn compare_with_reference(results: &Path, study: &str, run_dir: &Path) {
     let Some(path) = reference::archive(results, study) else {
         println!(
             "no reference run of {study} to compare with ({} is missing)",
-            reference::dir(results, study)
-                .join(reference::ARCHIVE)
-                .display()
+            from_here(&reference::dir(results, study).join(reference::ARCHIVE)).display()
         );
         return;
     };
@@ -208,12 +206,12 @@ fn compare_with_reference(results: &Path, study: &str, run_dir: &Path) {
     match compared {
         Ok((line, full)) => println!(
             "\ncompared with the reference run ({}): {line}\nfull comparison: {}",
-            path.display(),
-            full.display()
+            from_here(&path).display(),
+            from_here(&full).display()
         ),
         Err(e) => eprintln!(
             "warning: the reference run {} could not be compared with this run: {e:#}",
-            path.display()
+            from_here(&path).display()
         ),
     }
 }
@@ -237,7 +235,7 @@ async fn make_reference(paths: &Paths, outcome: &Outcome, run_dir: &Path) -> Res
     archive_to(&paths.repo, &run, &out, Contents::RUN_ONLY).await?;
     let dest = reference::dir(&paths.results, study);
     reference::install(run.path(), &out, &dest)?;
-    println!("reference run of {study}: {}", dest.display());
+    println!("reference run of {study}: {}", from_here(&dest).display());
     Ok(())
 }
 
@@ -246,7 +244,7 @@ async fn make_reference(paths: &Paths, outcome: &Outcome, run_dir: &Path) -> Res
 fn explain_hint(run_dir: &Path, claim: &str) -> String {
     format!(
         "why a claim differs: parkbench explain {} --claim {} (see docs/explain.md)",
-        shell_path(run_dir),
+        shell_path(&from_here(run_dir)),
         shell_word(claim)
     )
 }

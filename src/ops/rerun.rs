@@ -115,8 +115,8 @@ async fn rerun(
         "{}",
         paths.runnable(&format!(
             "\narchive: {}\ncheck it with: parkbench check {}",
-            info.path.display(),
-            super::next_step::shell_path(&info.path)
+            super::next_step::from_here(&info.path).display(),
+            super::next_step::shell_path(&super::next_step::from_here(&info.path))
         ))
     );
     Ok(Ending::of_run(&run))
@@ -216,7 +216,10 @@ fn compare_with_archive(source: &Source, run_dir: &Path) -> Result<()> {
     for line in md.lines() {
         println!("{}", crate::text::printable(line));
     }
-    eprintln!("comparison: {}", path.display());
+    eprintln!(
+        "comparison: {}",
+        super::next_step::from_here(&path).display()
+    );
     Ok(())
 }
 

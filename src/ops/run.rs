@@ -118,7 +118,7 @@ pub async fn measure(engine: &Engine, mut run: Run, interrupt: &Interrupt) -> Re
 
 /// What comes after a run: its report, then its archive.
 fn next_steps(dir: &std::path::Path) -> String {
-    let dir = super::next_step::shell_path(dir);
+    let dir = super::next_step::shell_path(&super::next_step::from_here(dir));
     format!("next: parkbench report {dir}, then parkbench archive {dir}\n")
 }
 

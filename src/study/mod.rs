@@ -121,6 +121,27 @@ fn studies_near(path: &Path) -> String {
     }
 }
 
+/// [`Study::load`]'s error for a study file that does not exist: its path as given, and what is
+/// near it ([`studies_near`]).
+#[derive(Debug)]
+pub struct NoStudyFile {
+    pub path: PathBuf,
+    near: String,
+}
+
+impl std::fmt::Display for NoStudyFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "there is no study file {}: {}",
+            self.path.display(),
+            self.near
+        )
+    }
+}
+
+impl std::error::Error for NoStudyFile {}
+
 /// The default study, article 000: 1M tasks waiting, Rust/Tokio vs Go.
 pub const DEFAULT_STUDY: &str = include_str!("../../results/wait-1m/study.yaml");
 
@@ -153,11 +174,13 @@ impl Study {
     /// Reads and validates a study file; an error leads with `file:line:column` of the node at fault.
     pub fn load(path: &Path) -> Result<Self> {
         let text = match std::fs::read_to_string(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
-                "there is no study file {}: {}",
-                path.display(),
-                studies_near(path)
-            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(NoStudyFile {
+                    path: path.to_owned(),
+                    near: studies_near(path),
+                }
+                .into());
+            }
             Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => bail!(
                 "{} is a folder: name the study file in it, such as {}",
                 path.display(),
