@@ -40,14 +40,16 @@ run *ARGS: driver
 
 # The whole job: doctor → build → run (default study, --cpus auto) → report → verdicts → archive.
 # The pinned driver builds (as `just driver`'s second step) while the study's images build, then runs it all.
+# What the recipe adds is said in the environment, so that a flag given overrides it and a mistake's usage
+# line shows only what was typed.
 [positional-arguments]
 reproduce *ARGS: host-driver
-    @{{host_bin}} reproduce --pinned-driver {{bin}} --cpus auto "$@"
+    @PARKBENCH_PINNED_DRIVER={{bin}} PARKBENCH_CPUS="${PARKBENCH_CPUS:-auto}" {{host_bin}} reproduce "$@"
 
 # Make STUDY's reference run (results/STUDY/reference/), compared with the one it replaces.
 [positional-arguments]
 reference STUDY *ARGS: host-driver
-    @{{host_bin}} reproduce --pinned-driver {{bin}} --cpus auto --reference "${@:2}" "results/$1/study.yaml"
+    @PARKBENCH_PINNED_DRIVER={{bin}} PARKBENCH_CPUS="${PARKBENCH_CPUS:-auto}" {{host_bin}} reproduce --reference "${@:2}" "results/$1/study.yaml"
 
 # Every test: unit, snapshot, README examples, and integration tests against the real Engine: two at a
 # time, runs waiting for each other's CPUs; then, one at a time, those that need the Engine or the machine

@@ -146,3 +146,37 @@ fn every_parkbench_subcommand_named_answers_help() {
         );
     }
 }
+
+/// `just reproduce` with a mistake, run by `just` on this driver (the recipe's own compile
+/// skipped): its usage line names only what was typed, and a `--cpus` given replaces the recipe's.
+#[test]
+fn just_reproduce_passes_its_own_flags_so_that_a_mistake_shows_only_what_was_typed() {
+    let just = |args: &[&str]| {
+        let driver = env!("CARGO_BIN_EXE_parkbench");
+        let out = std::process::Command::new("just")
+            .current_dir(common::repo())
+            .args(["--no-deps", "--set", "host_bin", driver, "reproduce"])
+            .args(args)
+            .env_remove("PARKBENCH_CPUS")
+            .output()
+            .expect("running `just` (install it: python3 -m pip install rust-just)");
+        (out.status.code(), common::text(&out.stderr))
+    };
+    let (code, err) = just(&["--no-such-flag"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("'--no-such-flag'") && err.contains("Usage: parkbench reproduce [OPTIONS]"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("--pinned-driver") && !err.contains("--cpus"),
+        "{err}"
+    );
+    // Two CPU lists (the recipe's and the one typed) would be refused as given twice.
+    let (code, err) = just(&["--cpus", "0", "--no-such-flag"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("'--no-such-flag'") && !err.contains("cannot be used multiple times"),
+        "{err}"
+    );
+}

@@ -69,7 +69,7 @@ pub struct PlanArgs {
     /// The study file.
     pub study: PathBuf,
     /// The CPUs a run would pin to: `auto` or a list such as `0-1` (as for `run`).
-    #[arg(long, value_name = "LIST|auto")]
+    #[arg(long, value_name = "LIST|auto", env = "PARKBENCH_CPUS")]
     pub cpus: Option<CpuChoice>,
     /// The kernels a run would use instead of the study's (as for `run`).
     #[arg(long, value_delimiter = ',', value_name = "KERNEL,…")]

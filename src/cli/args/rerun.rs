@@ -14,7 +14,7 @@ pub struct RerunArgs {
     pub archive: PathBuf,
     /// CPUs to pin to: `auto` (the first min(requested, available)) or a list such as `0-1`; the
     /// archived study's list when omitted.
-    #[arg(long, value_name = "LIST|auto")]
+    #[arg(long, value_name = "LIST|auto", env = "PARKBENCH_CPUS")]
     pub cpus: Option<CpuChoice>,
     /// Run images rebuilt from the archive's sources even when a binary's sha256 differs from the
     /// archive's (each difference is recorded as a deviation).
@@ -70,7 +70,7 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "N|auto")]
     pub repeats: Option<RepeatsChoice>,
     /// CPUs to pin to, as for `run` (default `auto`).
-    #[arg(long, value_name = "LIST|auto")]
+    #[arg(long, value_name = "LIST|auto", env = "PARKBENCH_CPUS")]
     pub cpus: Option<CpuChoice>,
     /// Do not try the two closest levels together when no single one reaches the published value.
     #[arg(long)]

@@ -40,7 +40,7 @@ pub struct RunArgs {
     /// The study file; the embedded default study (article 000) when omitted.
     pub study: Option<PathBuf>,
     /// CPUs to pin to: `auto` (the first min(requested, available)) or a list such as `0-1`.
-    #[arg(long, value_name = "LIST|auto")]
+    #[arg(long, value_name = "LIST|auto", env = "PARKBENCH_CPUS")]
     pub cpus: Option<CpuChoice>,
     /// Resume an interrupted run: run only its missing cells.
     #[arg(long, value_name = "RUN_DIR", conflicts_with = "study")]
@@ -168,7 +168,7 @@ pub struct ReproduceArgs {
     /// be built, this driver is copied there, and said) while the study's images build, then hand
     /// the whole command over to it: the run, its report and its archive are that driver's work
     /// (what `just reproduce` runs).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "PARKBENCH_PINNED_DRIVER")]
     pub pinned_driver: Option<std::path::PathBuf>,
 }
 
