@@ -234,6 +234,65 @@ pub fn take_blocking(
     }
 }
 
+/// A lock of [`held`]: the process holding it and what its file says of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holding {
+    /// The lock file's name.
+    pub name: String,
+    /// The holding process, as the kernel names it (0 when it is in another PID namespace).
+    pub pid: u32,
+    /// What its file says (empty for a shared lock, whose holders write nothing).
+    pub holder: String,
+}
+
+/// The locks of `dir` whose file names start with `prefix` that some process holds now, one per
+/// holding process, read from the kernel's list of locks (`/proc/locks`) rather than by trying
+/// them, so that no holder ever finds its lock taken by the looking. Empty when the list cannot be
+/// read.
+pub fn held(dir: &Path, prefix: &str) -> Vec<Holding> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let files: std::collections::BTreeMap<u64, String> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let ino = e.metadata().ok()?.ino();
+            name.starts_with(prefix).then_some((ino, name))
+        })
+        .collect();
+    let Ok(locks) = std::fs::read_to_string("/proc/locks") else {
+        return Vec::new();
+    };
+    let mut out: Vec<Holding> = Vec::new();
+    for line in locks.lines().filter(|l| !l.contains("->")) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // `1: FLOCK  ADVISORY  WRITE 4242 00:1a:1234 0 EOF`: the holder's pid, then the file's
+        // device and inode.
+        let (Some(&"FLOCK"), Some(pid), Some(file)) = (fields.get(1), fields.get(4), fields.get(5))
+        else {
+            continue;
+        };
+        let inode = file.rsplit(':').next().and_then(|i| i.parse::<u64>().ok());
+        let (Some(name), Ok(pid)) = (inode.and_then(|i| files.get(&i)), pid.parse::<u32>()) else {
+            continue;
+        };
+        let holder = std::fs::read_to_string(dir.join(name))
+            .map(|t| t.trim().chars().filter(|c| !c.is_control()).collect())
+            .unwrap_or_default();
+        let holding = Holding {
+            name: name.clone(),
+            pid,
+            holder,
+        };
+        if !out.contains(&holding) {
+            out.push(holding);
+        }
+    }
+    out.sort_by(|a, b| (&a.name, a.pid).cmp(&(&b.name, b.pid)));
+    out
+}
+
 /// A lock file's name for `thing` (such as an image tag): its letters, digits, dots and dashes,
 /// every other character an underscore.
 pub fn file_name(prefix: &str, thing: &str) -> String {
@@ -251,6 +310,29 @@ pub fn file_name(prefix: &str, thing: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_locks_held_are_listed_with_their_holders_without_being_tried() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        assert!(held(dir.path(), "image-").is_empty());
+        let build = try_take(dir.path(), "image-a.lock", "a build of a (pid 1)").unwrap();
+        let _gate = try_share(dir.path(), "gate.lock").unwrap();
+        let free = try_take(dir.path(), "image-b.lock", "a build of b").unwrap();
+        drop(free);
+        assert_eq!(
+            held(dir.path(), "image-"),
+            vec![Holding {
+                name: "image-a.lock".into(),
+                pid: me,
+                holder: "a build of a (pid 1)".into(),
+            }]
+        );
+        let gate = held(dir.path(), "gate");
+        assert_eq!((gate.len(), gate[0].pid), (1, me), "{gate:?}");
+        drop(build);
+        assert!(held(dir.path(), "image-").is_empty());
+    }
 
     #[test]
     fn a_taken_lock_names_its_holder_and_is_free_again_after_drop() {

@@ -81,7 +81,8 @@ pub async fn turn(tag: &str, what: &str) -> Result<Turn> {
 
 /// Every process building images on this machine done (waited for), and none starting while the
 /// lock is held: what `clean` removes (build stages, the artifact cache) is then no build's. A
-/// process never takes it while it holds a [`Building`].
+/// process never takes it while it holds a [`Building`]. While it waits, it says which builds it
+/// waits for, and again every [`SAY_EVERY`].
 pub async fn builds_held_off() -> Result<lock::Held> {
     let (dir, holder) = (
         lock::folder(),
@@ -90,16 +91,51 @@ pub async fn builds_held_off() -> Result<lock::Held> {
     // Builds hold it only on their way to the gate; another clean holds it while it waits, and is
     // said below as the builds are.
     let _next = lock::take(&dir, NEXT, &holder, |_| {}).await?;
-    let mut said = false;
-    let say = |_: &str| {
-        if !std::mem::replace(&mut said, true) {
-            eprintln!(
-                "waiting for the image builds under way on this machine to end (every \
-                 namespace's: what clean removes may be theirs)"
-            );
+    let started = std::time::Instant::now();
+    let mut say_at = std::time::Duration::ZERO;
+    loop {
+        if let lock::Tried::Held(held) = lock::try_take(&dir, GATE, &holder)? {
+            return Ok(held);
         }
+        let waited = started.elapsed();
+        if waited >= say_at {
+            eprintln!("{}", waiting_for_builds(waited, &under_way(&dir)));
+            say_at = waited + SAY_EVERY;
+        }
+        tokio::time::sleep(lock::RETRY).await;
+    }
+}
+
+/// How often a `clean` waiting for builds says which ones it waits for.
+const SAY_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The builds under way on this machine: each image's build as its lock names it (`a build of
+/// <tag> (pid N)`), and the processes that hold the builds' lock with no image's build under way
+/// (between two builds, or fetching what a build reads).
+fn under_way(dir: &std::path::Path) -> Vec<String> {
+    let builds = lock::held(dir, "image-");
+    let mut out: Vec<String> = builds.iter().map(|b| b.holder.clone()).collect();
+    for gate in lock::held(dir, GATE) {
+        if !builds.iter().any(|b| b.pid == gate.pid) && gate.pid != std::process::id() {
+            out.push(format!("parkbench (pid {}) between builds", gate.pid));
+        }
+    }
+    out
+}
+
+/// What a `clean` waiting `waited` so far for the builds `under_way` says.
+fn waiting_for_builds(waited: std::time::Duration, under_way: &[String]) -> String {
+    let what = match under_way {
+        [] => "the image builds under way on this machine".to_string(),
+        builds => builds.join(", "),
     };
-    lock::take(&dir, GATE, &holder, say).await
+    match waited.as_secs() / 60 {
+        0 => format!(
+            "clean: waiting for {what} to end (every namespace's builds: what clean removes may be \
+             theirs); Ctrl-C stops clean with nothing removed"
+        ),
+        minutes => format!("clean: still waiting after {minutes} min for {what}"),
+    }
 }
 
 /// What a process waiting for a lock another one holds says, once per holder (`what`: what waits).
@@ -114,6 +150,37 @@ mod tests {
     use tokio::time::timeout;
 
     const A_WHILE: Duration = Duration::from_millis(600);
+
+    #[test]
+    fn a_waiting_clean_names_the_builds_it_waits_for_and_how_long_it_has() {
+        let dir = lock::folder();
+        let build = lock::try_take(
+            &dir,
+            &lock::file_name("image-", "ns/a:1"),
+            "a build of ns/a:1 (pid 7)",
+        )
+        .unwrap();
+        let said = waiting_for_builds(std::time::Duration::ZERO, &under_way(&dir));
+        assert!(
+            said.starts_with("clean: waiting for a build of ns/a:1 (pid 7) to end")
+                && said.ends_with("Ctrl-C stops clean with nothing removed"),
+            "{said}"
+        );
+        let later = waiting_for_builds(std::time::Duration::from_secs(150), &under_way(&dir));
+        assert_eq!(
+            later,
+            "clean: still waiting after 2 min for a build of ns/a:1 (pid 7)"
+        );
+        drop(build);
+        assert!(under_way(&dir).is_empty());
+        let said = waiting_for_builds(std::time::Duration::ZERO, &[]);
+        assert!(
+            said.starts_with(
+                "clean: waiting for the image builds under way on this machine to end"
+            ),
+            "{said}"
+        );
+    }
 
     #[tokio::test]
     async fn two_builds_of_one_tag_take_turns_and_builds_of_others_do_not_wait() {

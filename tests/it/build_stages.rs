@@ -107,9 +107,13 @@ fn clean(namespace: &str) -> std::process::Output {
         .unwrap()
 }
 
-/// `clean` while `held` is held: it says it waits for the builds under way and does not end; once
-/// the turn is dropped it ends (when the builds of other tests have ended too).
-fn clean_waiting_for(namespace: &str, held: parkbench::images::Turn) -> std::process::Output {
+/// `clean` while `held` (the turn of `tag`'s build) is held: it says it waits for that build and
+/// does not end; once the turn is dropped it ends (when the builds of other tests have ended too).
+fn clean_waiting_for(
+    namespace: &str,
+    tag: &str,
+    held: parkbench::images::Turn,
+) -> std::process::Output {
     use std::io::{BufRead, BufReader};
     let mut child = parkbench()
         .env("PARKBENCH_NAMESPACE", namespace)
@@ -121,7 +125,9 @@ fn clean_waiting_for(namespace: &str, held: parkbench::images::Turn) -> std::pro
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
     assert!(
-        first.starts_with("waiting for the image builds under way on this machine to end"),
+        first.starts_with("clean: waiting for ")
+            && first.contains(&format!("a build of {tag} (pid {})", std::process::id()))
+            && first.ends_with("Ctrl-C stops clean with nothing removed"),
         "{first}"
     );
     std::thread::sleep(std::time::Duration::from_secs(1));
@@ -221,7 +227,7 @@ fn a_multi_stage_build_leaves_no_untagged_image_and_clean_finds_nothing_left() {
     let held = rt
         .block_on(parkbench::images::turn(&tag, "the test"))
         .unwrap();
-    let out = clean_waiting_for(&namespace, held);
+    let out = clean_waiting_for(&namespace, &tag, held);
     assert!(out.status.success(), "{}", describe(&out));
     let left = rt.block_on(engine.image_tags(&namespace)).unwrap();
     assert!(left.is_empty(), "clean left {left:?}");
