@@ -1,6 +1,7 @@
 //! `parkbench check` and `parkbench verify`, offline: an archive's SHA256SUMS lines and structure;
 //! statistics and verdicts recomputed from an archive or a run folder, and the claims per hardware
-//! class and host.
+//! class and host. What they find, each check's result included, goes to standard output, in the
+//! order it was found; standard error is for warnings and the `--strict` ending.
 
 use std::path::Path;
 
@@ -44,7 +45,7 @@ pub fn verify(path: &Path, repo: &Path, strict: bool) -> Result<Ending> {
         let files = archive::read_run(path)?;
         // Said as a folder's check is (`integrity`): read_run refuses any file SHA256SUMS does not
         // list as it is.
-        eprintln!("{}: every file matches SHA256SUMS", path.display());
+        println!("{}: every file matches SHA256SUMS", path.display());
         files
     };
     let outcome = outcome::recompute(&files)?;
@@ -59,10 +60,10 @@ pub fn verify(path: &Path, repo: &Path, strict: bool) -> Result<Ending> {
                     "the verdicts recomputed from samples.jsonl differ from the stored verdicts.json: the run was altered or the statistics changed"
                 );
             }
-            eprintln!("verdicts recomputed from the raw samples match the stored verdicts.json");
+            println!("verdicts recomputed from the raw samples match the stored verdicts.json");
         }
         None if outcome.study.claims.is_empty() => {
-            eprintln!("the study makes no claim: there are no verdicts to compare");
+            println!("the study makes no claim: there are no verdicts to compare");
         }
         None => bail!(
             "nothing to verify: verdicts.json missing (the study makes {} claims); write the \
@@ -201,8 +202,8 @@ fn integrity(path: &Path) -> Result<()> {
         return Ok(());
     }
     match archive::check_folder(path)? {
-        Integrity::Matches(n) => eprintln!("{}: {n} files match SHA256SUMS", path.display()),
-        Integrity::Unlisted => eprintln!(
+        Integrity::Matches(n) => println!("{}: {n} files match SHA256SUMS", path.display()),
+        Integrity::Unlisted => println!(
             "{}: not integrity-checked (no SHA256SUMS): only the verdicts were recomputed",
             path.display()
         ),
@@ -279,7 +280,7 @@ fn verify_classes(files: &RunFiles, outcome: &Outcome) -> Result<()> {
             run_dir::REPORT
         );
     }
-    eprintln!(
+    println!(
         "verdicts per hardware class recomputed from the raw samples match the stored {}, {} and \
          {}",
         run_dir::CLASSES_JSON,

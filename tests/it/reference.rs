@@ -115,7 +115,7 @@ fn every_study_has_a_reference_run_that_checks_and_verifies_or_says_why_not() {
         assert!(out.status.success(), "{name}: check: {}", describe(&out));
         let out = parkbench().arg("verify").arg(&archive).output().unwrap();
         assert!(
-            out.status.success() && text(&out.stderr).contains("match the stored verdicts.json"),
+            out.status.success() && text(&out.stdout).contains("match the stored verdicts.json"),
             "{name}: the verdicts were not compared: {}",
             describe(&out)
         );

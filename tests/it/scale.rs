@@ -68,11 +68,11 @@ fn the_generated_runs_merge_verify_and_compare_as_the_benchmark_runs_them() {
     );
 
     let out = parkbench().args(["verify", merged]).output().unwrap();
-    let err = text(&out.stderr);
+    let said = text(&out.stdout);
     assert!(
         out.status.success()
-            && err.contains("match the stored verdicts.json")
-            && err.contains("match the stored classes.json"),
+            && said.contains("match the stored verdicts.json")
+            && said.contains("match the stored classes.json"),
         "verify: {}",
         describe(&out)
     );
