@@ -40,8 +40,8 @@ run *ARGS: driver
 
 # The whole job: doctor → build → run (default study, --cpus auto) → report → verdicts → archive.
 # The pinned driver builds (as `just driver`'s second step) while the study's images build, then runs it all.
-# What the recipe adds is said in the environment, so that a flag given overrides it and a mistake's usage
-# line shows only what was typed.
+# What the recipe adds is said in the environment, so that a --cpus given replaces it (rather than being
+# refused as given twice) and a mistyped flag's usage line shows only what was typed.
 [positional-arguments]
 reproduce *ARGS: host-driver
     @PARKBENCH_PINNED_DRIVER={{bin}} PARKBENCH_CPUS="${PARKBENCH_CPUS:-auto}" {{host_bin}} reproduce "$@"

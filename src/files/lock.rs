@@ -239,26 +239,29 @@ pub fn take_blocking(
 pub struct Holding {
     /// The lock file's name.
     pub name: String,
-    /// The holding process, as the kernel names it (0 when it is in another PID namespace).
+    /// The holding process, as the kernel names it.
     pub pid: u32,
-    /// What its file says (empty for a shared lock, whose holders write nothing).
+    /// What its file says: its holder's description when held alone (empty in the instant a new
+    /// holder writes it); for a shared lock, whatever the last process to hold it alone wrote.
     pub holder: String,
 }
 
 /// The locks of `dir` whose file names start with `prefix` that some process holds now, one per
-/// holding process, read from the kernel's list of locks (`/proc/locks`) rather than by trying
-/// them, so that no holder ever finds its lock taken by the looking. Empty when the list cannot be
-/// read.
+/// holding process, read from the kernel's list of locks (`/proc/locks`, which names each locked
+/// file by its device and inode) rather than by trying them, so that no holder ever finds its lock
+/// taken by the looking. Empty when the list cannot be read; a holder the kernel does not show
+/// (a process of another PID namespace) is left out.
 pub fn held(dir: &Path, prefix: &str) -> Vec<Holding> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let files: std::collections::BTreeMap<u64, String> = entries
+    let files: std::collections::BTreeMap<(u32, u32, u64), String> = entries
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let ino = e.metadata().ok()?.ino();
-            name.starts_with(prefix).then_some((ino, name))
+            let meta = e.metadata().ok()?;
+            let key = (libc::major(meta.dev()), libc::minor(meta.dev()), meta.ino());
+            name.starts_with(prefix).then_some((key, name))
         })
         .collect();
     let Ok(locks) = std::fs::read_to_string("/proc/locks") else {
@@ -267,14 +270,16 @@ pub fn held(dir: &Path, prefix: &str) -> Vec<Holding> {
     let mut out: Vec<Holding> = Vec::new();
     for line in locks.lines().filter(|l| !l.contains("->")) {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        // `1: FLOCK  ADVISORY  WRITE 4242 00:1a:1234 0 EOF`: the holder's pid, then the file's
-        // device and inode.
+        // `1: FLOCK  ADVISORY  WRITE 4242 fe:01:1234 0 EOF`: the holder's pid, then the file's
+        // device (major and minor, in hexadecimal) and inode.
         let (Some(&"FLOCK"), Some(pid), Some(file)) = (fields.get(1), fields.get(4), fields.get(5))
         else {
             continue;
         };
-        let inode = file.rsplit(':').next().and_then(|i| i.parse::<u64>().ok());
-        let (Some(name), Ok(pid)) = (inode.and_then(|i| files.get(&i)), pid.parse::<u32>()) else {
+        let Some(name) = locked_file(file).and_then(|key| files.get(&key)) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
             continue;
         };
         let holder = std::fs::read_to_string(dir.join(name))
@@ -291,6 +296,15 @@ pub fn held(dir: &Path, prefix: &str) -> Vec<Holding> {
     }
     out.sort_by(|a, b| (&a.name, a.pid).cmp(&(&b.name, b.pid)));
     out
+}
+
+/// A `/proc/locks` file field (`fe:01:1234`) as its device's major and minor and its inode.
+fn locked_file(field: &str) -> Option<(u32, u32, u64)> {
+    let mut parts = field.split(':');
+    let major = u32::from_str_radix(parts.next()?, 16).ok()?;
+    let minor = u32::from_str_radix(parts.next()?, 16).ok()?;
+    let inode = parts.next()?.parse().ok()?;
+    parts.next().is_none().then_some((major, minor, inode))
 }
 
 /// A lock file's name for `thing` (such as an image tag): its letters, digits, dots and dashes,
@@ -330,6 +344,9 @@ mod tests {
         );
         let gate = held(dir.path(), "gate");
         assert_eq!((gate.len(), gate[0].pid), (1, me), "{gate:?}");
+        assert_eq!(locked_file("fe:01:1234"), Some((254, 1, 1234)));
+        assert_eq!(locked_file("00:1a:7"), Some((0, 26, 7)));
+        assert_eq!(locked_file("1234"), None);
         drop(build);
         assert!(held(dir.path(), "image-").is_empty());
     }

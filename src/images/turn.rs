@@ -90,7 +90,10 @@ pub async fn builds_held_off() -> Result<lock::Held> {
     );
     // Builds hold it only on their way to the gate; another clean holds it while it waits, and is
     // said below as the builds are.
-    let _next = lock::take(&dir, NEXT, &holder, |_| {}).await?;
+    let _next = lock::take(&dir, NEXT, &holder, |by| {
+        eprintln!("clean: waiting for {by} to end, or the builds it waits for")
+    })
+    .await?;
     let started = std::time::Instant::now();
     let mut say_at = std::time::Duration::ZERO;
     loop {
@@ -114,7 +117,12 @@ const SAY_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 /// (between two builds, or fetching what a build reads).
 fn under_way(dir: &std::path::Path) -> Vec<String> {
     let builds = lock::held(dir, "image-");
-    let mut out: Vec<String> = builds.iter().map(|b| b.holder.clone()).collect();
+    let mut out: Vec<String> = (builds.iter())
+        .map(|b| match b.holder.as_str() {
+            "" => format!("a build (pid {})", b.pid),
+            holder => holder.to_string(),
+        })
+        .collect();
     for gate in lock::held(dir, GATE) {
         if !builds.iter().any(|b| b.pid == gate.pid) && gate.pid != std::process::id() {
             out.push(format!("parkbench (pid {}) between builds", gate.pid));
@@ -126,15 +134,16 @@ fn under_way(dir: &std::path::Path) -> Vec<String> {
 /// What a `clean` waiting `waited` so far for the builds `under_way` says.
 fn waiting_for_builds(waited: std::time::Duration, under_way: &[String]) -> String {
     let what = match under_way {
-        [] => "the image builds under way on this machine".to_string(),
-        builds => builds.join(", "),
+        [] => String::new(),
+        builds => format!(": {}", builds.join("; ")),
     };
     match waited.as_secs() / 60 {
         0 => format!(
-            "clean: waiting for {what} to end (every namespace's builds: what clean removes may be \
-             theirs); Ctrl-C stops clean with nothing removed"
+            "clean: waiting for the image builds under way on this machine to end (every \
+             namespace's: what clean removes may be theirs; Ctrl-C stops clean with no image or \
+             cache removed){what}"
         ),
-        minutes => format!("clean: still waiting after {minutes} min for {what}"),
+        minutes => format!("clean: still waiting after {minutes} min{what}"),
     }
 }
 
@@ -154,32 +163,28 @@ mod tests {
     #[test]
     fn a_waiting_clean_names_the_builds_it_waits_for_and_how_long_it_has() {
         let dir = lock::folder();
-        let build = lock::try_take(
-            &dir,
-            &lock::file_name("image-", "ns/a:1"),
-            "a build of ns/a:1 (pid 7)",
-        )
-        .unwrap();
+        let name = lock::file_name("image-", "ns/a:1");
+        let build = lock::try_take(&dir, &name, "a build of ns/a:1 (pid 7)").unwrap();
         let said = waiting_for_builds(std::time::Duration::ZERO, &under_way(&dir));
         assert!(
-            said.starts_with("clean: waiting for a build of ns/a:1 (pid 7) to end")
-                && said.ends_with("Ctrl-C stops clean with nothing removed"),
+            said.starts_with("clean: waiting for the image builds under way on this machine")
+                && said.ends_with("with no image or cache removed): a build of ns/a:1 (pid 7)"),
             "{said}"
         );
         let later = waiting_for_builds(std::time::Duration::from_secs(150), &under_way(&dir));
         assert_eq!(
             later,
-            "clean: still waiting after 2 min for a build of ns/a:1 (pid 7)"
+            "clean: still waiting after 2 min: a build of ns/a:1 (pid 7)"
         );
         drop(build);
         assert!(under_way(&dir).is_empty());
+        // A lock file emptied by a new holder about to write its name.
+        let build = lock::try_take(&dir, &name, "").unwrap();
+        let me = std::process::id();
+        assert_eq!(under_way(&dir), [format!("a build (pid {me})")]);
+        drop(build);
         let said = waiting_for_builds(std::time::Duration::ZERO, &[]);
-        assert!(
-            said.starts_with(
-                "clean: waiting for the image builds under way on this machine to end"
-            ),
-            "{said}"
-        );
+        assert!(said.ends_with("with no image or cache removed)"), "{said}");
     }
 
     #[tokio::test]

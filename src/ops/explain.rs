@@ -455,13 +455,13 @@ async fn publish(
         "\nexplanation: {}",
         super::next_step::from_here(&dirs[0].join(explain::MARKDOWN)).display()
     );
-    for a in &archives {
+    for a in archives.iter().map(|a| super::next_step::from_here(a)) {
+        println!("archive: {}", a.display());
         println!(
             "{}",
             paths.runnable(&format!(
-                "archive: {}\nverify it with: parkbench verify {}",
-                super::next_step::from_here(a).display(),
-                super::next_step::shell_path(&super::next_step::from_here(a))
+                "verify it with: parkbench verify {}",
+                super::next_step::shell_path(&a)
             ))
         );
     }

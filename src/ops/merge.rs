@@ -56,8 +56,8 @@ pub async fn command(paths: &Paths, options: &Options) -> Result<Ending> {
     }
     println!(
         "merged run: {}\narchive: {}",
-        dir.path().display(),
-        info.path.display()
+        super::next_step::from_here(dir.path()).display(),
+        super::next_step::from_here(&info.path).display()
     );
     Ok(Ending::Ok)
 }

@@ -9,8 +9,8 @@ pub use crate::text::{shell_path, shell_word};
 use crate::study::NoStudyFile;
 
 /// `path` as the lines a command prints name it, so that they name every file one way: relative
-/// to the working folder when it lies under it (`results/s/runs/r1`, never `./results/…`), else
-/// absolute.
+/// to the working folder when it lies under it (`results/s/runs/r1`, never `./results/…`), else as
+/// given but without its `.` parts (whole, or relative from above: `../x`).
 pub fn from_here(path: &Path) -> PathBuf {
     let here = std::env::current_dir().ok();
     relative_to(path, here.as_deref())
@@ -61,10 +61,10 @@ impl super::Paths {
                 &missing.to_string(),
                 &format!(
                     "there is no study file {} in the working folder {}: a study's path is read \
-                     from there, not from the repository (--repo); did you mean {}?",
+                     from there, not from the repository (--repo, PARKBENCH_REPO); did you mean {}?",
                     missing.path.display(),
                     here.display(),
-                    shell_path(&there)
+                    shell_path(&from_here(&there))
                 ),
             );
         }
@@ -202,7 +202,8 @@ mod tests {
             said,
             format!(
                 "in the study: there is no study file {file} in the working folder {}: a study's \
-                 path is read from there, not from the repository (--repo); did you mean {}?",
+                 path is read from there, not from the repository (--repo, PARKBENCH_REPO); did \
+                 you mean {}?",
                 here.display(),
                 there.display()
             )

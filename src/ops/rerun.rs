@@ -111,12 +111,13 @@ async fn rerun(
     report(run.dir.path())?;
     compare_with_archive(source, run.dir.path())?;
     let info = archive(&source.repo(), run.dir.path(), Contents::DEFAULT).await?;
+    let archive = super::next_step::from_here(&info.path);
+    println!("\narchive: {}", archive.display());
     println!(
         "{}",
         paths.runnable(&format!(
-            "\narchive: {}\ncheck it with: parkbench check {}",
-            super::next_step::from_here(&info.path).display(),
-            super::next_step::shell_path(&super::next_step::from_here(&info.path))
+            "check it with: parkbench check {}",
+            super::next_step::shell_path(&archive)
         ))
     );
     Ok(Ending::of_run(&run))

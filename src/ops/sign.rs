@@ -8,6 +8,7 @@ use anyhow::{Result, ensure};
 use ssh_key::PrivateKey;
 
 use super::Ending;
+use super::next_step::{from_here, shell_path};
 use crate::outputs::archive::signature::{self, NAMESPACE};
 use crate::outputs::archive::signers::AllowedSigners;
 
@@ -31,19 +32,20 @@ impl SigningKey {
     /// Signs `archive`, writing `<archive>.sig`, and says with which key.
     pub fn sign(&self, archive: &Path) -> Result<PathBuf> {
         let done = signature::sign(archive, &self.path, &self.key)?;
+        let (archive, sig) = (from_here(archive), from_here(&done.sig));
         eprintln!(
             "signed {} with {} ({}): {}",
             archive.display(),
             done.key.display(),
             done.fingerprint,
-            done.sig.display()
+            sig.display()
         );
         println!(
             "a reviewer verifies it with: parkbench check {} --allowed-signers ALLOWED_SIGNERS \
              (or: ssh-keygen -Y verify -f ALLOWED_SIGNERS -I PRINCIPAL -n {NAMESPACE} -s {} < {})",
-            archive.display(),
-            done.sig.display(),
-            archive.display()
+            shell_path(&archive),
+            shell_path(&sig),
+            shell_path(&archive)
         );
         Ok(done.sig)
     }

@@ -22,7 +22,8 @@ impl std::str::FromStr for CpuChoice {
         if s == "auto" {
             return Ok(Self::Auto);
         }
-        cpuset::parse(s).context("--cpus takes `auto` or a CPU list such as 0-3 or 0,2")?;
+        cpuset::parse(s)
+            .context("--cpus (or PARKBENCH_CPUS) takes `auto` or a CPU list such as 0-3 or 0,2")?;
         Ok(Self::List(s.to_string()))
     }
 }

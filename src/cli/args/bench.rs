@@ -54,7 +54,12 @@ pub struct FidelityArgs {
     #[arg(long, default_value_t = 3)]
     pub repeats: u32,
     /// CPUs to pin to (as for `run`).
-    #[arg(long, value_name = "LIST|auto", default_value = "auto")]
+    #[arg(
+        long,
+        value_name = "LIST|auto",
+        default_value = "auto",
+        env = "PARKBENCH_CPUS"
+    )]
     pub cpus: CpuChoice,
     /// Kernel mode: measure in a VM under this guest kernel (e.g. `debian-6.1`) instead of natively.
     #[arg(long, value_name = "KERNEL")]

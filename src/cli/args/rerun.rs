@@ -13,7 +13,7 @@ pub struct RerunArgs {
     /// The archive to rerun (`<run-id>.tar.gz`, written by `parkbench archive` or `reproduce`).
     pub archive: PathBuf,
     /// CPUs to pin to: `auto` (the first min(requested, available)) or a list such as `0-1`; the
-    /// archived study's list when omitted.
+    /// archived study's list when neither this nor `PARKBENCH_CPUS` gives one.
     #[arg(long, value_name = "LIST|auto", env = "PARKBENCH_CPUS")]
     pub cpus: Option<CpuChoice>,
     /// Run images rebuilt from the archive's sources even when a binary's sha256 differs from the

@@ -16,10 +16,14 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The parkbench binary, run from the repository.
+/// The parkbench binary, run from the repository, without the variables that stand for flags
+/// (`PARKBENCH_CPUS`, `PARKBENCH_PINNED_DRIVER`) a shell running the tests may have set: each test
+/// gives the flags it means.
 pub fn parkbench() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_parkbench"));
-    cmd.current_dir(repo());
+    cmd.current_dir(repo())
+        .env_remove("PARKBENCH_CPUS")
+        .env_remove("PARKBENCH_PINNED_DRIVER");
     cmd
 }
 
