@@ -3,7 +3,8 @@
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
 bin := "target/driver/parkbench"
-host_bin := "target/x86_64-unknown-linux-gnu/driver/parkbench"
+# Where cargo puts the host's build: under CARGO_TARGET_DIR when it is set.
+host_bin := env_var_or_default("CARGO_TARGET_DIR", "target") + "/x86_64-unknown-linux-gnu/driver/parkbench"
 # The integration tests that run alone (tests/it/main.rs says why).
 alone := "hostile:: placing:: isolation:: archive::reproduce_makes_a_reference_run"
 alone_skipped := "--skip " + replace(alone, " ", " --skip ")

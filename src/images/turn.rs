@@ -41,7 +41,17 @@ pub async fn building(what: &str) -> Result<Building> {
     if let Some(held) = ours(&mut SHARES.lock().unwrap_or_else(|e| e.into_inner())) {
         return Ok(Building { _share: held });
     }
-    let say = waiting(what);
+    // Only a `clean` holds either lock alone: said once, though both are waited for.
+    let told = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let say = |by: &str| {
+        if told
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(by.to_string())
+        {
+            eprintln!("{}", waiting_for_clean(what, by));
+        }
+    };
     let share = |name| {
         let dir = &dir;
         move || Ok(lock::try_share(dir, name)?.held())
@@ -107,6 +117,14 @@ pub async fn builds_held_off() -> Result<lock::Held> {
         }
         tokio::time::sleep(lock::RETRY).await;
     }
+}
+
+/// What a build (`what`) waiting for the `clean` `by` says.
+fn waiting_for_clean(what: &str, by: &str) -> String {
+    format!(
+        "{what}: waiting for {by} to end (a clean, in whichever namespace, holds every build of \
+         this machine off while it removes the build stages and cached artifacts builds share)"
+    )
 }
 
 /// How often a `clean` waiting for builds says which ones it waits for.
@@ -185,6 +203,22 @@ mod tests {
         drop(build);
         let said = waiting_for_builds(std::time::Duration::ZERO, &[]);
         assert!(said.ends_with("with no image or cache removed)"), "{said}");
+    }
+
+    #[tokio::test]
+    async fn a_build_waiting_for_a_clean_says_so_once_and_why() {
+        let dir = lock::folder();
+        let clean = lock::try_take(&dir, GATE, "parkbench clean (pid 9)").unwrap();
+        let build = tokio::spawn(building("the build"));
+        tokio::time::sleep(A_WHILE).await;
+        assert!(!build.is_finished(), "a build started beside a clean");
+        drop(clean);
+        build.await.unwrap().unwrap();
+        let said = waiting_for_clean("the build", "parkbench clean (pid 9)");
+        assert!(said.starts_with(
+            "the build: waiting for parkbench clean (pid 9) to end (a clean, in \
+                 whichever namespace, holds every build"
+        ));
     }
 
     #[tokio::test]

@@ -455,8 +455,8 @@ async fn publish(
         "\nexplanation: {}",
         super::next_step::from_here(&dirs[0].join(explain::MARKDOWN)).display()
     );
+    // `archive` said where it wrote each, with its size and sha256.
     for a in archives.iter().map(|a| super::next_step::from_here(a)) {
-        println!("archive: {}", a.display());
         println!(
             "{}",
             paths.runnable(&format!(

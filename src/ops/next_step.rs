@@ -2,36 +2,11 @@
 //! name on `PATH` is this very driver, else the driver's own path (`target/driver/parkbench` when
 //! `just` built it and it is not on `PATH` yet), on the repository and results folder it was given.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-pub use crate::text::{shell_path, shell_word};
+pub use crate::text::{from_here, shell_path, shell_word};
 
 use crate::study::NoStudyFile;
-
-/// `path` as the lines a command prints name it, so that they name every file one way: relative
-/// to the working folder when it lies under it (`results/s/runs/r1`, never `./results/…`), else as
-/// given but without its `.` parts (whole, or relative from above: `../x`).
-pub fn from_here(path: &Path) -> PathBuf {
-    let here = std::env::current_dir().ok();
-    relative_to(path, here.as_deref())
-}
-
-/// [`from_here`] with the working folder `here` (none: `path` as given, without its `.` parts).
-fn relative_to(path: &Path, here: Option<&Path>) -> PathBuf {
-    let whole = match (path.is_absolute(), here) {
-        (false, Some(here)) => here.join(path),
-        _ => path.to_owned(),
-    };
-    let whole: PathBuf = (whole.components())
-        .filter(|c| *c != Component::CurDir)
-        .collect();
-    match here.and_then(|h| whole.strip_prefix(h).ok()) {
-        Some(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
-        Some(rel) => rel.to_owned(),
-        None if whole.as_os_str().is_empty() => PathBuf::from("."),
-        None => whole,
-    }
-}
 
 impl super::Paths {
     /// `line` with each `parkbench` that starts a command (at the line's start, or after a space,
@@ -164,24 +139,6 @@ mod tests {
              target/driver/parkbench verify `target/driver/parkbench report r`"
         );
         assert_eq!(named("a/parkbench b", "d", &[' ', '\n']), "a/parkbench b");
-    }
-
-    #[test]
-    fn a_path_is_named_from_the_working_folder_when_under_it_else_whole() {
-        let here = Some(Path::new("/repo"));
-        let at = |p: &str| relative_to(Path::new(p), here);
-        assert_eq!(at("./results/s/runs/r1"), Path::new("results/s/runs/r1"));
-        assert_eq!(
-            at("/repo/results/s/r1.tar.gz"),
-            Path::new("results/s/r1.tar.gz")
-        );
-        assert_eq!(
-            at("/elsewhere/r1.tar.gz"),
-            Path::new("/elsewhere/r1.tar.gz")
-        );
-        assert_eq!(at("/repo"), Path::new("."));
-        assert_eq!(at("."), Path::new("."));
-        assert_eq!(relative_to(Path::new("./a"), None), Path::new("a"));
     }
 
     #[test]

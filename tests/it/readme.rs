@@ -180,3 +180,29 @@ fn just_reproduce_passes_its_own_flags_so_that_a_mistake_shows_only_what_was_typ
         "{err}"
     );
 }
+
+/// The driver `just` builds with this machine's cargo is found where cargo puts it: under
+/// `CARGO_TARGET_DIR` when that is set.
+#[test]
+fn just_finds_the_host_s_build_under_cargo_target_dir() {
+    let host_bin = |target: Option<&str>| {
+        let mut just = std::process::Command::new("just");
+        just.current_dir(common::repo())
+            .args(["--evaluate", "host_bin"]);
+        match target {
+            Some(dir) => just.env("CARGO_TARGET_DIR", dir),
+            None => just.env_remove("CARGO_TARGET_DIR"),
+        };
+        let out = just.output().expect("running `just`");
+        assert!(out.status.success(), "{}", common::describe(&out));
+        common::text(&out.stdout)
+    };
+    assert_eq!(
+        host_bin(None),
+        "target/x86_64-unknown-linux-gnu/driver/parkbench"
+    );
+    assert_eq!(
+        host_bin(Some("/elsewhere/t")),
+        "/elsewhere/t/x86_64-unknown-linux-gnu/driver/parkbench"
+    );
+}

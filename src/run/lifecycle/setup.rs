@@ -145,7 +145,7 @@ impl Run {
             state.run_id,
             state.cpus_pinned,
             crate::text::count(state.workers as usize, "worker", "workers"),
-            dir.path().display()
+            crate::text::from_here(dir.path()).display()
         );
         let mut run = Run::new(dir, state, study, manifest)?;
         run.made_here = true;
