@@ -177,7 +177,7 @@ fn two_shards_merged_judge_as_their_samples_together() {
         .unwrap();
     assert!(out.status.success(), "{}", describe(&out));
     assert!(
-        text(&out.stderr).contains("per hardware class"),
+        text(&out.stdout).contains("verdicts per hardware class recomputed"),
         "{}",
         describe(&out)
     );
