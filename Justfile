@@ -3,8 +3,9 @@
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
 bin := "target/driver/parkbench"
-# Where cargo puts the host's build: under CARGO_TARGET_DIR when it is set.
-host_bin := env_var_or_default("CARGO_TARGET_DIR", "target") + "/x86_64-unknown-linux-gnu/driver/parkbench"
+# Where cargo puts the host's build: under CARGO_TARGET_DIR (or CARGO_BUILD_TARGET_DIR) when it is set; a
+# target-dir set in a cargo configuration file is not followed.
+host_bin := env_var_or_default("CARGO_TARGET_DIR", env_var_or_default("CARGO_BUILD_TARGET_DIR", "target")) + "/x86_64-unknown-linux-gnu/driver/parkbench"
 # The integration tests that run alone (tests/it/main.rs says why).
 alone := "hostile:: placing:: isolation:: archive::reproduce_makes_a_reference_run"
 alone_skipped := "--skip " + replace(alone, " ", " --skip ")
@@ -17,7 +18,7 @@ default:
 # then with it in the pinned Rust toolchain image, offline, so that the same sources give the same file on
 # every machine (`target/driver/parkbench`; with no Engine, the host's build, and its archives say so).
 driver: host-driver
-    {{host_bin}} driver --or-host --out {{bin}}
+    {{quote(host_bin)}} driver --or-host --out {{bin}}
 
 # The driver built with this host's cargo, self-contained: what builds the pinned one.
 [private]
@@ -45,12 +46,12 @@ run *ARGS: driver
 # refused as given twice) and a mistyped flag's usage line shows only what was typed.
 [positional-arguments]
 reproduce *ARGS: host-driver
-    @PARKBENCH_PINNED_DRIVER={{bin}} PARKBENCH_CPUS="${PARKBENCH_CPUS:-auto}" {{host_bin}} reproduce "$@"
+    @PARKBENCH_PINNED_DRIVER={{bin}} PARKBENCH_CPUS="${PARKBENCH_CPUS:-auto}" {{quote(host_bin)}} reproduce "$@"
 
 # Make STUDY's reference run (results/STUDY/reference/), compared with the one it replaces.
 [positional-arguments]
 reference STUDY *ARGS: host-driver
-    @PARKBENCH_PINNED_DRIVER={{bin}} PARKBENCH_CPUS="${PARKBENCH_CPUS:-auto}" {{host_bin}} reproduce --reference "${@:2}" "results/$1/study.yaml"
+    @PARKBENCH_PINNED_DRIVER={{bin}} PARKBENCH_CPUS="${PARKBENCH_CPUS:-auto}" {{quote(host_bin)}} reproduce --reference "${@:2}" "results/$1/study.yaml"
 
 # Every test: unit, snapshot, README examples, and integration tests against the real Engine: two at a
 # time, runs waiting for each other's CPUs; then, one at a time, those that need the Engine or the machine

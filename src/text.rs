@@ -1,6 +1,6 @@
 //! Plain-text layout shared by every floor that prints to a terminal: aligned columns, text from
-//! an archive or a study made safe to print ([`printable`]), and words of a command a user pastes
-//! ([`shell_word`]).
+//! an archive or a study made safe to print ([`printable`]), words of a command a user pastes
+//! ([`shell_word`]), and a file's path as printed lines name it ([`from_here`]).
 
 use std::borrow::Cow;
 

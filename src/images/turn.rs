@@ -206,7 +206,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_build_waiting_for_a_clean_says_so_once_and_why() {
+    async fn a_build_waits_for_a_clean_and_says_whom_it_waits_for_and_why() {
         let dir = lock::folder();
         let clean = lock::try_take(&dir, GATE, "parkbench clean (pid 9)").unwrap();
         let build = tokio::spawn(building("the build"));

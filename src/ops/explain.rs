@@ -455,7 +455,7 @@ async fn publish(
         "\nexplanation: {}",
         super::next_step::from_here(&dirs[0].join(explain::MARKDOWN)).display()
     );
-    // `archive` said where it wrote each, with its size and sha256.
+    // `archive` said where it wrote each, with its size and sha256, on standard error.
     for a in archives.iter().map(|a| super::next_step::from_here(a)) {
         println!(
             "{}",

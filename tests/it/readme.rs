@@ -188,7 +188,8 @@ fn just_finds_the_host_s_build_under_cargo_target_dir() {
     let host_bin = |target: Option<&str>| {
         let mut just = std::process::Command::new("just");
         just.current_dir(common::repo())
-            .args(["--evaluate", "host_bin"]);
+            .args(["--evaluate", "host_bin"])
+            .env_remove("CARGO_BUILD_TARGET_DIR");
         match target {
             Some(dir) => just.env("CARGO_TARGET_DIR", dir),
             None => just.env_remove("CARGO_TARGET_DIR"),
