@@ -3,6 +3,7 @@
 //! ([`shell_word`]), and a file's path as printed lines name it ([`from_here`]).
 
 use std::borrow::Cow;
+use std::path::{Component, Path, PathBuf};
 
 /// `text` with every character a terminal would act on instead of showing written as an escape:
 /// C0 controls (ESC and so CSI and OSC sequences, BEL, CR, LF, TAB, backspace), DEL, C1 controls,
@@ -32,31 +33,31 @@ pub fn shell_word(word: &str) -> String {
 }
 
 /// A path as one word of a shell command ([`shell_word`]).
-pub fn shell_path(path: &std::path::Path) -> String {
+pub fn shell_path(path: &Path) -> String {
     shell_word(&path.to_string_lossy())
 }
 
 /// `path` as the lines a command prints name it, so that they name every file one way: relative
 /// to the working folder when it lies under it (`results/s/runs/r1`, never `./results/…`), else as
 /// given but without its `.` parts (whole, or relative from above: `../x`).
-pub fn from_here(path: &std::path::Path) -> std::path::PathBuf {
+pub fn from_here(path: &Path) -> PathBuf {
     let here = std::env::current_dir().ok();
     relative_to(path, here.as_deref())
 }
 
 /// [`from_here`] with the working folder `here` (none: `path` as given, without its `.` parts).
-fn relative_to(path: &std::path::Path, here: Option<&std::path::Path>) -> std::path::PathBuf {
+fn relative_to(path: &Path, here: Option<&Path>) -> PathBuf {
     let whole = match (path.is_absolute(), here) {
         (false, Some(here)) => here.join(path),
         _ => path.to_owned(),
     };
-    let whole: std::path::PathBuf = (whole.components())
-        .filter(|c| *c != std::path::Component::CurDir)
+    let whole: PathBuf = (whole.components())
+        .filter(|c| *c != Component::CurDir)
         .collect();
     match here.and_then(|h| whole.strip_prefix(h).ok()) {
-        Some(rel) if rel.as_os_str().is_empty() => std::path::PathBuf::from("."),
+        Some(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
         Some(rel) => rel.to_owned(),
-        None if whole.as_os_str().is_empty() => std::path::PathBuf::from("."),
+        None if whole.as_os_str().is_empty() => PathBuf::from("."),
         None => whole,
     }
 }
@@ -248,25 +249,19 @@ mod tests {
 
     #[test]
     fn a_path_is_named_from_the_working_folder_when_under_it_else_whole() {
-        let here = Some(std::path::Path::new("/repo"));
-        let at = |p: &str| relative_to(std::path::Path::new(p), here);
-        assert_eq!(
-            at("./results/s/runs/r1"),
-            std::path::Path::new("results/s/runs/r1")
-        );
+        let here = Some(Path::new("/repo"));
+        let at = |p: &str| relative_to(Path::new(p), here);
+        assert_eq!(at("./results/s/runs/r1"), Path::new("results/s/runs/r1"));
         assert_eq!(
             at("/repo/results/s/r1.tar.gz"),
-            std::path::Path::new("results/s/r1.tar.gz")
+            Path::new("results/s/r1.tar.gz")
         );
         assert_eq!(
             at("/elsewhere/r1.tar.gz"),
-            std::path::Path::new("/elsewhere/r1.tar.gz")
+            Path::new("/elsewhere/r1.tar.gz")
         );
-        assert_eq!(at("/repo"), std::path::Path::new("."));
-        assert_eq!(at("."), std::path::Path::new("."));
-        assert_eq!(
-            relative_to(std::path::Path::new("./a"), None),
-            std::path::Path::new("a")
-        );
+        assert_eq!(at("/repo"), Path::new("."));
+        assert_eq!(at("."), Path::new("."));
+        assert_eq!(relative_to(Path::new("./a"), None), Path::new("a"));
     }
 }

@@ -98,25 +98,26 @@ pub async fn builds_held_off() -> Result<lock::Held> {
         lock::folder(),
         format!("parkbench clean (pid {})", std::process::id()),
     );
-    // Builds hold it only on their way to the gate; another clean holds it while it waits, and is
-    // said below as the builds are.
+    // Builds hold it only on their way to the gate; another clean holds it while it waits.
     let _next = lock::take(&dir, NEXT, &holder, |by| {
         eprintln!("clean: waiting for {by} to end, or the builds it waits for")
     })
     .await?;
+    // Each try that finds builds under way says them, once a minute: not once per holder, as
+    // builds come and go while it waits.
     let started = std::time::Instant::now();
     let mut say_at = std::time::Duration::ZERO;
-    loop {
-        if let lock::Tried::Held(held) = lock::try_take(&dir, GATE, &holder)? {
-            return Ok(held);
-        }
+    let attempt = || {
+        let tried = lock::try_take(&dir, GATE, &holder)?.held();
         let waited = started.elapsed();
-        if waited >= say_at {
+        if tried.is_err() && waited >= say_at {
             eprintln!("{}", waiting_for_builds(waited, &under_way(&dir)));
             say_at = waited + SAY_EVERY;
         }
-        tokio::time::sleep(lock::RETRY).await;
-    }
+        Ok(tried)
+    };
+    let held = lock::wait(attempt, |_| {}, std::future::pending()).await?;
+    Ok(held.expect("never cancelled"))
 }
 
 /// What a build (`what`) waiting for the `clean` `by` says.
@@ -134,14 +135,16 @@ const SAY_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 /// <tag> (pid N)`), and the processes that hold the builds' lock with no image's build under way
 /// (between two builds, or fetching what a build reads).
 fn under_way(dir: &std::path::Path) -> Vec<String> {
-    let builds = lock::held(dir, "image-");
+    // The lock folder and the kernel's list of locks, read once for both.
+    let (builds, others): (Vec<_>, Vec<_>) =
+        (lock::held(dir, "").into_iter()).partition(|h| h.name.starts_with("image-"));
     let mut out: Vec<String> = (builds.iter())
         .map(|b| match b.holder.as_str() {
             "" => format!("a build (pid {})", b.pid),
             holder => holder.to_string(),
         })
         .collect();
-    for gate in lock::held(dir, GATE) {
+    for gate in others.into_iter().filter(|h| h.name == GATE) {
         if !builds.iter().any(|b| b.pid == gate.pid) && gate.pid != std::process::id() {
             out.push(format!("parkbench (pid {}) between builds", gate.pid));
         }
