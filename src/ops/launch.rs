@@ -12,8 +12,9 @@ use crate::images::BuildOptions;
 use crate::outputs::report::terminal;
 use crate::outputs::summary;
 use crate::outputs::{archive, reference};
+use crate::run::cpu_lock;
 use crate::run::guest;
-use crate::run::lifecycle::RunResult;
+use crate::run::lifecycle::{self, RunResult};
 use crate::run::needs;
 use crate::run::plan::Estimates;
 use crate::run::run_dir::{self, RunDir};
@@ -166,6 +167,15 @@ pub(super) fn check(paths: &Paths, options: &Options, resume: Option<&RunDir>) -
         seccomp,
         measured,
     })
+}
+
+/// [`cpu_lock::refuse_if_taken`] for a new run of `study` on this machine's Engine, on the CPUs it
+/// would choose.
+pub(super) async fn refuse_busy_cpus(study: &Study, options: &Options) -> Result<()> {
+    let engine = crate::engine::Engine::connect().await?;
+    let chosen = lifecycle::choose(&engine, study, options.cpus.as_ref()).await?;
+    let how = (options.shared_cpus, options.wait_for_cpus);
+    cpu_lock::refuse_if_taken(&chosen.cpus, &study.id, how)
 }
 
 /// The build of `images` with the run's strictness.

@@ -48,14 +48,18 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
     refuse_partial(args)?;
     // A study that cannot be read, or laid out under its kernels, fails before the machine check
     // (a resumed run's is its folder's, which the run reads).
-    if !args.all && args.run.resume.is_none() {
-        super::launch::load(paths, &args.run, None)?;
-    }
+    let study = (!args.all && args.run.resume.is_none())
+        .then(|| super::launch::load(paths, &args.run, None))
+        .transpose()?;
     let hand_to = (args.pinned_driver.as_deref()).filter(|out| !running_from(out));
     // A driver handed the command over runs on a machine its builder has just checked.
     let handed = args.pinned_driver.is_some() && hand_to.is_none() && handed_over();
     if !handed && doctor_brief().await? != Ending::Ok {
         bail!("the machine is not ready (see the FAIL lines above)");
+    }
+    // A run that would be refused its CPUs is refused before the driver and the images build.
+    if let Some((study, _)) = study.filter(|_| !handed && !super::fleet::is_fleet(&args.run)) {
+        super::launch::refuse_busy_cpus(&study, &args.run).await?;
     }
     if let Some(out) = hand_to {
         return hand_over(paths, &args.run, args.all, out).await;

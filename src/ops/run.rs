@@ -44,6 +44,10 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
         Some(dir) => Begin::Resume(dir),
         None => Begin::New(lifecycle::choose(&engine, &study, options.cpus.as_ref()).await?),
     };
+    if let Begin::New(chosen) = &begin {
+        let how = (options.shared_cpus, options.wait_for_cpus);
+        cpu_lock::refuse_if_taken(&chosen.cpus, &study.id, how)?;
+    }
     let build = build_options(options, needs::images(&measured));
     let Prepared {
         engine, manifest, ..

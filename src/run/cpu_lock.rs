@@ -109,13 +109,28 @@ pub async fn take_for_run(
     study: &str,
     (shared, wait): (bool, bool),
 ) -> Result<Option<CpuLock>> {
-    let holder = format!("a run of study {study} (pid {})", std::process::id());
+    let holder = run_of(study);
     let dir = folder();
     match (shared, wait) {
         (true, _) => Ok(None),
         (false, true) => CpuLock::wait(&dir, cpus, &holder, std::future::pending()).await,
         (false, false) => CpuLock::acquire(&dir, cpus, &holder).map(Some),
     }
+}
+
+/// [`take_for_run`]'s refusal, given now and holding nothing after: a run that would be refused its
+/// CPUs is refused before its images build (minutes on a fresh machine), not after. A run that
+/// waits for its CPUs or shares them is not refused.
+pub fn refuse_if_taken(cpus: &[usize], study: &str, (shared, wait): (bool, bool)) -> Result<()> {
+    match shared || wait {
+        true => Ok(()),
+        false => CpuLock::acquire(&folder(), cpus, &run_of(study)).map(drop),
+    }
+}
+
+/// A run's description in its CPUs' lock files.
+fn run_of(study: &str) -> String {
+    format!("a run of study {study} (pid {})", std::process::id())
 }
 
 /// The validity warning of a run that measured with `--allow-shared-cpus`.

@@ -350,11 +350,18 @@ pub fn describe(study: &Study, todo: &[Cell], already: usize, est: &Estimates) -
         let probes = (study.probes.iter())
             .filter(|p| !study.scales_of(p).is_empty())
             .count();
-        format!(
-            "{cells} probe × scale cells of {}, each probe at its own scales, × {} repeats",
-            count(probes, "probe", "probes"),
-            p.repeats
-        )
+        match cells == probes {
+            true => format!(
+                "{}, each at a scale of its own, × {} repeats",
+                count(probes, "probe", "probes"),
+                p.repeats
+            ),
+            false => format!(
+                "{cells} probe × scale cells: {}, each at its own scales, × {} repeats",
+                count(probes, "probe", "probes"),
+                p.repeats
+            ),
+        }
     };
     let more = p
         .repeats

@@ -86,6 +86,22 @@ fn a_run_waits_for_cpus_another_run_holds_when_asked() {
     );
     assert!(err.contains("--wait-for-cpus"), "{err}");
     assert!(!runs.exists(), "a refused run made a folder");
+    // Refused before its images are checked: no image table.
+    assert_eq!(text(&refused.stdout), "", "{}", describe(&refused));
+    // `reproduce` refuses before it builds the driver it would hand the command over to.
+    let driver = tmp.path().join("driver/parkbench");
+    let refused = (Invocation::reproduce(tmp.path(), &study).cpus("0"))
+        .env_remove("PARKBENCH_WAIT_FOR_CPUS")
+        .arg("--pinned-driver")
+        .arg(&driver)
+        .output();
+    let err = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+    assert!(
+        err.contains(&format!("CPU 0 is in use by {holder}")),
+        "{err}"
+    );
+    assert!(!driver.exists() && !runs.exists(), "{}", describe(&refused));
 
     let mut waits = (run().env("PARKBENCH_WAIT_FOR_CPUS", "1"))
         .stderr(std::process::Stdio::piped())

@@ -308,3 +308,25 @@ fn a_probe_not_yet_started_is_estimated_from_the_others_scaled_by_tasks() {
     finish(&mut skipped, "go", 10_000, 200.0);
     assert_eq!(skipped.of(&study, &cell(1_000_000)), None);
 }
+
+#[test]
+fn probes_at_scales_of_their_own_are_counted_once_as_probes_and_once_as_cells() {
+    let mut study = Study::default_study();
+    for (probe, scales) in study.probes.iter_mut().zip([vec![1_000], vec![10, 20]]) {
+        probe.scales = Some(scales);
+    }
+    study.probes.truncate(2);
+    let cells = matrix(&study);
+    let plan = describe(&study, &cells, 0, &Estimates::default());
+    assert!(
+        plan.contains("3 probe × scale cells: 2 probes, each at its own scales, × "),
+        "{plan}"
+    );
+    study.probes[1].scales = Some(vec![10]);
+    let cells = matrix(&study);
+    let plan = describe(&study, &cells, 0, &Estimates::default());
+    assert!(
+        plan.contains("(2 probes, each at a scale of its own, × "),
+        "{plan}"
+    );
+}
