@@ -156,6 +156,9 @@ pub struct BuildOptions {
     /// their steps take what that compile leaves of the CPUs, rather than an equal share with it
     /// ([`BESIDE_CPU_SHARES`]).
     pub beside: bool,
+    /// Tags this command built in an earlier build of its own (an explain sweep's variants): the
+    /// table and the manifest say `built` for them, not `reused`.
+    pub built_before: Vec<String>,
 }
 
 /// The CPU weight of the steps of builds made [`BuildOptions::beside`] another: an eighth of the

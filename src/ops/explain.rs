@@ -149,8 +149,16 @@ fn expected(
         n if n == builds.len() => "time unknown".to_string(),
         n => format!("{}, and {n} of no known time", timing::about(known)),
     };
+    // The whole, builds and processes: a lower bound where one of them has no known time.
+    let processes = estimates.sum(&study, &cells);
+    let whole = std::time::Duration::from_secs_f64(known) + processes.time;
+    let whole = match (unknown > 0 || processes.bound(), whole.is_zero()) {
+        (_, true) => String::new(),
+        (false, false) => format!(", expected ≈ {} in all", plan::clock(whole)),
+        (true, false) => format!(", expected ≥ {} in all", plan::clock(whole)),
+    };
     format!(
-        "explain: {variants} and the baseline: {} to build first ({}: {build}); then {run}",
+        "explain: {variants} and the baseline{whole}: {} to build first ({}: {build}); then {run}",
         text::count(builds.len(), "image", "images"),
         names.join(", ")
     )
@@ -314,7 +322,7 @@ impl Sweeps<'_> {
             (&self.args.run_dir, &self.claim.id),
             &sweep,
         )?;
-        let failed = variants::build_variants(&self.paths.repo, &mut sweep).await?;
+        let built = variants::build_variants(&self.paths.repo, &mut sweep).await?;
         let file = write_sweep(
             &self.paths.repo,
             &folder,
@@ -335,6 +343,7 @@ impl Sweeps<'_> {
             slice: None,
             fleet: Default::default(),
             estimates: Some(estimates(&sweep.study, self.explained)),
+            built_before: built.tags,
         };
         let sweep_paths = Paths {
             repo: self.paths.repo.clone(),
@@ -347,7 +356,7 @@ impl Sweeps<'_> {
         }
         let outcome = report(result.dir.path())?;
         let explained = (&*self.explained.study.id, &*self.explained.run_id);
-        let e = explain::explain(self.claim, explained, &sweep, &outcome, &failed)?;
+        let e = explain::explain(self.claim, explained, &sweep, &outcome, &built.failed)?;
         Ok(Some((e, result.dir.path().to_owned())))
     }
 

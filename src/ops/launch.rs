@@ -57,6 +57,9 @@ pub struct Options {
     /// Process times to estimate a new run by before it has measured any (an explain sweep: the
     /// explained run's); when `None`, the study's reference run's ([`reference_estimates`]).
     pub estimates: Option<Estimates>,
+    /// Tags this command built before the run's own build (an explain sweep's variants): the run's
+    /// image table and manifest say `built` for them.
+    pub built_before: Vec<String>,
 }
 
 /// `--hosts` and how to use them.
@@ -184,6 +187,7 @@ pub(super) fn build_options(options: &Options, images: Vec<String>) -> BuildOpti
         only: images,
         strict: options.strict_build,
         strict_pins: options.strict_pins,
+        built_before: options.built_before.clone(),
         ..BuildOptions::default()
     }
 }

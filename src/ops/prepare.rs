@@ -55,7 +55,12 @@ async fn build_on(
     let pins = pin::load_all(&repo.join("toolchains"))?;
     let cache = Cache::from_env()?;
     let mut manifest = images::build_all(engine, &cache, &pins, repo, options).await?;
-    count_built(&mut manifest, std::env::var_os(BUILT_BEFORE_HAND_OVER));
+    let handed = std::env::var_os(BUILT_BEFORE_HAND_OVER).map(|t| t.to_string_lossy().into_owned());
+    let handed = handed.iter().flat_map(|tags| tags.split(' '));
+    count_built(
+        &mut manifest,
+        handed.chain(options.built_before.iter().map(String::as_str)),
+    );
     Ok((cache, manifest))
 }
 
@@ -63,15 +68,12 @@ async fn build_on(
 /// over to: the tags it built for that command, beside the driver (space-separated).
 pub(super) const BUILT_BEFORE_HAND_OVER: &str = "PARKBENCH_BUILT_BEFORE_HAND_OVER";
 
-/// The images of `tags` ([`BUILT_BEFORE_HAND_OVER`]'s value), which this command built before its
-/// driver handed it over, counted as built (the table says `built`, and so does the run's manifest),
-/// not as found already there.
-fn count_built(manifest: &mut Manifest, tags: Option<std::ffi::OsString>) {
-    let Some(tags) = tags else {
-        return;
-    };
-    let tags = tags.to_string_lossy();
-    let tags: std::collections::BTreeSet<&str> = tags.split(' ').collect();
+/// The images of `tags`, which this command built before (before its driver handed it over:
+/// [`BUILT_BEFORE_HAND_OVER`]'s value; or in an earlier build of its own:
+/// [`BuildOptions::built_before`]), counted as built (the table says `built`, and so does the run's
+/// manifest), not as found already there.
+fn count_built<'a>(manifest: &mut Manifest, tags: impl Iterator<Item = &'a str>) {
+    let tags: std::collections::BTreeSet<&str> = tags.collect();
     for image in &mut manifest.images {
         image.built |= tags.contains(image.tag.as_str());
     }
@@ -126,7 +128,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn images_built_before_the_hand_over_count_as_built() {
+    fn images_built_before_the_hand_over_or_the_run_count_as_built() {
         let image = |name: &str, built| images::BuiltImage {
             name: name.into(),
             tag: format!("parkbench/{name}:0123"),
@@ -148,17 +150,17 @@ mod tests {
         };
         let built = |m: &Manifest| m.images.iter().map(|i| i.built).collect::<Vec<_>>();
         let mut not_handed = found.clone();
-        count_built(&mut not_handed, None);
+        count_built(&mut not_handed, std::iter::empty());
         assert_eq!(built(&not_handed), [false, false, true]);
         let mut handed = found.clone();
         let tags = "parkbench/go:0123 parkbench/other:0123 parkbench/base:9999";
-        count_built(&mut handed, Some(tags.into()));
+        count_built(&mut handed, tags.split(' '));
         assert_eq!(built(&handed), [false, true, true]);
         let table = images::table(&handed);
         let row = table.lines().find(|l| l.starts_with("go ")).unwrap();
         assert!(row.split_whitespace().any(|w| w == "built"), "{table}");
         let mut none = found;
-        count_built(&mut none, Some("".into()));
+        count_built(&mut none, "".split(' '));
         assert_eq!(built(&none), [false, false, true]);
     }
 }

@@ -243,7 +243,7 @@ impl Estimates {
 
     /// The expected time of these processes, how many have no estimate, and how many are
     /// estimated at their least time alone.
-    fn sum(&self, study: &Study, cells: &[Cell]) -> Total {
+    pub fn sum(&self, study: &Study, cells: &[Cell]) -> Total {
         let pace = self.pace(study);
         let (mut ms, mut unknown, mut least_only) = (0.0, 0, 0);
         for c in cells {
@@ -299,10 +299,21 @@ impl Estimate {
 }
 
 /// The expected time of some processes ([`Estimates::sum`]).
-struct Total {
-    time: Duration,
-    unknown: usize,
-    least_only: usize,
+#[derive(Debug, Clone, Copy)]
+pub struct Total {
+    /// The processes' expected time, those without an estimate left out.
+    pub time: Duration,
+    /// How many have no estimate.
+    pub unknown: usize,
+    /// How many are estimated at their least time alone (what the study declares).
+    pub least_only: usize,
+}
+
+impl Total {
+    /// The time is a lower bound: some processes have no estimate or only their least time.
+    pub fn bound(&self) -> bool {
+        self.unknown + self.least_only > 0
+    }
 }
 
 /// The least time one process of `probe` takes by what the study declares, ms: the larger of
@@ -372,17 +383,14 @@ pub fn describe(study: &Study, todo: &[Cell], already: usize, est: &Estimates) -
         "plan: {} to run ({shape}; {already} already measured{more})",
         count(todo.len(), "process", "processes")
     );
+    let total = est.sum(study, todo);
     let Total {
         time,
         unknown,
         least_only,
-    } = est.sum(study, todo);
+    } = total;
     // Processes estimated at their least time alone make the time a lower bound.
-    let bound = if unknown + least_only == 0 {
-        "≈"
-    } else {
-        "≥"
-    };
+    let bound = if total.bound() { "≥" } else { "≈" };
     let mut without = Vec::new();
     if unknown > 0 {
         without.push(format!("{unknown} processes without an estimate"));

@@ -3,7 +3,9 @@
 
 use crate::common;
 
-use common::{Invocation, describe, ensure_built, only_run, parkbench, small_study, write_study};
+use common::{
+    Invocation, describe, ensure_built, only_run, parkbench, small_study, text, write_study,
+};
 
 /// A study of the Go probe at 10k tasks with a claim that differs (1 B per task, ±5 %), one that
 /// reproduces (anything from 0 to 1 GiB of RSS), and a GOGC factor.
@@ -82,6 +84,12 @@ fn a_differing_claim_is_explained_archived_and_verifiable() {
 
     let out = explain(&["--claim", "go-per-task"]);
     assert!(out.status.success(), "{}", describe(&out));
+    // The baseline's and the variant's builds print no table: the sweep's run prints one of them all.
+    let tables = text(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("IMAGE "))
+        .count();
+    assert_eq!(tables, 1, "{}", describe(&out));
     let sweep = only_run(&results.join("explain-test").join("explain"), "go-per-task");
     let md = std::fs::read_to_string(sweep.join("explanation.md")).unwrap();
     assert!(md.contains("| gogc | off |"), "{md}");

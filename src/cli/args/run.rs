@@ -182,6 +182,7 @@ impl BuildArgs {
             strict_pins: self.strict_pins,
             other_host: false,
             beside: false,
+            built_before: Vec::new(),
         }
     }
 }
@@ -208,6 +209,7 @@ impl From<RunArgs> for run::Options {
                 allow_plain_tcp: a.allow_plain_tcp,
             },
             estimates: None,
+            built_before: Vec::new(),
         }
     }
 }

@@ -171,6 +171,21 @@ fn a_sweep_says_what_it_is_expected_to_take_before_it_builds() {
         ),
         "{said}"
     );
+    // The whole, a lower bound with a build of no known time: at least the known build's 90 s.
+    let whole = said
+        .split(", expected ≥ ")
+        .nth(1)
+        .and_then(|w| w.split(" in all: ").next());
+    let whole = whole.unwrap_or_else(|| panic!("no whole time: {said}"));
+    let (min, s) = whole.split_once(" min ").expect("minutes at least");
+    let secs = min.parse::<u64>().unwrap() * 60 + s.trim_end_matches(" s").parse::<u64>().unwrap();
+    assert!(secs >= 90, "{said}");
+    let known = [(builds[0].0.clone(), builds[0].1.clone())];
+    let said = expected(&sweep, &known, &explained, None);
+    assert!(
+        said.contains(", expected ≥ "),
+        "the guest variants' processes: {said}"
+    );
     // Without a process of the run to go by: the least the study declares, said as a bound.
     let mut none = crate::outputs::outcome::recompute(&files).unwrap();
     none.samples.clear();

@@ -5,18 +5,22 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::images::BuildOptions;
-
-use crate::ops::prepare::prepare;
+use crate::images::{BuildOptions, Manifest};
+use crate::ops::prepare::build_quietly;
 use crate::outputs::explain::{Sweep, Variant};
 use crate::run::guest;
 
-/// Builds every image the sweep needs, one variant at a time; the variants whose image (or
-/// kernel) cannot be built are taken out of the sweep and returned with the build's error.
-pub(super) async fn build_variants(
-    repo: &Path,
-    sweep: &mut Sweep,
-) -> Result<Vec<(Variant, String)>> {
+/// What the builds of a sweep's images left: the variants whose image (or kernel) could not be
+/// built, with why, and the tags built (not reused), which the sweep's run then counts as built.
+pub(super) struct Built {
+    pub failed: Vec<(Variant, String)>,
+    pub tags: Vec<String>,
+}
+
+/// Builds every image the sweep needs, one variant at a time, with no image table (the sweep's run
+/// prints one, of them all); the variants whose image (or kernel) cannot be built are taken out of
+/// the sweep.
+pub(super) async fn build_variants(repo: &Path, sweep: &mut Sweep) -> Result<Built> {
     let baseline: Vec<String> = sweep
         .study
         .probes
@@ -28,7 +32,7 @@ pub(super) async fn build_variants(
         only: baseline,
         ..Default::default()
     };
-    prepare(repo, &baseline).await?;
+    let mut tags = built_tags(build_quietly(repo, &baseline).await?);
     let mut failed = Vec::new();
     for variant in sweep.variants.clone() {
         let probe = sweep
@@ -46,18 +50,21 @@ pub(super) async fn build_variants(
             strict: true,
             ..Default::default()
         };
-        if let Err(e) = prepare(repo, &build).await {
-            let full = format!("{e:#}");
-            let why = format!(
-                "the build of {} failed: {}",
-                probe.image,
-                why_build_failed(&full)
-            );
-            eprintln!(
-                "{full}\nvariant {}: {why}; the sweep goes on without it",
-                variant.probe
-            );
-            failed.push((variant, why));
+        match build_quietly(repo, &build).await {
+            Ok(manifest) => tags.extend(built_tags(manifest)),
+            Err(e) => {
+                let full = format!("{e:#}");
+                let why = format!(
+                    "the build of {} failed: {}",
+                    probe.image,
+                    why_build_failed(&full)
+                );
+                eprintln!(
+                    "{full}\nvariant {}: {why}; the sweep goes on without it",
+                    variant.probe
+                );
+                failed.push((variant, why));
+            }
         }
     }
     let gone: Vec<&Variant> = failed.iter().map(|(v, _)| v).collect();
@@ -76,7 +83,15 @@ pub(super) async fn build_variants(
         .cloned()
         .collect();
     sweep.variants = kept;
-    Ok(failed)
+    Ok(Built { failed, tags })
+}
+
+/// The tags of the images `manifest`'s build built (not reused).
+fn built_tags(manifest: Manifest) -> Vec<String> {
+    (manifest.images.into_iter())
+        .filter(|i| i.built)
+        .map(|i| i.tag)
+        .collect()
 }
 
 /// What a build error says went wrong, in one line: the first `error:` line of the build's output
