@@ -53,17 +53,17 @@ reproduce *ARGS: host-driver
 reference STUDY *ARGS: host-driver
     @PARKBENCH_PINNED_DRIVER={{bin}} PARKBENCH_CPUS="${PARKBENCH_CPUS:-auto}" {{quote(host_bin)}} reproduce --reference "${@:2}" "results/$1/study.yaml"
 
-# Every test: unit, snapshot, README examples, and integration tests against the real Engine: three at a
-# time, runs waiting for each other's CPUs (two at a time left the CPUs a fifth idle: a compile's last
-# crate, Engine commits and imports, a guest's KVM check use one CPU or none; docs/development.md); then,
-# one at a time, those that need the Engine or the machine to themselves (tests/it/main.rs says why). The
-# second part runs even when the first fails.
+# Every test: unit, snapshot, README examples, and integration tests against the real Engine: two at a
+# time, runs waiting for each other's CPUs (three at a time was quicker, but a Go build then read a
+# directory of its toolchain image with a file listed twice: docs/development.md); then, one at a time,
+# those that need the Engine or the machine to themselves (tests/it/main.rs says why). The second part
+# runs even when the first fails.
 test:
     cargo test --locked --manifest-path docker/sampler/Cargo.toml
     cargo test --locked --manifest-path docker/echo-load/Cargo.toml
     cargo test --locked --lib --bins -- --test-threads 1
     cargo test --locked --doc
-    failed=0; PARKBENCH_WAIT_FOR_CPUS=1 cargo test --locked --test it -- --test-threads 3 {{alone_skipped}} || failed=1; cargo test --locked --test it -- --test-threads 1 {{alone}} || failed=1; exit $failed
+    failed=0; PARKBENCH_WAIT_FOR_CPUS=1 cargo test --locked --test it -- --test-threads 2 {{alone_skipped}} || failed=1; cargo test --locked --test it -- --test-threads 1 {{alone}} || failed=1; exit $failed
 
 # Formatting and lints, as CI wants them.
 lint:

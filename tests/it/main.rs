@@ -1,7 +1,7 @@
 //! The integration tests, one binary: each file is the tests of one part of the kit, driving the real
 //! `parkbench` binary (most of them against the real Engine); `common` holds what they share.
 //! `cargo test --test it NAME:: -- --test-threads 1` runs one file's tests (the filter matches anywhere in a
-//! name: `run::` also runs `rerun::`). `just test` runs them three at a time, with `PARKBENCH_WAIT_FOR_CPUS=1`
+//! name: `run::` also runs `rerun::`). `just test` runs them two at a time, with `PARKBENCH_WAIT_FOR_CPUS=1`
 //! so that two runs on the same CPUs take turns instead of one being refused (two builds of one image take
 //! turns too); then, one at a time, the Justfile's `alone`: `hostile::` and `placing::` compare every tag
 //! and container of the Engine before and after, which another test's builds and runs change;
