@@ -180,7 +180,7 @@ fn a_sweep_says_what_it_is_expected_to_take_before_it_builds() {
     let (min, s) = whole.split_once(" min ").expect("minutes at least");
     let secs = min.parse::<u64>().unwrap() * 60 + s.trim_end_matches(" s").parse::<u64>().unwrap();
     assert!(secs >= 90, "{said}");
-    let known = [(builds[0].0.clone(), builds[0].1.clone())];
+    let known = [(builds[0].0.clone(), builds[0].1)];
     let said = expected(&sweep, &known, &explained, None);
     assert!(
         said.contains(", expected ≥ "),
