@@ -15,6 +15,7 @@ use anyhow::{Context, Result, bail, ensure};
 use super::archive::{Contents, archive};
 use super::report::report;
 use super::{Ending, Interrupt, Paths, run};
+use crate::engine::Engine;
 use crate::files::write_atomic;
 use crate::images::recipe;
 use crate::images::timing;
@@ -149,16 +150,20 @@ fn expected(
         n if n == builds.len() => "time unknown".to_string(),
         n => format!("{}, and {n} of no known time", timing::about(known)),
     };
-    // The whole, builds and processes: a lower bound where one of them has no known time.
+    // This sweep's builds and processes together: a lower bound where one of them has no known time.
     let processes = estimates.sum(&study, &cells);
-    let whole = std::time::Duration::from_secs_f64(known) + processes.time;
-    let whole = match (unknown > 0 || processes.bound(), whole.is_zero()) {
-        (_, true) => String::new(),
-        (false, false) => format!(", expected ≈ {} in all", plan::clock(whole)),
-        (true, false) => format!(", expected ≥ {} in all", plan::clock(whole)),
+    let time = std::time::Duration::from_secs_f64(known) + processes.time;
+    let bound = if unknown > 0 || processes.bound() {
+        "≥"
+    } else {
+        "≈"
+    };
+    let in_all = match time.is_zero() {
+        true => String::new(),
+        false => format!(", expected {bound} {} in all", plan::clock(time)),
     };
     format!(
-        "explain: {variants} and the baseline{whole}: {} to build first ({}: {build}); then {run}",
+        "explain: {variants} and the baseline{in_all}: {} to build first ({}: {build}); then {run}",
         text::count(builds.len(), "image", "images"),
         names.join(", ")
     )
@@ -322,6 +327,14 @@ impl Sweeps<'_> {
             (&self.args.run_dir, &self.claim.id),
             &sweep,
         )?;
+        let cpus = Some(self.args.cpus.clone().unwrap_or(CpuChoice::Auto));
+        // A sweep that would be refused its CPUs is refused before its images build.
+        let asked = run::Options {
+            cpus: cpus.clone(),
+            wait_for_cpus: self.args.wait_for_cpus,
+            ..Default::default()
+        };
+        super::launch::choose_cpus(&Engine::connect().await?, &sweep.study, &asked).await?;
         let built = variants::build_variants(&self.paths.repo, &mut sweep).await?;
         let file = write_sweep(
             &self.paths.repo,
@@ -331,7 +344,7 @@ impl Sweeps<'_> {
         )?;
         let options = run::Options {
             study: Some(file),
-            cpus: Some(self.args.cpus.clone().unwrap_or(CpuChoice::Auto)),
+            cpus,
             resume: None,
             repeats: self.args.repeats,
             kernel: Vec::new(),

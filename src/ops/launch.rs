@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use super::Paths;
+use crate::engine::Engine;
 use crate::images::BuildOptions;
 use crate::outputs::report::terminal;
 use crate::outputs::summary;
@@ -20,7 +21,7 @@ use crate::run::plan::Estimates;
 use crate::run::run_dir::{self, RunDir};
 use crate::run::seccomp::Profile;
 use crate::run::shard::Shard;
-use crate::study::cpus::CpuChoice;
+use crate::study::cpus::{Chosen, CpuChoice};
 use crate::study::repeats::RepeatsChoice;
 use crate::study::sample;
 use crate::study::{self, Study};
@@ -172,13 +173,18 @@ pub(super) fn check(paths: &Paths, options: &Options, resume: Option<&RunDir>) -
     })
 }
 
-/// [`cpu_lock::refuse_if_taken`] for a new run of `study` on this machine's Engine, on the CPUs it
-/// would choose.
-pub(super) async fn refuse_busy_cpus(study: &Study, options: &Options) -> Result<()> {
-    let engine = crate::engine::Engine::connect().await?;
-    let chosen = lifecycle::choose(&engine, study, options.cpus.as_ref()).await?;
+/// The CPUs a new run of `study` pins to on `engine` ([`lifecycle::choose`]), refused now, before
+/// anything builds, when another run holds one of them and this run would be refused on taking them
+/// ([`cpu_lock::refuse_if_taken`]).
+pub(super) async fn choose_cpus(
+    engine: &Engine,
+    study: &Study,
+    options: &Options,
+) -> Result<Chosen> {
+    let chosen = lifecycle::choose(engine, study, options.cpus.as_ref()).await?;
     let how = (options.shared_cpus, options.wait_for_cpus);
-    cpu_lock::refuse_if_taken(&chosen.cpus, &study.id, how)
+    cpu_lock::refuse_if_taken(&chosen.cpus, &study.id, how)?;
+    Ok(chosen)
 }
 
 /// The build of `images` with the run's strictness.

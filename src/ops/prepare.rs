@@ -41,7 +41,7 @@ pub async fn prepare_on(engine: Engine, repo: &Path, options: &BuildOptions) -> 
 }
 
 /// The images `options` names, built or reused, with no table printed: a build ahead of the
-/// command that prints it (`reproduce --pinned-driver`).
+/// command that prints it (`reproduce --pinned-driver`, `explain`'s variants).
 pub async fn build_quietly(repo: &Path, options: &BuildOptions) -> Result<Manifest> {
     check_repo(repo)?;
     Ok(build_on(&Engine::connect().await?, repo, options).await?.1)

@@ -13,6 +13,7 @@ use super::next_step::{from_here, shell_path, shell_word};
 use super::report;
 use super::sign::SigningKey;
 use super::{Ending, Interrupt, Paths, run};
+use crate::engine::Engine;
 use crate::outputs::outcome::Outcome;
 use crate::outputs::{compare, reference};
 use crate::run::run_dir::RunDir;
@@ -57,9 +58,13 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
     if !handed && doctor_brief().await? != Ending::Ok {
         bail!("the machine is not ready (see the FAIL lines above)");
     }
-    // A run that would be refused its CPUs is refused before the driver and the images build.
-    if let Some((study, _)) = study.filter(|_| !handed && !super::fleet::is_fleet(&args.run)) {
-        super::launch::refuse_busy_cpus(&study, &args.run).await?;
+    // A new run here that would be refused its CPUs is refused before the driver it is handed over
+    // to and the images build (a run's own check comes before its images build).
+    if let Some((study, _)) = &study
+        && hand_to.is_some()
+        && !super::fleet::is_fleet(&args.run)
+    {
+        super::launch::choose_cpus(&Engine::connect().await?, study, &args.run).await?;
     }
     if let Some(out) = hand_to {
         return hand_over(paths, &args.run, args.all, out).await;

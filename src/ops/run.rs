@@ -1,10 +1,13 @@
 //! `parkbench run`: a study's matrix, every process in its own container, every sample kept; or
 //! the missing cells of an interrupted run (`--resume`). Load the study → check its probe images →
-//! build → start or resume the run → measure → say how precise and costly it was.
+//! choose its CPUs (refused here when another run holds them) → build → take the CPUs → start or
+//! resume the run → measure → say how precise and costly it was.
 
 use anyhow::Result;
 
-use super::launch::{Checked, build_options, check, reference_estimates, said, study_text};
+use super::launch::{
+    Checked, build_options, check, choose_cpus, reference_estimates, said, study_text,
+};
 use super::prepare::{check_repo, prepare_on};
 use super::{Ending, Interrupt, Paths, Prepared, fleet};
 
@@ -12,7 +15,7 @@ pub use super::launch::Options;
 use crate::engine::Engine;
 use crate::images::cache::Cache;
 use crate::run::cpu_lock::{self, CpuLock};
-use crate::run::lifecycle::{self, Fresh, Run, RunResult};
+use crate::run::lifecycle::{Fresh, Run, RunResult};
 use crate::run::needs;
 use crate::run::run_dir::RunDir;
 use crate::study::cpus::Chosen;
@@ -42,12 +45,8 @@ pub async fn run(paths: &Paths, options: &Options, interrupt: &Interrupt) -> Res
     let engine = Engine::connect().await?;
     let begin = match resume {
         Some(dir) => Begin::Resume(dir),
-        None => Begin::New(lifecycle::choose(&engine, &study, options.cpus.as_ref()).await?),
+        None => Begin::New(choose_cpus(&engine, &study, options).await?),
     };
-    if let Begin::New(chosen) = &begin {
-        let how = (options.shared_cpus, options.wait_for_cpus);
-        cpu_lock::refuse_if_taken(&chosen.cpus, &study.id, how)?;
-    }
     let build = build_options(options, needs::images(&measured));
     let Prepared {
         engine, manifest, ..

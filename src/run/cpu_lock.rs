@@ -109,7 +109,7 @@ pub async fn take_for_run(
     study: &str,
     (shared, wait): (bool, bool),
 ) -> Result<Option<CpuLock>> {
-    let holder = run_of(study);
+    let holder = format!("a run of study {study} (pid {})", std::process::id());
     let dir = folder();
     match (shared, wait) {
         (true, _) => Ok(None),
@@ -120,17 +120,17 @@ pub async fn take_for_run(
 
 /// [`take_for_run`]'s refusal, given now and holding nothing after: a run that would be refused its
 /// CPUs is refused before its images build (minutes on a fresh machine), not after. A run that
-/// waits for its CPUs or shares them is not refused.
+/// waits for its CPUs or shares them is not refused. The locks are held for the moment of the try,
+/// under a description of their own.
 pub fn refuse_if_taken(cpus: &[usize], study: &str, (shared, wait): (bool, bool)) -> Result<()> {
+    let checking = format!(
+        "a run of study {study} checking its CPUs before it builds (pid {})",
+        std::process::id()
+    );
     match shared || wait {
         true => Ok(()),
-        false => CpuLock::acquire(&folder(), cpus, &run_of(study)).map(drop),
+        false => CpuLock::acquire(&folder(), cpus, &checking).map(drop),
     }
-}
-
-/// A run's description in its CPUs' lock files.
-fn run_of(study: &str) -> String {
-    format!("a run of study {study} (pid {})", std::process::id())
 }
 
 /// The validity warning of a run that measured with `--allow-shared-cpus`.

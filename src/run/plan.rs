@@ -358,18 +358,14 @@ pub fn describe(study: &Study, todo: &[Cell], already: usize, est: &Estimates) -
     } else {
         let cells: usize = study.probes.iter().map(|p| study.scales_of(p).len()).sum();
         // A probe left out of a partial run or a shard has no scale here.
-        let probes = (study.probes.iter())
+        let measured = (study.probes.iter())
             .filter(|p| !study.scales_of(p).is_empty())
             .count();
-        match cells == probes {
-            true => format!(
-                "{}, each at a scale of its own, × {} repeats",
-                count(probes, "probe", "probes"),
-                p.repeats
-            ),
+        let probes = count(measured, "probe", "probes");
+        match cells == measured {
+            true => format!("{probes} at one scale each, × {} repeats", p.repeats),
             false => format!(
-                "{cells} probe × scale cells: {}, each at its own scales, × {} repeats",
-                count(probes, "probe", "probes"),
+                "{cells} probe × scale cells over {probes}, × {} repeats",
                 p.repeats
             ),
         }

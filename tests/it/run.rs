@@ -44,8 +44,8 @@ fn small_study_gives_valid_alternating_samples() {
     );
 }
 
-/// A run on CPUs another run holds is refused before it makes anything, naming the holder and
-/// `--wait-for-cpus`; with `PARKBENCH_WAIT_FOR_CPUS=1` (that flag's variable) it waits for them,
+/// A run on CPUs another run holds is refused before it builds or makes anything, naming the holder
+/// and `--wait-for-cpus` (`reproduce` before it builds the driver it would hand over to); with `PARKBENCH_WAIT_FOR_CPUS=1` (that flag's variable) it waits for them,
 /// says so once, makes nothing while it waits (its environment record runs a container on those
 /// CPUs), and measures once they are free. The test holds CPU 0 itself, once other runs let it go.
 #[test]
@@ -86,7 +86,7 @@ fn a_run_waits_for_cpus_another_run_holds_when_asked() {
     );
     assert!(err.contains("--wait-for-cpus"), "{err}");
     assert!(!runs.exists(), "a refused run made a folder");
-    // Refused before its images are checked: no image table.
+    // Refused before its images are built: no image table.
     assert_eq!(text(&refused.stdout), "", "{}", describe(&refused));
     // `reproduce` refuses before it builds the driver it would hand the command over to.
     let driver = tmp.path().join("driver/parkbench");

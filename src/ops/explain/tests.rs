@@ -171,20 +171,16 @@ fn a_sweep_says_what_it_is_expected_to_take_before_it_builds() {
         ),
         "{said}"
     );
-    // The whole, a lower bound with a build of no known time: at least the known build's 90 s.
-    let whole = said
-        .split(", expected ≥ ")
-        .nth(1)
-        .and_then(|w| w.split(" in all: ").next());
-    let whole = whole.unwrap_or_else(|| panic!("no whole time: {said}"));
-    let (min, s) = whole.split_once(" min ").expect("minutes at least");
-    let secs = min.parse::<u64>().unwrap() * 60 + s.trim_end_matches(" s").parse::<u64>().unwrap();
-    assert!(secs >= 90, "{said}");
-    let known = [(builds[0].0.clone(), builds[0].1)];
-    let said = expected(&sweep, &known, &explained, None);
+    // In all: the known build's 90 s and the processes' time, a lower bound (a build of no known
+    // time; the guest variants' processes at their least).
+    let cells = plan::matrix(&sweep.study);
+    let processes = estimates(&sweep.study, &explained).sum(&sweep.study, &cells);
+    let in_all = plan::clock(std::time::Duration::from_secs(90) + processes.time);
     assert!(
-        said.contains(", expected ≥ "),
-        "the guest variants' processes: {said}"
+        said.starts_with(&format!(
+            "explain: {variants} variants and the baseline, expected ≥ {in_all} in all: "
+        )),
+        "{said}"
     );
     // Without a process of the run to go by: the least the study declares, said as a bound.
     let mut none = crate::outputs::outcome::recompute(&files).unwrap();

@@ -310,7 +310,7 @@ fn a_probe_not_yet_started_is_estimated_from_the_others_scaled_by_tasks() {
 }
 
 #[test]
-fn probes_at_scales_of_their_own_are_counted_once_as_probes_and_once_as_cells() {
+fn probes_at_scales_of_their_own_are_said_as_cells_over_probes_or_one_scale_each() {
     let mut study = Study::default_study();
     for (probe, scales) in study.probes.iter_mut().zip([vec![1_000], vec![10, 20]]) {
         probe.scales = Some(scales);
@@ -319,14 +319,11 @@ fn probes_at_scales_of_their_own_are_counted_once_as_probes_and_once_as_cells() 
     let cells = matrix(&study);
     let plan = describe(&study, &cells, 0, &Estimates::default());
     assert!(
-        plan.contains("3 probe × scale cells: 2 probes, each at its own scales, × "),
+        plan.contains("(3 probe × scale cells over 2 probes, × "),
         "{plan}"
     );
     study.probes[1].scales = Some(vec![10]);
     let cells = matrix(&study);
     let plan = describe(&study, &cells, 0, &Estimates::default());
-    assert!(
-        plan.contains("(2 probes, each at a scale of its own, × "),
-        "{plan}"
-    );
+    assert!(plan.contains("(2 probes at one scale each, × "), "{plan}");
 }
