@@ -55,12 +55,11 @@ async fn build_on(
     let pins = pin::load_all(&repo.join("toolchains"))?;
     let cache = Cache::from_env()?;
     let mut manifest = images::build_all(engine, &cache, &pins, repo, options).await?;
-    let handed = std::env::var_os(BUILT_BEFORE_HAND_OVER).map(|t| t.to_string_lossy().into_owned());
-    let handed = handed.iter().flat_map(|tags| tags.split(' '));
-    count_built(
-        &mut manifest,
-        handed.chain(options.built_before.iter().map(String::as_str)),
-    );
+    let handed = (std::env::var_os(BUILT_BEFORE_HAND_OVER))
+        .map(|t| t.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let earlier = options.built_before.iter().map(String::as_str);
+    count_built(&mut manifest, handed.split(' ').chain(earlier));
     Ok((cache, manifest))
 }
 

@@ -123,14 +123,14 @@ pub async fn take_for_run(
 /// waits for its CPUs or shares them is not refused. The locks are held for the moment of the try,
 /// under a description of their own.
 pub fn refuse_if_taken(cpus: &[usize], study: &str, (shared, wait): (bool, bool)) -> Result<()> {
+    if shared || wait {
+        return Ok(());
+    }
     let checking = format!(
         "a run of study {study} checking its CPUs before it builds (pid {})",
         std::process::id()
     );
-    match shared || wait {
-        true => Ok(()),
-        false => CpuLock::acquire(&folder(), cpus, &checking).map(drop),
-    }
+    CpuLock::acquire(&folder(), cpus, &checking).map(drop)
 }
 
 /// The validity warning of a run that measured with `--allow-shared-cpus`.
