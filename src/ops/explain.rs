@@ -51,6 +51,8 @@ pub struct Options {
     pub cpus: Option<CpuChoice>,
     /// Do not try the two closest levels together.
     pub no_pairs: bool,
+    /// Measure beside another run on the same CPUs (`--allow-shared-cpus`).
+    pub shared_cpus: bool,
     /// Wait for CPUs another run holds instead of being refused (`--wait-for-cpus`).
     pub wait_for_cpus: bool,
 }
@@ -319,6 +321,15 @@ impl Sweeps<'_> {
     /// Builds the sweep's images (a variant whose build fails is left out, with why), runs the
     /// sweep as its own study and explains it; `None` when interrupted.
     async fn measure(&self, mut sweep: Sweep) -> Result<Option<(Explanation, PathBuf)>> {
+        let cpus = Some(self.args.cpus.clone().unwrap_or(CpuChoice::Auto));
+        // A sweep that would be refused its CPUs is refused before it writes or builds anything.
+        let asked = run::Options {
+            cpus: cpus.clone(),
+            shared_cpus: self.args.shared_cpus,
+            wait_for_cpus: self.args.wait_for_cpus,
+            ..Default::default()
+        };
+        super::launch::choose_cpus(&Engine::connect().await?, &sweep.study, &asked).await?;
         let folder = self.root.join(&sweep.study.id);
         // Checked as `plan` checks a study file before anything is built, and again as it runs.
         write_sweep(
@@ -327,14 +338,6 @@ impl Sweeps<'_> {
             (&self.args.run_dir, &self.claim.id),
             &sweep,
         )?;
-        let cpus = Some(self.args.cpus.clone().unwrap_or(CpuChoice::Auto));
-        // A sweep that would be refused its CPUs is refused before its images build.
-        let asked = run::Options {
-            cpus: cpus.clone(),
-            wait_for_cpus: self.args.wait_for_cpus,
-            ..Default::default()
-        };
-        super::launch::choose_cpus(&Engine::connect().await?, &sweep.study, &asked).await?;
         let built = variants::build_variants(&self.paths.repo, &mut sweep).await?;
         let file = write_sweep(
             &self.paths.repo,
@@ -348,7 +351,7 @@ impl Sweeps<'_> {
             resume: None,
             repeats: self.args.repeats,
             kernel: Vec::new(),
-            shared_cpus: false,
+            shared_cpus: self.args.shared_cpus,
             wait_for_cpus: self.args.wait_for_cpus,
             strict_build: false,
             strict_pins: false,

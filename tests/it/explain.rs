@@ -82,7 +82,36 @@ fn a_differing_claim_is_explained_archived_and_verifiable() {
         "{err}"
     );
 
-    let out = explain(&["--claim", "go-per-task"]);
+    // With its CPU held by another run, the sweep is refused before it builds, naming
+    // --allow-shared-cpus, which then measures beside that run, with a validity warning.
+    let holder = "run 1 of study holds (pid 1)";
+    let held =
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(parkbench::run::cpu_lock::CpuLock::wait(
+                &parkbench::run::cpu_lock::folder(),
+                &[0],
+                holder,
+                std::future::pending(),
+            ));
+    let held = held.unwrap().expect("never cancelled");
+    let refused = parkbench()
+        .env("PARKBENCH_RESULTS", &results)
+        .env_remove("PARKBENCH_WAIT_FOR_CPUS")
+        .args(["explain", "--claim", "go-per-task", "--cpus", "0"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let err = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+    assert!(
+        err.contains(&format!("CPU 0 is in use by {holder}"))
+            && err.contains("--allow-shared-cpus"),
+        "{err}"
+    );
+    assert!(!results.join("explain-test/explain").exists(), "{err}");
+    let out = explain(&["--claim", "go-per-task", "--allow-shared-cpus"]);
+    drop(held);
     assert!(out.status.success(), "{}", describe(&out));
     // The baseline's and the variant's builds print no table: the sweep's run prints one of them all.
     let tables = text(&out.stdout)
@@ -114,6 +143,11 @@ fn a_differing_claim_is_explained_archived_and_verifiable() {
     assert!(
         report.contains("explanations.md"),
         "the report links its explanations"
+    );
+    let state = std::fs::read_to_string(sweep.join("run.json")).unwrap();
+    assert!(
+        state.contains("not locked (--allow-shared-cpus)"),
+        "{state}"
     );
     let archive = sweep.with_extension("tar.gz");
     let out = parkbench().arg("verify").arg(&archive).output().unwrap();

@@ -75,8 +75,12 @@ pub struct ExplainArgs {
     /// Do not try the two closest levels together when no single one reaches the published value.
     #[arg(long)]
     pub no_pairs: bool,
+    /// Measure even when another run holds some of these CPUs (recorded as a validity warning on
+    /// every sample of the sweep).
+    #[arg(long)]
+    pub allow_shared_cpus: bool,
     /// When another run holds some of the CPUs, wait for it to end, then measure (said once per
-    /// CPU waited for).
+    /// CPU waited for). --allow-shared-cpus, which takes no lock, goes before it.
     #[arg(
         long,
         env = "PARKBENCH_WAIT_FOR_CPUS",
@@ -112,7 +116,8 @@ impl From<ExplainArgs> for explain::Options {
             repeats: a.repeats,
             cpus: a.cpus,
             no_pairs: a.no_pairs,
-            wait_for_cpus: a.wait_for_cpus,
+            shared_cpus: a.allow_shared_cpus,
+            wait_for_cpus: a.wait_for_cpus && !a.allow_shared_cpus,
         }
     }
 }
