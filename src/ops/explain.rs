@@ -107,14 +107,15 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
     };
     e.skipped = skipped;
     let mut dirs = vec![dir];
-    let mut ending = Ending::Ok;
+    let mut ending = Ok(Ending::Ok);
     if !args.no_pairs
         && let Some(pair) = explain::pair_to_try(&e, &factors)
     {
-        ending = sweeps.pair(&study, pair, &mut e, &mut dirs).await?;
+        ending = sweeps.pair(&study, pair, &mut e, &mut dirs).await;
     }
+    // What the single factors measured is written even when the pair's sweep failed.
     publish(paths, (&run, &explained), &e, &dirs).await?;
-    Ok(ending)
+    ending.context("the pair's sweep failed: the explanation written has the single factors only")
 }
 
 /// What the sweep is expected to take, said before anything is built: the images it builds first,

@@ -99,6 +99,10 @@ pub struct Explanation {
     /// here, one line each (what each needs and the flag that includes it).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,
+    /// The sweep runs' validity warnings (what may have touched their numbers: a busy machine,
+    /// CPUs shared with another run), each once; their reports say which samples.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// The value a verdict's measurement stands for: a single value, or a range's middle.
@@ -209,14 +213,18 @@ pub fn explain(
         rows,
         finding: String::new(),
         skipped: Vec::new(),
+        warnings: Vec::new(),
     };
+    e.add_warnings(outcome.warnings.iter().map(|w| w.what.as_str()));
     e.finding = finding(&e);
     Ok(e)
 }
 
 impl Explanation {
-    /// Adds the rows of a second sweep (the pair tried together) and says the finding again.
+    /// Adds the rows of a second sweep (the pair tried together), and its warnings, and says the
+    /// finding again.
     pub fn merge(&mut self, other: Explanation) {
+        self.add_warnings(other.warnings.iter().map(String::as_str));
         let against = other.baseline.filter(|b| Some(*b) != self.baseline);
         self.rows.extend(other.rows.into_iter().map(|mut r| {
             r.against = r.against.or(against);
@@ -224,6 +232,15 @@ impl Explanation {
         }));
         self.sweep_run = format!("{}, {}", self.sweep_run, other.sweep_run);
         self.finding = finding(self);
+    }
+
+    /// Adds the validity warnings of a sweep's run that are not said already.
+    fn add_warnings<'a>(&mut self, warnings: impl IntoIterator<Item = &'a str>) {
+        for w in warnings {
+            if !self.warnings.iter().any(|said| said == w) {
+                self.warnings.push(w.to_string());
+            }
+        }
     }
 }
 

@@ -110,6 +110,8 @@ fn a_differing_claim_is_explained_archived_and_verifiable() {
         "{err}"
     );
     assert!(!results.join("explain-test/explain").exists(), "{err}");
+    // Refused before its images are built: no image table.
+    assert_eq!(text(&refused.stdout), "", "{}", describe(&refused));
     let out = explain(&["--claim", "go-per-task", "--allow-shared-cpus"]);
     drop(held);
     assert!(out.status.success(), "{}", describe(&out));
@@ -122,6 +124,7 @@ fn a_differing_claim_is_explained_archived_and_verifiable() {
     let sweep = only_run(&results.join("explain-test").join("explain"), "go-per-task");
     let md = std::fs::read_to_string(sweep.join("explanation.md")).unwrap();
     assert!(md.contains("| gogc | off |"), "{md}");
+    assert!(md.contains("Validity warnings of the sweep"), "{md}");
     assert!(
         std::fs::read_to_string(sweep.join("tornado.svg"))
             .unwrap()

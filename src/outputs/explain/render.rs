@@ -29,6 +29,13 @@ pub fn markdown(e: &Explanation) -> String {
         crate::text::markdown_code(&e.sweep_run)
     );
     let _ = writeln!(out, "**{}**\n", crate::text::markdown(&e.finding));
+    if !e.warnings.is_empty() {
+        out.push_str("Validity warnings of the sweep (what may have touched its numbers):\n\n");
+        for line in &e.warnings {
+            let _ = writeln!(out, "- {}", crate::text::markdown(line));
+        }
+        out.push('\n');
+    }
     if !e.skipped.is_empty() {
         out.push_str("Not swept, their images would take long to build here:\n\n");
         for line in &e.skipped {
