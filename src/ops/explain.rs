@@ -111,11 +111,19 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
     if !args.no_pairs
         && let Some(pair) = explain::pair_to_try(&e, &factors)
     {
+        // The single levels' explanation is in place before the pair is tried: a Ctrl-C that
+        // ends the command while the pair's images build leaves it written.
+        files::write(&e, &dirs[0])?;
+        files::index(run.path(), &dirs[0], &e)?;
         ending = sweeps.pair(&study, pair, &mut e, &mut dirs).await;
     }
-    // What the single factors measured is written even when the pair's sweep failed.
-    publish(paths, (&run, &explained), &e, &dirs).await?;
-    ending.context("the pair's sweep failed: the explanation written has the single factors only")
+    // What the single levels measured is published even when the pair's sweep failed.
+    let published = publish(paths, (&run, &explained), &e, &dirs).await;
+    if let (Err(pair), Err(_)) = (&ending, &published) {
+        eprintln!("{pair:#}");
+    }
+    published?;
+    ending
 }
 
 /// What the sweep is expected to take, said before anything is built: the images it builds first,
@@ -391,7 +399,18 @@ impl Sweeps<'_> {
             pair.0.id, pair.2.id
         );
         let sweep = make_sweep(&self.paths.repo, study, self.claim, &[], &[pair])?;
-        match self.measure(sweep).await? {
+        let measured = match self.measure(sweep).await {
+            // A guest's boot, say, ends in an error when Ctrl-C stops it.
+            Err(_) if self.interrupt.fired() => None,
+            measured => measured.with_context(|| {
+                format!(
+                    "trying {} and {} together failed (the explanation written has the single \
+                     levels only)",
+                    pair.0.id, pair.2.id
+                )
+            })?,
+        };
+        match measured {
             Some((second, dir)) => {
                 e.merge(second);
                 dirs.push(dir);
@@ -399,7 +418,7 @@ impl Sweeps<'_> {
             }
             None => {
                 eprintln!(
-                    "the pair's sweep was interrupted: the explanation has the single factors only"
+                    "the pair's sweep was interrupted: the explanation has the single levels only"
                 );
                 Ok(Ending::Interrupted)
             }

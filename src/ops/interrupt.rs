@@ -60,6 +60,11 @@ impl Interrupt {
         self.claimed.store(false, Ordering::SeqCst);
     }
 
+    /// Whether Ctrl-C has come (an error after it is the interruption's, not a failure).
+    pub fn fired(&self) -> bool {
+        self.token.is_cancelled()
+    }
+
     /// Completes on Ctrl-C unless a run loop has claimed it (then never).
     pub async fn unclaimed(&self) {
         self.token.cancelled().await;

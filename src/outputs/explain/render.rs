@@ -30,7 +30,7 @@ pub fn markdown(e: &Explanation) -> String {
     );
     let _ = writeln!(out, "**{}**\n", crate::text::markdown(&e.finding));
     if !e.warnings.is_empty() {
-        out.push_str("Validity warnings of the sweep (what may have touched its numbers):\n\n");
+        out.push_str("Validity warnings of the sweeps (what may have touched their numbers):\n\n");
         for line in &e.warnings {
             let _ = writeln!(out, "- {}", crate::text::markdown(line));
         }

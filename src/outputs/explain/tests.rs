@@ -170,22 +170,25 @@ fn the_finding_names_the_factor_that_closes_the_gap_or_none() {
     assert!(json.contains("\"skipped\":[\"skipped: kernel"), "{json}");
     assert!(!serde_json::to_string(&some).unwrap().contains("skipped"));
     assert!(!md.contains("Validity warnings"), "{md}");
+    assert!(!serde_json::to_string(&some).unwrap().contains("warnings"));
 }
 
 #[test]
 fn a_sweeps_validity_warnings_are_said_once_under_the_finding() {
-    let shared = "CPUs 0 not locked (--allow-shared-cpus): another run may have measured on them";
-    let busy = "pinned CPUs busy before measuring: 40 %";
+    let shared = crate::run::cpu_lock::shared_warning("0").what;
+    let busy = "pinned CPUs busy before measuring: 40 %".to_string();
     let mut e = explanation(vec![row("workers", "1", 420.0, Status::Differs)]);
-    e.warnings = vec![shared.into()];
+    e.warnings = vec![shared.clone()];
     let mut pair = explanation(vec![row("workers+gogc", "1+off", 400.0, Status::Differs)]);
-    pair.warnings = vec![shared.into(), busy.into()];
+    pair.warnings = vec![shared.clone(), busy.clone()];
     e.merge(pair);
     assert_eq!(e.warnings, [shared, busy]);
     let md = markdown(&e);
     let finding = md.find(&format!("**{}**", crate::text::markdown(&e.finding)));
-    let said = md.find("Validity warnings of the sweep (what may have touched its numbers):\n\n- ");
-    assert!(finding.is_some() && said > finding, "{md}");
+    let said =
+        md.find("Validity warnings of the sweeps (what may have touched their numbers):\n\n- ");
+    let table = md.find("| Factor |");
+    assert!(finding.is_some() && said > finding && table > said, "{md}");
     assert_eq!(md.matches("--allow-shared-cpus").count(), 1, "{md}");
     assert!(super::html(&e).contains("pinned CPUs busy before measuring"));
     let json = serde_json::to_string(&e).unwrap();
