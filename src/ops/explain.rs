@@ -120,7 +120,7 @@ pub async fn command(paths: &Paths, args: &Options, interrupt: &Interrupt) -> Re
     // What the single levels measured is published even when the pair's sweep failed.
     let published = publish(paths, (&run, &explained), &e, &dirs).await;
     if let (Err(pair), Err(_)) = (&ending, &published) {
-        eprintln!("{pair:#}");
+        eprintln!("error: {}", paths.said(pair));
     }
     published?;
     ending
@@ -401,7 +401,10 @@ impl Sweeps<'_> {
         let sweep = make_sweep(&self.paths.repo, study, self.claim, &[], &[pair])?;
         let measured = match self.measure(sweep).await {
             // A guest's boot, say, ends in an error when Ctrl-C stops it.
-            Err(_) if self.interrupt.fired() => None,
+            Err(e) if self.interrupt.fired() => {
+                eprintln!("{e:#}");
+                None
+            }
             measured => measured.with_context(|| {
                 format!(
                     "trying {} and {} together failed (the explanation written has the single \
