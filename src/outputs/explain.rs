@@ -313,7 +313,7 @@ fn none_found(e: &Explanation, baseline: f64) -> String {
         Some(r) if r.closes.is_some_and(|c| c > 0.0) => {
             let _ = write!(
                 out,
-                ", and the variant that comes closest, {} = {}, closes {:.0} % of the gap ({}).",
+                ", and the variant that comes closest, {} = {}, closes {:.1} % of the gap ({}).",
                 r.factor,
                 r.level,
                 r.closes.unwrap_or(0.0) * 100.0,

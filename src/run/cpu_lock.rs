@@ -135,9 +135,13 @@ pub fn refuse_if_taken(cpus: &[usize], study: &str, (shared, wait): (bool, bool)
 
 /// The validity warning of a run that measured with `--allow-shared-cpus`.
 pub fn shared_warning(cpus: &str) -> Warning {
+    let (cpus, them) = match cpus.contains([',', '-']) {
+        true => (format!("CPUs {cpus}"), "them"),
+        false => (format!("CPU {cpus}"), "it"),
+    };
     Warning {
         what: format!(
-            "CPUs {cpus} not locked (--allow-shared-cpus): another run may have measured on them \
+            "{cpus} not locked (--allow-shared-cpus): another run may have measured on {them} \
              at the same time as every sample of this run"
         ),
         touches: Touches::All,
@@ -147,6 +151,20 @@ pub fn shared_warning(cpus: &str) -> Warning {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shared_warning_says_one_cpu_or_several() {
+        assert!(shared_warning("0").what.starts_with(
+            "CPU 0 not locked (--allow-shared-cpus): \
+             another run may have measured on it at"
+        ));
+        assert!(
+            shared_warning("0-1")
+                .what
+                .starts_with("CPUs 0-1 not locked")
+        );
+        assert!(shared_warning("0,2").what.contains("measured on them at"));
+    }
 
     #[test]
     fn overlapping_cpus_are_refused_naming_the_holder_and_free_again_after_drop() {

@@ -131,7 +131,8 @@ fn the_finding_names_the_factor_that_closes_the_gap_or_none() {
     );
     let some = explanation(vec![row("workers", "1", 420.0, Status::Differs)]);
     assert!(
-        some.finding.contains("closes 44 % of the gap"),
+        // As precise as the table's share of the gap (43.8 %).
+        some.finding.contains("closes 43.8 % of the gap"),
         "{}",
         some.finding
     );
