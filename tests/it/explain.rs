@@ -84,17 +84,8 @@ fn a_differing_claim_is_explained_archived_and_verifiable() {
 
     // With its CPU held by another run, the sweep is refused before it builds, naming
     // --allow-shared-cpus, which then measures beside that run, with a validity warning.
-    let holder = "run 1 of study holds (pid 1)";
-    let held =
-        tokio::runtime::Runtime::new()
-            .unwrap()
-            .block_on(parkbench::run::cpu_lock::CpuLock::wait(
-                &parkbench::run::cpu_lock::folder(),
-                &[0],
-                holder,
-                std::future::pending(),
-            ));
-    let held = held.unwrap().expect("never cancelled");
+    let holder = "run 1 of study explain-holds (pid 1)";
+    let held = common::hold_cpus(&[0], holder);
     let refused = parkbench()
         .env("PARKBENCH_RESULTS", &results)
         .env_remove("PARKBENCH_WAIT_FOR_CPUS")

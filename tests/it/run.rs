@@ -45,8 +45,8 @@ fn small_study_gives_valid_alternating_samples() {
 }
 
 /// A run on CPUs another run holds is refused before it builds or makes anything, naming the holder
-/// and `--wait-for-cpus` (`reproduce` before it builds the driver it would hand over to); with `PARKBENCH_WAIT_FOR_CPUS=1` (that flag's variable) it waits for them,
-/// says so once, makes nothing while it waits (its environment record runs a container on those
+/// and `--wait-for-cpus` (`reproduce` before it builds the driver it would hand over to); with
+/// `PARKBENCH_WAIT_FOR_CPUS=1` (that flag's variable) it waits for them, says so once, makes nothing while it waits (its environment record runs a container on those
 /// CPUs), and measures once they are free. The test holds CPU 0 itself, once other runs let it go.
 #[test]
 fn a_run_waits_for_cpus_another_run_holds_when_asked() {
@@ -64,17 +64,7 @@ fn a_run_waits_for_cpus_another_run_holds_when_asked() {
             .env_remove("PARKBENCH_WAIT_FOR_CPUS")
     };
     let holder = "run 1 of study holds (pid 1)";
-    let (cpu_lock, never) = (parkbench::run::cpu_lock::folder(), std::future::pending());
-    let held =
-        tokio::runtime::Runtime::new()
-            .unwrap()
-            .block_on(parkbench::run::cpu_lock::CpuLock::wait(
-                &cpu_lock,
-                &[0],
-                holder,
-                never,
-            ));
-    let held = held.unwrap().expect("never cancelled");
+    let held = common::hold_cpus(&[0], holder);
     let runs = tmp.path().join("waits/runs");
 
     let refused = run().output();

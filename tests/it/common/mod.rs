@@ -27,6 +27,17 @@ pub fn parkbench() -> Command {
     cmd
 }
 
+/// Holds the locks of `cpus` as another run on this machine would, under `holder`, until the lock
+/// is dropped; waits first for the runs of other tests that hold them.
+pub fn hold_cpus(cpus: &[usize], holder: &str) -> parkbench::run::cpu_lock::CpuLock {
+    use parkbench::run::cpu_lock::{CpuLock, folder};
+    let never = std::future::pending();
+    let held = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(CpuLock::wait(&folder(), cpus, holder, never));
+    held.unwrap().expect("never cancelled")
+}
+
 /// Builds every image once for all the tests (a no-op when they exist). A failed build fails every
 /// test that needs it, each with the build's own error.
 pub fn ensure_built() {
